@@ -1,0 +1,1 @@
+"""hx: HOUDINI in JAX."""

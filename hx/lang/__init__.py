@@ -1,0 +1,1 @@
+"""hx.lang: types, the program AST, parser, printer and type inference."""
