@@ -1,1 +1,27 @@
-"""hx: HOUDINI in JAX."""
+"""hx: HOUDINI in JAX — lifelong learning as synthesis of typed, differentiable functional programs.
+
+The language layer is imported eagerly (it needs no JAX); `compile_program` and the other JAX-backed
+names load their layer on first use, so parsing and type-checking stay fast to import.
+"""
+
+import importlib
+
+from hx.lang import (Compose, Conv, Fold, Fresh, FunctionType, GraphType, Hole, HxTypeError, Lib,
+                     ListType, Map, ParseError, Program, Repeat, TensorType, Type, TypeVar, Typing,
+                     Zeros, canonical, infer, parse, parse_type, size)
+
+_LAZY = {
+    "compile_program": "hx.compile",
+}
+
+__all__ = [
+    "Compose", "Conv", "Fold", "Fresh", "FunctionType", "GraphType", "Hole", "HxTypeError", "Lib",
+    "ListType", "Map", "ParseError", "Program", "Repeat", "TensorType", "Type", "TypeVar", "Typing",
+    "Zeros", "canonical", "infer", "parse", "parse_type", "size", *_LAZY,
+]
+
+
+def __getattr__(name: str):
+  if name in _LAZY:
+    return getattr(importlib.import_module(_LAZY[name]), name)
+  raise AttributeError(f"module 'hx' has no attribute {name!r}")
