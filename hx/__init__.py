@@ -6,9 +6,32 @@ names load their layer on first use, so parsing and type-checking stay fast to i
 
 import importlib
 
-from hx.lang import (Compose, Conv, Fold, Fresh, FunctionType, GraphType, Hole, HxTypeError, Lib,
-                     ListType, Map, ParseError, Program, Repeat, TensorType, Type, TypeVar, Typing,
-                     Zeros, canonical, infer, parse, parse_type, size)
+from hx.lang import (
+  Compose,
+  Conv,
+  Fold,
+  Fresh,
+  FunctionType,
+  GraphType,
+  Hole,
+  HxTypeError,
+  Lib,
+  ListType,
+  Map,
+  ParseError,
+  Program,
+  Repeat,
+  TensorType,
+  Type,
+  TypeVar,
+  Typing,
+  Zeros,
+  canonical,
+  infer,
+  parse,
+  parse_type,
+  size,
+)
 
 _LAZY = {
     "compile_program": "hx.compile",

@@ -3,11 +3,29 @@
 from hx.lang.errors import HxTypeError, ParseError
 from hx.lang.infer import Typing, infer
 from hx.lang.parser import parse
-from hx.lang.program import (Compose, Conv, Fold, Fresh, Hole, Lib, Map, Program, Repeat, Zeros,
-                             canonical, fresh_names, get, holes, is_complete, library_names,
-                             rename_fresh, replace, size, subterms)
-from hx.lang.types import (FunctionType, GraphType, ListType, TensorType, Type, TypeVar,
-                           parse_type)
+from hx.lang.program import (
+                             Compose,
+                             Conv,
+                             Fold,
+                             Fresh,
+                             Hole,
+                             Lib,
+                             Map,
+                             Program,
+                             Repeat,
+                             Zeros,
+                             canonical,
+                             fresh_names,
+                             get,
+                             holes,
+                             is_complete,
+                             library_names,
+                             rename_fresh,
+                             replace,
+                             size,
+                             subterms,
+)
+from hx.lang.types import FunctionType, GraphType, ListType, TensorType, Type, TypeVar, parse_type
 
 __all__ = [
     "HxTypeError", "ParseError", "Typing", "infer", "parse", "parse_type",

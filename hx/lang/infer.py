@@ -23,8 +23,7 @@ from typing import Mapping
 
 from hx.lang import program as P
 from hx.lang.errors import HxTypeError
-from hx.lang.types import (FunctionType, GraphType, ListType, TensorType, Type, TypeVar,
-                           type_variables)
+from hx.lang.types import FunctionType, GraphType, ListType, TensorType, Type, TypeVar, type_variables
 
 __all__ = ["Typing", "infer"]
 

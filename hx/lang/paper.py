@@ -6,13 +6,13 @@ in the main text. They ship with hx in `paper_programs.tsv` (columns: table, seq
 task number, task, rank, score, program), extracted from the paper's LaTeX by `programs_from_latex`;
 the program text is the paper's notation turned into plain text (`∘`, `conv_g^10`, `fold_l e z` kept).
 
-`paper_library(table)` types the neural functions each table's programs use: walking the tasks in
-order, each program is typed against its task's type and the library built so far, and the fresh
-functions of the task's best program (rank 1) are then added to the library, as the paper does; every
-`lib.` reference the paper prints points at one of those. Where nothing constrains a fresh function's
-type, the paper's conventions decide (see `default_type_variables`): the value a function computes from an image is the CNN's feature vector,
-`FEATURES`, and any other unconstrained value is `Tensor<bool>[1]`, the recognizer output that the
-paper's counting programs pass from the map to the LSTM.
+`paper_library(table)` types the neural functions each table's programs use: walking the tasks in order,
+each program is typed against its task's type and the library built so far, and the fresh functions of
+the task's best program (rank 1) are then added to the library, as the paper does; every `lib.`
+reference the paper prints points at one of those. Where nothing constrains a fresh function's type, the
+paper's conventions decide (see `default_type_variables`): the value a function computes from an image
+is the CNN's feature vector, `FEATURES`, and any other unconstrained value is `Tensor<bool>[1]`, the
+recognizer output that the paper's counting programs pass from the map to the LSTM.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import re
 
 from hx.lang.infer import infer
 from hx.lang.parser import parse
-from hx.lang.program import Program, fresh_names
+from hx.lang.program import Program
 from hx.lang.types import Type, TypeVar, function_parts, is_image, parse_type, substitute, type_variables
 
 __all__ = [
