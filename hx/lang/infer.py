@@ -198,7 +198,8 @@ def infer(program: P.Program, library_types: Mapping[str, Type] | None = None,
   Args:
     program: a (partial) program.
     library_types: the type of each library function, by name without the 'lib.' prefix.
-    expected: the type the program must have (e.g. the task's type), or None.
+    expected: the type the program must have (e.g. the task's type), or None. Its type variables
+      are the same variables as those of the same name in the program's holes.
 
   Returns:
     A `Typing` whose types have all solved variables substituted.
@@ -207,6 +208,9 @@ def infer(program: P.Program, library_types: Mapping[str, Type] | None = None,
     HxTypeError: naming the subterm and the two types that clash, or an unknown library function.
   """
   solver = _Solver(library_types or {})
+  if expected is not None:
+    # The expected type's variables share one namespace with the holes' (not with the solver's own).
+    expected = solver.instantiate(expected, solver.hole_vars)
   t = solver.infer(program, (), expected, "the expected type" if expected is not None else "")
   return Typing(
       type=solver.resolve(t),

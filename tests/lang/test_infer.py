@@ -1,0 +1,143 @@
+import re
+
+import pytest
+from hypothesis import given
+
+from hx.lang import HxTypeError, infer, parse
+from hx.lang.types import TypeVar, parse_type
+from tests.lang import strategies
+
+T = parse_type
+IMAGE = "Tensor<real>[1][28][28]"
+LIB = {
+    "cnn": T(f"{IMAGE} -> Tensor<real>[1024]"),
+    "mlp": T("Tensor<real>[1024] -> Tensor<bool>[1]"),
+    "step": T("Tensor<real>[1] -> Tensor<real>[1] -> Tensor<real>[1]"),
+    "kernel": T("List<Tensor<real>[2]> -> Tensor<real>[2]"),
+    "poly": T("'x -> 'x"),
+}
+COUNT = T(f"List<{IMAGE}> -> Tensor<real>[1]")
+GRAPH = T("Graph<Tensor<real>[3][28][28]> -> Graph<Tensor<real>[2]>")
+
+
+def test_compose_and_map_give_each_fresh_function_its_type():
+  typing = infer(parse("compose(nn_a, map_l(compose(nn_b, lib.cnn)))"), LIB, COUNT)
+  assert typing.type == COUNT
+  assert typing.fresh["nn_b"].arg == T("Tensor<real>[1024]")
+  elem = typing.fresh["nn_b"].result
+  assert isinstance(elem, TypeVar)  # unconstrained: the synthesizer chooses
+  assert typing.fresh["nn_a"] == T(f"List<{elem}> -> Tensor<real>[1]")
+  assert typing.subterms[(1,)] == T(f"List<{IMAGE}> -> List<{elem}>")
+
+
+def test_fold_step_is_state_then_element():
+  typing = infer(parse("compose(fold_l(nn_s, zeros(1)), map_l(lib.mlp))"), LIB)
+  assert typing.fresh["nn_s"] == T("Tensor<real>[1] -> Tensor<bool>[1] -> Tensor<real>[1]")
+  assert typing.type == T("List<Tensor<real>[1024]> -> Tensor<real>[1]")
+
+
+def test_graph_program_repeat_conv_map():
+  typing = infer(parse("compose(conv_g^10(nn_k), map_g(compose(nn_r, nn_c)))"), LIB, GRAPH)
+  assert typing.fresh["nn_k"] == T("List<Tensor<real>[2]> -> Tensor<real>[2]")
+  assert typing.fresh["nn_r"].result == T("Tensor<real>[2]")
+  assert typing.fresh["nn_c"].arg == T("Tensor<real>[3][28][28]")
+
+
+def test_conv_l_and_fold_g():
+  typing = infer(parse("compose(fold_g(lib.step, zeros(1)), map_g(nn_a))"), LIB)
+  assert typing.type.result == T("Tensor<real>[1]")
+  assert typing.fresh["nn_a"].result == T("Tensor<real>[1]")
+  typing = infer(parse("conv_l(lib.kernel)"), LIB)
+  assert typing.type == T("List<Tensor<real>[2]> -> List<Tensor<real>[2]>")
+
+
+def test_a_fresh_name_used_twice_has_one_type():
+  typing = infer(parse("compose(nn_a, nn_a)"), LIB, T("Tensor<real>[4] -> Tensor<real>[4]"))
+  assert typing.fresh["nn_a"] == T("Tensor<real>[4] -> Tensor<real>[4]")
+  with pytest.raises(HxTypeError):
+    infer(parse("compose(nn_a, nn_a)"), LIB, T("Tensor<real>[4] -> Tensor<real>[5]"))
+
+
+def test_polymorphic_library_functions_are_instantiated_per_use():
+  typing = infer(parse("compose(lib.poly, compose(lib.mlp, lib.poly))"), LIB)
+  assert typing.type == T("Tensor<real>[1024] -> Tensor<bool>[1]")
+
+
+def test_holes_have_their_annotated_type():
+  p = parse("compose(?<List<Tensor<real>[5]> -> Tensor<real>[1]>, map_l(nn_a))")
+  typing = infer(p, LIB, T(f"List<{IMAGE}> -> Tensor<real>[1]"))
+  assert typing.fresh["nn_a"] == T(f"{IMAGE} -> Tensor<real>[5]")
+  with pytest.raises(HxTypeError):
+    infer(parse("compose(?<Tensor<real>[5] -> Tensor<real>[1]>, map_l(nn_a))"), LIB, COUNT)
+
+
+def _error(text, expected=None):
+  with pytest.raises(HxTypeError) as info:
+    infer(parse(text), LIB, expected)
+  return info.value
+
+
+def test_swapped_compose_arguments_name_the_subterm_and_both_types():
+  err = _error("compose(lib.cnn, lib.mlp)")
+  assert err.subterm == "lib.cnn"
+  assert err.actual == f"{IMAGE} -> Tensor<real>[1024]"
+  assert err.expected.startswith("Tensor<bool>[1] -> ")
+  assert "Tensor<bool>[1] vs Tensor<real>[1][28][28]" in str(err)
+
+
+def test_map_l_over_a_graph_is_rejected_at_the_map():
+  err = _error("compose(nn_a, map_l(nn_b))", GRAPH)
+  assert err.subterm == "map_l(nn_b)"
+  assert err.expected.startswith("Graph<Tensor<real>[3][28][28]> -> ")
+  assert err.actual.startswith("List<")
+
+
+def test_fold_whose_step_does_not_match_its_start_value():
+  err = _error("fold_l(lib.step, zeros(2))")
+  assert err.subterm == "zeros(2)"
+  assert (err.expected, err.actual) == ("Tensor<real>[1]", "Tensor<real>[2]")
+
+
+def test_tensor_shape_mismatch_is_an_error():
+  err = _error("compose(lib.mlp, lib.cnn)", T("Tensor<real>[1][32][32] -> Tensor<bool>[1]"))
+  assert "Tensor<real>[1][32][32] vs Tensor<real>[1][28][28]" in str(err)
+  err = _error("compose(lib.mlp, lib.cnn)", T(f"{IMAGE} -> Tensor<real>[1]"))
+  assert "Tensor<real>[1] vs Tensor<bool>[1]" in str(err)
+
+
+def test_lists_hold_tensors_only():
+  err = _error("map_l(map_l(nn_a))")
+  assert "is not a tensor type" in str(err)
+
+
+def test_repeat_needs_an_endofunction():
+  err = _error("repeat(3, lib.mlp)")
+  assert err.subterm == "lib.mlp"
+
+
+def test_unknown_library_function():
+  err = _error("compose(nn_a, lib.nope)")
+  assert "unknown library function lib.nope" in str(err)
+
+
+def test_program_type_against_expected():
+  err = _error("compose(lib.mlp, lib.cnn)", COUNT)
+  assert err.subterm == "lib.cnn"  # the expected input (a list) reaches lib.cnn through compose
+
+
+@given(strategies.programs)
+def test_inference_on_random_programs_either_types_or_raises_a_type_error(p):
+  try:
+    typing = infer(p, {})
+  except HxTypeError as err:
+    assert str(err)
+    return
+  # Every subterm is typed, and typing again against the inferred type agrees (up to the names of
+  # type variables).
+  assert () in typing.subterms
+  assert _alpha(infer(p, {}, typing.type).type) == _alpha(typing.type)
+
+
+def _alpha(t):
+  names = {}
+  return parse_type(re.sub(r"'\w+", lambda m: names.setdefault(m.group(), f"'v{len(names)}"), str(t)))
