@@ -1,0 +1,421 @@
+"""Lowering a HOUDINI program to a pure JAX function.
+
+`compile_program(program, types, config, library)` gives a `CompiledProgram` whose
+
+    init(rng) -> variables
+    apply(variables, frozen, x, *, train, rng=None, mask=None) -> y            (train=False)
+                                                          -> (y, batch_stats)  (train=True)
+
+are pure functions (neither is jitted here: the caller jits). Parameters are never closed over:
+
+  variables  {"params": (p_0, p_1, ...), "batch_stats": (s_0, s_1, ...)}: one entry per *fresh slot*
+             (`CompiledProgram.fresh_slots[i]` names the fresh function in slot i); p_i and s_i are the
+             nested dicts of `hx.compile.modules.init_module`.
+  frozen     ({"params": ..., "batch_stats": ...}, ...): one entry per *library slot*, in the order of
+             `CompiledProgram.library_slots`; make it with `make_frozen`. Library modules always run in
+             inference mode (running statistics, no dropout).
+
+Slots are numbered in order of first occurrence (pre-order), and the lowering depends only on the
+program with its names replaced by slot numbers, the module specs per slot and `conv_window`: that is the
+`key`. Programs with equal keys (e.g. two programs that differ in fresh names, or in which library
+function of the same architecture they call) get the very same `init` and `apply` function objects, so a
+jitted step keyed on `apply` is traced once for all of them.
+
+Values (see `hx.compile.values`; shapes below: R rows, L list length, N nodes, K neighbours):
+a tensor is an array (R, ...); a list a ListBatch((R, L, ...), (R, L)); a graph a
+GraphBatch((R, N, ...), (R, N, K), (R, N, K), (R, N)). Outputs of map/conv carry the input's masks (and
+neighbour table). `mask` (R,) optionally marks padded rows of the batch itself (default: all real).
+
+Combinators:
+  compose(f, g)   f(g(x)).
+  map_l / map_g   one batched call of the function on all R*L elements (R*N nodes), flattened, with the
+                  element mask as row mask (so batch-norm statistics see only real elements).
+  fold_l / fold_g `lax.scan` over the L (N, in node order) axis; the state is updated with
+                  where(mask, step(state, x_t), state). The step must be a single fresh or library
+                  function (an MLP taking (state, element) concatenated) and the start `zeros(n)`; other
+                  forms raise NotImplementedError.
+  conv_l          node i gets kernel([a_i, a_{i-p}, ..., a_{i-1}, a_{i+1}, ..., a_{i+p}]) with indices
+                  clamped to [0, length-1] (the paper's window, p = `conv_window`). The centre comes first
+                  so that, as in conv_g, a kernel always finds its own node's value at position 0. One
+                  batched kernel call on R*L windows of 2p+1.
+  conv_g          node u gets kernel(values[neighbours[u]]) (u first), gathered through the neighbour
+                  index table; one batched call on R*N neighbour lists with the neighbour mask.
+  repeat(k, e)    `lax.scan` over k iterations with shared parameters (k = 1: a single call).
+  zeros(n)        a (R, n) float32 zero array (only as a fold start).
+
+Randomness: `rng` is split into one key per batch row; a list element, a fold step, a repeat iteration
+and a module call site each fold their index into the row key. A real element's dropout mask therefore
+does not depend on the padding around it: outputs, gradients and batch statistics in training mode are
+the same for any amount of padding, not only in inference.
+
+Batch statistics in training: each call of a fresh module updates its running statistics once (a fold
+step or repeated function once per iteration, skipped when no row is real), threaded through loops.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable, Hashable, Mapping
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from hx.compile.modules import ModuleConfig, ModuleSpec, apply_module, init_module, module_spec
+from hx.compile.values import GraphBatch, ListBatch
+from hx.lang import program as P
+from hx.lang.types import Type
+
+__all__ = ["CompiledProgram", "compile_program", "make_frozen", "lowering_cache_info"]
+
+Variables = dict  # {"params": tuple, "batch_stats": tuple}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CompiledProgram:
+  """A program lowered to pure JAX functions (see the module docstring for the calling convention).
+
+  Attributes:
+    program: the program as given.
+    structure: the program with fresh names replaced by "#i" and library names by "#j" (slot numbers).
+    key: hashable; equal keys mean the very same `init` and `apply` objects.
+    init: init(rng) -> {"params": tuple, "batch_stats": tuple} for the fresh slots.
+    apply: apply(variables, frozen, x, *, train, rng=None, mask=None) -> y, or (y, new_batch_stats)
+      when train (new_batch_stats has the structure of variables["batch_stats"]).
+    fresh_slots: the fresh function in each parameter slot.
+    library_slots: the library function (name without "lib.") in each frozen slot.
+    specs: module spec per function: fresh names as they are, library names as "lib.NAME".
+    config: the configuration the fresh specs were derived with.
+  """
+  program: P.Program
+  structure: P.Program
+  key: Hashable
+  init: Callable[[jax.Array], Variables]
+  apply: Callable[..., Any]
+  fresh_slots: tuple[str, ...]
+  library_slots: tuple[str, ...]
+  specs: Mapping[str, ModuleSpec]
+  config: ModuleConfig
+
+  def make_frozen(self, library_params: Mapping[str, Mapping[str, Any]]) -> tuple:
+    """The `frozen` argument from library name (without "lib.") -> {"params", "batch_stats"}."""
+    return make_frozen(self, library_params)
+
+  def fresh_variables(self, variables: Variables) -> dict[str, dict]:
+    """Fresh name -> {"params", "batch_stats"} of that function, e.g. to add it to the library."""
+    return {name: {"params": variables["params"][i], "batch_stats": variables["batch_stats"][i]}
+            for i, name in enumerate(self.fresh_slots)}
+
+
+def make_frozen(compiled: CompiledProgram, library_params: Mapping[str, Mapping[str, Any]]) -> tuple:
+  """The pytree of frozen library parameters, ordered by `compiled.library_slots`.
+
+  Args:
+    compiled: the compiled program.
+    library_params: library name (without "lib.") -> {"params": ..., "batch_stats": ...}, as
+      `CompiledProgram.fresh_variables` gives them; names the program does not use are ignored.
+  """
+  missing = [n for n in compiled.library_slots if n not in library_params]
+  if missing:
+    raise KeyError(f"no parameters for library function(s) {', '.join(missing)} of {compiled.program}")
+  return tuple({"params": library_params[n]["params"],
+                "batch_stats": library_params[n].get("batch_stats", {})} for n in compiled.library_slots)
+
+
+def _roles(program: P.Program) -> dict[str, str | None]:
+  """Fresh name -> "kernel" if it is the direct kernel of a conv, else None; conflicting uses raise."""
+  roles: dict[str, str | None] = {}
+  for _, t in P.subterms(program):
+    for c in P.children(t):
+      if isinstance(c, P.Fresh):
+        role = "kernel" if isinstance(t, P.Conv) and c is t.fn else None
+        if roles.setdefault(c.name, role) != role:
+          raise NotImplementedError(
+            f"fresh function {c.name} is used both as a conv kernel and elsewhere in {program}")
+  if isinstance(program, P.Fresh):
+    roles.setdefault(program.name, None)
+  return roles
+
+
+def _slot_structure(p: P.Program, fresh: Mapping[str, int], lib: Mapping[str, int]) -> P.Program:
+  if isinstance(p, P.Fresh):
+    return P.Fresh(f"#{fresh[p.name]}")
+  if isinstance(p, P.Lib):
+    return P.Lib(f"#{lib[p.name]}")
+  kids = P.children(p)
+  return P.with_children(p, tuple(_slot_structure(c, fresh, lib) for c in kids)) if kids else p
+
+
+def compile_program(program: P.Program, types: Any, config: ModuleConfig | None = None,
+                    library: Mapping[str, ModuleSpec] | None = None) -> CompiledProgram:
+  """Lowers a complete program to pure `init` / `apply` functions.
+
+  Args:
+    program: a complete program (no holes) whose type is a function.
+    types: the `Typing` from `hx.lang.infer.infer` (its `.fresh` is used) or a mapping from each fresh
+      name to its fully resolved type.
+    config: module sizes for the fresh functions, and conv_l's window (default `ModuleConfig()`).
+    library: library name (without "lib.") -> ModuleSpec, for each library function the program uses.
+
+  Raises:
+    ValueError: holes, a missing type or library spec.
+    NoTemplateError / UnresolvedTypeError: a fresh function's type has no template / has type variables.
+    NotImplementedError: a fold step or start of an unsupported form.
+  """
+  if not P.is_complete(program):
+    raise ValueError(f"cannot compile a partial program (it has holes): {program}")
+  config = ModuleConfig() if config is None else config
+  fresh_types: Mapping[str, Type] = getattr(types, "fresh", types)
+  library = library or {}
+  fresh_slots = P.fresh_names(program)
+  library_slots = P.library_names(program)
+  roles = _roles(program)
+  specs: dict[str, ModuleSpec] = {}
+  for name in fresh_slots:
+    if name not in fresh_types:
+      raise ValueError(f"no type given for fresh function {name} of {program}")
+    specs[name] = module_spec(fresh_types[name], config, role=roles.get(name), name=name)
+  for name in library_slots:
+    if name not in library:
+      raise ValueError(f"no module spec given for library function lib.{name} of {program}")
+    specs[f"lib.{name}"] = library[name]
+  structure = _slot_structure(program, {n: i for i, n in enumerate(fresh_slots)},
+                              {n: j for j, n in enumerate(library_slots)})
+  key = (structure, tuple(specs[n] for n in fresh_slots),
+         tuple(specs[f"lib.{n}"] for n in library_slots), config.conv_window)
+  init, apply = _lower(key)
+  return CompiledProgram(program=program, structure=structure, key=key, init=init, apply=apply,
+                         fresh_slots=fresh_slots, library_slots=library_slots, specs=specs, config=config)
+
+
+def lowering_cache_info() -> Any:
+  """functools cache statistics of the lowering (hits mean shared init/apply objects)."""
+  return _lower.cache_info()
+
+
+# ---------------------------------------------------------------------------------------------------
+# The lowering proper. A lowered function is f(ctx, x, mask, keys) -> y with x a value of R rows,
+# mask (R,) bool real rows, keys (R,) typed PRNG keys or None (no dropout).
+
+class _Ctx:
+  """Per-call state: parameters, and the fresh batch statistics threaded through the trace."""
+
+  def __init__(self, params: tuple, stats: tuple, frozen: tuple, train: bool):
+    self.params, self.stats, self.frozen, self.train = params, stats, frozen, train
+
+
+def _fold_keys(keys: jax.Array | None, n: Any) -> jax.Array | None:
+  """Folds the index n into each row's key: (R,) -> (R,)."""
+  if keys is None:
+    return None
+  return jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, n)
+
+
+def _element_keys(keys: jax.Array | None, length: int) -> jax.Array | None:
+  """One key per element: (R,) -> (R * length,), element (r, i) folds i into row r's key."""
+  if keys is None:
+    return None
+  per = jax.vmap(lambda k: jax.vmap(lambda i: jax.random.fold_in(k, i))(jnp.arange(length)))(keys)
+  return per.reshape(-1)
+
+
+def _flat(a: jax.Array) -> jax.Array:
+  return a.reshape((a.shape[0] * a.shape[1],) + a.shape[2:])
+
+
+def _unflat(a: jax.Array, r: int, length: int) -> jax.Array:
+  return a.reshape((r, length) + a.shape[1:])
+
+
+def _as_float(x: Any) -> Any:
+  """x with float32 values (loop carries need the dtype the body produces)."""
+  if isinstance(x, (ListBatch, GraphBatch)):
+    return x._replace(values=jnp.asarray(x.values, jnp.float32))
+  return jnp.asarray(x, jnp.float32)
+
+
+class _Lowering:
+  def __init__(self, fresh_specs: tuple, lib_specs: tuple, window: int):
+    self.fresh_specs, self.lib_specs, self.window = fresh_specs, lib_specs, window
+    self.sites = 0
+
+  def module(self, node: P.Fresh | P.Lib) -> Callable:
+    """A call of the module in node's slot: call(ctx, inputs, mask, keys) -> y."""
+    slot = int(node.name[1:])
+    fresh = isinstance(node, P.Fresh)
+    spec = (self.fresh_specs if fresh else self.lib_specs)[slot]
+    site = self.sites
+    self.sites += 1
+
+    def call(ctx: _Ctx, inputs: tuple, mask: jax.Array, keys: jax.Array | None) -> jax.Array:
+      if fresh:
+        train, params, stats = ctx.train, ctx.params[slot], ctx.stats[slot]
+      else:
+        train, params, stats = False, ctx.frozen[slot]["params"], ctx.frozen[slot]["batch_stats"]
+      k = _fold_keys(keys, site) if train else None
+      y, new = apply_module(spec, params, stats, inputs, mask=mask, keys=k, train=train)
+      if fresh and train:
+        ctx.stats = ctx.stats[:slot] + (new,) + ctx.stats[slot + 1:]
+      return y
+
+    call.spec = spec
+    return call
+
+  def lower(self, node: P.Program) -> Callable:
+    if isinstance(node, (P.Fresh, P.Lib)):
+      call = self.module(node)
+      if len(call.spec.inputs) != 1:
+        raise NotImplementedError(
+          f"a {len(call.spec.inputs)}-argument function ({call.spec.type}) can only be a fold step")
+      return lambda ctx, x, mask, keys: call(ctx, (x,), mask, keys)
+    if isinstance(node, P.Compose):
+      g = self.lower(node.g)
+      f = self.lower(node.f)
+      return lambda ctx, x, mask, keys: f(ctx, g(ctx, x, mask, keys), mask, keys)
+    if isinstance(node, P.Map):
+      return self._map(self.lower(node.fn))
+    if isinstance(node, P.Fold):
+      return self._fold(node)
+    if isinstance(node, P.Conv):
+      kernel = self.lower(node.fn)
+      return self._conv_l(kernel) if node.adt == "l" else self._conv_g(kernel)
+    if isinstance(node, P.Repeat):
+      return self._repeat(node.k, self.lower(node.fn))
+    if isinstance(node, P.Zeros):
+      raise NotImplementedError(f"{node} is a constant, not a function; it can only start a fold")
+    raise ValueError(f"cannot lower {node}")
+
+  def _map(self, fn: Callable) -> Callable:
+    def run(ctx, x, mask, keys):
+      r, length = x.values.shape[:2]
+      rows = (x.mask.astype(bool) & mask[:, None]).reshape(-1)
+      y = fn(ctx, _flat(x.values), rows, _element_keys(keys, length))
+      return x._replace(values=_unflat(y, r, length))
+    return run
+
+  def _fold(self, node: P.Fold) -> Callable:
+    if not isinstance(node.fn, (P.Fresh, P.Lib)):
+      raise NotImplementedError(
+        f"fold step {node.fn} is a {type(node.fn).__name__}; only a single fresh or library function is "
+        "supported as a fold step")
+    if not isinstance(node.init, P.Zeros):
+      raise NotImplementedError(f"fold start {node.init} is not supported; only zeros(n) is")
+    step = self.module(node.fn)
+    if len(step.spec.inputs) != 2:
+      raise NotImplementedError(f"fold step {node.fn} has type {step.spec.type}, not S -> A -> S")
+    n = node.init.n
+
+    def run(ctx, x, mask, keys):
+      r, length = x.values.shape[:2]
+      valid = x.mask.astype(bool) & mask[:, None]
+      train = ctx.train
+
+      def body(carry, inp):
+        state, stats = carry
+        if train:
+          ctx.stats = stats
+        x_t, m_t, t = inp
+        new = step(ctx, (state, x_t), m_t, _fold_keys(keys, t))
+        state = jnp.where(m_t.reshape((r,) + (1,) * (state.ndim - 1)), new, state)
+        return (state, ctx.stats if train else ()), None
+
+      start = (jnp.zeros((r, n), jnp.float32), ctx.stats if train else ())
+      xs = (jnp.swapaxes(x.values, 0, 1), jnp.swapaxes(valid, 0, 1), jnp.arange(length))
+      (state, stats), _ = lax.scan(body, start, xs)
+      if train:
+        ctx.stats = stats
+      return state
+    return run
+
+  def _conv_l(self, kernel: Callable) -> Callable:
+    p = self.window
+    offsets = jnp.array([0] + list(range(-p, 0)) + list(range(1, p + 1)), jnp.int32)
+
+    def run(ctx, x, mask, keys):
+      r, length = x.values.shape[:2]
+      real = x.mask.astype(bool)
+      last = jnp.maximum(jnp.sum(real, 1) - 1, 0)  # clamp to the real elements, not the padding
+      idx = jnp.clip(jnp.arange(length)[None, :, None] + offsets[None, None, :], 0, last[:, None, None])
+      windows = jax.vmap(lambda v, i: v[i])(x.values, idx)  # (R, L, 2p+1, ...)
+      rows = (real & mask[:, None]).reshape(-1)
+      lb = ListBatch(_flat(windows), jnp.ones((r * length, offsets.shape[0]), bool))
+      y = kernel(ctx, lb, rows, _element_keys(keys, length))
+      return x._replace(values=_unflat(y, r, length))
+    return run
+
+  def _conv_g(self, kernel: Callable) -> Callable:
+    def run(ctx, x, mask, keys):
+      r, n = x.values.shape[:2]
+      gathered = jax.vmap(lambda v, i: v[i])(x.values, x.neighbours)  # (R, N, K, ...)
+      real = x.mask.astype(bool) & mask[:, None]
+      lb = ListBatch(_flat(gathered), _flat(x.neighbour_mask.astype(bool) & real[..., None]))
+      y = kernel(ctx, lb, real.reshape(-1), _element_keys(keys, n))
+      return x._replace(values=_unflat(y, r, n))
+    return run
+
+  def _repeat(self, k: int, fn: Callable) -> Callable:
+    if k == 1:
+      return fn
+
+    def run(ctx, x, mask, keys):
+      train = ctx.train
+
+      def body(carry, i):
+        v, stats = carry
+        if train:
+          ctx.stats = stats
+        v = fn(ctx, v, mask, _fold_keys(keys, i))
+        return (v, ctx.stats if train else ()), None
+
+      (v, stats), _ = lax.scan(body, (_as_float(x), ctx.stats if train else ()), jnp.arange(k))
+      if train:
+        ctx.stats = stats
+      return v
+    return run
+
+
+def _batch_size(x: Any) -> int:
+  return (x.values if isinstance(x, (ListBatch, GraphBatch)) else x).shape[0]
+
+
+def _row_keys(rng: Any, b: int) -> jax.Array:
+  key = rng if jnp.issubdtype(jnp.asarray(rng).dtype, jax.dtypes.prng_key) else jax.random.wrap_key_data(rng)
+  return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.arange(b))
+
+
+@functools.lru_cache(maxsize=4096)
+def _lower(key: Hashable) -> tuple[Callable, Callable]:
+  structure, fresh_specs, lib_specs, window = key
+  root = _Lowering(fresh_specs, lib_specs, window).lower(structure)
+
+  def init(rng: jax.Array) -> Variables:
+    """{"params": tuple, "batch_stats": tuple}, one entry per fresh slot (slot i from fold_in(rng, i))."""
+    pairs = [init_module(s, jax.random.fold_in(rng, i)) for i, s in enumerate(fresh_specs)]
+    return {"params": tuple(p for p, _ in pairs), "batch_stats": tuple(s for _, s in pairs)}
+
+  def apply(variables: Variables, frozen: tuple, x: Any, *, train: bool, rng: jax.Array | None = None,
+            mask: jax.Array | None = None) -> Any:
+    """Runs the program on a batch x (B rows); see `hx.compile.lower`.
+
+    Args:
+      variables: {"params", "batch_stats"} of the fresh slots.
+      frozen: library slots' {"params", "batch_stats"}, from `make_frozen`.
+      x: the input batch: array (B, ...), ListBatch or GraphBatch.
+      train: batch statistics and dropout (needs rng) if True; running statistics otherwise.
+      rng: PRNG key (typed or raw), required when train.
+      mask: optional (B,) bool, False for padded batch rows (excluded from batch statistics).
+
+    Returns:
+      y (B, ...) or a ListBatch / GraphBatch; with train, (y, new_batch_stats).
+    """
+    b = _batch_size(x)
+    mask = jnp.ones((b,), bool) if mask is None else jnp.asarray(mask).astype(bool)
+    if train and rng is None:
+      raise ValueError("apply(train=True) needs an rng for dropout")
+    keys = _row_keys(rng, b) if train else None
+    ctx = _Ctx(tuple(variables["params"]), tuple(variables["batch_stats"]), tuple(frozen), bool(train))
+    y = root(ctx, x, mask, keys)
+    return (y, ctx.stats) if train else y
+
+  return init, apply

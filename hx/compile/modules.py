@@ -1,0 +1,438 @@
+"""Neural module templates: a fresh function's architecture follows from its type (paper, appendix C).
+
+Templates (B below is the number of rows a module is called on; types exclude that axis):
+
+  mlp           one or two non-image tensors -> tensor. The arguments are flattened and concatenated
+                (a fold step `S -> A -> S` takes (state, element)); Dense(hidden) -> masked batch norm ->
+                ReLU -> dropout -> Dense(prod(output shape)) -> output activation.
+  cnn           image `Tensor<real>[C][H][W]` (channel-first) -> tensor. Per channel size c in
+                `cnn_channels`: conv k x k (stride 1, no padding) -> ReLU -> 2x2 max-pool (floor); then
+                spatial dropout (whole channels) after the last block; features flattened in (H, W, C)
+                order. The paper's CNN has no output layer: when the output type is exactly
+                `Tensor<real>[F]` with F the feature size (64*4*4 = 1024 for 28x28 inputs) the features are
+                the output. Otherwise a linear output layer Dense(F -> prod(output shape)) and the output
+                activation are added.
+  lstm          `List<T>` (T a non-image tensor, flattened) -> tensor: an LSTM (hidden `lstm_hidden`,
+                forget-gate bias 1, gates i, f, g, o) run over the valid prefix of each list, then
+                Dense(last valid hidden state) -> output activation. An empty list gives the zero state.
+  graph_kernel  `List<T> -> U` in the kernel position of conv_g / conv_l (role="kernel"). The list's first
+                element is the node itself (conv_g puts u first; conv_l puts the window's centre first).
+                Per pair (self, element_j) for every valid j (self included):
+                  m_j = Dense(M) . ReLU . Dense(graph_hidden) (concat(self, element_j)),
+                aggregated over the valid j with masked reductions over the neighbour axis (the dense
+                neighbour-table form of segment_min/segment_max/segment_sum; `graph_aggregations`,
+                default min, max, mean, concatenated), then
+                  out = activation(Dense(U) . ReLU . Dense(graph_hidden) (concat(self, aggregates))).
+                This expresses Bellman-Ford relaxation on a (cost, distance) node state exactly:
+                m_j = d_j + w_j, agg = min_j m_j, out = (w_self, d_self - relu(d_self - agg)); see
+                tests/compile/test_modules.py for the weights. No batch norm and no dropout.
+
+Output activation from the output type: `Tensor<bool>[1]` sigmoid, `Tensor<bool>[k]` (k > 1) softmax
+over the k entries, any other bool shape elementwise sigmoid, `real` none.
+
+Batch norm uses masked statistics: only rows whose mask is True enter the batch mean and (biased)
+variance, so padding never changes a statistic; running statistics are updated as
+`momentum * old + (1 - momentum) * batch` only when at least one row is valid. Dropout draws its
+randomness per row from a per-row key (see `hx.compile.lower`), so a valid row's dropout mask does not
+depend on how much padding sits beside it. Frozen (library) modules always run in inference mode.
+
+Parameters are plain nested dicts of arrays; the static structure lives in the hashable `ModuleSpec`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from hx.lang.types import (
+  FunctionType,
+  GraphType,
+  ListType,
+  TensorType,
+  Type,
+  function_parts,
+  is_image,
+  type_variables,
+)
+
+__all__ = [
+  "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "module_spec", "init_module",
+  "apply_module", "cnn_feature_size", "TEMPLATES",
+]
+
+TEMPLATES = ("mlp", "cnn", "lstm", "graph_kernel")
+AGGREGATIONS = ("min", "max", "mean", "sum")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleConfig:
+  """Sizes of the module templates; the defaults are the paper's (appendix C) where it gives them.
+
+  Attributes:
+    mlp_hidden: width of the MLP's hidden layer (paper: 1024).
+    mlp_dropout: dropout rate after the MLP's batch norm (the paper gives none; 0.5, as torch's default).
+    cnn_channels: output channels of the CNN's convolutions (paper: 32, 64).
+    cnn_kernel: convolution kernel size (paper: 5; stride 1, no padding).
+    cnn_pool: max-pooling window and stride (paper: 2).
+    cnn_dropout: spatial dropout rate after the last pooling (torch's Dropout2d default 0.5).
+    lstm_hidden: LSTM hidden size (paper: 100).
+    graph_hidden: hidden width of the graph kernel's pair and output networks.
+    graph_message: size of the graph kernel's per-pair message.
+    graph_aggregations: masked reductions over the neighbour list, concatenated (min, max, mean, sum).
+    conv_window: p of conv_l: the window is 2p+1 elements with clamped ends (paper: p > 0; 1).
+    bn_momentum: running-statistics momentum (torch's 0.1 in flax's convention).
+    bn_epsilon: batch-norm epsilon.
+  """
+  mlp_hidden: int = 1024
+  mlp_dropout: float = 0.5
+  cnn_channels: tuple[int, ...] = (32, 64)
+  cnn_kernel: int = 5
+  cnn_pool: int = 2
+  cnn_dropout: float = 0.5
+  lstm_hidden: int = 100
+  graph_hidden: int = 32
+  graph_message: int = 16
+  graph_aggregations: tuple[str, ...] = ("min", "max", "mean")
+  conv_window: int = 1
+  bn_momentum: float = 0.9
+  bn_epsilon: float = 1e-5
+
+  def __post_init__(self):
+    bad = [a for a in self.graph_aggregations if a not in AGGREGATIONS]
+    if bad or not self.graph_aggregations:
+      raise ValueError(f"graph_aggregations must be a non-empty subset of {AGGREGATIONS}, got "
+                       f"{self.graph_aggregations!r}")
+    if self.conv_window < 1:
+      raise ValueError(f"conv_window (p) must be >= 1, got {self.conv_window}")
+    for name in ("mlp_dropout", "cnn_dropout"):
+      if not 0.0 <= getattr(self, name) < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+
+
+class NoTemplateError(TypeError):
+  """A fresh function's type has no neural module template (e.g. it takes a function)."""
+
+
+class UnresolvedTypeError(NoTemplateError):
+  """A fresh function's type still contains type variables, so its architecture is not determined."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleSpec:
+  """Everything needed to build a module, nothing about parameter values. Frozen and hashable.
+
+  Attributes:
+    template: "mlp" | "cnn" | "lstm" | "graph_kernel".
+    inputs: the argument types, in order (two for a fold step `S -> A -> S`).
+    output: the result type (a tensor type).
+    activation: "sigmoid" | "softmax" | "none", from the output type.
+    hyper: the sizes the template uses, as sorted (name, value) pairs; read with `spec[name]`.
+  """
+  template: str
+  inputs: tuple[Type, ...]
+  output: Type
+  activation: str
+  hyper: tuple[tuple[str, Any], ...]
+
+  def __getitem__(self, name: str) -> Any:
+    for k, v in self.hyper:
+      if k == name:
+        return v
+    raise KeyError(f"{self.template} spec has no size {name!r}")
+
+  @property
+  def type(self) -> Type:
+    t = self.output
+    for a in reversed(self.inputs):
+      t = FunctionType(a, t)
+    return t
+
+  def __str__(self) -> str:
+    sizes = ", ".join(f"{k}={v}" for k, v in self.hyper)
+    return f"{self.template}[{self.type}; {sizes}]"
+
+
+def _activation(t: TensorType) -> str:
+  if t.atom == "real":
+    return "none"
+  return "softmax" if len(t.shape) == 1 and t.shape[0] > 1 else "sigmoid"
+
+
+def _is_vector_like(t: Type) -> bool:
+  return isinstance(t, TensorType) and not is_image(t)
+
+
+def cnn_feature_size(image: TensorType, channels: tuple[int, ...], kernel: int, pool: int) -> int:
+  """Length of the CNN's flattened features for a `[C][H][W]` image; 0 if the image is too small."""
+  _, h, w = image.shape
+  for _ in channels:
+    h, w = (h - kernel + 1) // pool, (w - kernel + 1) // pool
+    if h < 1 or w < 1:
+      return 0
+  return h * w * channels[-1]
+
+
+def module_spec(fn_type: Type, config: ModuleConfig = ModuleConfig(), *, role: str | None = None,
+                name: str = "<function>") -> ModuleSpec:
+  """The module template a function of type `fn_type` gets (see the module docstring).
+
+  Args:
+    fn_type: the function's type, without type variables.
+    config: sizes.
+    role: None, or "kernel" for the direct kernel of a conv_g / conv_l (graph-kernel template instead of
+      an LSTM for `List<T> -> U`).
+    name: the function's name, for error messages.
+
+  Raises:
+    UnresolvedTypeError: the type has type variables.
+    NoTemplateError: no template fits the type.
+  """
+  if role not in (None, "kernel"):
+    raise ValueError(f"role must be None or 'kernel', got {role!r}")
+  if type_variables(fn_type):
+    raise UnresolvedTypeError(
+      f"fresh function {name} has unresolved type {fn_type}: its architecture is not determined "
+      "(resolve the type variables first)")
+  args, out = function_parts(fn_type)
+
+  def refuse(why: str) -> NoTemplateError:
+    return NoTemplateError(f"no neural module template for {name} : {fn_type} ({why})")
+
+  if not args:
+    raise refuse("not a function")
+  if not isinstance(out, TensorType):
+    raise refuse("the result must be a tensor")
+  if is_image(out):
+    raise refuse("no template produces an image")
+  act = _activation(out)
+  c = config
+  if len(args) == 1 and is_image(args[0]):
+    a = args[0]
+    f = cnn_feature_size(a, c.cnn_channels, c.cnn_kernel, c.cnn_pool)
+    if f == 0:
+      raise refuse(f"image {a} too small for {len(c.cnn_channels)} {c.cnn_kernel}x{c.cnn_kernel} "
+                   f"convolutions with {c.cnn_pool}x{c.cnn_pool} pooling")
+    head = out != TensorType("real", (f,))
+    hyper = dict(channels=tuple(c.cnn_channels), kernel=c.cnn_kernel, pool=c.cnn_pool,
+                 dropout=c.cnn_dropout, features=f, output_layer=head)
+    return ModuleSpec("cnn", (a,), out, act if head else "none", tuple(sorted(hyper.items())))
+  if 1 <= len(args) <= 2 and all(_is_vector_like(a) for a in args):
+    hyper = dict(hidden=c.mlp_hidden, dropout=c.mlp_dropout, bn_momentum=c.bn_momentum,
+                 bn_epsilon=c.bn_epsilon)
+    return ModuleSpec("mlp", tuple(args), out, act, tuple(sorted(hyper.items())))
+  if len(args) == 1 and isinstance(args[0], ListType) and _is_vector_like(args[0].elem):
+    if role == "kernel":
+      hyper = dict(hidden=c.graph_hidden, message=c.graph_message,
+                   aggregations=tuple(c.graph_aggregations))
+      return ModuleSpec("graph_kernel", (args[0],), out, act, tuple(sorted(hyper.items())))
+    return ModuleSpec("lstm", (args[0],), out, act, (("hidden", c.lstm_hidden),))
+  if any(isinstance(a, FunctionType) for a in args):
+    raise refuse("it takes a function")
+  if any(isinstance(a, GraphType) for a in args):
+    raise refuse("a graph argument needs a combinator (map_g, fold_g, conv_g)")
+  if len(args) > 2:
+    raise refuse("more than two arguments")
+  raise refuse("unsupported argument types")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Initialisation. Weights: LeCun normal (flax's Dense/Conv default), biases zero, LSTM recurrent
+# weights orthogonal per gate. Never jit(vmap(...)) the LSTM init (DESIGN.md: QR deadlock on 2 CPUs).
+
+def _size(t: Type) -> int:
+  return math.prod(t.shape)
+
+
+def _dense(rng: jax.Array, n_in: int, n_out: int) -> dict:
+  w = jax.nn.initializers.lecun_normal()(rng, (n_in, n_out), jnp.float32)
+  return {"w": w, "b": jnp.zeros((n_out,), jnp.float32)}
+
+
+def init_module(spec: ModuleSpec, rng: jax.Array) -> tuple[dict, dict]:
+  """Fresh parameters and batch statistics for `spec`: (params, batch_stats), nested dicts of arrays."""
+  keys = jax.random.split(rng, 4)
+  t = spec.template
+  if t == "mlp":
+    n_in = sum(_size(a) for a in spec.inputs)
+    h = spec["hidden"]
+    params = {"hidden": _dense(keys[0], n_in, h),
+              "bn": {"scale": jnp.ones((h,), jnp.float32), "bias": jnp.zeros((h,), jnp.float32)},
+              "out": _dense(keys[1], h, _size(spec.output))}
+    stats = {"bn": {"mean": jnp.zeros((h,), jnp.float32), "var": jnp.ones((h,), jnp.float32)}}
+    return params, stats
+  if t == "cnn":
+    c_in = spec.inputs[0].shape[0]
+    k = spec["kernel"]
+    convs = []
+    for i, c_out in enumerate(spec["channels"]):
+      w = jax.nn.initializers.lecun_normal(in_axis=(0, 1, 2), out_axis=3)(
+        jax.random.fold_in(keys[0], i), (k, k, c_in, c_out), jnp.float32)
+      convs.append({"w": w, "b": jnp.zeros((c_out,), jnp.float32)})
+      c_in = c_out
+    params = {"convs": tuple(convs)}
+    if spec["output_layer"]:
+      params["out"] = _dense(keys[1], spec["features"], _size(spec.output))
+    return params, {}
+  if t == "lstm":
+    h = spec["hidden"]
+    n_in = _size(spec.inputs[0].elem)
+    w_i = jax.nn.initializers.lecun_normal()(keys[0], (n_in, 4 * h), jnp.float32)
+    orth = jax.nn.initializers.orthogonal()
+    w_h = jnp.concatenate([orth(jax.random.fold_in(keys[1], g), (h, h), jnp.float32) for g in range(4)], 1)
+    b = jnp.zeros((4 * h,), jnp.float32).at[h:2 * h].set(1.0)  # forget gate starts open
+    return {"w_i": w_i, "w_h": w_h, "b": b, "out": _dense(keys[2], h, _size(spec.output))}, {}
+  if t == "graph_kernel":
+    d = _size(spec.inputs[0].elem)
+    h, m = spec["hidden"], spec["message"]
+    n_agg = len(spec["aggregations"])
+    return {"pair_hidden": _dense(keys[0], 2 * d, h), "pair_out": _dense(keys[1], h, m),
+            "node_hidden": _dense(keys[2], d + n_agg * m, h),
+            "node_out": _dense(keys[3], h, _size(spec.output))}, {}
+  raise ValueError(f"unknown template {t!r}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Application.
+
+def _apply_dense(p: dict, x: jax.Array) -> jax.Array:
+  return x @ p["w"] + p["b"]
+
+
+def _activate(y: jax.Array, activation: str) -> jax.Array:
+  if activation == "sigmoid":
+    return jax.nn.sigmoid(y)
+  if activation == "softmax":
+    return jax.nn.softmax(y, axis=-1)
+  return y
+
+
+def _row_dropout(x: jax.Array, keys: jax.Array, rate: float, keep_shape: tuple[int, ...],
+                 spatial: bool = False) -> jax.Array:
+  """Inverted dropout with one PRNG key per row of x (R, ...).
+
+  The keep mask has shape (R, *keep_shape): x's trailing axes, or with `spatial` one entry per channel
+  of an NHWC x, broadcast over height and width (spatial dropout drops whole feature maps).
+  """
+  keep = jax.vmap(lambda k: jax.random.bernoulli(k, 1.0 - rate, keep_shape))(keys)
+  if spatial:
+    keep = keep[:, None, None, :]
+  return jnp.where(keep, x / (1.0 - rate), 0.0)
+
+
+def _batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, momentum: float,
+                eps: float) -> tuple[jax.Array, dict]:
+  """Batch norm over rows of h (R, F); in training, statistics over the rows where mask (R,) is True."""
+  if train:
+    w = mask.astype(h.dtype)[:, None]
+    n = jnp.sum(w)
+    denom = jnp.maximum(n, 1.0)
+    mean = jnp.sum(h * w, 0) / denom
+    var = jnp.sum(jnp.square(h - mean) * w, 0) / denom
+    upd = lambda old, new: jnp.where(n > 0, momentum * old + (1.0 - momentum) * lax.stop_gradient(new), old)
+    s = {"mean": upd(s["mean"], mean), "var": upd(s["var"], var)}
+  else:
+    mean, var = s["mean"], s["var"]
+  return (h - mean) * lax.rsqrt(var + eps) * p["scale"] + p["bias"], s
+
+
+def _max_pool(x: jax.Array, k: int) -> jax.Array:
+  """k x k max-pooling with stride k (floor) over NHWC."""
+  return lax.reduce_window(x, -jnp.inf, lax.max, (1, k, k, 1), (1, k, k, 1), "VALID")
+
+
+def _masked_aggregate(m: jax.Array, valid: jax.Array, how: str) -> jax.Array:
+  """Reduces m (R, K, M) over K where valid (R, K); rows with no valid entry give 0."""
+  v = valid[..., None]
+  count = jnp.sum(valid, 1)[:, None]
+  if how == "min":
+    r = jnp.min(jnp.where(v, m, jnp.inf), 1)
+  elif how == "max":
+    r = jnp.max(jnp.where(v, m, -jnp.inf), 1)
+  elif how == "sum":
+    return jnp.sum(jnp.where(v, m, 0.0), 1)
+  else:
+    return jnp.sum(jnp.where(v, m, 0.0), 1) / jnp.maximum(count, 1).astype(m.dtype)
+  return jnp.where(count > 0, r, 0.0)
+
+
+def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
+                 keys: jax.Array | None, train: bool) -> tuple[jax.Array, dict]:
+  """Runs the module on R rows.
+
+  Args:
+    spec: the module's spec.
+    params, stats: its parameters and batch statistics (from `init_module`).
+    inputs: one array (R, *arg shape) per argument, or one ListBatch ((R, L, *elem), (R, L)) for the
+      lstm and graph_kernel templates.
+    mask: (R,) bool, the rows that are real (only they enter batch-norm statistics).
+    keys: (R,) per-row PRNG keys for dropout, or None for no dropout.
+    train: batch statistics (and, with keys, dropout) if True; running statistics if False.
+
+  Returns:
+    (y, new_stats): y of shape (R, *output shape); new_stats equal to stats unless training with BN.
+  """
+  t = spec.template
+  out_shape = spec.output.shape
+  if t == "mlp":
+    r = inputs[0].shape[0]
+    x = jnp.concatenate([a.reshape(r, -1).astype(jnp.float32) for a in inputs], -1)
+    h = _apply_dense(params["hidden"], x)
+    h, bn = _batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"], spec["bn_epsilon"])
+    h = jax.nn.relu(h)
+    if train and keys is not None and spec["dropout"] > 0:
+      h = _row_dropout(h, keys, spec["dropout"], h.shape[1:])
+    y = _apply_dense(params["out"], h).reshape((r,) + out_shape)
+    return _activate(y, spec.activation), {"bn": bn}
+  if t == "cnn":
+    (x,) = inputs
+    r = x.shape[0]
+    h = jnp.transpose(x.astype(jnp.float32), (0, 2, 3, 1))  # channel-first types, NHWC convolutions
+    for p in params["convs"]:
+      h = lax.conv_general_dilated(h, p["w"], (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+      h = _max_pool(jax.nn.relu(h + p["b"]), spec["pool"])
+    if train and keys is not None and spec["dropout"] > 0:
+      h = _row_dropout(h, keys, spec["dropout"], (h.shape[-1],), spatial=True)
+    h = h.reshape(r, -1)
+    if spec["output_layer"]:
+      return _activate(_apply_dense(params["out"], h).reshape((r,) + out_shape), spec.activation), stats
+    return h.reshape((r,) + out_shape), stats
+  if t == "lstm":
+    (lb,) = inputs
+    r, length = lb.values.shape[:2]
+    x = lb.values.reshape(r, length, -1).astype(jnp.float32)
+    hsz = spec["hidden"]
+    xw = jnp.einsum("rld,dg->lrg", x, params["w_i"]) + params["b"]  # input projection for all steps at once
+
+    def step(carry, inp):
+      hh, cc = carry
+      g_in, m = inp
+      g = g_in + hh @ params["w_h"]
+      i, f, gg, o = jnp.split(g, 4, axis=-1)
+      c_new = jax.nn.sigmoid(f) * cc + jax.nn.sigmoid(i) * jnp.tanh(gg)
+      h_new = jax.nn.sigmoid(o) * jnp.tanh(c_new)
+      m = m[:, None]
+      return (jnp.where(m, h_new, hh), jnp.where(m, c_new, cc)), None
+
+    zero = jnp.zeros((r, hsz), jnp.float32)
+    (h_last, _), _ = lax.scan(step, (zero, zero), (xw, jnp.swapaxes(lb.mask, 0, 1)))
+    y = _apply_dense(params["out"], h_last).reshape((r,) + out_shape)
+    return _activate(y, spec.activation), stats
+  if t == "graph_kernel":
+    (lb,) = inputs
+    r, k = lb.values.shape[:2]
+    x = lb.values.reshape(r, k, -1).astype(jnp.float32)
+    own = x[:, 0]
+    pairs = jnp.concatenate([jnp.broadcast_to(own[:, None], x.shape), x], -1)
+    msg = _apply_dense(params["pair_out"], jax.nn.relu(_apply_dense(params["pair_hidden"], pairs)))
+    valid = lb.mask.astype(bool)
+    agg = [_masked_aggregate(msg, valid, how) for how in spec["aggregations"]]
+    z = jnp.concatenate([own] + agg, -1)
+    y = _apply_dense(params["node_out"], jax.nn.relu(_apply_dense(params["node_hidden"], z)))
+    return _activate(y.reshape((r,) + out_shape), spec.activation), stats
+  raise ValueError(f"unknown template {t!r}")
+
