@@ -1,0 +1,108 @@
+"""JAX's persistent compilation cache for hx: on by default, per user, turned on when Tune is first used.
+
+Every synthesis run trains many candidates whose train and evaluation steps have the same structure as
+those of earlier runs; the persistent cache lets a new process load those executables from disk instead
+of compiling them again (seconds each on CPU for a CNN candidate).
+
+Configuration, read when the cache is first turned on:
+  HX_COMPILATION_CACHE_DIR   the directory (default: $XDG_CACHE_HOME/hx/jax, else ~/.cache/hx/jax);
+  HX_COMPILATION_CACHE=0     leave the cache off (also "false", "no", "off").
+
+`ensure_compilation_cache()` (called by `tune`) does nothing if the cache was already configured, by
+this module or by the user through `jax.config` (a `jax_compilation_cache_dir` set by hand is kept).
+Every executable is cached, however fast it compiled (`jax_persistent_cache_min_compile_time_secs=0`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jax
+
+__all__ = [
+  "CACHE_DIR_ENV", "CACHE_ENABLE_ENV", "default_cache_dir", "enable_compilation_cache",
+  "disable_compilation_cache", "ensure_compilation_cache", "compilation_cache_dir",
+]
+
+CACHE_DIR_ENV = "HX_COMPILATION_CACHE_DIR"
+CACHE_ENABLE_ENV = "HX_COMPILATION_CACHE"
+_OFF = ("0", "false", "no", "off")
+
+# Whether `ensure_compilation_cache` has decided already (enabled, disabled, or left the user's choice).
+_configured = False
+
+
+def default_cache_dir() -> Path:
+  """$HX_COMPILATION_CACHE_DIR, else $XDG_CACHE_HOME/hx/jax, else ~/.cache/hx/jax."""
+  if os.environ.get(CACHE_DIR_ENV):
+    return Path(os.environ[CACHE_DIR_ENV]).expanduser()
+  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+  return Path(base) / "hx" / "jax"
+
+
+def _reset_jax_cache() -> None:
+  # JAX opens its cache directory once, at the first compilation after it is set; to point it somewhere
+  # else afterwards it must forget the open one. This helper lives in jax.experimental (present in jax
+  # 0.4 through 0.11); without it a new directory only takes effect in a new process.
+  try:
+    from jax.experimental.compilation_cache import compilation_cache as cc
+    cc.reset_cache()
+  except (ImportError, AttributeError):
+    pass
+
+
+def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
+  """Turns the persistent compilation cache on in `path` (default: `default_cache_dir()`).
+
+  Returns the directory (created if missing).
+  """
+  global _configured
+  directory = Path(path).expanduser() if path is not None else default_cache_dir()
+  directory.mkdir(parents=True, exist_ok=True)
+  if jax.config.jax_compilation_cache_dir != str(directory):
+    _reset_jax_cache()
+  jax.config.update("jax_compilation_cache_dir", str(directory))
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+  jax.config.update("jax_enable_compilation_cache", True)
+  _configured = True
+  return directory
+
+
+def disable_compilation_cache() -> None:
+  """Turns the persistent compilation cache off for this process (and stops Tune turning it on)."""
+  global _configured
+  jax.config.update("jax_enable_compilation_cache", False)
+  _configured = True
+
+
+def compilation_cache_dir() -> Path | None:
+  """The directory JAX's persistent cache uses now, or None if the cache is off."""
+  if not jax.config.jax_enable_compilation_cache or not jax.config.jax_compilation_cache_dir:
+    return None
+  return Path(jax.config.jax_compilation_cache_dir)
+
+
+def ensure_compilation_cache() -> Path | None:
+  """Turns the cache on as configured (see the module docstring), once per process; idempotent.
+
+  Returns the cache directory, or None if the cache is off.
+  """
+  global _configured
+  if not _configured:
+    _configured = True
+    if os.environ.get(CACHE_ENABLE_ENV, "1").strip().lower() in _OFF:
+      jax.config.update("jax_enable_compilation_cache", False)
+    elif not jax.config.jax_compilation_cache_dir:
+      try:
+        enable_compilation_cache()
+      except OSError:
+        # An unwritable home directory must not stop training: run without the cache.
+        jax.config.update("jax_enable_compilation_cache", False)
+  return compilation_cache_dir()
+
+
+def _forget_configuration() -> None:
+  """For tests: let the next `ensure_compilation_cache` decide again."""
+  global _configured
+  _configured = False

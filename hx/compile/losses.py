@@ -1,0 +1,135 @@
+"""Losses and metrics of the training loop (Tune), as small pure functions of predictions and targets.
+
+Every function here works on one batch of *items*: an item is an example (for tensor outputs) or one
+list element / graph node of an example (for list and graph outputs, `Objective.per_element`). With
+`item_ndim` leading item axes (1: (B,), 2: (B, L) or (B, N)):
+
+  predictions y: (*items, *shape) float, the program's output: raw values for `real` outputs,
+    probabilities (after the sigmoid / softmax) for `bool` outputs;
+  targets t: as `hx.compile.values.Split` says: float (*items, *shape) for real and Tensor<bool>[1];
+    int32 class indices (*items,) for Tensor<bool>[k] with k > 1 (loss "ce").
+
+Losses return one value per item (mean over the item's components); metrics return a per-item sum and a
+per-item count, so that sums over chunks and masked items combine exactly:
+  "error": percentage of wrongly classified items (count 1 per item);
+  "rmse": root of the mean squared error over all components of all items (count = components per item).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import jax.numpy as jnp
+
+from hx.lang.types import GraphType, ListType, TensorType, Type
+
+__all__ = ["LOSSES", "METRICS", "Objective", "objective_for_type", "item_loss", "item_metric",
+           "finish_metric"]
+
+LOSSES = ("mse", "bce", "ce")
+METRICS = ("error", "rmse")
+
+# Probabilities are clipped this far from 0 and 1 before the log of the cross-entropies: the program
+# outputs probabilities (not logits), and log(0) would turn the loss infinite for one confident mistake.
+_EPS = 1e-7
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+  """What Tune minimises and how it scores; hashable (part of the cache key of the jitted functions).
+
+  Attributes:
+    loss: "mse" (real outputs), "bce" (Tensor<bool>[1], probabilities vs 0/1 targets) or "ce"
+      (Tensor<bool>[k], probabilities (.., k) vs int32 class indices).
+    metric: "error" (classification error, %) or "rmse"; lower is better for both.
+    metric_component: if set, the metric looks only at this component of the last axis of predictions
+      and targets (e.g. 1, the distance, of a (cost, distance) node state); the loss still uses all.
+    per_element: the output is a list or graph: items are the elements / nodes, scored only where the
+      input's mask (a ListBatch's or GraphBatch's `mask`) is True.
+  """
+  loss: str
+  metric: str
+  metric_component: int | None = None
+  per_element: bool = False
+
+  def __post_init__(self):
+    if self.loss not in LOSSES:
+      raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+    if self.metric not in METRICS:
+      raise ValueError(f"metric must be one of {METRICS}, got {self.metric!r}")
+    if self.metric_component is not None and self.loss == "ce":
+      raise ValueError("metric_component does not apply to class-index targets (loss 'ce')")
+
+  @property
+  def item_ndim(self) -> int:
+    """Leading item axes of predictions and targets: 1 (B,) or 2 (B, L|N)."""
+    return 2 if self.per_element else 1
+
+
+def objective_for_type(output: Type, *, metric_component: int | None = None) -> Objective:
+  """The paper's objective for a program's output type.
+
+  Tensor<bool>[1]: "bce" + "error"; Tensor<bool>[k], k > 1 (any other bool shape is read as classes over
+  the last axis): "ce" + "error"; Tensor<real>[...]: "mse" + "rmse". List<T> / Graph<T>: T's objective
+  scored per element.
+  """
+  per_element = False
+  if isinstance(output, (ListType, GraphType)):
+    per_element, output = True, output.elem
+  if not isinstance(output, TensorType):
+    raise ValueError(f"cannot train a program whose output type is {output}")
+  if output.atom == "real":
+    return Objective("mse", "rmse", metric_component, per_element)
+  if output.shape == (1,):
+    return Objective("bce", "error", metric_component, per_element)
+  return Objective("ce", "error", metric_component, per_element)
+
+
+def _mean_trailing(x: Any, item_ndim: int) -> Any:
+  axes = tuple(range(item_ndim, x.ndim))
+  return jnp.mean(x, axis=axes) if axes else x
+
+
+def item_loss(objective: Objective, y: Any, t: Any) -> Any:
+  """Per-item loss, shape (*items,): mean over the item's components (see the module docstring)."""
+  n = objective.item_ndim
+  y = y.astype(jnp.float32)
+  if objective.loss == "mse":
+    return _mean_trailing(jnp.square(y - t), n)
+  if objective.loss == "bce":
+    p = jnp.clip(y, _EPS, 1.0 - _EPS)
+    return _mean_trailing(-(t * jnp.log(p) + (1.0 - t) * jnp.log1p(-p)), n)
+  # "ce": y (*items, k) probabilities, t (*items,) int32 classes.
+  p = jnp.take_along_axis(y, t[..., None].astype(jnp.int32), axis=-1)[..., 0]
+  return -jnp.log(jnp.clip(p, _EPS, 1.0))
+
+
+def item_metric(objective: Objective, y: Any, t: Any) -> tuple[Any, Any]:
+  """Per-item (sum, count), each (*items,) float32; see `finish_metric` for the score."""
+  n = objective.item_ndim
+  y = y.astype(jnp.float32)
+  if objective.metric_component is not None:
+    y, t = y[..., objective.metric_component], t[..., objective.metric_component]
+  item_shape = y.shape[:n]
+  if objective.metric == "rmse":
+    sq = jnp.square(y - t)
+    components = math.prod(sq.shape[n:])
+    return jnp.sum(sq, axis=tuple(range(n, sq.ndim))), jnp.full(item_shape, float(components), jnp.float32)
+  # "error"
+  if objective.loss == "ce":
+    wrong = (jnp.argmax(y, axis=-1) != t).astype(jnp.float32)
+  else:
+    # Thresholded 0/1 outputs: an item is wrong if any of its components is.
+    wrong = jnp.any((y > 0.5) != (t > 0.5), axis=tuple(range(n, y.ndim))).astype(jnp.float32)
+  return wrong, jnp.ones(item_shape, jnp.float32)
+
+
+def finish_metric(objective: Objective, total: float, count: float) -> float:
+  """The score from summed per-item sums and counts: 100 * wrong / count, or sqrt(sse / count)."""
+  if count <= 0:
+    return float("nan")
+  if objective.metric == "rmse":
+    return float((total / count) ** 0.5)
+  return float(100.0 * total / count)

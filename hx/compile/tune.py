@@ -1,0 +1,465 @@
+"""Tune: the training loop that fits one compiled candidate program to a task.
+
+    result = tune(compiled, frozen, data, objective, TuneConfig(epochs=20, patience=5, seed=0))
+
+What it does, per the paper (appendix C) and DESIGN.md "Lowering and training":
+
+- Adam (learning rate 1e-3 by default), mini-batches of 150, a fresh permutation of the training set
+  every epoch; the loss is the objective's (MSE / binary / categorical cross-entropy, `losses.py`).
+- One jitted call per training step, with the optimiser state donated; the batch is taken from the
+  training split (kept on the device) and its images gathered from the task's table inside that call.
+- Last partial batch: an epoch runs ceil(n / batch_size) steps, and its last batch is filled up with the
+  first examples of the same epoch's permutation, so every example is seen at least once per epoch and
+  every step has the same shape (no recompilation, no padding that could leak into batch-norm statistics).
+- The validation split is scored once per epoch, over the whole split (in chunks of at most
+  `eval_batch_size` examples to bound memory: one fused call with `lax.map` over the chunks on
+  accelerators; on XLA:CPU one call per chunk, as a convolution inside a rolled loop runs 10-40x slower
+  there). The parameters of the best validation epoch are kept (early stopping after `patience` epochs
+  without improvement); the test split is scored once, at the end, for those parameters.
+- A loss that turns NaN or infinite stops the candidate after that epoch: it comes back failed, with
+  the reason ("loss became nan at epoch 3 step 17"); the check costs no extra host synchronisation.
+- Deterministic for a given seed on a given machine: initialisation, shuffling and dropout keys all
+  derive from `TuneConfig.seed`.
+- No recompilation per candidate: the jitted step and evaluation are compiled ahead of time and cached by
+  (the compiled program's `key`, the objective, the optimiser settings, the shapes and dtypes of all
+  arguments). Candidates that differ only in parameter values or in which frozen library function of the
+  same architecture they call share the executables. `tune_stats()` counts traces and compilations.
+- JAX's persistent compilation cache is switched on at the first `tune` (see `hx.compile.cache`).
+
+A `CompiledProgram` (hx.compile.lower) provides `init(rng) -> variables` (a dict with "params" and other
+collections such as "batch_stats"), `apply(variables, frozen, x, *, train, rng)` returning `(y,
+new_state)` when training (the updated non-"params" collections) and `y` otherwise, and a hashable `key`
+that identifies `apply`.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import math
+import time
+from typing import Any, Callable, NamedTuple, Protocol
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from hx.compile.cache import ensure_compilation_cache
+from hx.compile.losses import Objective, finish_metric, item_loss, item_metric
+from hx.compile.values import GraphBatch, ListBatch, Split, gather
+
+__all__ = [
+  "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "Tunable", "tune", "evaluate", "tune_stats",
+  "clear_tune_caches",
+]
+
+
+class Tunable(Protocol):
+  """What `tune` needs of a compiled program (hx.compile.lower.CompiledProgram provides it)."""
+  key: Any
+
+  def init(self, rng: Any) -> Any: ...
+
+  def apply(self, variables: Any, frozen: Any, x: Any, *, train: bool, rng: Any) -> Any: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneConfig:
+  """Training settings; the defaults are the paper's (appendix C).
+
+  Attributes:
+    learning_rate: Adam's step size.
+    batch_size: examples per training step.
+    epochs: passes over the training set at most (the paper: 20 for list tasks).
+    patience: stop after this many epochs without a better validation score; None: run all epochs.
+    seed: seeds initialisation, shuffling and dropout.
+    eval_batch_size: most examples evaluated at once (bounds evaluation memory); a split of n examples
+      is cut into ceil(n / eval_batch_size) equal chunks.
+    fuse_eval: evaluate all chunks of a split in one call (`lax.map`); None: yes except on CPU.
+  """
+  learning_rate: float = 1e-3
+  batch_size: int = 150
+  epochs: int = 20
+  patience: int | None = None
+  seed: int = 0
+  eval_batch_size: int = 1024
+  fuse_eval: bool | None = None
+
+  def __post_init__(self):
+    if self.batch_size < 1 or self.epochs < 0 or self.eval_batch_size < 1:
+      raise ValueError(f"bad TuneConfig: {self}")
+    if self.patience is not None and self.patience < 1:
+      raise ValueError(f"patience must be >= 1 or None, got {self.patience}")
+
+
+class TuneData(NamedTuple):
+  """A task's data as Tune consumes it (see `hx.compile.values`); a pytree.
+
+  Attributes:
+    train, val: Splits; inputs hold int32 indices into `table` (or the values themselves if `table` is
+      None).
+    test: optional Split, scored once at the end.
+    table: (num_images, *image_shape) images, or None when the inputs are the values.
+  """
+  train: Split
+  val: Split
+  test: Split | None = None
+  table: Any = None
+
+  def on_device(self) -> TuneData:
+    """The same data as device arrays; do this once per task so candidates do not copy it again."""
+    return jax.device_put(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class EpochRecord:
+  """One epoch: the mean training loss, the validation score and loss, wall seconds (train + val)."""
+  epoch: int
+  train_loss: float
+  val_score: float
+  val_loss: float
+  seconds: float
+
+
+@dataclasses.dataclass
+class TuneResult:
+  """The outcome of one `tune`.
+
+  Attributes:
+    variables: the variables of the best validation epoch (None if no epoch finished cleanly).
+    val_score: their validation score (metric: % error or RMSE; lower is better; nan if none).
+    test_score: their test score, or None (no test split, or failed).
+    best_epoch: the epoch (from 1) of `variables`; 0 if none.
+    epochs_run: epochs trained.
+    history: one record per epoch run.
+    failed: None, or why the candidate failed (e.g. "loss became nan at epoch 3 step 17").
+    init_seconds, compile_seconds, train_seconds, eval_seconds: wall time of initialisation, of the
+      compilations this call needed (0 when all executables were cached), of the training steps, and of
+      the validation and test passes.
+  """
+  variables: Any
+  val_score: float
+  test_score: float | None
+  best_epoch: int
+  epochs_run: int
+  history: list[EpochRecord]
+  failed: str | None
+  init_seconds: float = 0.0
+  compile_seconds: float = 0.0
+  train_seconds: float = 0.0
+  eval_seconds: float = 0.0
+
+
+# ----------------------------------------------------------------------------------------------------
+# Cached executables.
+
+_TRACES: collections.Counter[str] = collections.Counter()
+_COMPILES: collections.Counter[str] = collections.Counter()
+_MAX_EXECUTABLES = 256
+_EXECUTABLES: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+
+
+def tune_stats() -> dict[str, dict[str, int]]:
+  """How many times each jitted function was traced and compiled in this process (for tests)."""
+  return {"traces": dict(_TRACES), "compiles": dict(_COMPILES), "cached_executables": len(_EXECUTABLES)}
+
+
+def clear_tune_caches() -> None:
+  """Forgets the cached executables and resets `tune_stats()`."""
+  _EXECUTABLES.clear()
+  _TRACES.clear()
+  _COMPILES.clear()
+
+
+def _signature(args: tuple) -> tuple:
+  leaves, treedef = jax.tree.flatten(args)
+  return treedef, tuple((tuple(x.shape), str(x.dtype), bool(getattr(x, "weak_type", False))) for x in leaves)
+
+
+def _executable(name: str, cache_key: tuple, make: Callable[[], Callable], donate: tuple[int, ...],
+                args: tuple) -> tuple[Any, float]:
+  """The compiled executable of `make()` for `args`' shapes, compiling it on a miss; (exe, seconds)."""
+  key = (name, cache_key, _signature(args))
+  exe = _EXECUTABLES.get(key)
+  if exe is not None:
+    _EXECUTABLES.move_to_end(key)
+    return exe, 0.0
+  start = time.perf_counter()
+  exe = jax.jit(make(), donate_argnums=donate).lower(*args).compile()
+  seconds = time.perf_counter() - start
+  _COMPILES[name] += 1
+  _EXECUTABLES[key] = exe
+  if len(_EXECUTABLES) > _MAX_EXECUTABLES:
+    _EXECUTABLES.popitem(last=False)
+  return exe, seconds
+
+
+# ----------------------------------------------------------------------------------------------------
+# The traced functions.
+
+def _take(inputs: Any, idx: Any) -> Any:
+  """Rows `idx` of every array of a split's inputs (an array, ListBatch or GraphBatch)."""
+  return jax.tree.map(lambda a: a[idx], inputs)
+
+
+def _item_mask(objective: Objective, batch_inputs: Any) -> Any:
+  """(B, L|N) bool mask of the scored elements for list/graph outputs, else None."""
+  if not objective.per_element:
+    return None
+  if not isinstance(batch_inputs, (ListBatch, GraphBatch)):
+    raise TypeError("a list or graph output needs a ListBatch or GraphBatch input (its mask scores it)")
+  return batch_inputs.mask
+
+
+def _output_values(y: Any) -> Any:
+  """The (B, ...) array of an output; a list or graph output's (B, L|N, ...) element values."""
+  return y.values if isinstance(y, (ListBatch, GraphBatch)) else y
+
+
+def _split_variables(variables: dict) -> tuple[Any, dict]:
+  return variables["params"], {k: v for k, v in variables.items() if k != "params"}
+
+
+def _merge_state(state: dict, new_state: Any) -> dict:
+  """The non-"params" collections after a training step, in the structure `state` has."""
+  if not state:
+    return state
+  if isinstance(new_state, dict) and set(new_state) == set(state):
+    return dict(new_state)
+  if set(state) == {"batch_stats"}:
+    return {"batch_stats": new_state}
+  raise TypeError(f"apply returned state {type(new_state)} that does not match collections {set(state)}")
+
+
+def _make_train_step(apply: Callable, objective: Objective, tx: optax.GradientTransformation,
+                     batch_size: int) -> Callable:
+  def loss_fn(params, state, frozen, x, targets, mask, rng):
+    y, new_state = apply({"params": params, **state}, frozen, x, train=True, rng=rng)
+    losses = item_loss(objective, _output_values(y), targets)
+    if mask is None:
+      loss = jnp.mean(losses)
+    else:
+      m = mask.astype(jnp.float32)
+      loss = jnp.sum(losses * m) / jnp.maximum(jnp.sum(m), 1.0)
+    return loss, new_state
+
+  def train_step(carry, frozen, table, inputs, targets, order, step, key):
+    """carry = (params, state, opt_state, loss_sum, bad_step, bad_loss); step is an int32 scalar."""
+    _TRACES["train_step"] += 1
+    params, state, opt_state, loss_sum, bad_step, bad_loss = carry
+    idx = jax.lax.dynamic_slice_in_dim(order, step * batch_size, batch_size)
+    batch_inputs = _take(inputs, idx)
+    x = batch_inputs if table is None else gather(table, batch_inputs)
+    mask = _item_mask(objective, batch_inputs)
+    rng = jax.random.fold_in(key, step)
+    (loss, new_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+        params, state, frozen, x, targets[idx], mask, rng)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    # Remember the first non-finite loss of the epoch on the device: the host looks once per epoch.
+    first_bad = jnp.logical_and(bad_step < 0, jnp.logical_not(jnp.isfinite(loss)))
+    bad_step = jnp.where(first_bad, step, bad_step)
+    bad_loss = jnp.where(first_bad, loss, bad_loss)
+    return params, _merge_state(state, new_state), opt_state, loss_sum + loss, bad_step, bad_loss
+
+  return train_step
+
+
+def _make_eval_chunk(apply: Callable, objective: Objective) -> Callable:
+  def eval_chunk(variables, frozen, table, inputs, targets, idx):
+    """Sums over the examples idx (chunk,) int32 (-1: padding): (metric sum, metric count, loss sum,
+    loss count), float32 scalars."""
+    valid = idx >= 0
+    idx = jnp.maximum(idx, 0)
+    batch_inputs = _take(inputs, idx)
+    x = batch_inputs if table is None else gather(table, batch_inputs)
+    y = _output_values(apply(variables, frozen, x, train=False, rng=None))
+    t = targets[idx]
+    weight = valid.astype(jnp.float32)
+    mask = _item_mask(objective, batch_inputs)
+    if mask is not None:
+      weight = weight[:, None] * mask.astype(jnp.float32)
+    metric_sum, metric_count = item_metric(objective, y, t)
+    losses = item_loss(objective, y, t)
+    return jnp.stack([jnp.sum(metric_sum * weight), jnp.sum(metric_count * weight),
+                      jnp.sum(losses * weight), jnp.sum(weight)])
+
+  return eval_chunk
+
+
+def _make_eval(apply: Callable, objective: Objective, fused: bool) -> Callable:
+  eval_chunk = _make_eval_chunk(apply, objective)
+  if not fused:
+    def evaluate_chunk(*args):
+      _TRACES["eval"] += 1
+      return eval_chunk(*args)
+    return evaluate_chunk
+
+  def evaluate_all(variables, frozen, table, inputs, targets, idx_chunks):
+    _TRACES["eval"] += 1
+    sums = jax.lax.map(lambda idx: eval_chunk(variables, frozen, table, inputs, targets, idx), idx_chunks)
+    return jnp.sum(sums, axis=0)
+
+  return evaluate_all
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _epoch_order(key: Any, epoch: Any, n: int, total: int) -> Any:
+  """(total,) int32: a permutation of range(n) for this epoch, repeated from its start up to `total`."""
+  perm = jax.random.permutation(jax.random.fold_in(key, epoch), n).astype(jnp.int32)
+  return jnp.resize(perm, (total,))
+
+
+def _num_examples(split: Split) -> int:
+  return int(jax.tree.leaves(split.targets)[0].shape[0])
+
+
+def _eval_chunks(n: int, max_chunk: int) -> np.ndarray:
+  """(num_chunks, chunk) int32 indices covering range(n) in equal chunks, padded with -1."""
+  num = max(1, math.ceil(n / max_chunk))
+  chunk = max(1, math.ceil(n / num))
+  idx = np.full(num * chunk, -1, np.int32)
+  idx[:n] = np.arange(n, dtype=np.int32)
+  return idx.reshape(num, chunk)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Public entry points.
+
+class _Evaluator:
+  """Scores variables on one split with the cached evaluation executable(s)."""
+
+  def __init__(self, compiled: Tunable, objective: Objective, config: TuneConfig, frozen: Any, table: Any,
+               split: Split, variables: Any):
+    self.objective = objective
+    self.fused = config.fuse_eval if config.fuse_eval is not None else jax.default_backend() != "cpu"
+    chunks = _eval_chunks(_num_examples(split), config.eval_batch_size)
+    self.frozen, self.table, self.split = frozen, table, split
+    if self.fused:
+      self.idx = [jax.device_put(chunks)]
+    else:
+      self.idx = [jax.device_put(row) for row in chunks]
+    name = "eval_fused" if self.fused else "eval"
+    args = (variables, frozen, table, split.inputs, split.targets, self.idx[0])
+    self.exe, self.compile_seconds = _executable(
+        name, (compiled.key, objective), lambda: _make_eval(compiled.apply, objective, self.fused), (), args)
+
+  def __call__(self, variables: Any) -> tuple[float, float]:
+    """(score, mean loss) of `variables` on the split."""
+    sums = [self.exe(variables, self.frozen, self.table, self.split.inputs, self.split.targets, idx)
+            for idx in self.idx]
+    total = np.asarray(jax.device_get(sum(sums[1:], sums[0])), np.float64)
+    score = finish_metric(self.objective, total[0], total[1])
+    loss = float(total[2] / total[3]) if total[3] > 0 else float("nan")
+    return score, loss
+
+
+def evaluate(compiled: Tunable, variables: Any, frozen: Any, split: Split, objective: Objective, *,
+             table: Any = None, config: TuneConfig = TuneConfig()) -> tuple[float, float]:
+  """(score, mean loss) of `variables` on `split`: the metric (% error or RMSE) and the objective's loss."""
+  ensure_compilation_cache()
+  frozen, table, split = jax.device_put((frozen, table, split))
+  return _Evaluator(compiled, objective, config, frozen, table, split, variables)(variables)
+
+
+def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
+         config: TuneConfig = TuneConfig(), *, variables: Any = None) -> TuneResult:
+  """Trains `compiled`'s fresh parameters on `data.train`, selecting by `data.val` (see module docstring).
+
+  Args:
+    compiled: the candidate (a CompiledProgram).
+    frozen: the frozen library parameters it calls, as `apply` expects them (never updated).
+    data: the task's splits and image table; pass `data.on_device()` to share one copy between candidates.
+    objective: loss and metric (`hx.compile.losses.objective_for_type(output_type)` gives the paper's).
+    config: optimiser, batching, epochs, patience and seed.
+    variables: initial variables; default `compiled.init(key)` with a key derived from `config.seed`.
+
+  Returns:
+    A TuneResult; `failed` is set (and `test_score` None) if the loss or validation score became NaN or
+    infinite.
+  """
+  ensure_compilation_cache()
+  init_key, order_key, dropout_key = jax.random.split(jax.random.key(config.seed), 3)
+  start = time.perf_counter()
+  if variables is None:
+    variables = compiled.init(init_key)
+  # A private copy: the training step donates (and so deletes) the buffers it is given.
+  variables = jax.tree.map(jnp.copy, jax.device_put(dict(variables)))
+  jax.block_until_ready(variables)
+  init_seconds = time.perf_counter() - start
+  frozen, data = jax.device_put((frozen, data))
+  table, train = data.table, data.train
+
+  tx = optax.adam(config.learning_rate)
+  params, state = _split_variables(variables)
+  n = _num_examples(train)
+  steps = max(1, math.ceil(n / config.batch_size))
+  step_ids = [jax.device_put(np.int32(s)) for s in range(steps)]
+  zero, minus_one = jax.device_put(np.float32(0.0)), jax.device_put(np.int32(-1))
+
+  def fresh_carry(params, state, opt_state):
+    # New accumulators each epoch: the carry is donated to the steps, so these buffers are consumed.
+    return (params, state, opt_state, jnp.copy(zero), jnp.copy(minus_one), jnp.copy(zero))
+
+  carry = fresh_carry(params, state, tx.init(params))
+  order = _epoch_order(order_key, 0, n, steps * config.batch_size)
+  step_args = (carry, frozen, table, train.inputs, train.targets, order, step_ids[0], dropout_key)
+  train_exe, compile_seconds = _executable(
+      "train_step", (compiled.key, objective, config.learning_rate, config.batch_size),
+      lambda: _make_train_step(compiled.apply, objective, tx, config.batch_size), (0,), step_args)
+  val_eval = _Evaluator(compiled, objective, config, frozen, table, data.val, variables)
+  compile_seconds += val_eval.compile_seconds
+
+  history: list[EpochRecord] = []
+  best_vars, best_score, best_epoch = None, math.inf, 0
+  failed: str | None = None
+  train_seconds = eval_seconds = 0.0
+  since_best = epochs_run = 0
+  for epoch in range(1, config.epochs + 1):
+    epochs_run = epoch
+    t0 = time.perf_counter()
+    order = _epoch_order(order_key, epoch - 1, n, steps * config.batch_size)
+    epoch_key = jax.random.fold_in(dropout_key, epoch)
+    for s in range(steps):
+      carry = train_exe(carry, frozen, table, train.inputs, train.targets, order, step_ids[s], epoch_key)
+    loss_sum, bad_step, bad_loss = (float(v) for v in jax.device_get(carry[3:]))
+    t1 = time.perf_counter()
+    train_seconds += t1 - t0
+    if bad_step >= 0:
+      failed = f"loss became {bad_loss} at epoch {epoch} step {int(bad_step) + 1}"
+      break
+    current = {"params": carry[0], **carry[1]}
+    val_score, val_loss = val_eval(current)
+    t2 = time.perf_counter()
+    eval_seconds += t2 - t1
+    history.append(EpochRecord(epoch, loss_sum / steps, val_score, val_loss, t2 - t0))
+    if not math.isfinite(val_score):
+      failed = f"validation score became {val_score} at epoch {epoch}"
+      break
+    if val_score < best_score:
+      # A copy: the carry's buffers are donated to (and overwritten by) the next step.
+      best_vars, best_score, best_epoch, since_best = jax.tree.map(jnp.copy, current), val_score, epoch, 0
+    else:
+      since_best += 1
+      if config.patience is not None and since_best >= config.patience:
+        break
+    carry = fresh_carry(*carry[:3])
+
+  if best_vars is None and failed is None:
+    # No epoch ran (epochs=0): report the initial variables.
+    best_vars = variables
+    best_score, _ = val_eval(variables)
+  test_score = None
+  if failed is None and data.test is not None:
+    t0 = time.perf_counter()
+    test_eval = _Evaluator(compiled, objective, config, frozen, table, data.test, best_vars)
+    compile_seconds += test_eval.compile_seconds
+    test_score, _ = test_eval(best_vars)
+    eval_seconds += time.perf_counter() - t0 - test_eval.compile_seconds
+  return TuneResult(
+      variables=best_vars, val_score=best_score if best_vars is not None else math.nan, test_score=test_score,
+      best_epoch=best_epoch, epochs_run=epochs_run,
+      history=history, failed=failed, init_seconds=init_seconds, compile_seconds=compile_seconds,
+      train_seconds=train_seconds, eval_seconds=eval_seconds)

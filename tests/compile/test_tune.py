@@ -1,0 +1,339 @@
+"""Tune, losses and the compilation cache, on tiny hand-written compiled programs (seconds on CPU)."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hx.compile import cache
+from hx.compile.losses import Objective, finish_metric, item_loss, item_metric, objective_for_type
+from hx.compile.tune import (
+  TuneConfig,
+  TuneData,
+  _epoch_order,
+  _eval_chunks,
+  clear_tune_caches,
+  evaluate,
+  tune,
+  tune_stats,
+)
+from hx.compile.values import ListBatch, Split
+from hx.lang.types import GraphType, ListType, TensorType
+
+
+@functools.cache
+def _linear_apply(out: str):
+  """One apply function per architecture, as CompiledProgram promises (same key -> same object).
+
+  y = act(x @ (w + frozen_w) + b) over the last axis, for x (B, d) or (B, L, d); a running mean of x is
+  the 'batch_stats' collection, so the state path is exercised.
+  """
+  def apply(variables, frozen, x, *, train, rng):
+    if isinstance(x, ListBatch):  # map over the elements, a list output
+      res = apply(variables, frozen, x.values, train=train, rng=rng)
+      return (x._replace(values=res[0]), res[1]) if train else x._replace(values=res)
+    p = variables["params"]
+    h = x @ (p["w"] + frozen["w"]) + p["b"]
+    if train:
+      # A little dropout-like noise keyed by rng, so the rng path matters for determinism.
+      h = h + 1e-3 * jax.random.normal(rng, h.shape)
+    y = {"real": h, "bool": jax.nn.sigmoid(h), "class": jax.nn.softmax(h, axis=-1)}[out]
+    if train:
+      mean = variables["batch_stats"]["mean"]
+      flat = x.reshape(-1, x.shape[-1])
+      return y, {"batch_stats": {"mean": 0.9 * mean + 0.1 * flat.mean(0)}}
+    return y
+  return apply
+
+
+class Linear:
+  """A CompiledProgram-like linear model (see hx.compile.tune.Tunable)."""
+
+  def __init__(self, d_in: int, d_out: int, out: str = "real"):
+    self.d_in, self.d_out = d_in, d_out
+    self.key = ("linear", d_in, d_out, out)
+    self.apply = _linear_apply(out)
+
+  def init(self, rng):
+    return {"params": {"w": 0.1 * jax.random.normal(rng, (self.d_in, self.d_out)),
+                       "b": jnp.zeros((self.d_out,))},
+            "batch_stats": {"mean": jnp.zeros((self.d_in,))}}
+
+  def frozen(self, value: float = 0.0):
+    return {"w": jnp.full((self.d_in, self.d_out), value, jnp.float32)}
+
+
+def _regression(n_train=300, n_val=100, n_test=100, d=4, seed=0):
+  rng = np.random.default_rng(seed)
+  w = rng.normal(size=(d, 1)).astype(np.float32)
+  def split(n):
+    x = rng.normal(size=(n, d)).astype(np.float32)
+    return Split(x, x @ w + 0.5)
+  return TuneData(split(n_train), split(n_val), split(n_test))
+
+
+MSE = Objective("mse", "rmse")
+FAST = TuneConfig(learning_rate=0.05, batch_size=32, epochs=15)
+
+
+def test_regression_learns_and_keeps_best_validation():
+  data = _regression()
+  model = Linear(4, 1)
+  result = tune(model, model.frozen(), data, MSE, FAST)
+  assert result.failed is None
+  assert result.epochs_run == 15 and len(result.history) == 15
+  baseline = float(np.std(data.test.targets))
+  assert result.test_score is not None and result.test_score < 0.05 * baseline
+  val_scores = [r.val_score for r in result.history]
+  assert result.val_score == min(val_scores)
+  assert result.best_epoch == 1 + int(np.argmin(val_scores))
+  # The returned variables are the best epoch's: scoring them again gives the recorded score.
+  again, _ = evaluate(model, result.variables, model.frozen(), data.val, MSE)
+  assert again == pytest.approx(result.val_score, rel=1e-5)
+  assert result.history[-1].train_loss < result.history[0].train_loss
+  assert set(result.variables) == {"params", "batch_stats"}
+  assert result.variables["params"]["w"].shape == (4, 1)
+  # The running mean was updated by the steps (x has mean ~0 but the initial mean is exactly 0).
+  assert float(jnp.abs(result.variables["batch_stats"]["mean"]).sum()) > 0
+
+
+def test_deterministic_for_a_seed():
+  data = _regression()
+  model = Linear(4, 1)
+  a = tune(model, model.frozen(), data, MSE, FAST)
+  b = tune(model, model.frozen(), data, MSE, FAST)
+  c = tune(model, model.frozen(), data, MSE, dataclass_replace(FAST, seed=1))
+  for x, y in zip(jax.tree.leaves(a.variables), jax.tree.leaves(b.variables)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  assert [r.val_score for r in a.history] == [r.val_score for r in b.history]
+  assert not np.array_equal(np.asarray(a.variables["params"]["w"]), np.asarray(c.variables["params"]["w"]))
+
+
+def dataclass_replace(config, **changes):
+  import dataclasses
+  return dataclasses.replace(config, **changes)
+
+
+def test_candidates_with_the_same_structure_share_executables():
+  clear_tune_caches()
+  data = _regression().on_device()
+  model_a, model_b = Linear(4, 1), Linear(4, 1)  # two programs, same structure (same key)
+  config = dataclass_replace(FAST, epochs=2)
+  tune(model_a, model_a.frozen(0.0), data, MSE, config)
+  first = tune_stats()
+  # Different frozen library values (another library function of the same architecture), another seed.
+  tune(model_b, model_b.frozen(0.3), data, MSE, dataclass_replace(config, seed=5))
+  second = tune_stats()
+  assert first["compiles"] == {"train_step": 1, "eval": 1}
+  assert second["compiles"] == first["compiles"]
+  assert second["traces"] == first["traces"] == {"train_step": 1, "eval": 1}
+  # A different architecture compiles its own.
+  other = Linear(4, 2)
+  two_targets = TuneData(*(Split(s.inputs, np.repeat(s.targets, 2, axis=1)) for s in _regression()[:3]))
+  tune(other, other.frozen(), two_targets, MSE, config)
+  assert tune_stats()["compiles"]["train_step"] == 2
+
+
+def test_nan_loss_fails_with_reason():
+  data = _regression()
+  model = Linear(4, 1)
+  result = tune(model, model.frozen(float("nan")), data, MSE, FAST)
+  assert result.failed == "loss became nan at epoch 1 step 1"
+  assert result.test_score is None and result.variables is None and math.isnan(result.val_score)
+  assert result.epochs_run == 1
+
+
+def test_inf_loss_fails_with_reason_later():
+  # Targets that overflow float32 when squared: the loss is inf from the first step.
+  data = _regression()
+  data = TuneData(Split(data.train.inputs, data.train.targets * 1e30), data.val, data.test)
+  model = Linear(4, 1)
+  result = tune(model, model.frozen(), data, MSE, FAST)
+  assert result.failed == "loss became inf at epoch 1 step 1"
+
+
+def test_patience_stops_early():
+  data = _regression()
+  model = Linear(4, 1)
+  # A zero learning rate never improves after the first epoch.
+  result = tune(model, model.frozen(), data, MSE, TuneConfig(learning_rate=0.0, epochs=10, patience=2))
+  assert result.epochs_run == 3 and result.best_epoch == 1 and result.failed is None
+
+
+def test_bce_and_ce_classification():
+  rng = np.random.default_rng(1)
+  x = rng.normal(size=(400, 3)).astype(np.float32)
+  labels = (x[:, 0] + x[:, 1] > 0).astype(np.float32)[:, None]
+  splits = [Split(x[i:i + 100], labels[i:i + 100]) for i in range(0, 400, 100)]
+  data = TuneData(Split(x[:200], labels[:200]), splits[2], splits[3])
+  model = Linear(3, 1, "bool")
+  result = tune(model, model.frozen(), data, Objective("bce", "error"), FAST)
+  assert result.failed is None and result.test_score < 10.0
+  classes = (np.digitize(x[:, 0], [-0.5, 0.5])).astype(np.int32)  # 3 classes
+  data = TuneData(Split(x[:200], classes[:200]), Split(x[200:300], classes[200:300]),
+                  Split(x[300:], classes[300:]))
+  model = Linear(3, 3, "class")
+  result = tune(model, model.frozen(), data, Objective("ce", "error"), FAST)
+  assert result.failed is None and result.test_score < 15.0
+
+
+def test_image_table_gather_matches_values():
+  # Inputs as indices into a table give exactly the training on the gathered values.
+  rng = np.random.default_rng(2)
+  table = rng.normal(size=(50, 4)).astype(np.float32)
+  w = rng.normal(size=(4, 1)).astype(np.float32)
+  def split(n):
+    idx = rng.integers(0, 50, size=n).astype(np.int32)
+    return Split(idx, table[idx] @ w)
+  indexed = TuneData(split(200), split(60), split(60), table=table)
+  direct = TuneData(*(Split(table[s.inputs], s.targets) for s in (indexed.train, indexed.val, indexed.test)))
+  model = Linear(4, 1)
+  a = tune(model, model.frozen(), indexed, MSE, FAST)
+  b = tune(model, model.frozen(), direct, MSE, FAST)
+  np.testing.assert_allclose(np.asarray(a.variables["params"]["w"]), np.asarray(b.variables["params"]["w"]),
+                             rtol=1e-6)
+  assert a.test_score == pytest.approx(b.test_score, rel=1e-6)
+
+
+def _list_data(n, length, seed):
+  """Per-element regression y = 2 x - 1 on lists of scalars; padding holds huge targets that would
+  ruin the score if they were scored."""
+  rng = np.random.default_rng(seed)
+  x = rng.normal(size=(n, length, 1)).astype(np.float32)
+  lengths = rng.integers(1, length + 1, size=n)
+  mask = np.arange(length)[None, :] < lengths[:, None]
+  y = np.where(mask[..., None], 2 * x - 1, 1e6).astype(np.float32)
+  return Split(ListBatch(x, mask), y)
+
+
+def test_list_outputs_are_scored_only_under_the_mask():
+  data = TuneData(_list_data(300, 5, 0), _list_data(100, 5, 1), _list_data(100, 7, 2))
+  model = Linear(1, 1)
+  objective = objective_for_type(ListType(TensorType("real", (1,))))
+  assert objective.per_element
+  result = tune(model, model.frozen(), data, objective, FAST)
+  assert result.failed is None
+  assert result.test_score < 0.05
+
+
+def test_fused_and_chunked_evaluation_agree():
+  data = _regression(n_val=250)
+  model = Linear(4, 1)
+  variables = model.init(jax.random.key(0))
+  scores = [evaluate(model, variables, model.frozen(), data.val, MSE,
+                     config=TuneConfig(eval_batch_size=b, fuse_eval=f))
+            for b, f in ((1000, False), (60, False), (60, True))]
+  assert scores[0][0] == pytest.approx(scores[1][0], rel=1e-5) == pytest.approx(scores[2][0], rel=1e-5)
+  assert scores[0][1] == pytest.approx(scores[2][1], rel=1e-5)
+  x, t = data.val
+  y = x @ np.asarray(variables["params"]["w"])
+  assert scores[0][0] == pytest.approx(float(np.sqrt(np.mean((y - t) ** 2))), rel=1e-5)
+
+
+def test_epoch_order_fills_the_last_batch_from_the_permutation():
+  order = np.asarray(_epoch_order(jax.random.key(0), 0, 10, 12))
+  assert sorted(order[:10].tolist()) == list(range(10))
+  np.testing.assert_array_equal(order[10:], order[:2])
+  assert not np.array_equal(order, np.asarray(_epoch_order(jax.random.key(0), 1, 10, 12)))
+  chunks = _eval_chunks(250, 60)
+  assert chunks.shape == (5, 50) and (chunks >= 0).sum() == 250
+  assert _eval_chunks(7, 60).tolist() == [list(range(7))]
+
+
+# ----------------------------------------------------------------------------------------------------
+# Losses and metrics.
+
+def test_losses_match_hand_computation():
+  y = jnp.array([[0.9], [0.2], [0.6]])
+  t = jnp.array([[1.0], [0.0], [0.0]])
+  bce = Objective("bce", "error")
+  np.testing.assert_allclose(item_loss(bce, y, t), -np.log([0.9, 0.8, 0.4]), rtol=1e-6)
+  wrong, count = item_metric(bce, y, t)
+  assert finish_metric(bce, float(wrong.sum()), float(count.sum())) == pytest.approx(100 / 3)
+  probs = jnp.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+  ce = Objective("ce", "error")
+  np.testing.assert_allclose(item_loss(ce, probs, jnp.array([0, 1])), -np.log([0.7, 0.3]), rtol=1e-6)
+  wrong, _ = item_metric(ce, probs, jnp.array([0, 1]))
+  np.testing.assert_array_equal(wrong, [0.0, 1.0])
+  # A confident mistake gives a large but finite loss.
+  assert np.isfinite(item_loss(bce, jnp.array([[0.0]]), jnp.array([[1.0]]))).all()
+
+
+def test_rmse_component_and_elements():
+  y = jnp.array([[[1.0, 2.0], [3.0, 5.0]]])  # (B=1, N=2, 2)
+  t = jnp.array([[[0.0, 2.0], [0.0, 1.0]]])
+  objective = Objective("mse", "rmse", metric_component=1, per_element=True)
+  sq, count = item_metric(objective, y, t)
+  np.testing.assert_allclose(sq, [[0.0, 16.0]])
+  np.testing.assert_allclose(count, [[1.0, 1.0]])
+  np.testing.assert_allclose(item_loss(objective, y, t), [[0.5, 12.5]])
+  whole = Objective("mse", "rmse")
+  sq, count = item_metric(whole, y, t)
+  assert finish_metric(whole, float(sq.sum()), float(count.sum())) == pytest.approx(math.sqrt(26 / 4))
+
+
+def test_objective_for_type():
+  assert objective_for_type(TensorType("bool", (1,))) == Objective("bce", "error")
+  assert objective_for_type(TensorType("bool", (10,))) == Objective("ce", "error")
+  assert objective_for_type(TensorType("real", (1,))) == Objective("mse", "rmse")
+  assert objective_for_type(GraphType(TensorType("real", (2,))), metric_component=1) == Objective(
+      "mse", "rmse", 1, True)
+  with pytest.raises(ValueError):
+    Objective("l1", "rmse")
+  with pytest.raises(ValueError):
+    Objective("ce", "error", metric_component=0)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The persistent compilation cache.
+
+@pytest.fixture
+def restore_cache_config(monkeypatch):
+  names = ("jax_compilation_cache_dir", "jax_enable_compilation_cache",
+           "jax_persistent_cache_min_compile_time_secs")
+  before = {k: getattr(jax.config, k) for k in names}
+  yield monkeypatch
+  cache._reset_jax_cache()
+  for k, v in before.items():
+    jax.config.update(k, v)
+  cache._forget_configuration()
+  cache.ensure_compilation_cache()
+
+
+def test_cache_directory_from_env(restore_cache_config, tmp_path):
+  restore_cache_config.setenv(cache.CACHE_DIR_ENV, str(tmp_path / "jaxcache"))
+  restore_cache_config.delenv(cache.CACHE_ENABLE_ENV, raising=False)
+  assert cache.default_cache_dir() == tmp_path / "jaxcache"
+  cache._reset_jax_cache()
+  jax.config.update("jax_compilation_cache_dir", None)
+  cache._forget_configuration()
+  assert cache.ensure_compilation_cache() == tmp_path / "jaxcache"
+  assert jax.config.jax_compilation_cache_dir == str(tmp_path / "jaxcache")
+  assert jax.config.jax_persistent_cache_min_compile_time_secs == 0
+  jax.jit(lambda x: x * 3.0 + 1.0).lower(jnp.ones((7, 3))).compile()
+  assert any((tmp_path / "jaxcache").iterdir()), "nothing was written to the cache directory"
+  cache.disable_compilation_cache()
+  assert cache.compilation_cache_dir() is None and not jax.config.jax_enable_compilation_cache
+  # Once decided, ensure does not turn it back on.
+  assert cache.ensure_compilation_cache() is None
+
+
+def test_cache_off_by_env(restore_cache_config):
+  restore_cache_config.setenv(cache.CACHE_ENABLE_ENV, "0")
+  cache._forget_configuration()
+  assert cache.ensure_compilation_cache() is None
+  assert not jax.config.jax_enable_compilation_cache
+
+
+def test_default_cache_dir_is_per_user(monkeypatch, tmp_path):
+  monkeypatch.delenv(cache.CACHE_DIR_ENV, raising=False)
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+  assert cache.default_cache_dir() == tmp_path / "hx" / "jax"
+  monkeypatch.delenv("XDG_CACHE_HOME")
+  monkeypatch.setenv("HOME", str(tmp_path / "home"))
+  assert cache.default_cache_dir() == tmp_path / "home" / ".cache" / "hx" / "jax"
