@@ -1,0 +1,81 @@
+"""Shared fixtures for the lowering tests: a small configuration, random parameters and random examples."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hx.compile.lower import CompiledProgram, compile_program
+from hx.compile.modules import ModuleConfig, ModuleSpec, init_module, module_spec
+from hx.compile.reference import RefGraph
+from hx.lang.types import parse_type
+
+# Small sizes keep the tests fast; the structure is the paper's.
+CFG = ModuleConfig(mlp_hidden=16, cnn_channels=(4, 8), cnn_kernel=3, lstm_hidden=8, graph_hidden=8,
+                   graph_message=4)
+IMG = "Tensor<real>[1][12][12]"  # 12 -> conv 10 -> pool 5 -> conv 3 -> pool 1: 8 features
+
+
+def spec(text: str, role: str | None = None, config: ModuleConfig = CFG) -> ModuleSpec:
+  return module_spec(parse_type(text), config, role=role)
+
+
+def randomize(tree: dict, seed: int) -> dict:
+  """Perturbs batch-norm scales, biases and running statistics so that inference mode depends on them."""
+  rng = np.random.default_rng(seed)
+
+  def walk(node):
+    if isinstance(node, dict):
+      out = {}
+      for k, v in node.items():
+        if k in ("scale", "var"):
+          out[k] = jnp.asarray(rng.uniform(0.5, 2.0, np.shape(v)), jnp.float32)
+        elif k in ("bias", "mean") and not isinstance(v, dict):
+          out[k] = jnp.asarray(rng.normal(0.0, 0.5, np.shape(v)), jnp.float32)
+        elif k == "b":
+          out[k] = jnp.asarray(rng.normal(0.0, 0.1, np.shape(v)), jnp.float32)
+        else:
+          out[k] = walk(v)
+      return out
+    if isinstance(node, tuple):
+      return tuple(walk(v) for v in node)
+    return node
+
+  return walk(tree)
+
+
+def library_entry(s: ModuleSpec, seed: int) -> dict:
+  params, stats = init_module(s, jax.random.key(seed))
+  return randomize({"params": params, "batch_stats": stats}, seed)
+
+
+def build(program, fresh: dict[str, str], library: dict[str, tuple[str, str | None]] | None = None,
+          config: ModuleConfig = CFG, seed: int = 0) -> tuple[CompiledProgram, dict, tuple]:
+  """Compiles `program` (fresh name -> type text; library name -> (type text, role)) with random params."""
+  library = library or {}
+  lib_specs = {n: spec(t, role, config) for n, (t, role) in library.items()}
+  cp = compile_program(program, {n: parse_type(t) for n, t in fresh.items()}, config, lib_specs)
+  variables = randomize(cp.init(jax.random.key(seed)), seed + 1)
+  frozen = cp.make_frozen({n: library_entry(s, seed + 10 + i) for i, (n, s) in enumerate(lib_specs.items())})
+  return cp, variables, frozen
+
+
+def rand_tensor(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+  return rng.normal(size=shape).astype(np.float32)
+
+
+def rand_list(rng: np.random.Generator, shape: tuple[int, ...], lo: int, hi: int) -> list:
+  return [rand_tensor(rng, shape) for _ in range(int(rng.integers(lo, hi + 1)))]
+
+
+def rand_graph(rng: np.random.Generator, shape: tuple[int, ...], lo: int, hi: int,
+               degree: int = 3) -> RefGraph:
+  """A random directed graph of lo..hi nodes; each node lists itself, then up to `degree` other nodes."""
+  n = int(rng.integers(lo, hi + 1))
+  neighbours = []
+  for u in range(n):
+    others = [v for v in range(n) if v != u]
+    k = int(rng.integers(0, min(degree, len(others)) + 1))
+    neighbours.append([u] + [int(v) for v in rng.choice(others, size=k, replace=False)] if k else [u])
+  return RefGraph([rand_tensor(rng, shape) for _ in range(n)], neighbours)
