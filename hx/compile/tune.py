@@ -115,12 +115,14 @@ class TuneData(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class EpochRecord:
-  """One epoch: the mean training loss, the validation score and loss, wall seconds (train + val)."""
+  """One epoch: the mean training loss, the validation score and loss, wall seconds of its training steps
+  and of its validation pass."""
   epoch: int
   train_loss: float
   val_score: float
   val_loss: float
-  seconds: float
+  train_seconds: float
+  val_seconds: float
 
 
 @dataclasses.dataclass
@@ -434,7 +436,7 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
     val_score, val_loss = val_eval(current)
     t2 = time.perf_counter()
     eval_seconds += t2 - t1
-    history.append(EpochRecord(epoch, loss_sum / steps, val_score, val_loss, t2 - t0))
+    history.append(EpochRecord(epoch, loss_sum / steps, val_score, val_loss, t1 - t0, t2 - t1))
     if not math.isfinite(val_score):
       failed = f"validation score became {val_score} at epoch {epoch}"
       break
