@@ -118,13 +118,22 @@ class _Solver:
       if t.name not in mapping:
         mapping[t.name] = self.var()
       return mapping[t.name]
-    if isinstance(t, ListType):
-      return ListType(self.instantiate(t.elem, mapping))
-    if isinstance(t, GraphType):
-      return GraphType(self.instantiate(t.elem, mapping))
+    if isinstance(t, (ListType, GraphType)):
+      elem = self.instantiate(t.elem, mapping)
+      # A variable that stands for list or graph elements may only become a tensor.
+      self.unify(elem, self.var(tensor=True))
+      return type(t)(elem)
     if isinstance(t, FunctionType):
       return FunctionType(self.instantiate(t.arg, mapping), self.instantiate(t.result, mapping))
     return t
+
+  def annotation(self, node: P.Program, t: Type, mapping: dict[str, TypeVar]) -> Type:
+    """`t` (a hole's, a library function's or the expected type) with its variables instantiated."""
+    try:
+      return self.instantiate(t, mapping)
+    except _Clash as clash:
+      raise HxTypeError(f"type error: the type {t} of {node} cannot hold ({clash.detail})",
+                        subterm=str(node), expected=str(t), actual=str(t)) from None
 
   def require(self, node: P.Program, actual: Type, expected: Type | None, context: str) -> None:
     if expected is None:
@@ -154,9 +163,9 @@ class _Solver:
       if node.name not in self.library_types:
         raise HxTypeError(f"unknown library function lib.{node.name} (the library has "
                           f"{len(self.library_types)} functions)", subterm=str(node))
-      return self.instantiate(self.library_types[node.name], {})
+      return self.annotation(node, self.library_types[node.name], {})
     if isinstance(node, P.Hole):
-      return self.instantiate(node.type, self.hole_vars)
+      return self.annotation(node, node.type, self.hole_vars)
     if isinstance(node, P.Zeros):
       return TensorType("real", (node.n,))
     inside = f"its place in {node}"
@@ -210,7 +219,7 @@ def infer(program: P.Program, library_types: Mapping[str, Type] | None = None,
   solver = _Solver(library_types or {})
   if expected is not None:
     # The expected type's variables share one namespace with the holes' (not with the solver's own).
-    expected = solver.instantiate(expected, solver.hole_vars)
+    expected = solver.annotation(program, expected, solver.hole_vars)
   t = solver.infer(program, (), expected, "the expected type" if expected is not None else "")
   return Typing(
       type=solver.resolve(t),

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 
 from hx.lang import HxTypeError, infer, parse
-from hx.lang.types import TypeVar, parse_type
+from hx.lang.types import ListType, TypeVar, parse_type
 from tests.lang import strategies
 
 T = parse_type
@@ -108,6 +108,15 @@ def test_tensor_shape_mismatch_is_an_error():
 def test_lists_hold_tensors_only():
   err = _error("map_l(map_l(nn_a))")
   assert "is not a tensor type" in str(err)
+
+
+def test_a_variable_inside_a_list_stays_a_tensor():
+  # ?<Tensor<bool>[1] -> List<'a>> after ?<'a> would make 'a a function and List<'a> ill-formed.
+  p = parse("compose(?<Tensor<bool>[1] -> List<'a>>, ?<'a>)")
+  with pytest.raises(HxTypeError, match="not a tensor type"):
+    infer(p, {})
+  typing = infer(parse("compose(?<List<'a> -> Tensor<real>[1]>, map_l(?<'b -> 'a>))"), {})
+  assert typing.type.arg == ListType(typing.type.arg.elem)
 
 
 def test_repeat_needs_an_endofunction():
