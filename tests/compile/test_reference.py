@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 
@@ -98,7 +99,7 @@ def test_lowered_matches_reference(name):
   else:
     longest = max(len(e.values if isinstance(e, RefGraph) else e) for e in examples)
     x = to_batch(examples, length=longest + 2, fill=np.nan)
-  y = cp.apply(variables, frozen, x, train=False)
+  y = jax.jit(cp.apply, static_argnames="train")(variables, frozen, x, train=False)
   want = [reference_apply(cp, variables, frozen, e) for e in examples]
   if kind == "list" and isinstance(want[0], list):
     assert isinstance(y, ListBatch)
