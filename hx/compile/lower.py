@@ -262,7 +262,18 @@ class _Lowering:
     call.spec = spec
     return call
 
+  def uses_dropout(self, node: P.Program) -> bool:
+    """Whether a fresh module under node has dropout (else no PRNG keys are derived for it at all)."""
+    return any(isinstance(t, P.Fresh) and self.fresh_specs[int(t.name[1:])].template in ("mlp", "cnn")
+               and self.fresh_specs[int(t.name[1:])]["dropout"] > 0 for _, t in P.subterms(node))
+
   def lower(self, node: P.Program) -> Callable:
+    fn = self._lower(node)
+    if self.uses_dropout(node):
+      return fn
+    return lambda ctx, x, mask, keys: fn(ctx, x, mask, None)
+
+  def _lower(self, node: P.Program) -> Callable:
     if isinstance(node, (P.Fresh, P.Lib)):
       call = self.module(node)
       if len(call.spec.inputs) != 1:
@@ -387,7 +398,9 @@ def _row_keys(rng: Any, b: int) -> jax.Array:
 @functools.lru_cache(maxsize=4096)
 def _lower(key: Hashable) -> tuple[Callable, Callable]:
   structure, fresh_specs, lib_specs, window = key
-  root = _Lowering(fresh_specs, lib_specs, window).lower(structure)
+  lowering = _Lowering(fresh_specs, lib_specs, window)
+  root = lowering.lower(structure)
+  random = lowering.uses_dropout(structure)
 
   def init(rng: jax.Array) -> Variables:
     """{"params": tuple, "batch_stats": tuple}, one entry per fresh slot (slot i from fold_in(rng, i))."""
@@ -413,7 +426,7 @@ def _lower(key: Hashable) -> tuple[Callable, Callable]:
     mask = jnp.ones((b,), bool) if mask is None else jnp.asarray(mask).astype(bool)
     if train and rng is None:
       raise ValueError("apply(train=True) needs an rng for dropout")
-    keys = _row_keys(rng, b) if train else None
+    keys = _row_keys(rng, b) if train and random else None
     ctx = _Ctx(tuple(variables["params"]), tuple(variables["batch_stats"]), tuple(frozen), bool(train))
     y = root(ctx, x, mask, keys)
     return (y, ctx.stats) if train else y
