@@ -337,3 +337,46 @@ def test_default_cache_dir_is_per_user(monkeypatch, tmp_path):
   monkeypatch.delenv("XDG_CACHE_HOME")
   monkeypatch.setenv("HOME", str(tmp_path / "home"))
   assert cache.default_cache_dir() == tmp_path / "home" / ".cache" / "hx" / "jax"
+
+
+# ----------------------------------------------------------------------------------------------------
+# With real lowered programs (hx.compile.lower).
+
+def test_real_programs_calling_different_library_functions_share_executables_and_are_deterministic():
+  from hx.compile.lower import compile_program
+  from hx.compile.modules import ModuleConfig, init_module, module_spec
+  from hx.lang.parser import parse
+  from hx.lang.types import FunctionType
+
+  real1, bool1 = TensorType("real", (1,)), TensorType("bool", (1,))
+  config = ModuleConfig(mlp_hidden=8, lstm_hidden=8)  # dropout 0.5 and batch norm stay on
+  lstm = module_spec(FunctionType(ListType(bool1), real1), config)
+  library = {"nn_f1": lstm, "nn_f2": lstm}
+  library_params = {}
+  for i, name in enumerate(library):
+    params, stats = init_module(lstm, jax.random.key(100 + i))
+    library_params[name] = {"params": params, "batch_stats": stats}
+  fresh_types = {"nn_b": FunctionType(real1, bool1), "nn_c": FunctionType(real1, bool1)}
+  a = compile_program(parse("compose(lib.nn_f1, map_l(nn_b))"), fresh_types, config, library)
+  b = compile_program(parse("compose(lib.nn_f2, map_l(nn_c))"), fresh_types, config, library)
+  assert a.key == b.key and a.apply is b.apply
+
+  rng = np.random.default_rng(3)
+  def split(n):
+    x = rng.normal(size=(n, 4, 1)).astype(np.float32)
+    mask = np.arange(4)[None, :] < rng.integers(1, 5, size=n)[:, None]
+    return Split(ListBatch(x, mask), np.sum((x[..., 0] > 0) & mask, 1, keepdims=True).astype(np.float32))
+  data = TuneData(split(200), split(50), split(50)).on_device()
+  tune_config = TuneConfig(batch_size=50, epochs=2)
+  clear_tune_caches()
+  first = tune(a, a.make_frozen(library_params), data, MSE, tune_config)
+  again = tune(a, a.make_frozen(library_params), data, MSE, tune_config)
+  other = tune(b, b.make_frozen(library_params), data, MSE, tune_config)
+  assert tune_stats()["compiles"] == {"train_step": 1, "eval": 1}
+  assert tune_stats()["traces"] == {"train_step": 1, "eval": 1}
+  assert first.failed is None and other.failed is None
+  for x, y in zip(jax.tree.leaves(first.variables), jax.tree.leaves(again.variables)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  assert first.test_score == again.test_score
+  # Another frozen function gives another model (same seed, same fresh initialisation).
+  assert first.val_score != other.val_score
