@@ -1,0 +1,284 @@
+"""Module templates: which template a type gets, sizes, activations, masked batch norm, dropout, and the
+graph kernel's ability to express Bellman-Ford relaxation."""
+
+from __future__ import annotations
+
+import heapq
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hx.compile.lower import compile_program
+from hx.compile.modules import (
+  ModuleConfig,
+  ModuleSpec,
+  NoTemplateError,
+  UnresolvedTypeError,
+  apply_module,
+  cnn_feature_size,
+  init_module,
+  module_spec,
+)
+from hx.compile.reference import RefGraph, reference_apply, to_batch, unbatch
+from hx.compile.values import ListBatch
+from hx.lang import program as P
+from hx.lang.types import TensorType, parse_type
+from tests.compile.lowering_helpers import CFG
+
+T = parse_type
+
+
+def test_paper_defaults():
+  c = ModuleConfig()
+  assert (c.mlp_hidden, c.cnn_channels, c.cnn_kernel, c.cnn_pool, c.lstm_hidden, c.conv_window) == (
+    1024, (32, 64), 5, 2, 100, 1)
+  with pytest.raises(ValueError, match="graph_aggregations"):
+    ModuleConfig(graph_aggregations=("median",))
+  with pytest.raises(ValueError, match="conv_window"):
+    ModuleConfig(conv_window=0)
+  with pytest.raises(ValueError, match="mlp_dropout"):
+    ModuleConfig(mlp_dropout=1.0)
+
+
+@pytest.mark.parametrize("text, template, activation", [
+  ("Tensor<real>[1][28][28] -> Tensor<real>[1024]", "cnn", "none"),
+  ("Tensor<real>[3][28][28] -> Tensor<bool>[10]", "cnn", "softmax"),
+  ("Tensor<real>[1024] -> Tensor<bool>[1]", "mlp", "sigmoid"),
+  ("Tensor<real>[1024] -> Tensor<bool>[10]", "mlp", "softmax"),
+  ("Tensor<real>[4] -> Tensor<real>[2]", "mlp", "none"),
+  ("Tensor<real>[2][3] -> Tensor<bool>[2][2]", "mlp", "sigmoid"),
+  ("Tensor<real>[1] -> Tensor<bool>[1] -> Tensor<real>[1]", "mlp", "none"),
+  ("List<Tensor<bool>[1]> -> Tensor<real>[1]", "lstm", "none"),
+])
+def test_template_follows_type(text, template, activation):
+  s = module_spec(T(text))
+  assert s.template == template and s.activation == activation
+  assert s.type == T(text)
+  assert hash(s) == hash(module_spec(T(text))) and s == module_spec(T(text))
+
+
+def test_paper_cnn_has_no_output_layer_unless_the_type_asks():
+  s = module_spec(T("Tensor<real>[1][28][28] -> Tensor<real>[1024]"))
+  assert s["features"] == 64 * 4 * 4 and s["output_layer"] is False
+  assert s["channels"] == (32, 64) and s["kernel"] == 5
+  params, stats = init_module(s, jax.random.key(0))
+  assert "out" not in params and stats == {}
+  assert [c["w"].shape for c in params["convs"]] == [(5, 5, 1, 32), (5, 5, 32, 64)]
+  x = jax.random.normal(jax.random.key(1), (2, 1, 28, 28))
+  y, _ = apply_module(s, params, stats, (x,), mask=jnp.ones(2, bool), keys=None, train=False)
+  assert y.shape == (2, 1024) and float(y.min()) >= 0.0  # ReLU features
+  head = module_spec(T("Tensor<real>[3][28][28] -> Tensor<real>[2]"))
+  assert head["output_layer"] is True
+  params, _ = init_module(head, jax.random.key(0))
+  assert params["out"]["w"].shape == (1024, 2)
+  assert cnn_feature_size(TensorType("real", (1, 12, 12)), (4, 8), 3, 2) == 8
+
+
+def test_kernel_role_gets_the_graph_kernel():
+  t = T("List<Tensor<real>[2]> -> Tensor<real>[2]")
+  assert module_spec(t).template == "lstm"
+  s = module_spec(t, role="kernel")
+  assert s.template == "graph_kernel" and s["aggregations"] == ("min", "max", "mean")
+  with pytest.raises(ValueError, match="role"):
+    module_spec(t, role="step")
+
+
+def test_mlp_and_lstm_shapes_at_paper_sizes():
+  s = module_spec(T("Tensor<real>[1] -> Tensor<real>[1024] -> Tensor<real>[1]"))
+  params, stats = init_module(s, jax.random.key(0))
+  assert params["hidden"]["w"].shape == (1025, 1024) and params["out"]["w"].shape == (1024, 1)
+  assert stats["bn"]["mean"].shape == (1024,)
+  s = module_spec(T("List<Tensor<bool>[1]> -> Tensor<real>[1]"))
+  params, _ = init_module(s, jax.random.key(0))
+  assert params["w_i"].shape == (1, 400) and params["w_h"].shape == (100, 400)
+  for g in range(4):  # orthogonal recurrent weights per gate
+    q = np.asarray(params["w_h"][:, g * 100:(g + 1) * 100])
+    np.testing.assert_allclose(q.T @ q, np.eye(100), atol=1e-4)
+  np.testing.assert_array_equal(params["b"][100:200], 1.0)
+
+
+@pytest.mark.parametrize("text, why", [
+  ("(Tensor<real>[2] -> Tensor<real>[2]) -> Tensor<real>[2]", "takes a function"),
+  ("Tensor<real>[2] -> (Tensor<real>[2] -> Tensor<real>[2]) -> Tensor<real>[2]", "takes a function"),
+  ("Graph<Tensor<real>[2]> -> Tensor<real>[2]", "graph"),
+  ("Tensor<real>[2] -> Tensor<real>[1][28][28]", "image"),
+  ("Tensor<real>[2] -> List<Tensor<real>[2]>", "result must be a tensor"),
+  ("Tensor<real>[2]", "not a function"),
+  ("Tensor<real>[1][4][4] -> Tensor<real>[2]", "too small"),
+  ("List<Tensor<real>[1][28][28]> -> Tensor<real>[2]", "unsupported"),
+  ("Tensor<real>[1] -> Tensor<real>[1] -> Tensor<real>[1] -> Tensor<real>[1]", "more than two"),
+])
+def test_types_without_template_are_refused(text, why):
+  with pytest.raises(NoTemplateError, match=why) as info:
+    module_spec(T(text), name="nn_x")
+  assert "nn_x" in str(info.value) and str(T(text)) in str(info.value)
+  assert isinstance(info.value, TypeError)
+
+
+def test_type_variables_are_refused():
+  with pytest.raises(UnresolvedTypeError, match="nn_y.*'a"):
+    module_spec(T("Tensor<real>[2] -> 'a"), name="nn_y")
+
+
+def test_activations_are_applied():
+  x = jax.random.normal(jax.random.key(0), (5, 4))
+  ones = jnp.ones(5, bool)
+  for text, check in [
+    ("Tensor<real>[4] -> Tensor<bool>[3]", lambda y: np.testing.assert_allclose(y.sum(-1), 1.0, rtol=1e-5)),
+    ("Tensor<real>[4] -> Tensor<bool>[1]", lambda y: np.all((y > 0) & (y < 1))),
+  ]:
+    s = module_spec(T(text), CFG)
+    params, stats = init_module(s, jax.random.key(1))
+    y, _ = apply_module(s, params, stats, (x,), mask=ones, keys=None, train=False)
+    assert y.shape == (5,) + s.output.shape
+    assert check(np.asarray(y)) in (None, True)
+  s = module_spec(T("Tensor<real>[4] -> Tensor<real>[3]"), CFG)
+  params, stats = init_module(s, jax.random.key(1))
+  y, _ = apply_module(s, params, stats, (x,), mask=ones, keys=None, train=False)
+  assert float(y.min()) < 0.0  # no activation on real outputs
+
+
+def test_masked_batch_norm_ignores_masked_rows():
+  s = module_spec(T("Tensor<real>[3] -> Tensor<real>[2]"), ModuleConfig(mlp_hidden=8, mlp_dropout=0.0))
+  params, stats = init_module(s, jax.random.key(0))
+  x = jax.random.normal(jax.random.key(1), (6, 3))
+  junk = x.at[4:].set(1e3)
+  mask = jnp.array([1, 1, 1, 1, 0, 0], bool)
+  y_masked, s_masked = apply_module(s, params, stats, (junk,), mask=mask, keys=None, train=True)
+  y_sub, s_sub = apply_module(s, params, stats, (x[:4],), mask=jnp.ones(4, bool), keys=None, train=True)
+  np.testing.assert_allclose(y_masked[:4], y_sub, rtol=1e-5, atol=1e-6)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), s_masked, s_sub)
+  # No real row at all: the running statistics stay where they were.
+  _, s_none = apply_module(s, params, stats, (x,), mask=jnp.zeros(6, bool), keys=None, train=True)
+  jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, b), s_none, stats)
+
+
+def test_dropout_mask_depends_only_on_the_row_key():
+  s = module_spec(T("Tensor<real>[3] -> Tensor<real>[2]"), ModuleConfig(mlp_hidden=64, mlp_dropout=0.5))
+  params, stats = init_module(s, jax.random.key(0))
+  x = jax.random.normal(jax.random.key(1), (4, 3))
+  keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(5), i))(jnp.arange(4))
+  y, _ = apply_module(s, params, stats, (x,), mask=jnp.ones(4, bool), keys=keys, train=True)
+  # Row 2 alone, with its own key, gets the same output (up to the batch statistics, fixed by
+  # evaluating the same rows): compare a batch with rows reordered.
+  perm = jnp.array([2, 0, 3, 1])
+  y_perm, _ = apply_module(s, params, stats, (x[perm],), mask=jnp.ones(4, bool), keys=keys[perm], train=True)
+  np.testing.assert_allclose(y_perm, y[perm], rtol=1e-5, atol=1e-6)
+  y_other, _ = apply_module(s, params, stats, (x,), mask=jnp.ones(4, bool), keys=keys[::-1], train=True)
+  assert not np.allclose(y_other, y)
+
+
+def test_cnn_spatial_dropout_drops_whole_channels():
+  s = module_spec(T("Tensor<real>[1][16][16] -> Tensor<real>[32]"),
+                  ModuleConfig(cnn_channels=(4, 8), cnn_kernel=3, cnn_dropout=0.5))  # 2x2x8 features
+  assert s["output_layer"] is False
+  params, stats = init_module(s, jax.random.key(0))
+  x = jax.random.normal(jax.random.key(1), (8, 1, 16, 16))
+  keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(3), i))(jnp.arange(8))
+  y, _ = apply_module(s, params, stats, (x,), mask=jnp.ones(8, bool), keys=keys, train=True)
+  y0, _ = apply_module(s, params, stats, (x,), mask=jnp.ones(8, bool), keys=None, train=False)
+  y, y0 = np.asarray(y).reshape(8, 2, 2, 8), np.asarray(y0).reshape(8, 2, 2, 8)  # (H, W, C) order
+  dropped = np.all(y == 0, axis=(1, 2)) & ~np.all(y0 == 0, axis=(1, 2))
+  assert dropped.any()
+  kept = ~np.all(y == 0, axis=(1, 2))
+  np.testing.assert_allclose(y[kept.nonzero()[0], :, :, kept.nonzero()[1]],
+                             2.0 * y0[kept.nonzero()[0], :, :, kept.nonzero()[1]], rtol=1e-5)
+
+
+def test_lstm_reads_only_the_valid_prefix():
+  s = module_spec(T("List<Tensor<real>[3]> -> Tensor<real>[2]"), CFG)
+  params, stats = init_module(s, jax.random.key(0))
+  v = jax.random.normal(jax.random.key(1), (2, 5, 3))
+  mask = jnp.array([[1, 1, 0, 0, 0], [1, 1, 1, 1, 1]], bool)
+  y, _ = apply_module(s, params, stats, (ListBatch(v, mask),), mask=jnp.ones(2, bool), keys=None, train=False)
+  y2, _ = apply_module(s, params, stats, (ListBatch(v[:, :2], mask[:, :2]),), mask=jnp.ones(2, bool),
+                       keys=None, train=False)
+  np.testing.assert_allclose(y[0], y2[0], rtol=1e-5, atol=1e-6)
+  assert not np.allclose(y[1], y2[1])
+
+
+# --- Bellman-Ford ---------------------------------------------------------------------------------
+
+
+def _relaxation_params(spec: ModuleSpec) -> dict:
+  """Graph-kernel weights computing (w, d) -> (w, min(d, min_j (d_j + w_j))) exactly.
+
+  Pair input [w_u, d_u, w_j, d_j]; hidden unit 0 = relu(w_j + d_j) = w_j + d_j (costs are >= 0);
+  message 0 = that; the min aggregate is the first aggregate. Node input [w_u, d_u, aggregates...];
+  hidden: u0 = relu(w_u), u1 = relu(d_u - agg_min), u2 = relu(d_u); output (u0, u2 - u1).
+  """
+  h, m, n_agg = spec["hidden"], spec["message"], len(spec["aggregations"])
+  z = lambda *s: np.zeros(s, np.float32)
+  pair_hidden = {"w": z(4, h), "b": z(h)}
+  pair_hidden["w"][2, 0] = pair_hidden["w"][3, 0] = 1.0
+  pair_out = {"w": z(h, m), "b": z(m)}
+  pair_out["w"][0, 0] = 1.0
+  agg_min = 2 + spec["aggregations"].index("min") * m
+  node_hidden = {"w": z(2 + n_agg * m, h), "b": z(h)}
+  node_hidden["w"][0, 0] = 1.0
+  node_hidden["w"][1, 1], node_hidden["w"][agg_min, 1] = 1.0, -1.0
+  node_hidden["w"][1, 2] = 1.0
+  node_out = {"w": z(h, 2), "b": z(2)}
+  node_out["w"][0, 0] = 1.0
+  node_out["w"][2, 1], node_out["w"][1, 1] = 1.0, -1.0
+  return jax.tree.map(jnp.asarray, {"pair_hidden": pair_hidden, "pair_out": pair_out,
+                                    "node_hidden": node_hidden, "node_out": node_out})
+
+
+def _grid(rows: int, cols: int) -> list[list[int]]:
+  nbrs = []
+  for r in range(rows):
+    for c in range(cols):
+      u = r * cols + c
+      nbrs.append([u] + [rr * cols + cc for rr, cc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1))
+                         if 0 <= rr < rows and 0 <= cc < cols])
+  return nbrs
+
+
+def _dijkstra(neighbours: list[list[int]], cost: np.ndarray) -> np.ndarray:
+  """Least sum of the costs of the nodes left on the way from node 0 to each node (the node itself
+  excluded), the fixed point of d(u) = min(d(u), min_v d(v) + w(v))."""
+  dist = np.full(len(neighbours), np.inf)
+  dist[0] = 0.0
+  queue = [(0.0, 0)]
+  while queue:
+    d, v = heapq.heappop(queue)
+    if d > dist[v]:
+      continue
+    for u in neighbours[v][1:]:  # edges are symmetric in a grid
+      if d + cost[v] < dist[u]:
+        dist[u] = d + cost[v]
+        heapq.heappush(queue, (dist[u], u))
+  return dist
+
+
+def test_graph_kernel_expresses_bellman_ford():
+  config = ModuleConfig(graph_hidden=4, graph_message=2)
+  kernel = module_spec(T("List<Tensor<real>[2]> -> Tensor<real>[2]"), config, role="kernel")
+  rng = np.random.default_rng(0)
+  graphs, want = [], []
+  for rows, cols in ((3, 3), (2, 4), (4, 4)):
+    nbrs = _grid(rows, cols)
+    cost = rng.uniform(0.5, 3.0, len(nbrs)).astype(np.float32)
+    d0 = np.full(len(nbrs), 100.0, np.float32)
+    d0[0] = 0.0
+    graphs.append(RefGraph([np.array([w, d], np.float32) for w, d in zip(cost, d0)], nbrs))
+    want.append(_dijkstra(nbrs, cost))
+  steps = 2 * 4  # more than the longest shortest path (in edges) of a 4x4 grid
+  program = P.Repeat(steps, P.Conv("g", P.Lib("relax")))
+  cp = compile_program(program, {}, config, {"relax": kernel})
+  frozen = cp.make_frozen({"relax": {"params": _relaxation_params(kernel), "batch_stats": {}}})
+  x = to_batch(graphs, length=18, neighbours=6, fill=np.nan)
+  y = cp.apply({"params": (), "batch_stats": ()}, frozen, x, train=False)
+  for g, got, dist in zip(graphs, unbatch(y), want):
+    got = np.array(got.values)
+    np.testing.assert_allclose(got[:, 0], [v[0] for v in g.values], rtol=1e-6)  # costs carried along
+    np.testing.assert_allclose(got[:, 1], dist, rtol=1e-5, atol=1e-5)
+    ref = reference_apply(cp, {"params": (), "batch_stats": ()}, frozen, g)
+    np.testing.assert_allclose(np.array(ref.values)[:, 1], dist, rtol=1e-5, atol=1e-5)
+  # One step relaxes only the source's neighbours: the loop really iterates.
+  one = compile_program(P.Conv("g", P.Lib("relax")), {}, config, {"relax": kernel})
+  y1 = unbatch(one.apply({"params": (), "batch_stats": ()}, frozen, x, train=False))[0]
+  assert np.sum(np.array(y1.values)[:, 1] < 100.0) == 1 + len(graphs[0].neighbours[0]) - 1
