@@ -101,9 +101,9 @@ def main(argv: list[str] | None = None) -> dict:
   objective = Objective("mse", "rmse")
   config = TuneConfig(batch_size=args.batch_size, epochs=args.epochs, eval_batch_size=args.eval_batch_size)
 
-  start = time.perf_counter()
+  start, cpu_start = time.perf_counter(), time.process_time()
   result = tune(compiled, (), data, objective, config)
-  total = time.perf_counter() - start
+  total, cpu_total = time.perf_counter() - start, time.process_time() - cpu_start
   if result.failed:
     raise SystemExit(f"training failed: {result.failed}")
   epoch_train = [h.train_seconds for h in result.history]
@@ -131,9 +131,15 @@ def main(argv: list[str] | None = None) -> dict:
     "val_pass_in_training_s": [round(s, 3) for s in epoch_val],
     "val_pass_s": round(statistics.median(val_passes), 3),
     "total_s": round(total, 2),
+    # CPU seconds this process used in tune (init, compile, training, validation), per epoch after taking
+    # out the init and compile wall time: a bound on the work per epoch that other processes do not inflate.
+    "process_cpu_s_per_epoch": round(
+        (cpu_total - result.init_seconds - result.compile_seconds) / max(1, len(result.history)), 2),
     "backend": jax.default_backend(),
     "device": str(jax.devices()[0].device_kind),
     "cpu": _cpu_model(), "cpu_count": os.cpu_count(),
+    # Other processes on the machine slow the figures down: the 1-minute load average when we finished.
+    "loadavg_1min_end": round(os.getloadavg()[0], 2),
     "versions": {"python": platform.python_version(), "jax": jax.__version__, "jaxlib": jaxlib.__version__,
                  "flax": flax.__version__, "optax": optax.__version__},
     "date": datetime.date.today().isoformat(),
