@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hx.compile.lower import CompiledProgram, compile_program
-from hx.compile.modules import ModuleConfig, ModuleSpec, init_module, module_spec
+from hx.compile.modules import ModuleConfig, ModuleSpec, apply_module, init_module, module_spec
 from hx.compile.reference import RefGraph
 from hx.lang.types import parse_type
 
@@ -43,6 +43,11 @@ def randomize(tree: dict, seed: int) -> dict:
     return node
 
   return walk(tree)
+
+
+# Initialisation stays eager (its primitives' compilations are shared by all tests); module application
+# is jitted: one compilation instead of one per primitive.
+jit_apply_module = jax.jit(apply_module, static_argnums=0, static_argnames="train")
 
 
 def library_entry(s: ModuleSpec, seed: int) -> dict:

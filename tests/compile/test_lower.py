@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from hx.compile.lower import compile_program, lowering_cache_info, make_frozen
-from hx.compile.modules import ModuleConfig, NoTemplateError, UnresolvedTypeError, apply_module, module_spec
+from hx.compile.modules import (
+  ModuleConfig,
+  NoTemplateError,
+  UnresolvedTypeError,
+  apply_module,
+  init_module,
+  module_spec,
+)
 from hx.compile.reference import RefGraph, to_batch
 from hx.compile.values import GraphBatch, ListBatch
 from hx.lang import program as P
@@ -18,7 +25,15 @@ from hx.lang.infer import infer
 from hx.lang.paper import paper_library, paper_programs, paper_tables, task_type
 from hx.lang.parser import parse
 from hx.lang.types import parse_type
-from tests.compile.lowering_helpers import CFG, IMG, build, rand_graph, rand_list, rand_tensor, spec
+from tests.compile.lowering_helpers import (
+  CFG,
+  IMG,
+  build,
+  rand_graph,
+  rand_list,
+  rand_tensor,
+  spec,
+)
 
 F, L = P.Fresh, P.Lib
 R2, R3 = "Tensor<real>[2]", "Tensor<real>[3]"
@@ -28,11 +43,10 @@ PADDING_CASES = {
     P.Compose(P.Fold("l", F("nn_s"), P.Zeros(3)), P.Compose(P.Conv("l", F("nn_k")), P.Map("l", F("nn_e")))),
     {"nn_e": f"{R3} -> Tensor<real>[4]", "nn_k": f"List<Tensor<real>[4]> -> {R2}",
      "nn_s": f"{R3} -> {R2} -> {R3}"}, "list"),
-  "list_out": (P.Compose(P.Conv("l", F("nn_k")), P.Map("l", F("nn_e"))),
-               {"nn_e": f"{R3} -> Tensor<real>[4]", "nn_k": f"List<Tensor<real>[4]> -> {R2}"}, "list"),
-  "lstm": (P.Compose(F("nn_a"), P.Compose(F("nn_l"), P.Map("l", F("nn_e")))),
-           {"nn_e": f"{R3} -> Tensor<real>[4]", "nn_l": f"List<Tensor<real>[4]> -> {R3}",
-            "nn_a": f"{R3} -> Tensor<bool>[1]"}, "list"),
+  # An LSTM (not the direct kernel, so not a graph kernel) on conv_l's windows: list output.
+  "list_out_lstm": (P.Compose(P.Conv("l", P.Compose(F("nn_a"), F("nn_l"))), P.Map("l", F("nn_e"))),
+                    {"nn_e": f"{R3} -> Tensor<real>[4]", "nn_l": f"List<Tensor<real>[4]> -> {R3}",
+                     "nn_a": f"{R3} -> {R2}"}, "list"),
   "graph_fold": (
     P.Compose(P.Fold("g", F("nn_s"), P.Zeros(2)), P.Compose(P.Repeat(2, P.Conv("g", F("nn_k"))),
                                                              P.Map("g", F("nn_e")))),
@@ -62,7 +76,8 @@ def _real(y):
   return [np.asarray(y)]
 
 
-@pytest.mark.parametrize("name", sorted(PADDING_CASES))
+@pytest.mark.parametrize("name", [n if n != "graph_fold" else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(PADDING_CASES)])
 def test_padding_changes_nothing_in_training(name):
   """Outputs, gradients and batch statistics (train mode, dropout on) for two paddings of one batch."""
   program, fresh, kind = PADDING_CASES[name]
@@ -75,31 +90,37 @@ def test_padding_changes_nothing_in_training(name):
   else:
     examples = [rand_graph(rng, (3,), 1, 5) for _ in range(4)]
     batches = [to_batch(examples), to_batch(examples, length=8, neighbours=6, fill=-3.0)]
-  out_dim = 3 if name in ("list_fold_conv",) else (1 if name == "lstm" else 2)
+  out_dim = 3 if name == "list_fold_conv" else 2
   weights = jnp.asarray(rng.normal(size=(len(examples), 9, out_dim)).astype(np.float32))
-  if name in ("list_fold_conv", "graph_fold", "lstm"):
+  if name in ("list_fold_conv", "graph_fold"):
     weights = weights[:, 0]
   key = jax.random.key(7)
   results = []
   for x in batches:
     loss = _masked_loss_fn(cp, frozen, x, key, weights)
-    (total, (y, stats)), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(variables["params"],
-                                                                                  variables["batch_stats"])
-    results.append((total, _real(y), stats, grads))
-  (t0, y0, s0, g0), (t1, y1, s1, g1) = results
+
+    @jax.jit
+    def train_and_infer(variables, x=x, loss=loss):
+      out = jax.value_and_grad(loss, has_aux=True)(variables["params"], variables["batch_stats"])
+      return out, cp.apply(variables, frozen, x, train=False)
+
+    ((total, (y, stats)), grads), y_infer = train_and_infer(variables)
+    results.append((total, _real(y), stats, grads, _real(y_infer)))
+  (t0, y0, s0, g0, i0), (t1, y1, s1, g1, i1) = results
   np.testing.assert_allclose(t0, t1, rtol=1e-5, atol=1e-5)
   for a, b in zip(y0, y1):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), s0, s1)
-  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), g0, g1)
+  # Some gradients are zero up to rounding (a hidden bias just before batch norm): absolute tolerance
+  # relative to the largest gradient.
+  scale = max(float(jnp.abs(g).max()) for g in jax.tree.leaves(g0))
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * scale), g0, g1)
   # The statistics moved and the gradients are not all zero: the comparison is not vacuous.
   old = variables["batch_stats"]
   bn = [i for i, s in enumerate(s0) if "bn" in s]
   assert bn and all(not np.allclose(s0[i]["bn"]["mean"], old[i]["bn"]["mean"]) for i in bn)
-  assert all(float(jnp.abs(g).max()) > 0 for g in jax.tree.leaves(g0))
+  assert scale > 1e-3
   # Inference agrees too.
-  run = jax.jit(cp.apply, static_argnames="train")
-  i0, i1 = (_real(run(variables, frozen, x, train=False)) for x in batches)
   for a, b in zip(i0, i1):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
@@ -220,7 +241,6 @@ def test_same_structure_shares_one_lowering_and_one_trace():
 
 
 def _lib_params(s, seed):
-  from hx.compile.modules import init_module
   p, st = init_module(s, jax.random.key(seed))
   return {"params": p, "batch_stats": st}
 
