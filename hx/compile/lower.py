@@ -16,10 +16,11 @@ are pure functions (neither is jitted here: the caller jits). Parameters are nev
              inference mode (running statistics, no dropout).
 
 Slots are numbered in order of first occurrence (pre-order), and the lowering depends only on the
-program with its names replaced by slot numbers, the module specs per slot and `conv_window`: that is the
-`key`. Programs with equal keys (e.g. two programs that differ in fresh names, or in which library
-function of the same architecture they call) get the very same `init` and `apply` function objects, so a
-jitted step keyed on `apply` is traced once for all of them.
+program with its names replaced by slot numbers, the module specs per slot (for library slots without
+the training-only sizes, dropout and batch-norm momentum) and `conv_window`: that is the `key`.
+Programs with equal keys (e.g. two programs that differ in fresh names, or in which library function of
+the same architecture they call) get the very same `init` and `apply` function objects, so a jitted step
+keyed on `apply` is traced once for all of them.
 
 Values (see `hx.compile.values`; shapes below: R rows, L list length, N nodes, K neighbours):
 a tensor is an array (R, ...); a list a ListBatch((R, L, ...), (R, L)); a graph a
@@ -138,6 +139,16 @@ def _roles(program: P.Program) -> dict[str, str | None]:
   return roles
 
 
+# Sizes that only matter in training; library modules always run in inference mode, so two library
+# functions that differ only in these share one lowering.
+_TRAINING_ONLY = {"dropout": 0.0, "bn_momentum": 0.0}
+
+
+def _inference_spec(spec: ModuleSpec) -> ModuleSpec:
+  hyper = tuple((k, _TRAINING_ONLY.get(k, v)) for k, v in spec.hyper)
+  return dataclasses.replace(spec, hyper=hyper)
+
+
 def _slot_structure(p: P.Program, fresh: Mapping[str, int], lib: Mapping[str, int]) -> P.Program:
   if isinstance(p, P.Fresh):
     return P.Fresh(f"#{fresh[p.name]}")
@@ -183,7 +194,7 @@ def compile_program(program: P.Program, types: Any, config: ModuleConfig | None 
   structure = _slot_structure(program, {n: i for i, n in enumerate(fresh_slots)},
                               {n: j for j, n in enumerate(library_slots)})
   key = (structure, tuple(specs[n] for n in fresh_slots),
-         tuple(specs[f"lib.{n}"] for n in library_slots), config.conv_window)
+         tuple(_inference_spec(specs[f"lib.{n}"]) for n in library_slots), config.conv_window)
   init, apply = _lower(key)
   return CompiledProgram(program=program, structure=structure, key=key, init=init, apply=apply,
                          fresh_slots=fresh_slots, library_slots=library_slots, specs=specs, config=config)
