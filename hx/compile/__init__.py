@@ -12,13 +12,14 @@ from hx.compile.modules import (
   init_module,
   module_spec,
 )
+from hx.compile.reference import RefGraph, reference_apply
 from hx.compile.tune import EpochRecord, TuneConfig, TuneData, TuneResult, evaluate, tune
 from hx.compile.values import GraphBatch, ListBatch, Split, gather
 
 __all__ = [
   "CompiledProgram", "compile_program", "make_frozen",
   "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "apply_module", "init_module",
-  "module_spec",
+  "module_spec", "RefGraph", "reference_apply",
   "GraphBatch", "ListBatch", "Split", "gather",
   "tune", "evaluate", "TuneConfig", "TuneData", "TuneResult", "EpochRecord", "Objective",
   "objective_for_type", "enable_compilation_cache", "disable_compilation_cache",
