@@ -44,6 +44,9 @@ Combinators:
   repeat(k, e)    `lax.scan` over k iterations with shared parameters (k = 1: a single call).
   zeros(n)        a (R, n) float32 zero array (only as a fold start).
 
+Padding: padded elements of the input are set to zero on entry (whatever they held, NaN included), and
+every combinator masks them out, so padding never reaches a real output, gradient or statistic.
+
 Randomness: `rng` is split into one key per batch row; a list element, a fold step, a repeat iteration
 and a module call site each fold their index into the row key. A real element's dropout mask therefore
 does not depend on the padding around it: outputs, gradients and batch statistics in training mode are
@@ -61,6 +64,7 @@ from typing import Any, Callable, Hashable, Mapping
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from hx.compile.modules import ModuleConfig, ModuleSpec, apply_module, init_module, module_spec
@@ -352,7 +356,7 @@ class _Lowering:
 
   def _conv_l(self, kernel: Callable) -> Callable:
     p = self.window
-    offsets = jnp.array([0] + list(range(-p, 0)) + list(range(1, p + 1)), jnp.int32)
+    offsets = np.array([0] + list(range(-p, 0)) + list(range(1, p + 1)), np.int32)
 
     def run(ctx, x, mask, keys):
       r, length = x.values.shape[:2]
@@ -397,6 +401,21 @@ class _Lowering:
     return run
 
 
+def _zero_padding(x: Any) -> Any:
+  """x with padded list elements / graph nodes set to 0.
+
+  Masked computations never let padding reach a real output, but a NaN or inf there would still turn a
+  gradient into NaN (0 * NaN in the backward pass of a masked-out branch); after this, padding is finite
+  whatever the caller filled it with.
+  """
+  if not isinstance(x, (ListBatch, GraphBatch)) or not jnp.issubdtype(jnp.asarray(x.values).dtype,
+                                                                         jnp.floating):
+    return x
+  m = jnp.asarray(x.mask).astype(bool)
+  m = m.reshape(m.shape + (1,) * (jnp.ndim(x.values) - 2))
+  return x._replace(values=jnp.where(m, x.values, 0.0))
+
+
 def _batch_size(x: Any) -> int:
   return (x.values if isinstance(x, (ListBatch, GraphBatch)) else x).shape[0]
 
@@ -439,7 +458,7 @@ def _lower(key: Hashable) -> tuple[Callable, Callable]:
       raise ValueError("apply(train=True) needs an rng for dropout")
     keys = _row_keys(rng, b) if train and random else None
     ctx = _Ctx(tuple(variables["params"]), tuple(variables["batch_stats"]), tuple(frozen), bool(train))
-    y = root(ctx, x, mask, keys)
+    y = root(ctx, _zero_padding(x), mask, keys)
     return (y, ctx.stats) if train else y
 
   return init, apply

@@ -86,10 +86,10 @@ def test_padding_changes_nothing_in_training(name):
   rng = np.random.default_rng(4)
   if kind == "list":
     examples = [rand_list(rng, (3,), 0, 5) for _ in range(4)] + [rand_list(rng, (3,), 5, 5)]
-    batches = [to_batch(examples, length=5), to_batch(examples, length=9, fill=7.0)]
+    batches = [to_batch(examples, length=5, fill=7.0), to_batch(examples, length=9, fill=np.nan)]
   else:
     examples = [rand_graph(rng, (3,), 1, 5) for _ in range(4)]
-    batches = [to_batch(examples), to_batch(examples, length=8, neighbours=6, fill=-3.0)]
+    batches = [to_batch(examples, fill=-3.0), to_batch(examples, length=8, neighbours=6, fill=np.inf)]
   out_dim = 3 if name == "list_fold_conv" else 2
   weights = jnp.asarray(rng.normal(size=(len(examples), 9, out_dim)).astype(np.float32))
   if name in ("list_fold_conv", "graph_fold"):
