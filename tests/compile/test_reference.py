@@ -10,6 +10,7 @@ from hx.compile.modules import ModuleConfig
 from hx.compile.reference import RefGraph, reference_apply, to_batch, unbatch
 from hx.compile.values import GraphBatch, ListBatch
 from hx.lang import program as P
+from hx.lang.types import parse_type
 from tests.compile.lowering_helpers import CFG, IMG, build, rand_graph, rand_list, rand_tensor
 
 F, L = P.Fresh, P.Lib
@@ -137,3 +138,88 @@ def test_unbatch_to_batch_round_trip():
   lists = [rand_list(rng, (2,), 0, 4) for _ in range(3)] + [rand_list(rng, (2,), 1, 1)]
   back = unbatch(to_batch(lists, length=6))
   assert [len(a) for a in back] == [len(a) for a in lists]
+
+
+# --- random nested programs ---------------------------------------------------------------------
+
+
+def _random_program(rng: np.random.Generator, adt: str):
+  """A random well-typed program over List/Graph<Tensor<real>[d]>: 1-3 list/graph stages (map, conv with a
+  graph kernel, conv with an LSTM kernel, repeat of either), then optionally a fold or an LSTM. Each
+  module is fresh or, one time in four, a library function. Returns (program, fresh types, library)."""
+  fresh, library = {}, {}
+
+  def module(text: str, role: str | None = None):
+    name = f"nn_{len(fresh) + len(library)}"
+    if rng.random() < 0.25:
+      library[name] = (text, role)
+      return L(name)
+    fresh[name] = text
+    return F(name)
+
+  def real(n: int) -> str:
+    return f"Tensor<real>[{n}]"
+
+  d = int(rng.integers(1, 4))
+  program = None
+  for _ in range(int(rng.integers(1, 4))):
+    kind = rng.choice(["map", "conv", "conv_lstm", "repeat_map", "repeat_conv"])
+    out = d if kind.startswith("repeat") else int(rng.integers(1, 4))
+    if kind == "map":
+      stage = P.Map(adt, module(f"{real(d)} -> {real(out)}"))
+    elif kind == "conv":
+      stage = P.Conv(adt, module(f"List<{real(d)}> -> {real(out)}", "kernel"))
+    elif kind == "conv_lstm":
+      lstm = module(f"List<{real(d)}> -> {real(3)}")
+      stage = P.Conv(adt, P.Compose(module(f"{real(3)} -> {real(out)}"), lstm))
+    elif kind == "repeat_map":
+      stage = P.Repeat(int(rng.integers(2, 4)), P.Map(adt, module(f"{real(d)} -> {real(d)}")))
+    else:
+      kernel = module(f"List<{real(d)}> -> {real(d)}", "kernel")
+      stage = P.Repeat(int(rng.integers(2, 4)), P.Conv(adt, kernel))
+    program = stage if program is None else P.Compose(stage, program)
+    d = out
+  finish = rng.choice(["none", "fold", "fold_mlp"] + (["lstm"] if adt == "l" else []))
+  if finish.startswith("fold"):
+    s = int(rng.integers(1, 4))
+    program = P.Compose(P.Fold(adt, module(f"{real(s)} -> {real(d)} -> {real(s)}"), P.Zeros(s)), program)
+    if finish == "fold_mlp":
+      program = P.Compose(module(f"{real(s)} -> Tensor<bool>[2]"), program)
+  elif finish == "lstm":
+    program = P.Compose(module(f"List<{real(d)}> -> Tensor<bool>[1]"), program)
+  return program, fresh, library
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_nested_programs_match_reference(seed):
+  rng = np.random.default_rng(100 + seed)
+  adt = "l" if seed % 2 == 0 else "g"
+  program, fresh, library = _random_program(rng, adt)
+  # The input's element size: the argument type of the first stage's module.
+  d_in = _input_size(program, fresh, library)
+  cp, variables, frozen = build(program, fresh, library, seed=seed)
+  if adt == "l":
+    examples = [rand_list(rng, (d_in,), 1, 6) for _ in range(4)]
+  else:
+    examples = [rand_graph(rng, (d_in,), 1, 6) for _ in range(4)]
+  longest = max(len(e.values if isinstance(e, RefGraph) else e) for e in examples)
+  x = to_batch(examples, length=longest + int(rng.integers(0, 3)), fill=np.nan)
+  y = jax.jit(cp.apply, static_argnames="train")(variables, frozen, x, train=False)
+  got = unbatch(y) if isinstance(y, (ListBatch, GraphBatch)) else list(np.asarray(y))
+  for g, e in zip(got, examples):
+    _assert_close(g, reference_apply(cp, variables, frozen, e), rtol=2e-4, atol=2e-5)
+
+
+def _input_size(program, fresh: dict, library: dict) -> int:
+  """Element size of the program's input: that of the innermost (first applied) stage."""
+  node = program
+  while isinstance(node, P.Compose):
+    node = node.g
+  while isinstance(node, (P.Repeat, P.Map, P.Conv)):
+    node = node.fn
+  while isinstance(node, P.Compose):
+    node = node.g
+  name = node.name
+  text = fresh[name] if name in fresh else library[name][0]
+  arg = parse_type(text.split(" -> ")[0])
+  return (arg.elem if hasattr(arg, "elem") else arg).shape[0]
