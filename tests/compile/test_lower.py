@@ -426,3 +426,21 @@ def test_paper_shortest_path_program_runs_at_paper_sizes():
   y = jax.jit(cp.apply, static_argnames="train")(variables, frozen, x, train=False)
   assert isinstance(y, GraphBatch) and y.values.shape == (1, 5, 2)
   assert np.all(np.isfinite(np.asarray(y.values)[0, :4]))
+
+
+def test_candidates_stack_under_vmap():
+  """Candidates of one structure, initialised separately and stacked, run as one vmapped call."""
+  program = P.Compose(P.Fold("l", F("nn_s"), P.Zeros(2)), P.Map("l", F("nn_e")))
+  cp, _, frozen = build(program, {"nn_e": f"{R3} -> {R2}", "nn_s": f"{R2} -> {R2} -> {R2}"})
+  candidates = [cp.init(jax.random.key(s)) for s in range(3)]
+  stacked = jax.tree.map(lambda *a: jnp.stack(a), *candidates)
+  x = to_batch([rand_list(np.random.default_rng(s), (3,), 1, 4) for s in range(4)], length=5)
+  key = jax.random.key(9)
+  run = jax.jit(jax.vmap(lambda v: cp.apply(v, frozen, x, train=True, rng=key)))
+  ys, stats = run(stacked)
+  assert ys.shape == (3, 4, 2)
+  for i, v in enumerate(candidates):
+    y, s = cp.apply(v, frozen, x, train=True, rng=key)
+    np.testing.assert_allclose(ys[i], y, rtol=1e-5, atol=1e-6)
+    jax.tree.map(lambda a, b, i=i: np.testing.assert_allclose(a[i], b, rtol=1e-5, atol=1e-6), stats, s)
+  assert not np.allclose(ys[0], ys[1])
