@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from types import MappingProxyType
 from typing import Any, Callable, Hashable, Mapping
 
 import jax
@@ -201,7 +202,8 @@ def compile_program(program: P.Program, types: Any, config: ModuleConfig | None 
          tuple(_inference_spec(specs[f"lib.{n}"]) for n in library_slots), config.conv_window)
   init, apply = _lower(key)
   return CompiledProgram(program=program, structure=structure, key=key, init=init, apply=apply,
-                         fresh_slots=fresh_slots, library_slots=library_slots, specs=specs, config=config)
+                         fresh_slots=fresh_slots, library_slots=library_slots,
+                         specs=MappingProxyType(specs), config=config)
 
 
 def lowering_cache_info() -> Any:
