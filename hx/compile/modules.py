@@ -340,6 +340,40 @@ def _batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, mo
   return (h - mean) * lax.rsqrt(var + eps) * p["scale"] + p["bias"], s
 
 
+def _conv_nhwc(x: jax.Array, w: jax.Array) -> jax.Array:
+  return lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+@jax.custom_vjp
+def _conv_valid(x: jax.Array, w: jax.Array) -> jax.Array:
+  """A stride-1 'VALID' convolution, x (R, H, W, C) NHWC, w (k, k, C, O) HWIO -> (R, H-k+1, W-k+1, O).
+
+  Same values and gradients as `lax.conv_general_dilated`; only the weight gradient is computed
+  differently: XLA:CPU's backward-filter convolution is several times slower than its forward pass, while
+  the same gradient as one matmul of the k*k shifted input windows with the output gradient is not
+  (benchmarks/RESULTS.md, "CNN weight gradient").
+  """
+  return _conv_nhwc(x, w)
+
+
+def _conv_valid_fwd(x, w):
+  return _conv_nhwc(x, w), (x, w)
+
+
+def _conv_valid_bwd(res, g):
+  x, w = res
+  k, _, c, o = w.shape
+  oh, ow = g.shape[1], g.shape[2]
+  windows = jnp.concatenate([x[:, i:i + oh, j:j + ow, :] for i in range(k) for j in range(k)], axis=-1)
+  dw = jnp.einsum("rhwp,rhwo->po", windows, g).reshape(k, k, c, o)
+  _, input_vjp = jax.vjp(lambda x_: _conv_nhwc(x_, w), x)
+  (dx,) = input_vjp(g)
+  return dx, dw
+
+
+_conv_valid.defvjp(_conv_valid_fwd, _conv_valid_bwd)
+
+
 def _max_pool(x: jax.Array, k: int) -> jax.Array:
   """k x k max-pooling with stride k (floor) over NHWC."""
   return lax.reduce_window(x, -jnp.inf, lax.max, (1, k, k, 1), (1, k, k, 1), "VALID")
@@ -393,7 +427,7 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     r = x.shape[0]
     h = jnp.transpose(x.astype(jnp.float32), (0, 2, 3, 1))  # channel-first types, NHWC convolutions
     for p in params["convs"]:
-      h = lax.conv_general_dilated(h, p["w"], (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+      h = _conv_valid(h, p["w"])
       h = _max_pool(jax.nn.relu(h + p["b"]), spec["pool"])
     if train and keys is not None and spec["dropout"] > 0:
       h = _row_dropout(h, keys, spec["dropout"], (h.shape[-1],), spatial=True)

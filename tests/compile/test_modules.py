@@ -283,3 +283,23 @@ def test_graph_kernel_expresses_bellman_ford():
   one = compile_program(P.Conv("g", P.Lib("relax")), {}, config, {"relax": kernel})
   y1 = unbatch(one.apply({"params": (), "batch_stats": ()}, frozen, x, train=False))[0]
   assert np.sum(np.array(y1.values)[:, 1] < 100.0) == 1 + len(graphs[0].neighbours[0]) - 1
+
+
+def test_cnn_convolution_gradients_equal_xlas():
+  from jax import lax
+
+  from hx.compile.modules import _conv_valid
+
+  keys = jax.random.split(jax.random.PRNGKey(3), 3)
+  x = jax.random.normal(keys[0], (4, 9, 8, 3))
+  w = jax.random.normal(keys[1], (3, 3, 3, 5))
+  g = jax.random.normal(keys[2], (4, 7, 6, 5))
+
+  def xla(x, w):
+    return lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+  y_ref, vjp_ref = jax.vjp(xla, x, w)
+  y, vjp = jax.vjp(_conv_valid, x, w)
+  np.testing.assert_allclose(y, y_ref, rtol=1e-5, atol=1e-5)
+  for got, want in zip(vjp(g), vjp_ref(g)):
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
