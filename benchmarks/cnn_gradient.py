@@ -51,7 +51,8 @@ def main() -> None:
   results = {}
   for name, conv in [("xla", _xla_conv), ("hx", _conv_valid)]:
     results[name] = _time(_net(conv), (ws, x), args.repeats)
-    print(f"{name:4s} forward+backward: {results[name][0] * 1e3:7.1f} ms wall, {results[name][1] * 1e3:7.1f} ms CPU")
+    wall, cpu = results[name]
+    print(f"{name:4s} forward+backward: {wall * 1e3:7.1f} ms wall, {cpu * 1e3:7.1f} ms CPU")
   print(f"speed-up (wall): {results['xla'][0] / results['hx'][0]:.2f}x")
   print(f"device: {jax.devices()[0].platform}, jax {jax.__version__}")
 
