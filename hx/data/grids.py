@@ -1,0 +1,96 @@
+"""Grids for the shortest-path tasks: 4-connected n x n grids as graphs, and their least-cost labels.
+
+A grid's N = n*n nodes are numbered row-major. Its neighbour table lists, for node u, u itself first and
+then its neighbours up, down, left and right where they exist (K = 5 entries, padded with u itself and
+masked). Grids of several sizes in one split are padded to the largest node count with masked nodes.
+
+The cost of a path is the sum of its cells' costs, the start's included, so the least cost of reaching
+cell u is d(u) = cost(u) + min over neighbours v of d(v), with d(start) = cost(start): the fixed point of
+the Bellman-Ford relaxation the paper's conv_g kernels learn.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["K", "neighbour_table", "least_costs", "grid_arrays"]
+
+K = 5
+"""Entries of a neighbour list: the node itself and up to four neighbours."""
+
+
+def neighbour_table(n: int, nodes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """The neighbour table of an n x n grid, padded to `nodes` (default n*n) nodes.
+
+  Returns:
+    neighbours: int32 (nodes, K); row u is [u, up, down, left, right] with missing entries (and padded
+      nodes' rows) pointing at u itself.
+    neighbour_mask: bool (nodes, K); True for u itself and its existing neighbours, False elsewhere (and
+      everywhere on padded nodes).
+    mask: bool (nodes,); True for the n*n real nodes.
+  """
+  nodes = n * n if nodes is None else nodes
+  if nodes < n * n:
+    raise ValueError(f"cannot pad a {n}x{n} grid to {nodes} nodes")
+  u = np.arange(nodes)
+  r, c = u // n, u % n
+  real = u < n * n
+  candidates = [(u, real), (u - n, real & (r > 0)), (u + n, real & (r < n - 1)),
+                (u - 1, real & (c > 0)), (u + 1, real & (c < n - 1))]
+  neighbours = np.empty((nodes, K), np.int32)
+  neighbour_mask = np.zeros((nodes, K), bool)
+  fill = np.zeros(nodes, np.int64)
+  neighbours[:] = u[:, None]
+  for idx, ok in candidates:
+    neighbours[ok, fill[ok]] = idx[ok]
+    neighbour_mask[ok, fill[ok]] = True
+    fill += ok
+  return neighbours, neighbour_mask, real
+
+
+def least_costs(costs: np.ndarray) -> np.ndarray:
+  """Least path costs from the top-left cell of each grid.
+
+  Args:
+    costs: (g, n, n) positive cell costs.
+
+  Returns:
+    float32 (g, n, n): d(u) = the least sum of cell costs over 4-connected paths from (0, 0) to u, both
+    ends included. Computed by vectorised Bellman-Ford over all grids at once (at most n*n rounds).
+  """
+  costs = np.asarray(costs, np.float64)
+  d = np.full(costs.shape, np.inf)
+  d[:, 0, 0] = costs[:, 0, 0]
+  for _ in range(costs.shape[1] * costs.shape[2]):
+    best = d.copy()
+    best[:, 1:, :] = np.minimum(best[:, 1:, :], d[:, :-1, :])
+    best[:, :-1, :] = np.minimum(best[:, :-1, :], d[:, 1:, :])
+    best[:, :, 1:] = np.minimum(best[:, :, 1:], d[:, :, :-1])
+    best[:, :, :-1] = np.minimum(best[:, :, :-1], d[:, :, 1:])
+    new = np.minimum(d, best + costs)
+    new[:, 0, 0] = costs[:, 0, 0]
+    if np.array_equal(new, d):
+      break
+    d = new
+  return d.astype(np.float32)
+
+
+def grid_arrays(costs: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+  """Per-node targets and the graph structure of g n x n grids, padded to `nodes` nodes.
+
+  Args:
+    costs: (g, n, n) cell costs.
+    nodes: the padded node count (>= n*n).
+
+  Returns:
+    targets: float32 (g, nodes, 2): (cost, least cost from the start) per node; 0 on padded nodes.
+    neighbours: int32 (g, nodes, K), neighbour_mask: bool (g, nodes, K), mask: bool (g, nodes) -- the
+      same table for every grid, as read-only broadcast views (no copy per grid).
+  """
+  g, n, _ = costs.shape
+  targets = np.zeros((g, nodes, 2), np.float32)
+  targets[:, :n * n, 0] = costs.reshape(g, n * n)
+  targets[:, :n * n, 1] = least_costs(costs).reshape(g, n * n)
+  neighbours, neighbour_mask, mask = neighbour_table(n, nodes)
+  return (targets, np.broadcast_to(neighbours, (g,) + neighbours.shape),
+          np.broadcast_to(neighbour_mask, (g,) + neighbour_mask.shape), np.broadcast_to(mask, (g, nodes)))

