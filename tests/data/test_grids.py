@@ -1,0 +1,64 @@
+import heapq
+
+import numpy as np
+import pytest
+
+from hx.data.grids import K, grid_arrays, least_costs, neighbour_table
+
+
+def _dijkstra(costs: np.ndarray) -> np.ndarray:
+  n = costs.shape[0]
+  dist = np.full((n, n), np.inf)
+  dist[0, 0] = costs[0, 0]
+  heap = [(costs[0, 0], 0, 0)]
+  while heap:
+    d, r, c = heapq.heappop(heap)
+    if d > dist[r, c]:
+      continue
+    for rr, cc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
+      if 0 <= rr < n and 0 <= cc < n and d + costs[rr, cc] < dist[rr, cc]:
+        dist[rr, cc] = d + costs[rr, cc]
+        heapq.heappush(heap, (dist[rr, cc], rr, cc))
+  return dist
+
+
+def test_least_costs_match_dijkstra_on_random_grids():
+  rng = np.random.default_rng(0)
+  for n in (1, 2, 3, 5, 7):
+    costs = rng.choice([1, 3, 5, 7, 9], size=(20, n, n)).astype(np.float32)
+    got = least_costs(costs)
+    for g in range(20):
+      np.testing.assert_array_equal(got[g], _dijkstra(costs[g]))
+
+
+def test_least_costs_take_the_detour_around_expensive_cells():
+  costs = np.array([[[1, 9, 1], [1, 9, 1], [1, 1, 1]]], np.float32)
+  np.testing.assert_array_equal(least_costs(costs)[0], [[1, 10, 7], [2, 11, 6], [3, 4, 5]])
+
+
+def test_neighbour_table_of_a_padded_grid():
+  neighbours, neighbour_mask, mask = neighbour_table(3, nodes=16)
+  assert neighbours.shape == (16, K) and neighbours.dtype == np.int32
+  assert mask.tolist() == [True] * 9 + [False] * 7
+  np.testing.assert_array_equal(neighbours[:, 0], np.arange(16))  # a node first in its own list
+  assert sorted(neighbours[4, neighbour_mask[4]].tolist()) == [1, 3, 4, 5, 7]  # the centre
+  assert sorted(neighbours[0, neighbour_mask[0]].tolist()) == [0, 1, 3]  # a corner
+  assert neighbour_mask.sum(axis=1).tolist() == [3, 4, 3, 4, 5, 4, 3, 4, 3] + [0] * 7
+  # Masked entries point at the node itself; real entries are 4-connected neighbours.
+  for u in range(9):
+    for v, ok in zip(neighbours[u], neighbour_mask[u]):
+      if ok:
+        assert abs(u // 3 - v // 3) + abs(u % 3 - v % 3) <= 1
+      else:
+        assert v == u
+  with pytest.raises(ValueError):
+    neighbour_table(5, nodes=16)
+
+
+def test_grid_arrays_hold_cost_and_distance_per_node():
+  costs = np.array([[[1, 3], [5, 1]]], np.float32)
+  targets, neighbours, neighbour_mask, mask = grid_arrays(costs, nodes=9)
+  assert targets.shape == (1, 9, 2)
+  np.testing.assert_array_equal(targets[0, :4], [[1, 1], [3, 4], [5, 6], [1, 5]])
+  np.testing.assert_array_equal(targets[0, 4:], 0)
+  assert neighbours.shape == (1, 9, K) and mask.shape == (1, 9) and mask[0].sum() == 4
