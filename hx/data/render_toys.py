@@ -143,7 +143,8 @@ def render_toys(labels: np.ndarray, seed: int = 0, size: int = 28, supersample: 
   return resize_area(out, size, size) if supersample > 1 else out
 
 
-def toy_imageset(seed: int = 0, per_class: tuple[int, int, int] = (600, 200, 200), size: int = 28) -> ImageSet:
+def toy_imageset(seed: int = 0, per_class: tuple[int, int, int] = (600, 200, 200),
+                 size: int = 28) -> ImageSet:
   """The rendered smallNORB stand-in: per class `per_class` = (train, val, test) images, 28x28 grey.
 
   Returns an ImageSet named "smallnorb-synthetic" with `synthetic=True`; classes are TOY_CLASSES.
