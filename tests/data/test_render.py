@@ -1,0 +1,153 @@
+"""The rendered stand-ins (smallNORB: toys, GTSRB: signs): shapes, determinism, labelling, and that their
+classes really look different, their images really vary, and the signs really have colour."""
+
+import importlib
+
+import numpy as np
+import pytest
+
+from hx.data.imageset import TEST, TRAIN, VAL
+
+# The modules, not same-named functions that hx.data may re-export.
+signs_mod = importlib.import_module("hx.data.render_signs")
+toys_mod = importlib.import_module("hx.data.render_toys")
+
+# name, renderer, imageset builder, class names, channels, a small test size (renders are slow at full size)
+STANDINS = {
+  "toys": (toys_mod.render_toys, toys_mod.toy_imageset, toys_mod.TOY_CLASSES, 1, 12, "smallnorb-synthetic"),
+  "signs": (signs_mod.render_signs, signs_mod.sign_imageset, signs_mod.SIGN_CLASSES, 3, 16,
+            "gtsrb-synthetic"),
+}
+KINDS = sorted(STANDINS)
+
+
+def _render(kind, labels, seed=0, size=None):
+  fn, _, _, _, small, _ = STANDINS[kind]
+  return fn(np.asarray(labels), seed=seed, size=size or small)
+
+
+def _features(x):
+  """(n, D) float64 pixels, each image standardised (so overall brightness and contrast do not count)."""
+  f = x.reshape(len(x), -1).astype(np.float64)
+  f -= f.mean(axis=1, keepdims=True)
+  return f / (f.std(axis=1, keepdims=True) + 1e-6)
+
+
+def _ridge_accuracy(xtr, ytr, xte, yte, k, lam=100.0):
+  """Test accuracy of a one-vs-all ridge regression classifier on standardised pixels."""
+  ftr, fte = _features(xtr), _features(xte)
+  w = np.linalg.solve(ftr.T @ ftr + lam * np.eye(ftr.shape[1]), ftr.T @ np.eye(k)[ytr])
+  return float(((fte @ w).argmax(axis=1) == yte).mean())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_shape_dtype_range(kind):
+  _, _, names, channels, small, _ = STANDINS[kind]
+  labels = np.tile(np.arange(len(names)), 2)
+  for size in (small, 20):
+    x = _render(kind, labels, size=size)
+    assert x.shape == (len(labels), channels, size, size) and x.dtype == np.float32
+    assert np.isfinite(x).all() and x.min() >= 0 and x.max() <= 1
+    assert x.std() > 0.05  # not a blank canvas
+  # The default size is the real data set's: 28x28 grey smallNORB (as the paper resizes it), 32x32 GTSRB.
+  full = STANDINS[kind][0](np.arange(2))
+  assert full.shape == (2, channels) + ((28, 28) if kind == "toys" else (32, 32))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_deterministic_per_seed(kind):
+  labels = np.arange(len(STANDINS[kind][2]))
+  a, b, c = _render(kind, labels, seed=7), _render(kind, labels, seed=7), _render(kind, labels, seed=8)
+  np.testing.assert_array_equal(a, b)
+  # Another seed: every image is a different one, not merely a few pixels off.
+  assert (np.abs(a - c).mean(axis=(1, 2, 3)) > 0.02).all()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_image_depends_only_on_seed_index_label(kind):
+  k = len(STANDINS[kind][2])
+  labels = np.arange(8) % k
+  base = _render(kind, labels, seed=3)
+  # A shorter batch, and a batch whose other labels differ: image i is the same wherever it is rendered.
+  np.testing.assert_allclose(_render(kind, labels[:5], seed=3), base[:5], atol=1e-5)
+  other = (labels + 1) % k
+  other[4] = labels[4]
+  mixed = _render(kind, other, seed=3)
+  np.testing.assert_allclose(mixed[4], base[4], atol=1e-5)
+  # ... while its neighbours, with other labels, changed.
+  assert (np.abs(mixed - base).mean(axis=(1, 2, 3))[[0, 1, 2, 3, 5, 6, 7]] > 0.02).all()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_imageset_fields(kind):
+  _, build, names, channels, small, name = STANDINS[kind]
+  s = build(seed=4, per_class=(3, 2, 1), size=small)
+  assert s.name == name and s.name.endswith("-synthetic") and s.synthetic
+  assert s.class_names == names
+  assert s.images.shape == (6 * len(names), channels, small, small) and s.images.dtype == np.float32
+  assert s.labels.dtype == np.int32 and s.pools.dtype == np.int8
+  for pool, per in ((TRAIN, 3), (VAL, 2), (TEST, 1)):
+    assert np.bincount(s.labels[s.pools == pool], minlength=len(names)).tolist() == [per] * len(names)
+  assert "seed 4" in s.source and "rendered" in s.source
+  assert name in s.summary()
+  # The images are the renderer's, for the set's own labels and seed.
+  np.testing.assert_allclose(s.images, STANDINS[kind][0](s.labels, seed=4, size=small), atol=1e-5)
+
+
+@pytest.mark.parametrize("kind,per_class,threshold", [("toys", 40, 0.35), ("signs", 60, 0.30)])
+def test_classes_are_learnable(kind, per_class, threshold):
+  """A linear classifier on pixels, trained on one seed and tested on another, beats chance by far; with
+  every image rendered as class 0 it is at chance (so the margin is the classes' doing)."""
+  k = len(STANDINS[kind][2])
+  ytr, yte = np.repeat(np.arange(k), per_class), np.repeat(np.arange(k), 20)
+  acc = _ridge_accuracy(_render(kind, ytr, seed=1), ytr, _render(kind, yte, seed=101), yte, k)
+  assert acc > threshold > 1.5 / k, acc
+  same = _ridge_accuracy(_render(kind, 0 * ytr, seed=1), ytr, _render(kind, 0 * yte, seed=101), yte, k)
+  assert same < 1.5 / k, same
+
+
+def test_sign_numbers_are_legible():
+  """Rendered in the same pose and light but with fresh pixel noise, each sign is nearest to its own class:
+  the numbers 30/50/70/80/100 survive scale, blur and noise, they are not washed out."""
+  rng = np.random.default_rng(0)
+  m, k = 50, len(signs_mod.SIGN_CLASSES)
+  uniform = rng.random((m, signs_mod._N_UNIFORM))
+  noise = lambda: rng.standard_normal((m, 3, 32, 32), np.float32)  # noqa: E731
+  y = np.arange(m) % k
+  x = signs_mod._render_chunk(y, uniform, noise(), 32, 2)
+  fresh = noise()
+  templates = np.stack([signs_mod._render_chunk(np.full(m, c), uniform, fresh, 32, 2) for c in range(k)], 1)
+  dist = ((x[:, None] - templates) ** 2).sum(axis=(2, 3, 4))  # (m, k)
+  assert (dist.argmin(axis=1) == y).mean() >= 0.95
+  # Same pose, two numbers: the difference is far above 8-bit quantisation, for every pair of classes.
+  rms = np.sqrt(((templates[:, :, None] - templates[:, None]) ** 2).mean(axis=(3, 4, 5)))  # (m, k, k)
+  off = ~np.eye(k, dtype=bool)
+  assert (np.median(rms, axis=0)[off] > 0.015).all()
+
+
+def test_signs_are_coloured():
+  x = signs_mod.render_signs(np.repeat(np.arange(7), 10), seed=2, size=16)
+  r, g, b = x[:, 0], x[:, 1], x[:, 2]
+  # Real colour, not grey repeated: the channels differ pixel by pixel.
+  assert np.abs(r - g).mean() > 0.03 and np.abs(r - b).mean() > 0.03
+  # Red rings, red octagons, yellow diamonds: red exceeds blue at the sign (the centre) in nearly every
+  # image, whatever its class; the backgrounds are random colours, with no such bias.
+  centre = (r - b)[:, 4:12, 4:12].mean(axis=(1, 2))
+  assert np.median(centre) > 0.04 and (centre > 0).mean() > 0.8
+  for c in range(7):
+    assert centre[10 * c:10 * c + 10].mean() > 0.02, signs_mod.SIGN_CLASSES[c]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_images_vary_within_a_class(kind):
+  k = len(STANDINS[kind][2])
+  x = _render(kind, np.full(12, k - 1), seed=5).reshape(12, -1)
+  rms = np.sqrt(((x[:, None] - x[None]) ** 2).mean(axis=-1))
+  assert rms[~np.eye(12, dtype=bool)].min() > 0.03  # no two alike: pose, lighting, background, noise
+  assert x.std(axis=0).mean() > 0.05  # and not just noise: pixels vary a lot across the images
+
+
+def test_sign_labels_checked():
+  with pytest.raises(ValueError, match="0..6"):
+    signs_mod.render_signs(np.array([0, 7]))
+  assert signs_mod.render_signs(np.zeros(0, np.int64)).shape == (0, 3, 32, 32)
