@@ -35,6 +35,15 @@ from hx.lang import (
 
 _LAZY = {
     "compile_program": "hx.compile",
+    "CompiledProgram": "hx.compile",
+    "ModuleConfig": "hx.compile",
+    "tune": "hx.compile",
+    "TuneConfig": "hx.compile",
+    "TuneData": "hx.compile",
+    "Task": "hx.data",
+    "sequence": "hx.data",
+    "build_task": "hx.data",
+    "Sources": "hx.data",
 }
 
 __all__ = [

@@ -1,0 +1,31 @@
+import subprocess
+import sys
+
+import hx
+
+
+def test_every_public_name_resolves():
+  for name in hx.__all__:
+    assert getattr(hx, name) is not None, name
+
+
+def test_lazy_names_come_from_their_layer():
+  from hx.compile import compile_program
+  from hx.data import sequence
+  assert hx.compile_program is compile_program
+  assert hx.sequence is sequence
+
+
+def test_importing_hx_does_not_import_jax():
+  code = "import sys, hx; hx.parse('nn_a'); print('jax' in sys.modules)"
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+  assert out.stdout.strip() == "False"
+
+
+def test_unknown_attribute():
+  try:
+    hx.no_such_thing  # noqa: B018
+  except AttributeError as err:
+    assert "no_such_thing" in str(err)
+  else:
+    raise AssertionError("expected AttributeError")
