@@ -58,6 +58,15 @@ class ImageSet(NamedTuple):
             f"from {self.source}")
 
 
+def _count(fraction: float, n: int) -> int:
+  """round(fraction * n), but at least 1 (when fraction > 0 and n >= 2) and at most n - 1: a class with a
+  few images or groups still gives one to each pool."""
+  k = int(round(fraction * n))
+  if fraction > 0 and n >= 2:
+    k = min(max(k, 1), n - 1)
+  return k
+
+
 def holdout(pools: np.ndarray, labels: np.ndarray, fraction: float, seed: int,
             groups: np.ndarray | None = None) -> np.ndarray:
   """Marks a stratified random `fraction` of the TRAIN images as VAL (deterministic for `seed`).
@@ -71,18 +80,19 @@ def holdout(pools: np.ndarray, labels: np.ndarray, fraction: float, seed: int,
       out together so that near-duplicate images never straddle the training and validation pools.
 
   Returns:
-    a new int8 (n,) pools array.
+    a new int8 (n,) pools array. A class with at least two training images (groups) keeps at least one
+    and gives at least one, however small `fraction`.
   """
   rng = np.random.default_rng(seed)
   out = pools.copy()
   for c in np.unique(labels[pools == TRAIN]):
     idx = np.flatnonzero((pools == TRAIN) & (labels == c))
     if groups is None:
-      k = int(round(fraction * len(idx)))
+      k = _count(fraction, len(idx))
       out[rng.permutation(idx)[:k]] = VAL
     else:
       g = np.unique(groups[idx])
-      k = int(round(fraction * len(g)))
+      k = _count(fraction, len(g))
       chosen = rng.permutation(g)[:k]
       out[idx[np.isin(groups[idx], chosen)]] = VAL
   return out

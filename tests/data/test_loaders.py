@@ -268,3 +268,19 @@ def test_gtsrb_errors(tmp_path):
   os.remove(p)
   with pytest.raises(errors.DataNotFoundError, match="missing"):
     load_gtsrb(str(tmp_path))
+
+
+def test_holdout_gives_each_pool_at_least_one_group():
+  from hx.data.imageset import holdout
+  pools = np.zeros(10, np.int8)
+  labels = np.array([0] * 5 + [1] * 5)
+  groups = np.array([0, 0, 1, 1, 2, 3, 3, 4, 4, 5])  # class 0: 3 groups, class 1: 3 groups
+  out = holdout(pools, labels, 0.1, seed=0, groups=groups)
+  for c in (0, 1):
+    assert set(out[labels == c].tolist()) == {TRAIN, VAL}
+  for g in np.unique(groups):
+    assert len(set(out[groups == g].tolist())) == 1
+  single = holdout(np.zeros(1, np.int8), np.zeros(1), 0.5, seed=0)
+  np.testing.assert_array_equal(single, [TRAIN])  # a lone image stays in training
+  big = holdout(np.zeros(100, np.int8), np.zeros(100), 0.1, seed=0)
+  assert (big == VAL).sum() == 10
