@@ -10,13 +10,14 @@ Classes (`SIGN_CLASSES`, the roles of `hx.data.gtsrb.ROLES`):
   5   "start"                     the priority-road sign: a yellow diamond in a white border, black outline
   6   "goal"                      the stop sign: a red octagon with a white border and the white word STOP
 
-Each sign face is drawn once per class into a 256x256 RGBA texture from signed distance fields (anti-aliased
-edges). An image then samples that texture (bilinear) through a random similarity transform -- sign radius
-0.5-0.9 of the half-width, rotation +-15 degrees, a slight horizontal squeeze (a sign seen from the side),
-a shift that keeps it in view -- over a random cluttered background (a colour gradient, soft colour blobs
-and hard-edged bars such as posts and building edges). Rendering is at `size * supersample` and area-averaged
-down; then a Gaussian blur (sigma 0-1 pixel), lighting (a shading gradient across the sign, brightness,
-contrast, gamma and a colour cast: GTSRB has many dark, washed-out images) and Gaussian pixel noise.
+Each sign face is drawn once per class into an RGBA texture from signed distance fields (anti-aliased edges,
+drawn at 256x256 and kept at 128x128). An image then samples that texture (bilinear) through a random
+similarity transform -- sign radius 0.5-0.9 of the half-width, rotation +-15 degrees, a slight horizontal
+squeeze (a sign seen from the side), a shift that keeps it in view -- over a random cluttered background (a
+colour gradient, soft colour blobs and hard-edged bars such as posts and building edges). The sign is drawn
+at `size * supersample` and area-averaged down, the smooth background at `size`; then come a Gaussian blur
+(sigma 0-1 pixel), lighting (a shading gradient across the sign, brightness, contrast, gamma and a colour
+cast: GTSRB has many dark, washed-out images) and Gaussian pixel noise.
 """
 
 from __future__ import annotations
@@ -246,7 +247,7 @@ def _background(p: dict[str, np.ndarray], n: int) -> np.ndarray:
   """float32 (k, 3, n * n) cluttered backgrounds."""
   x, y = _grid(n)
   d = p["grad_dir"][:, None]
-  t = np.clip((x * np.cos(d) + y * np.sin(d)) * 0.5 + 0.5, 0, 1)[:, None]  # (k, 1, P)
+  t = np.clip((x * np.cos(d) + y * np.sin(d)) * 0.5 + 0.5, 0, 1)[:, None]  # (k, 1, n * n)
   img = p["grad_c0"][..., None] * (1 - t) + p["grad_c1"][..., None] * t
   for b in range(_N_BLOBS):
     r2 = (x - p["blob_xy"][:, b, :1]) ** 2 + (y - p["blob_xy"][:, b, 1:]) ** 2
