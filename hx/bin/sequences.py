@@ -15,22 +15,17 @@ import time
 
 from absl import app, flags
 
-from hx.data import SEQUENCES, DataError, Sources, sequence
+from hx.bin.data_flags import sources_from_flags
+from hx.data import SEQUENCES, DataError, sequence
 
 _SEQUENCE = flags.DEFINE_enum("sequence", None, list(SEQUENCES), "One sequence (default: all).")
 _SEED = flags.DEFINE_integer("seed", 0, "Instantiation seed (classes and data).")
 _BUILD = flags.DEFINE_boolean("build", False, "Build each task's splits and print their sizes.")
-_MNIST = flags.DEFINE_string(
-    "mnist", None, "MNIST: a directory of IDX files, a mnist.pkl.gz path, or 'tfds'.")
-_SMALLNORB = flags.DEFINE_string("smallnorb", None, "smallNORB: a directory of the .mat files, or 'tfds'.")
-_GTSRB = flags.DEFINE_string("gtsrb", None, "GTSRB: a directory in the official layout.")
-_DOWNLOAD = flags.DEFINE_boolean("download", False, "Let tensorflow-datasets download missing data.")
 
 
 def main(argv: list[str]) -> int:
   del argv
-  sources = Sources(mnist=_MNIST.value, smallnorb=_SMALLNORB.value, gtsrb=_GTSRB.value,
-                    download=_DOWNLOAD.value, seed=_SEED.value)
+  sources = sources_from_flags(_SEED.value)
   for name in [_SEQUENCE.value] if _SEQUENCE.value else list(SEQUENCES):
     seq = sequence(name, _SEED.value, sources)
     print(seq)

@@ -1,0 +1,32 @@
+import subprocess
+import sys
+
+import pytest
+
+
+def _run(*args):
+  return subprocess.run([sys.executable, "-m", "hx.bin.train", *args], capture_output=True, text=True,
+                        timeout=600)
+
+
+@pytest.mark.slow
+def test_trains_a_paper_program_on_the_default_data():
+  out = _run("--task=recognize_digit(3)", "--program=nn_a . nn_b", "--fraction=0.1", "--epochs=2")
+  assert out.returncode == 0, out.stderr
+  assert "nn_b: cnn Tensor<real>[1][28][28] -> Tensor<real>[1024]" in out.stdout
+  assert "epoch   2" in out.stdout
+  last = out.stdout.strip().splitlines()[-1]
+  assert last.startswith("best epoch") and "test error" in last
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--program=compose(nn_a, map_l(nn_b)",), "parse error: line 1, column 26"),
+    (("--task=count_digit(1)", "--program=compose(nn_a, map_g(nn_b))"), "type error: map_g(nn_b)"),
+    (("--task=count_digit(12)",), "count_digit needs a class in 0..9"),
+    (("--task=count_digit(1)", "--mnist=/nonexistent"), "set --mnist"),
+])
+def test_bad_input_is_a_clear_error(args, message):
+  out = _run(*args)
+  assert out.returncode == 1
+  assert message in out.stderr
+  assert "Traceback" not in out.stderr
