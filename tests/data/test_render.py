@@ -151,3 +151,23 @@ def test_sign_labels_checked():
   with pytest.raises(ValueError, match="0..6"):
     signs_mod.render_signs(np.array([0, 7]))
   assert signs_mod.render_signs(np.zeros(0, np.int64)).shape == (0, 3, 32, 32)
+
+
+def test_toy_labels_checked_and_chunking_invisible(monkeypatch):
+  with pytest.raises(ValueError, match="0..4"):
+    toys_mod.render_toys(np.array([0, 5]))
+  assert toys_mod.render_toys(np.zeros(0, np.int64)).shape == (0, 1, 28, 28)
+  # Images are traced in chunks of one category: chunk boundaries do not change any image.
+  labels = np.array([3, 0, 3, 3, 1, 3, 0, 3])
+  base = toys_mod.render_toys(labels, seed=2, size=12)
+  monkeypatch.setattr(toys_mod, "_CHUNK", 2)
+  np.testing.assert_allclose(toys_mod.render_toys(labels, seed=2, size=12), base, atol=1e-5)
+
+
+def test_toy_solids_lie_inside_their_bounding_spheres():
+  """Rays start where they enter a sphere of radius _BOUND[c] (and stop where they leave it): every solid
+  must lie well inside it, or parts of it would be cut off."""
+  p = np.random.default_rng(0).normal(size=(3, 20000))
+  for c in range(len(toys_mod.TOY_CLASSES)):
+    x, y, z = (p / np.linalg.norm(p, axis=0) * toys_mod._BOUND[c]).astype(np.float32)
+    assert toys_mod._sdf(c, x, y, z).min() > 0.03, toys_mod.TOY_CLASSES[c]
