@@ -1,26 +1,31 @@
-"""hx.compile: neural module templates, lowering programs to pure JAX functions, training (Tune)."""
+"""hx.compile: neural module templates, lowering programs to pure JAX functions, training (Tune).
 
-from hx.compile.cache import disable_compilation_cache, enable_compilation_cache
-from hx.compile.losses import Objective, objective_for_type
-from hx.compile.lower import CompiledProgram, compile_program, make_frozen
-from hx.compile.modules import (
-  ModuleConfig,
-  ModuleSpec,
-  NoTemplateError,
-  UnresolvedTypeError,
-  apply_module,
-  init_module,
-  module_spec,
-)
-from hx.compile.reference import RefGraph, reference_apply
-from hx.compile.tune import EpochRecord, TuneConfig, TuneData, TuneResult, evaluate, tune
-from hx.compile.values import GraphBatch, ListBatch, Split, gather
+Names load their module on first use, so that `hx.compile.values` (the batch containers the data layer
+builds) can be imported without importing JAX.
+"""
 
-__all__ = [
-  "CompiledProgram", "compile_program", "make_frozen",
-  "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "apply_module", "init_module",
-  "module_spec", "RefGraph", "reference_apply",
-  "GraphBatch", "ListBatch", "Split", "gather",
-  "tune", "evaluate", "TuneConfig", "TuneData", "TuneResult", "EpochRecord", "Objective",
-  "objective_for_type", "enable_compilation_cache", "disable_compilation_cache",
-]
+import importlib
+
+_MODULES = {
+    "hx.compile.cache": ("disable_compilation_cache", "enable_compilation_cache"),
+    "hx.compile.losses": ("Objective", "objective_for_type"),
+    "hx.compile.lower": ("CompiledProgram", "compile_program", "make_frozen"),
+    "hx.compile.modules": ("ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError",
+                           "apply_module", "init_module", "module_spec"),
+    "hx.compile.reference": ("RefGraph", "reference_apply"),
+    "hx.compile.tune": ("EpochRecord", "TuneConfig", "TuneData", "TuneResult", "evaluate", "tune"),
+    "hx.compile.values": ("GraphBatch", "ListBatch", "Split", "gather"),
+}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+  if name in _WHERE:
+    return getattr(importlib.import_module(_WHERE[name]), name)
+  raise AttributeError(f"module 'hx.compile' has no attribute {name!r}")
+
+
+def __dir__():
+  return __all__

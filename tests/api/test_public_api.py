@@ -22,6 +22,18 @@ def test_importing_hx_does_not_import_jax():
   assert out.stdout.strip() == "False"
 
 
+def test_the_data_layer_does_not_import_jax():
+  code = "import sys, hx.data; hx.data.sequence('cs1'); print('jax' in sys.modules)"
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+  assert out.stdout.strip() == "False"
+
+
+def test_compile_names_resolve_lazily():
+  import hx.compile
+  for name in hx.compile.__all__:
+    assert getattr(hx.compile, name) is not None, name
+
+
 def test_unknown_attribute():
   try:
     hx.no_such_thing  # noqa: B018
