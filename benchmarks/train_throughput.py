@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.compile.losses import Objective
   from hx.compile.lower import compile_program
   from hx.compile.modules import ModuleConfig
-  from hx.compile.tune import TuneConfig, TuneData, evaluate, tune
+  from hx.compile.tuning import TuneConfig, TuneData, evaluate, tune
   from hx.lang.parser import parse
   from hx.lang.types import FunctionType, ListType, TensorType
 

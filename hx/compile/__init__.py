@@ -13,7 +13,7 @@ _MODULES = {
     "hx.compile.modules": ("ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError",
                            "apply_module", "init_module", "module_spec"),
     "hx.compile.reference": ("RefGraph", "reference_apply"),
-    "hx.compile.tune": ("EpochRecord", "TuneConfig", "TuneData", "TuneResult", "evaluate", "tune"),
+    "hx.compile.tuning": ("EpochRecord", "TuneConfig", "TuneData", "TuneResult", "evaluate", "tune"),
     "hx.compile.values": ("GraphBatch", "ListBatch", "Split", "gather"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
@@ -22,9 +22,12 @@ __all__ = sorted(_WHERE)
 
 
 def __getattr__(name: str):
-  if name in _WHERE:
-    return getattr(importlib.import_module(_WHERE[name]), name)
-  raise AttributeError(f"module 'hx.compile' has no attribute {name!r}")
+  if name not in _WHERE:
+    raise AttributeError(f"module 'hx.compile' has no attribute {name!r}")
+  module = importlib.import_module(_WHERE[name])
+  for exported in _MODULES[_WHERE[name]]:  # bind them all, so later lookups skip this function
+    globals()[exported] = getattr(module, exported)
+  return globals()[name]
 
 
 def __dir__():

@@ -28,10 +28,15 @@ def test_the_data_layer_does_not_import_jax():
   assert out.stdout.strip() == "False"
 
 
-def test_compile_names_resolve_lazily():
+def test_compile_names_resolve_lazily_to_the_objects_not_modules():
+  import types
+
   import hx.compile
+  from hx.compile import TuneConfig, tune
+  from hx.compile.tuning import tune as tune_function
+  assert tune is tune_function and callable(tune) and TuneConfig().batch_size == 150
   for name in hx.compile.__all__:
-    assert getattr(hx.compile, name) is not None, name
+    assert not isinstance(getattr(hx.compile, name), types.ModuleType), name
 
 
 def test_unknown_attribute():

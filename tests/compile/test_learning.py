@@ -16,7 +16,7 @@ import pytest
 from hx.compile.losses import Objective
 from hx.compile.lower import compile_program
 from hx.compile.modules import ModuleConfig
-from hx.compile.tune import TuneConfig, TuneData, tune
+from hx.compile.tuning import TuneConfig, TuneData, tune
 from hx.compile.values import GraphBatch, ListBatch, Split
 from hx.lang.parser import parse
 from hx.lang.types import FunctionType, ListType, TensorType

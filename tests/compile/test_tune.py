@@ -12,7 +12,7 @@ import pytest
 
 from hx.compile import cache
 from hx.compile.losses import Objective, finish_metric, item_loss, item_metric, objective_for_type
-from hx.compile.tune import (
+from hx.compile.tuning import (
   TuneConfig,
   TuneData,
   _epoch_order,
@@ -52,7 +52,7 @@ def _linear_apply(out: str):
 
 
 class Linear:
-  """A CompiledProgram-like linear model (see hx.compile.tune.Tunable)."""
+  """A CompiledProgram-like linear model (see hx.compile.tuning.Tunable)."""
 
   def __init__(self, d_in: int, d_out: int, out: str = "real"):
     self.d_in, self.d_out = d_in, d_out
