@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ImageSet", "TRAIN", "VAL", "TEST", "POOL_NAMES", "holdout"]
+__all__ = ["ImageSet", "TRAIN", "VAL", "TEST", "POOL_NAMES", "holdout", "class_labels", "rendered_imageset"]
 
 TRAIN, VAL, TEST = 0, 1, 2
 POOL_NAMES = ("train", "val", "test")
@@ -96,3 +96,23 @@ def holdout(pools: np.ndarray, labels: np.ndarray, fraction: float, seed: int,
       chosen = rng.permutation(g)[:k]
       out[idx[np.isin(groups[idx], chosen)]] = VAL
   return out
+
+
+def class_labels(labels, class_names: tuple[str, ...], what: str) -> np.ndarray:
+  """`labels` as an int64 (n,) array; ValueError if one is not an index into `class_names`."""
+  labels = np.asarray(labels, np.int64).reshape(-1)
+  if len(labels) and (labels.min() < 0 or labels.max() >= len(class_names)):
+    raise ValueError(f"{what} labels must be in 0..{len(class_names) - 1}, "
+                     f"got {labels.min()}..{labels.max()}")
+  return labels
+
+
+def rendered_imageset(name: str, class_names: tuple[str, ...], render, seed: int,
+                      per_class: tuple[int, int, int], size: int) -> ImageSet:
+  """A rendered stand-in: `per_class` = (train, val, test) images of each class, from
+  `render(labels, seed, size) -> float32 (n, C, size, size)`; flagged synthetic."""
+  n = len(class_names)
+  labels = np.concatenate([np.repeat(np.arange(n), k) for k in per_class]).astype(np.int32)
+  pools = np.concatenate([np.full(n * k, pool, np.int8) for pool, k in zip((TRAIN, VAL, TEST), per_class)])
+  return ImageSet(name, True, render(labels, seed, size), labels, pools, class_names,
+                  f"rendered stand-in, synthetic (seed {seed}, {per_class} per class)")

@@ -26,7 +26,7 @@ import functools
 
 import numpy as np
 
-from hx.data.imageset import TEST, TRAIN, VAL, ImageSet
+from hx.data.imageset import ImageSet, class_labels, rendered_imageset
 from hx.data.preprocess import resize_area
 
 __all__ = ["render_signs", "sign_imageset", "SIGN_CLASSES", "NAME"]
@@ -312,9 +312,7 @@ def render_signs(labels: np.ndarray, seed: int = 0, size: int = 32, supersample:
     size: output height and width.
     supersample: render at size * supersample and area-average down (anti-aliasing).
   """
-  labels = np.asarray(labels, np.int64).reshape(-1)
-  if len(labels) and (labels.min() < 0 or labels.max() >= len(SIGN_CLASSES)):
-    raise ValueError(f"sign labels must be in 0..{len(SIGN_CLASSES) - 1}, got {labels.min()}..{labels.max()}")
+  labels = class_labels(labels, SIGN_CLASSES, "sign")
   out = np.empty((len(labels), 3, size, size), np.float32)
   for s in range(0, len(labels), _CHUNK):
     part = labels[s:s + _CHUNK]
@@ -334,12 +332,4 @@ def sign_imageset(seed: int = 0, per_class: tuple[int, int, int] = (600, 200, 20
 
   Returns an ImageSet named "gtsrb-synthetic" with `synthetic=True`; classes are SIGN_CLASSES.
   """
-  n = len(SIGN_CLASSES)
-  labels, pools = [], []
-  for pool, k in zip((TRAIN, VAL, TEST), per_class):
-    labels.append(np.repeat(np.arange(n), k))
-    pools.append(np.full(n * k, pool, np.int8))
-  labels, pools = np.concatenate(labels).astype(np.int32), np.concatenate(pools)
-  images = render_signs(labels, seed, size)
-  return ImageSet(NAME, True, images, labels, pools, SIGN_CLASSES,
-                  f"rendered stand-in, synthetic (seed {seed}, {per_class} per class)")
+  return rendered_imageset(NAME, SIGN_CLASSES, render_signs, seed, per_class, size)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hx.data.imageset import TEST, TRAIN, VAL, ImageSet
+from hx.data.imageset import ImageSet, class_labels, rendered_imageset
 
 __all__ = ["render_toys", "toy_imageset", "TOY_CLASSES", "NAME"]
 
@@ -208,9 +208,7 @@ def render_toys(labels: np.ndarray, seed: int = 0, size: int = 28, supersample: 
     size: output height and width.
     supersample: render at size * supersample and area-average down (anti-aliasing).
   """
-  labels = np.asarray(labels, np.int64).reshape(-1)
-  if len(labels) and (labels.min() < 0 or labels.max() >= len(TOY_CLASSES)):
-    raise ValueError(f"toy labels must be in 0..{len(TOY_CLASSES) - 1}, got {labels.min()}..{labels.max()}")
+  labels = class_labels(labels, TOY_CLASSES, "toy")
   res = size * supersample
   out = np.empty((len(labels), 1, size, size), np.float32)
   for c in np.unique(labels):
@@ -232,11 +230,4 @@ def toy_imageset(seed: int = 0, per_class: tuple[int, int, int] = (600, 200, 200
 
   Returns an ImageSet named "smallnorb-synthetic" with `synthetic=True`; classes are TOY_CLASSES.
   """
-  labels, pools = [], []
-  for pool, k in zip((TRAIN, VAL, TEST), per_class):
-    labels.append(np.repeat(np.arange(5), k))
-    pools.append(np.full(5 * k, pool, np.int8))
-  labels, pools = np.concatenate(labels).astype(np.int32), np.concatenate(pools)
-  images = render_toys(labels, seed, size)
-  return ImageSet(NAME, True, images, labels, pools, TOY_CLASSES,
-                  f"rendered stand-in (seed {seed}, {per_class} per class)")
+  return rendered_imageset(NAME, TOY_CLASSES, render_toys, seed, per_class, size)

@@ -351,9 +351,8 @@ def _grids(images: _Images, rng, pool: int, sizes) -> Split:
     targets, neighbours, neighbour_mask, mask = grid_arrays(costs, nodes)
     parts.append((cells, neighbours, neighbour_mask, mask, targets))
   order = rng.permutation(sum(count for _, count in sizes))
-  cells, neighbours, neighbour_mask, mask, targets = (
-      np.concatenate([p[i] for p in parts])[order] if len(parts) > 1 else parts[0][i][order]
-      for i in range(5))
+  cells, neighbours, neighbour_mask, mask, targets = (np.concatenate([p[i] for p in parts])[order]
+                                                      for i in range(5))
   return Split(GraphBatch(cells, neighbours, neighbour_mask, mask), targets)
 
 

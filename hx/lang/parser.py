@@ -55,7 +55,7 @@ def _is_compose_op(stream: TokenStream) -> bool:
 
 
 def _expr(stream: TokenStream) -> P.Program:
-  left = _application(stream)
+  left = _primary(stream, juxtaposed=False)
   if _is_compose_op(stream):
     stream.next()
     return P.Compose(left, _expr(stream))
@@ -134,10 +134,6 @@ def _starts_argument(stream: TokenStream, kind: str) -> bool:
   if kind == "i":
     return tok.kind == "int"
   return tok.kind == "ident" or (tok.kind == "punct" and tok.text in "(?")
-
-
-def _application(stream: TokenStream) -> P.Program:
-  return _primary(stream, juxtaposed=False)
 
 
 def _primary(stream: TokenStream, juxtaposed: bool) -> P.Program:
