@@ -185,13 +185,13 @@ class ProcessExecutor:
   def __init__(self, workers: int | None = None, threads: int | None = None, max_retries: int = 2,
                job_timeout: float | None = None):
     cpus = available_cpus()
+    if (workers is not None and workers < 1) or (threads is not None and threads < 0) or max_retries < 0:
+      raise ValueError(f"bad ProcessExecutor settings: workers={workers}, threads={threads}, "
+                       f"max_retries={max_retries}")
     if workers is None:
       workers = max(1, len(cpus) // threads) if threads else len(cpus)
     if threads is None:
       threads = max(1, len(cpus) // workers)
-    if workers < 1 or threads < 0 or max_retries < 0:
-      raise ValueError(f"bad ProcessExecutor settings: workers={workers}, threads={threads}, "
-                       f"max_retries={max_retries}")
     if job_timeout is not None and job_timeout <= 0:
       raise ValueError(f"job_timeout must be positive or None, got {job_timeout}")
     self.workers, self.threads = workers, threads
@@ -207,9 +207,12 @@ class ProcessExecutor:
   def parallelism(self) -> int:
     return self.workers
 
-  def busy_pids(self) -> list[int]:
-    """The process ids of workers training a job now (for monitoring, and for tests that kill one)."""
-    return [w.process.pid for w in self._pool if w is not None and w.job is not None]
+  def busy(self) -> list[tuple[int, int, float]]:
+    """(process id, job index, seconds since it started) of each worker training a job now (for
+    monitoring, and for tests that kill a worker mid-candidate)."""
+    now = time.monotonic()
+    return [(w.process.pid, w.job.index, now - w.started) for w in list(self._pool)
+            if w is not None and w.job is not None]
 
   def _slot_cpus(self, slot: int) -> tuple[int, ...] | None:
     if not self.threads:
@@ -401,6 +404,24 @@ def _ray_train(boxed_context: list, context_id: str, job: Job, threads: int) -> 
   return _run_safely(context, job, frozen)
 
 
+def _check_reachable(address: str, timeout: float = 10.0) -> None:
+  """Raises ConnectionError naming `address` when nothing listens there (ray.init would retry for
+  minutes). "auto" and "ray://" addresses are left to Ray (it fails fast for them)."""
+  import socket
+
+  if address == "auto" or "://" in address:
+    return
+  host, _, port = address.rpartition(":")
+  if not host or not port.isdigit():
+    raise ValueError(f"a Ray address is 'auto' or HOST:PORT (e.g. 10.0.0.1:6379), got {address!r}")
+  try:
+    socket.create_connection((host, int(port)), timeout=timeout).close()
+  except OSError as err:
+    raise ConnectionError(f"no Ray cluster answers at address {address!r} ({err}). Start its head with "
+                          "`ray start --head --port=6379` on that machine, or pass no address for a "
+                          "local Ray.") from None
+
+
 class RayExecutor:
   """Trains each job as a Ray task: on a local Ray, or on a cluster across machines.
 
@@ -433,10 +454,13 @@ class RayExecutor:
       options.setdefault("logging_level", "warning")
       options.setdefault("log_to_driver", True)
       if address is None:
+        # "local": always a new Ray of our own, even where `ray start` left a cluster running.
         options.setdefault("num_cpus", num_cpus or len(available_cpus()))
         options.setdefault("include_dashboard", False)
+      else:
+        _check_reachable(address)
       try:
-        ray.init(address=address, **options)
+        ray.init(address="local" if address is None else address, **options)
       except (ConnectionError, RuntimeError, TimeoutError) as err:
         where = "a new local Ray" if address is None else f"the Ray cluster at address {address!r}"
         raise ConnectionError(f"cannot reach {where}: {err}. Start one with `ray start --head` (and "
