@@ -278,11 +278,12 @@ def test_ray_gives_the_local_results(ray_cluster):
 def test_ray_retries_a_job_whose_worker_was_killed(ray_cluster):
   from hx.synth.parallel import RayExecutor
 
-  config = TuneConfig(epochs=6, batch_size=50)
-  local = run("local", config=config)
+  # Jobs of a second or more (warm Ray workers have the executables): long enough to be caught.
+  config = TuneConfig(epochs=20, batch_size=50)
+  local = run("local", n=1200, config=config)
   executor = RayExecutor(max_retries=2)  # joins the module's Ray
-  with Killer(_ray_busy, times=1, after=0.5) as killer:
-    result = run(executor, config=config)
+  with Killer(_ray_busy, times=1, after=0.2) as killer:
+    result = run(executor, n=1200, config=config)
   assert len(killer.killed) == 1
   assert essence(result) == essence(local)
 
@@ -292,8 +293,8 @@ def test_ray_reports_a_job_lost_past_its_retries(ray_cluster):
   from hx.synth.parallel import RayExecutor
 
   executor = RayExecutor(max_retries=0)
-  with Killer(_ray_busy, times=1, after=0.5) as killer:
-    result = run(executor, config=TuneConfig(epochs=6, batch_size=50))
+  with Killer(_ray_busy, times=1, after=0.2) as killer:
+    result = run(executor, n=1200, config=TuneConfig(epochs=20, batch_size=50))
   assert len(killer.killed) == 1 and len(result.ranked) == 4
   failed = [x for x in result.ranked if x.status == "failed"]
   assert len(failed) == 1 and failed[0].reason.startswith("Ray worker lost 1 times")
