@@ -109,6 +109,42 @@ def _prefix_library(args, seq, index: int, sizes):
   return library, path
 
 
+def _isolated(args, argv: list[str], runs: list[tuple[str, str]]) -> dict:
+  """Runs each (executor, schedule) as its own `--in_process` command; merges their figures."""
+  import tempfile
+
+  keep = []
+  skip = False
+  for a in argv:  # drop the options this function sets per run
+    if skip:
+      skip = False
+      continue
+    if a in ("--executors", "--schedules", "--json"):
+      skip = True
+      continue
+    if a.startswith(("--executors=", "--schedules=", "--json=")):
+      continue
+    keep.append(a)
+  merged: dict | None = None
+  with tempfile.TemporaryDirectory() as tmp:
+    for k, (executor, schedule) in enumerate(runs):
+      path = os.path.join(tmp, f"{k}.json")
+      subprocess.run([sys.executable, os.path.abspath(__file__), *keep, "--in_process", "--executors",
+                      executor, "--schedules", schedule, "--json", path], check=True)
+      with open(path) as f:
+        one = json.load(f)
+      if merged is None:
+        merged = one
+      else:
+        merged["runs"].extend(one["runs"])
+        merged["machine"]["load_after"] = one["machine"]["load_after"]
+  merged["argv"] = sys.argv
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(merged, f, indent=1, default=str)
+  return merged
+
+
 def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--task", default="cs1:3", help="SEQUENCE:K, task K (from 1) of a paper sequence")
@@ -129,7 +165,14 @@ def main(argv: list[str] | None = None) -> dict:
                                                             "bench_libraries"))
   parser.add_argument("--cache_dir", default=None, help="persistent compilation cache directory")
   parser.add_argument("--json", default=None, help="write the figures here")
+  parser.add_argument("--in_process", action="store_true",
+                      help="run every (executor, schedule) in this process (default: each in a new process, "
+                           "so no run inherits another's compiled executables or warm caches in memory)")
   args = parser.parse_args(argv)
+  argv = sys.argv[1:] if argv is None else list(argv)
+  runs = [(e.strip(), sch.strip()) for e in args.executors.split(",") for sch in args.schedules.split(",")]
+  if not args.in_process and len(runs) > 1:
+    return _isolated(args, argv, runs)
   if args.cache_dir:
     os.environ["HX_COMPILATION_CACHE_DIR"] = args.cache_dir
 
