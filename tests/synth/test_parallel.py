@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 
+import jax
 import numpy as np
 import pytest
 
@@ -185,6 +186,14 @@ def test_worker_processes_give_the_local_results():
   with ProcessExecutor(workers=2, threads=1) as pool:
     parallel = run(pool)
     assert essence(parallel) == essence(local)
+    # Bit for bit: the kept candidates' trained variables too (workers run one XLA thread, this process
+    # two: these programs' kernels do not depend on the thread count).
+    kept = [(a.variables, b.variables) for a, b in zip(local.ranked, parallel.ranked) if a.variables]
+    assert len(kept) == 3
+    for a, b in kept:
+      assert jax.tree.structure(a) == jax.tree.structure(b)
+      for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
     # The workers stay up for the next task (another context), and give its local results too.
     again = run(pool, candidates=2, seed=2, n=200)
   assert essence(again) == essence(run("local", candidates=2, seed=2, n=200))
