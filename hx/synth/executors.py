@@ -15,7 +15,8 @@ training happens:
 
 Every job's seed is derived from the synthesis seed and the candidate's equivalence class
 (`job_seed`), never from the order in which jobs run or the worker that runs them, so any executor gives
-the same result for a job.
+the same result for a job, given the same number of XLA threads per worker (see `hx.synth.parallel` on
+why the thread count can change the last digits of a CNN candidate's scores).
 """
 
 from __future__ import annotations

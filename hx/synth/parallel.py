@@ -21,6 +21,12 @@ the order they finish, and `close()`. What they share:
   0.10's `XLA_FLAGS` thread options do not bound it: measured, see benchmarks/RESULTS.md), so a process
   worker is pinned to `threads` cores of its own before JAX starts, and N workers do not each start a
   pool as large as the machine.
+- Determinism: a job's result depends only on its seed and on the number of XLA threads of the process
+  that trains it. XLA:CPU splits large reductions (the CNN's weight gradient, a matmul over every image
+  of the batch) between its threads, so one thread and two add in different orders: measured on the
+  count_digit candidates, workers of one core give scores equal to a two-core local run to about 7
+  significant digits (the same ranking), and workers of two cores give them bit for bit. Executors with
+  the same threads per worker (e.g. processes and Ray, one core each) agree bit for bit.
 
 Ray is optional (`pip install 'hx[ray]'`); this module imports it only when a `RayExecutor` is made.
 """
