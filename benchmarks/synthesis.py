@@ -16,10 +16,11 @@ compilation, training steps and scoring (seconds summed over candidates: with N 
 about N times the wall time, so the shares are of that worker time), candidate-epochs trained, and the
 top program with its validation and test error.
 
-Executors: "local" (in this process), "processes" (`hx.synth.executors.default_executor`'s worker
-processes: one per core, one core each), "processes:WxT" (W workers of T cores each), "ray" (a local Ray
-with every core; `--ray_address` joins a cluster). Schedules: "full" (every candidate to the end) and
-"halving" (`hx.synth.halving.Halving(first=--halving_first, eta=--halving_eta)`).
+Executors: "local" (in this process), "processes" (worker processes: one per core, one core each),
+"processes:WxT" (W workers of T cores each), "default" (`hx.synth.executors.default_executor()`), "ray"
+(a local Ray with every core, a job per core; `--ray_address` joins a cluster). Schedules: "full"
+(every candidate to the end) and "halving" (`hx.synth.halving.Halving(first=--halving_first,
+eta=--halving_eta)`).
 
 The persistent compilation cache is JAX's default for hx (`~/.cache/hx/jax`) unless `--cache_dir`
 names another (a new empty directory measures cold compilation). Figures, commands and machines go to
@@ -73,10 +74,12 @@ def _executor(spec: str, ray_address: str | None):
   if spec == "local":
     return make_executor("local"), "local"
   if spec == "processes":
-    name, options = default_executor("cpu")
-    if name == "local":
-      options = {"workers": 1, "threads": 0}
-    return make_executor("processes", **options), f"processes {options['workers']}x{options['threads']}"
+    executor = make_executor("processes")  # ProcessExecutor's defaults: one worker per core, one core each
+    return executor, f"processes {executor.workers}x{executor.threads}"
+  if spec == "default":
+    name, options = default_executor()
+    label = name if name == "local" else f"processes {options['workers']}x{options['threads']}"
+    return make_executor(name, **options), f"default ({label})"
   if spec.startswith("processes:"):
     workers, threads = (int(v) for v in spec.split(":", 1)[1].split("x"))
     return make_executor("processes", workers=workers, threads=threads), f"processes {workers}x{threads}"
@@ -156,7 +159,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--prefix_candidates", type=int, default=2,
                       help="candidates per earlier task when building the library")
   parser.add_argument("--executors", default="local", help="comma-separated: local, processes, "
-                      "processes:WxT, ray")
+                      "processes:WxT, default, ray")
   parser.add_argument("--schedules", default="full", help="comma-separated: full, halving")
   parser.add_argument("--halving_first", type=float, default=1.0)
   parser.add_argument("--halving_eta", type=int, default=3)

@@ -4,9 +4,9 @@
     executor = executor_from_flags()      # an Executor; close() it when done
     budget = Budget(candidates=20, schedule=schedule_from_flags())
 
---executor=auto (the default) is `hx.synth.executors.default_executor()`: on CPU one worker process per
-core, each pinned to one core (measured faster than one process using every core, benchmarks/
-RESULTS.md); on an accelerator the calling process.
+--executor=auto (the default) is `hx.synth.executors.default_executor()`: the calling process on an
+accelerator and on CPUs of up to 2 cores (on the 2-core machine two workers of one core were not faster
+than one process of two: benchmarks/RESULTS.md), worker processes of 2 cores each on larger CPUs.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ __all__ = ["executor_from_flags", "schedule_from_flags"]
 
 _EXECUTOR = flags.DEFINE_enum(
     "executor", "auto", ["auto", "local", "processes", "ray"],
-    "Where candidates train: auto (worker processes on CPU, this process on an accelerator), local (this "
+    "Where candidates train: auto (hx.synth.executors.default_executor: this process on up to 2 cores "
+    "and on accelerators, workers of 2 cores on larger CPUs), local (this "
     "process), processes (worker processes on this machine), ray (Ray tasks; see --ray_address).")
 _WORKERS = flags.DEFINE_integer("workers", None, "--executor=processes: worker processes (default: one per "
                                 "core divided by --threads).")

@@ -254,15 +254,20 @@ def make_executor(executor: str | Executor | None = "local", **options: Any) -> 
   raise ValueError(f"unknown executor {executor!r}; the executors are {', '.join(EXECUTORS)}")
 
 
-def default_executor(backend: str | None = None) -> tuple[str, dict[str, Any]]:
+def default_executor(backend: str | None = None, cores: int | None = None) -> tuple[str, dict[str, Any]]:
   """The executor a binary should use when the user names none: (name, options) for `make_executor`.
 
-  On CPU, worker processes of one core each (`hx.synth.parallel.default_process_options`): measured
-  faster than one process using every core for the paper's count_digit candidates (benchmarks/
-  RESULTS.md, "Synthesis"). On an accelerator, "local" (one process owns the device).
+  One candidate of the paper's sizes keeps about two cores busy (the count_digit candidate: 43 CPU
+  seconds per 21.7 s epoch on 2 cores, benchmarks/RESULTS.md "Training throughput"), and on the 2-core
+  machine two workers of one core were not faster than one process of two (RESULTS.md "Synthesis:
+  workers and threads"): they compile separately, and a pinned worker cannot move off a core that other
+  processes load. So: "local" on accelerators and on CPUs of up to 2 cores; on more cores, worker
+  processes of 2 cores each (cores // 2 workers; not yet measured on such a machine: re-measure with
+  benchmarks/synthesis.py --executors processes:WxT).
 
   Args:
     backend: JAX's backend ("cpu", "gpu", "tpu"); default: `jax.default_backend()`.
+    cores: the cores this process may use; default: its affinity mask.
   """
   if backend is None:
     import jax
@@ -270,9 +275,9 @@ def default_executor(backend: str | None = None) -> tuple[str, dict[str, Any]]:
     backend = jax.default_backend()
   if backend != "cpu":
     return "local", {}
-  from hx.synth.parallel import default_process_options
+  from hx.synth.parallel import available_cpus, default_process_options
 
-  options = default_process_options()
+  options = default_process_options(cores if cores is not None else len(available_cpus()))
   if options["workers"] <= 1:
     return "local", {}
   return "processes", options

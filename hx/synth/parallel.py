@@ -60,14 +60,13 @@ def available_cpus() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
-def default_process_options() -> dict[str, Any]:
-  """`ProcessExecutor` options for this machine: one worker per core, one core (XLA thread) each.
-
-  Measured on the 2-core CPU machine for the count_digit candidates (benchmarks/RESULTS.md,
-  "Synthesis: workers and threads"): two workers of one core train two candidates faster than one worker
-  of two cores trains them one after the other.
-  """
-  return {"workers": len(available_cpus()), "threads": 1}
+def default_process_options(cores: int | None = None) -> dict[str, Any]:
+  """`ProcessExecutor` options of `hx.synth.executors.default_executor` for a machine of `cores` cores
+  (default: those this process may use): workers of 2 cores each, as one paper-sized candidate keeps about
+  two cores busy (see `default_executor` for the measurements)."""
+  cores = len(available_cpus()) if cores is None else cores
+  threads = min(2, max(1, cores))
+  return {"workers": max(1, cores // threads), "threads": threads}
 
 
 # --- Moving a task's context to another process -----------------------------------------------------

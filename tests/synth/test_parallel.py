@@ -103,14 +103,14 @@ def test_executors_by_name_and_clear_errors():
     ProcessExecutor(workers=0)
 
 
-def test_default_executor_uses_one_core_per_worker_on_cpu_and_local_elsewhere():
+def test_default_executor_is_local_up_to_two_cores_and_workers_of_two_cores_beyond():
   assert default_executor("gpu") == ("local", {})
-  name, options = default_executor("cpu")
-  cores = len(os.sched_getaffinity(0))
-  if cores > 1:
-    assert (name, options) == ("processes", {"workers": cores, "threads": 1})
-  else:
-    assert (name, options) == ("local", {})
+  assert default_executor("cpu", cores=1) == ("local", {})
+  assert default_executor("cpu", cores=2) == ("local", {})
+  assert default_executor("cpu", cores=16) == ("processes", {"workers": 8, "threads": 2})
+  assert default_executor("cpu", cores=5) == ("processes", {"workers": 2, "threads": 2})
+  name, _ = default_executor()  # this machine
+  assert name in ("local", "processes")
 
 
 def test_halving_rungs():
