@@ -254,14 +254,15 @@ def ray_cluster():
 
 
 def _ray_busy():
-  """(pid, None, seconds seen busy) of Ray workers running our task now (Ray titles a worker
-  "ray::_ray_train" while it runs that function)."""
+  """(pid, None, seconds seen busy) of this test's Ray workers running our task now (Ray titles a worker
+  "ray::_ray_train" while it runs that function). Only descendants of this process: the local Ray
+  this module started, never another user's."""
   import psutil
 
   out, now = [], time.monotonic()
-  for p in psutil.process_iter(["cmdline"]):
+  for p in psutil.Process(os.getpid()).children(recursive=True):
     try:
-      cmd = " ".join(p.info["cmdline"] or ())
+      cmd = " ".join(p.cmdline() or ())
     except psutil.Error:
       continue
     if cmd.startswith("ray::_ray_train"):
