@@ -60,7 +60,12 @@ __all__ = [
 ]
 
 
+_SUBPACKAGES = ("lang", "compile", "data", "synth", "bin")
+
+
 def __getattr__(name: str):
   if name in _LAZY:
     return getattr(importlib.import_module(_LAZY[name]), name)
+  if name in _SUBPACKAGES:  # `hx.synth.enumerate(...)` after a plain `import hx`
+    return importlib.import_module(f"hx.{name}")
   raise AttributeError(f"module 'hx' has no attribute {name!r}")

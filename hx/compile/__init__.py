@@ -13,8 +13,10 @@ _MODULES = {
     "hx.compile.modules": ("ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError",
                            "apply_module", "init_module", "module_spec"),
     "hx.compile.reference": ("RefGraph", "reference_apply"),
-    "hx.compile.tuning": ("EpochRecord", "TuneConfig", "TuneData", "TuneResult", "evaluate", "tune"),
-    "hx.compile.values": ("GraphBatch", "ListBatch", "Split", "gather"),
+    "hx.compile.tuning": ("EpochRecord", "TuneConfig", "TuneData", "TuneResult", "evaluate",
+                          "resolve_objective", "tune"),
+    "hx.compile.values": ("GraphBatch", "GraphLayouts", "ListBatch", "SharedGraphs", "Split", "gather",
+                          "take"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 

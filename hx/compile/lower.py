@@ -48,7 +48,7 @@ Padding: padded elements of the input are set to zero on entry (whatever they he
 every combinator masks them out, so padding never reaches a real output, gradient or statistic.
 
 Randomness: `rng` is split into one key per batch row; a list element, a fold step, a repeat iteration
-and a module call site each fold their index into the row key. A real element's dropout mask therefore
+and a fresh module's call site each fold their index into the row key. A real element's dropout mask therefore
 does not depend on the padding around it: outputs, gradients and batch statistics in training mode are
 the same for any amount of padding, not only in inference.
 
@@ -286,8 +286,10 @@ class _Lowering:
     slot = int(node.name[1:])
     fresh = isinstance(node, P.Fresh)
     spec = (self.fresh_specs if fresh else self.lib_specs)[slot]
+    # Only fresh calls are numbered (library calls draw no randomness), so a program and the same program
+    # without its frozen prefix (hx.compile.memo) give every fresh call the same dropout keys.
     site = self.sites
-    self.sites += 1
+    self.sites += fresh
     if terminal:
       self.terminal_activations.append(spec.activation)
 

@@ -50,8 +50,9 @@ TASK_TYPES: dict[str, Type] = {
 }
 """The type of each of the paper's ten tasks, by task kind. The graph sequences' images are 28x28x3
 (MNIST made 3-channel, traffic signs resized), as in the paper's appendix C. A regression predicts a
-cell's Bellman-Ford state (cost, distance bound 65); a shortest-path program maps every node to its
-state (cost, least distance), the fixed point of the relaxation the paper's conv_g kernels learn."""
+cell's initial Bellman-Ford state (cost, initial distance: 1 for the start, 65 for every other cell); a
+shortest-path program maps every node to its state (cost, least distance), the fixed point of the
+relaxation the paper's conv_g kernels learn (hx.data.grids gives the convention)."""
 
 
 def task_type(task: str) -> Type:

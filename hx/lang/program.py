@@ -26,7 +26,7 @@ from hx.lang.types import Type
 __all__ = [
     "Fresh", "Lib", "Compose", "Map", "Fold", "Conv", "Repeat", "Zeros", "Hole", "Program",
     "Position", "children", "with_children", "subterms", "get", "replace", "size", "holes",
-    "fresh_names", "library_names", "rename_fresh", "canonical", "is_complete",
+    "fresh_names", "library_names", "rename_fresh", "canonical", "is_complete", "chain", "compose_chain",
 ]
 
 ADTS = ("l", "g")
@@ -227,3 +227,22 @@ def canonical(p: Program) -> Program:
   fresh name used twice (shared weights) stays shared.
   """
   return rename_fresh(p, {n: f"nn_{i}" for i, n in enumerate(fresh_names(p), 1)})
+
+
+def chain(p: Program) -> list[Program]:
+  """The functions of a composition chain, outermost first: compose(f, compose(g, h)) and
+  compose(compose(f, g), h) both give [f, g, h]; a program that is not a composition gives [p]."""
+  if isinstance(p, Compose):
+    return chain(p.f) + chain(p.g)
+  return [p]
+
+
+def compose_chain(functions: list[Program] | tuple[Program, ...]) -> Program:
+  """The right-nested composition of `functions` (outermost first): [f, g, h] -> compose(f, compose(g,
+  h)); a single function is itself."""
+  if not functions:
+    raise ValueError("cannot compose an empty chain of functions")
+  out = functions[-1]
+  for f in reversed(functions[:-1]):
+    out = Compose(f, out)
+  return out

@@ -121,9 +121,14 @@ def job_seed(seed: int, candidate: Candidate) -> int:
 
 
 def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: TaskContext, *,
-                  seed: int, frozen_variables: Mapping[str, Any] | None = None, until: float | None = None,
-                  resume: Any = None) -> tuple[Any, Any]:
+                  seed: int, frozen_variables: Mapping[str, Any] | None = None,
+                  prefixes: Any = None, until: float | None = None, resume: Any = None) -> tuple[Any, Any]:
   """Compiles `program` (its fresh functions of the given types) and trains it with Tune.
+
+  Library functions the program applies first to every input image (its frozen prefix,
+  `hx.compile.memo.frozen_prefix`) are applied once to the task's image table instead of once per image
+  per step, and the rest of the program is trained on the result: the same fresh functions, parameters,
+  losses and scores, up to rounding.
 
   Args:
     program: a complete program; its `lib.` functions must be in `context.library`.
@@ -132,21 +137,30 @@ def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: 
     seed: the training seed (initialisation, shuffling, dropout).
     frozen_variables: the library's variables already on the device (name -> {"params",
       "batch_stats"}); default: taken from the library.
+    prefixes: an `hx.compile.memo.PrefixTables` to share prefix tables between candidates; default: one
+      for this call only.
     until, resume: pause after `until` epochs, continue a paused run (see `hx.compile.tune`).
 
   Returns:
-    (compiled, tune_result): the `hx.compile.CompiledProgram` and the `hx.compile.TuneResult`.
+    (compiled, tune_result): the `hx.compile.CompiledProgram` trained (the program without its frozen
+    prefix, if it has one: its fresh slots are the program's, so its variables are the program's) and
+    the `hx.compile.TuneResult`.
   """
   from hx.compile import compile_program, make_frozen, tune
+  from hx.compile.memo import PrefixTables, frozen_prefix
+  from hx.synth.library import Library
 
-  library = context.library
-  compiled = compile_program(program, fresh_types, context.module_config,
-                             library.specs() if library is not None else {})
-  variables = frozen_variables if frozen_variables is not None else (
-      library.variables() if library is not None else {})
+  library = context.library if context.library is not None else Library()
+  data = context.data
+  names, rest = frozen_prefix(program) if data.table is not None else ((), program)
+  if names:
+    prefixes = prefixes if prefixes is not None else PrefixTables()
+    data = data._replace(table=prefixes.table(library, names, data.table))
+  compiled = compile_program(rest, fresh_types, context.module_config, library.specs())
+  variables = frozen_variables if frozen_variables is not None else library.variables()
   frozen = make_frozen(compiled, variables)
   config = dataclasses.replace(context.tune_config, seed=seed)
-  return compiled, tune(compiled, frozen, context.data, context.objective, config, until=until, resume=resume)
+  return compiled, tune(compiled, frozen, data, context.objective, config, until=until, resume=resume)
 
 
 class Executor(Protocol):
@@ -177,13 +191,15 @@ def failed_result(job: Job, reason: str, seconds: float = 0.0, attempts: int = 1
                    variables=None, seconds=seconds, attempts=attempts)
 
 
-def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] | None = None) -> JobResult:
+def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] | None = None,
+            prefixes: Any = None) -> JobResult:
   """Trains one job; an error while compiling or training becomes a failed result with the reason."""
   start = time.perf_counter()
   c = job.candidate
   try:
     compiled, r = train_program(c.program, c.fresh_types, context, seed=job.seed,
-                                frozen_variables=frozen_variables, until=job.until, resume=job.resume)
+                                frozen_variables=frozen_variables, prefixes=prefixes, until=job.until,
+                                resume=job.resume)
   except (ValueError, TypeError, NotImplementedError, FloatingPointError) as err:
     return failed_result(job, f"{type(err).__name__}: {err}", time.perf_counter() - start)
   return _result(job, compiled, r, time.perf_counter() - start)
@@ -193,19 +209,22 @@ class LocalExecutor:
   """Trains jobs one after another in the calling process (the default executor).
 
   The task's data and the library's variables are put on the device once per task (per context), not
-  once per candidate.
+  once per candidate, and frozen prefixes' tables are shared by the task's candidates.
   """
 
   def __init__(self):
+    from hx.compile.memo import PrefixTables
+
     self._context: TaskContext | None = None
     self._frozen: Any = None
+    self._prefixes = PrefixTables()
 
   def _prepare(self, context: TaskContext) -> None:
     import jax
 
     if context is not self._context:
       self._context = context
-      self._frozen = jax.device_put(context.library.variables()) if context.library is not None else {}
+      self._frozen = jax.device_put(context.library.variables())
 
   parallelism = 1
   """Jobs it runs at once (a synthesizer hands over at least this many at a time when it can)."""
@@ -213,7 +232,7 @@ class LocalExecutor:
   def run(self, context: TaskContext, jobs: Sequence[Job]) -> Iterator[JobResult]:
     self._prepare(context)
     for job in jobs:
-      yield run_job(context, job, self._frozen)
+      yield run_job(context, job, self._frozen, self._prefixes)
 
   def close(self) -> None:
     self._context, self._frozen = None, None

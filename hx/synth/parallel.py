@@ -86,10 +86,12 @@ def _portable(context: TaskContext) -> TaskContext:
   return dataclasses.replace(context, data=data, library=library)
 
 
-def _restore(context: TaskContext) -> tuple[TaskContext, Any]:
-  """A context received from `_portable`, with its data and the library's variables on the device."""
+def _restore(context: TaskContext) -> tuple[TaskContext, Any, Any]:
+  """A context received from `_portable`, with its data and the library's variables on the device, and
+  the frozen-prefix tables (`hx.compile.memo.PrefixTables`) its candidates share in this process."""
   import jax
 
+  from hx.compile.memo import PrefixTables
   from hx.synth.library import Entry, Library
 
   library = context.library
@@ -97,14 +99,14 @@ def _restore(context: TaskContext) -> tuple[TaskContext, Any]:
     library = Library(tuple(Entry(*fields) for fields in library[1]), library[2])
   context = dataclasses.replace(context, data=context.data.on_device(), library=library)
   frozen = jax.device_put(library.variables()) if library is not None else {}
-  return context, frozen
+  return context, frozen, PrefixTables()
 
 
-def _run_safely(context: TaskContext, job: Job, frozen: Any) -> JobResult:
+def _run_safely(context: TaskContext, job: Job, frozen: Any, prefixes: Any) -> JobResult:
   """`run_job`, with any other exception reported as a failed job (a worker must not die of one)."""
   start = time.perf_counter()
   try:
-    return run_job(context, job, frozen)
+    return run_job(context, job, frozen, prefixes)
   except Exception as err:  # noqa: BLE001 -- reported with its traceback, not swallowed
     tb = traceback.format_exc(limit=8)
     return failed_result(job, f"{type(err).__name__}: {err}\n{tb}", time.perf_counter() - start)
@@ -133,7 +135,7 @@ def worker_main(fd: int, cpus: Sequence[int] | None) -> None:
   if cpus:
     os.sched_setaffinity(0, set(cpus))
   conn = Connection(fd)
-  contexts: dict[str, tuple[TaskContext, Any]] = {}
+  contexts: dict[str, tuple[TaskContext, Any, Any]] = {}
   while True:
     try:
       message = conn.recv()
@@ -147,8 +149,8 @@ def worker_main(fd: int, cpus: Sequence[int] | None) -> None:
       contexts[message[1]] = _restore(pickle.loads(blob))
       continue
     _, context_id, job = message
-    context, frozen = contexts[context_id]
-    result = _run_safely(context, job, frozen)
+    context, frozen, prefixes = contexts[context_id]
+    result = _run_safely(context, job, frozen, prefixes)
     try:
       conn.send(("result", result))
     except (BrokenPipeError, OSError):
@@ -362,7 +364,7 @@ class ProcessExecutor:
 
 # In a Ray worker process: the contexts it has fetched (by id), on its device, with the library's
 # variables; the latest only, as a worker serves one task at a time.
-_RAY_CONTEXTS: dict[str, tuple[TaskContext, Any]] = {}
+_RAY_CONTEXTS: dict[str, tuple[TaskContext, Any, Any]] = {}
 _RAY_PINNED = False
 
 
@@ -405,8 +407,8 @@ def _ray_train(boxed_context: list, context_id: str, job: Job, threads: int) -> 
   if context_id not in _RAY_CONTEXTS:
     _RAY_CONTEXTS.clear()
     _RAY_CONTEXTS[context_id] = _restore(ray.get(boxed_context[0]))
-  context, frozen = _RAY_CONTEXTS[context_id]
-  return _run_safely(context, job, frozen)
+  context, frozen, prefixes = _RAY_CONTEXTS[context_id]
+  return _run_safely(context, job, frozen, prefixes)
 
 
 def _check_reachable(address: str, timeout: float = 10.0) -> None:

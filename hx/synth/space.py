@@ -166,20 +166,6 @@ class Candidate:
 
 # --- Equivalence ----------------------------------------------------------------------------------
 
-def _chain(p: P.Program) -> list[P.Program]:
-  """The functions of a composition chain, outermost first (compose(f, compose(g, h)) -> [f, g, h])."""
-  if isinstance(p, P.Compose):
-    return _chain(p.f) + _chain(p.g)
-  return [p]
-
-
-def _rebuild(chain: Sequence[P.Program]) -> P.Program:
-  out = chain[-1]
-  for f in reversed(chain[:-1]):
-    out = P.Compose(f, out)
-  return out
-
-
 def normal_form(p: P.Program) -> P.Program:
   """`p` with composition chains right-nested and adjacent maps of the same kind fused.
 
@@ -193,14 +179,14 @@ def normal_form(p: P.Program) -> P.Program:
   if not isinstance(p, P.Compose):
     return p
   chain: list[P.Program] = []
-  for f in (normal_form(f) for f in _chain(p)):
-    for g in _chain(f):
+  for f in (normal_form(f) for f in P.chain(p)):
+    for g in P.chain(f):
       last = chain[-1] if chain else None
       if isinstance(last, P.Map) and isinstance(g, P.Map) and last.adt == g.adt:
         chain[-1] = P.Map(g.adt, normal_form(P.Compose(last.fn, g.fn)))
       else:
         chain.append(g)
-  return _rebuild(chain)
+  return P.compose_chain(chain)
 
 
 def equivalence_key(program: P.Program, fresh_types: Mapping[str, Type]) -> tuple:
@@ -214,24 +200,13 @@ def equivalence_key(program: P.Program, fresh_types: Mapping[str, Type]) -> tupl
 
 # --- Costs ----------------------------------------------------------------------------------------
 
+_COST_FIELD = {P.Fresh: "fresh", P.Lib: "library", P.Compose: "compose", P.Map: "map", P.Fold: "fold",
+               P.Conv: "conv", P.Repeat: "repeat", P.Zeros: "zeros"}
+
+
 def _node_cost(node: P.Program, costs: Costs) -> float:
-  if isinstance(node, P.Fresh):
-    return costs.fresh
-  if isinstance(node, P.Lib):
-    return costs.library
-  if isinstance(node, P.Compose):
-    return costs.compose
-  if isinstance(node, P.Map):
-    return costs.map
-  if isinstance(node, P.Fold):
-    return costs.fold
-  if isinstance(node, P.Conv):
-    return costs.conv
-  if isinstance(node, P.Repeat):
-    return costs.repeat
-  if isinstance(node, P.Zeros):
-    return costs.zeros
-  return 0.0
+  field = _COST_FIELD.get(type(node))
+  return 0.0 if field is None else getattr(costs, field)
 
 
 def program_cost(p: P.Program, costs: Costs = Costs()) -> float:
@@ -433,7 +408,7 @@ class Completer:
     """Whether a fresh function is applied right after a fresh function that does not take an image."""
     for _, t in P.subterms(program):
       if isinstance(t, P.Compose):
-        chain = _chain(t)
+        chain = P.chain(t)
         for outer, inner in zip(chain, chain[1:]):
           if isinstance(outer, P.Fresh) and isinstance(inner, P.Fresh):
             args, _ = function_parts(fresh[inner.name])

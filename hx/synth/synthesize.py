@@ -157,10 +157,12 @@ def _context(task: Any, library: Any, module_config: Any, tune_config: Any) -> T
 
 
 class _Progress:
-  """absl logging plus a tqdm progress bar (when `show`) of the candidates trained."""
+  """absl logging plus a tqdm progress bar (when `show`): candidates trained, programs enumerated (the
+  search's partial programs expanded), best validation score so far, time of the last candidate."""
 
   def __init__(self, task: str, total: int | None, show: bool):
     self.task, self.best, self.count = task, math.inf, 0
+    self.enumerated: Callable[[], int] | None = None
     self.bar = None
     if show:
       from tqdm.auto import tqdm
@@ -175,7 +177,8 @@ class _Progress:
                  r.status, r.val_score, r.seconds, f" [{r.reason}]" if r.reason else "")
     if self.bar is not None:
       self.bar.update(1)
-      self.bar.set_postfix(best=f"{self.best:.4g}", last=f"{r.seconds:.1f}s")
+      extra = {} if self.enumerated is None else {"enumerated": self.enumerated()}
+      self.bar.set_postfix(best=f"{self.best:.4g}", last=f"{r.seconds:.1f}s", **extra)
 
   def close(self) -> None:
     if self.bar is not None:
@@ -252,6 +255,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   try:
     if strategy == "topdown":
       stats = EnumerationStats()
+      show.enumerated = lambda: stats.expanded
       generator = enumerate_programs(task.type, library, space=space, config=context.module_config,
                                      limit=budget.candidates, max_expanded=budget.enumerated, stats=stats)
       if budget.schedule is not None:

@@ -8,8 +8,11 @@ priority (`hx.synth.space.priority`: its cost plus a lower bound per hole) and f
 pre-order) with every filler `hx.synth.space.fillers` proposes; a result that cannot be typed is dropped
 at once, one that exceeds the size or fresh-function limits too. A popped complete program is turned into
 candidates by choosing its open intermediate types (`hx.synth.space.Completer`), keeping only those the
-compiler builds. Complete programs therefore come out in order of cost (then fewer fresh functions, then
-generation order), which is the order a synthesizer trains them in.
+compiler builds. Complete programs therefore come out in order of cost. Within one cost, candidates are
+taken one per skeleton in turn (a skeleton is a program with its library functions' names erased, so
+`compose(nn, map_l(lib.a))` and `compose(nn, map_l(lib.b))` share one): with a large library, a budget
+of 20 would otherwise go to every combination of library functions in one structure before another
+structure of the same cost is tried. This is the order a synthesizer trains them in.
 
 Only normal forms are generated (right-nested composition, fused maps), so no two candidates are
 equivalent; a candidate whose key was seen anyway is skipped. Everything is deterministic.
@@ -72,9 +75,56 @@ def enumerate_programs(task_type: Type, library: Any = None, *, space: SearchSpa
     `hx.synth.space.Candidate`s, without training anything.
   """
   stats = EnumerationStats() if stats is None else stats
+  count = 0
+  for level in _levels(_by_cost(task_type, library, space, config, max_expanded, stats)):
+    for candidate in _round_robin(level):
+      stats.yielded += 1
+      yield candidate
+      count += 1
+      if limit is not None and count >= limit:
+        return
+
+
+def _skeleton(p: P.Program) -> str:
+  """The program with its library functions' names erased: programs that differ only in which library
+  functions they call share a skeleton."""
+  if isinstance(p, P.Lib):
+    return "lib"
+  kids = P.children(p)
+  return str(P.with_children(p, tuple(P.Lib(_skeleton(k)) for k in kids))) if kids else str(p)
+
+
+def _levels(candidates: Iterator[Candidate]) -> Iterator[list[Candidate]]:
+  """Groups a stream in nondecreasing cost into lists of equal cost."""
+  level: list[Candidate] = []
+  for c in candidates:
+    if level and c.cost != level[0].cost:
+      yield level
+      level = []
+    level.append(c)
+  if level:
+    yield level
+
+
+def _round_robin(level: list[Candidate]) -> list[Candidate]:
+  """Candidates of one cost, one per skeleton in turn (in order of first appearance): a large library
+  cannot fill the budget with one structure over every combination of its functions before other
+  structures of the same cost get their turn."""
+  groups: dict[str, list[Candidate]] = {}
+  for c in level:
+    groups.setdefault(_skeleton(c.program), []).append(c)
+  out = []
+  for i in range(max(len(g) for g in groups.values())):
+    out.extend(g[i] for g in groups.values() if i < len(g))
+  return out
+
+
+def _by_cost(task_type: Type, library: Any, space: SearchSpace, config: Any, max_expanded: int | None,
+             stats: EnumerationStats) -> Iterator[Candidate]:
+  """The candidates in nondecreasing cost (best-first search over partial programs)."""
   completer = Completer(library, space, config)
   lib_types = completer.library_types
-  lib_names = sorted(lib_types)
+  lib_names = list(lib_types)  # the library's order: the order functions were added
   costs = space.costs
   seq = itertools.count()
   start = P.Hole(task_type)
@@ -95,12 +145,9 @@ def enumerate_programs(task_type: Type, library: Any = None, *, space: SearchSpa
           continue
         seen.add(candidate.key)
         found = True
-        stats.yielded += 1
         stats.seconds += time.perf_counter() - clock
         yield candidate
         clock = time.perf_counter()
-        if limit is not None and stats.yielded >= limit:
-          return
       stats.unbuildable += not found
       continue
     stats.expanded += 1

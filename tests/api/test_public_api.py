@@ -54,3 +54,9 @@ def test_synthesis_names():
   from hx.synth.topdown import enumerate_programs
   assert hx.synthesize is synthesize and hx.synth.enumerate is enumerate_programs
   assert hx.Library is hx.synth.Library and hx.run_sequence is hx.synth.run_sequence
+
+
+def test_subpackages_load_on_first_use():
+  code = "import hx; print(hx.synth.enumerate.__name__, hx.data.sequence.__name__)"
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+  assert out.stdout.split() == ["enumerate_programs", "sequence"]

@@ -17,6 +17,9 @@ def test_trains_a_paper_program_on_the_default_data():
   assert "epoch   2" in out.stdout
   last = out.stdout.strip().splitlines()[-1]
   assert last.startswith("best epoch") and "test error" in last
+  # The settings come from the paper preset, each with its source; --epochs overrides the preset's.
+  assert "preset  paper: epochs 2, batch 150, Adam learning rate 0.001" in out.stdout
+  assert "learning_rate: authors' code" in out.stdout
 
 
 @pytest.mark.parametrize("args, message", [
@@ -24,6 +27,7 @@ def test_trains_a_paper_program_on_the_default_data():
     (("--task=count_digit(1)", "--program=compose(nn_a, map_g(nn_b))"), "type error: map_g(nn_b)"),
     (("--task=count_digit(12)",), "count_digit needs a class in 0..9"),
     (("--task=count_digit(1)", "--mnist=/nonexistent"), "set --mnist"),
+    (("--preset=bogus",), "--preset=bogus: value should be one of <paper|authors|quick>"),
 ])
 def test_bad_input_is_a_clear_error(args, message):
   out = _run(*args)

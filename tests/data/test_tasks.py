@@ -239,3 +239,31 @@ def test_size_presets():
     TaskSizes(lists=(100, 0, 10))
   with pytest.raises(ValueError, match="grids_val"):
     TaskSizes(grids_val=())
+
+
+def _split_bytes(split) -> int:
+  def arrays(tree):
+    if isinstance(tree, np.ndarray):
+      yield tree
+    elif isinstance(tree, tuple):
+      for leaf in tree:
+        yield from arrays(leaf)
+  return sum(a.nbytes for a in arrays(split))
+
+
+def test_grids_of_one_size_share_one_neighbour_table():
+  """Per 4x4 grid: 16 uint16 cell indices, a uint8 layout id and 16 x 2 uint8 targets (65 bytes); the
+  neighbour tables are stored once per grid size. At the paper's 1,070,000 training grids that is ~70 MB,
+  where a neighbour table per grid took ~630 MB."""
+  sizes = dataclasses.replace(SIZES, grids_train=((3, 2000), (4, 8000)))
+  task = build_task(task_spec("shortest_path_mnist"), SOURCES, sizes, 0)
+  shared = task.train.inputs
+  assert shared.values.dtype == np.uint16 and len(task.table) > 255  # the narrowest dtype for the table
+  layouts_bytes = _split_bytes(shared.layouts)
+  assert layouts_bytes == 2 * 16 * (5 * 4 + 5 + 1)  # two 16-node tables: int32 neighbours, bool masks
+  per_grid = (_split_bytes(task.train) - layouts_bytes) / 10_000
+  assert per_grid == 16 * 2 + 1 + 16 * 2
+  # A fraction keeps sharing the layouts.
+  part = task.with_fraction(0.1)
+  assert part.train.inputs.layouts is shared.layouts and len(part.train.targets) == 1000
+  np.testing.assert_array_equal(part.train.inputs.values, shared.values[:1000])

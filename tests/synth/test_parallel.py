@@ -149,7 +149,7 @@ def test_a_context_crosses_to_another_process_with_its_library():
                      tune_config=TuneConfig(epochs=1, batch_size=60))
   data = TuneData(task.train, task.val, task.test, task.table).on_device()
   context = TaskContext(data, task.objective, first.library, TINY, CONFIG)
-  back, frozen = _restore(pickle.loads(pickle.dumps(_portable(context))))
+  back, frozen, prefixes = _restore(pickle.loads(pickle.dumps(_portable(context))))
   assert back.library == first.library and back.library.version == first.library.version
   assert set(frozen) == set(first.library.names)
   np.testing.assert_array_equal(np.asarray(back.data.train.targets), np.asarray(task.train.targets))
@@ -158,7 +158,7 @@ def test_a_context_crosses_to_another_process_with_its_library():
   from hx.synth.space import Candidate
   c = Candidate(candidate.program, tuple(candidate.fresh_types.items()), 0.0, ("k",))
   job = Job(0, c, job_seed(0, c))
-  here, there = run_job(context, job), run_job(back, job, frozen)
+  here, there = run_job(context, job), run_job(back, job, frozen, prefixes)
   assert (here.val_score, here.test_score) == (there.val_score, there.test_score)
 
 

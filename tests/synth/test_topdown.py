@@ -138,3 +138,24 @@ def test_the_papers_programs_are_reachable_cs1_ss_gs2():
 @pytest.mark.slow
 def test_every_program_the_paper_prints_is_reachable():
   _check_tables([t for t in paper_tables() if not t.startswith("text:")])
+
+
+def test_within_a_cost_each_skeleton_gets_its_turn_before_any_repeats():
+  from hx.synth.topdown import _skeleton
+  img, f = "Tensor<real>[1][28][28]", "Tensor<real>[1024]"
+  lib = {**{f"cnn{i}": T(f"{img} -> {f}") for i in range(3)},
+         **{f"mlp{i}": T(f"{f} -> Tensor<bool>[1]") for i in range(3)}}
+  cands = list(enumerate_programs(task_type("count_digit"), lib, limit=120))
+  levels = {}
+  for c in cands:
+    levels.setdefault(c.cost, []).append(_skeleton(c.program))
+  checked = 0
+  for skeletons in levels.values():
+    distinct = list(dict.fromkeys(skeletons))
+    if len(skeletons) > len(distinct):
+      checked += 1
+      assert skeletons[:len(distinct)] == distinct
+  assert checked  # some level really had several library combinations of one skeleton
+  # The 3 x 3 all-library counting programs do not come before the other structures of their cost.
+  first = cands[:5]
+  assert len({_skeleton(c.program) for c in first}) >= 3

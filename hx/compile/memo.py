@@ -1,0 +1,147 @@
+"""Frozen prefixes: library functions applied first to every input image, computed once per table.
+
+A library function always runs in inference mode (running batch-norm statistics, no dropout), so its
+output on an image never changes. When a program applies library functions to its input images before
+anything else,
+
+    compose(nn_a, map_l(compose(nn_b, lib.cnn)))         lib.cnn on every image of every list
+    compose(conv_g^10(nn_k), map_g(lib.f ∘ lib.g))       lib.f ∘ lib.g on every cell of every grid
+    compose(nn_a, lib.cnn)                               lib.cnn on every image
+
+those functions can be applied once to the task's whole image table, and the rest of the program
+(`compose(nn_a, map_l(nn_b))`, `conv_g^10(nn_k)`, `nn_a`) trained on the new table: the same indices
+select the same values, the fresh functions and their parameters are the same (slot for slot), and so are
+the losses, gradients and scores, up to rounding. A transfer candidate then runs its frozen CNN once per
+task instead of once per image per step, and a shortest-path candidate runs its regressor over the cell
+images once instead of over 16 million cells per epoch.
+
+`frozen_prefix` splits a program; `PrefixTables` computes and memoises the new tables, keyed by the
+versions of the library entries in the prefix (`hx.Library.versions()`: a retrained or replaced function
+has another version) and a digest of the table's bytes, so candidates share them and nothing stale is
+ever reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hx.compile.modules import ModuleSpec
+from hx.lang import program as P
+
+__all__ = ["frozen_prefix", "prefix_program", "PrefixTables", "apply_prefix", "table_digest"]
+
+
+def _split_libs(chain: list[P.Program]) -> tuple[list[P.Program], tuple[str, ...]]:
+  """(chain without its trailing library functions, their names outermost first)."""
+  k = len(chain)
+  while k > 0 and isinstance(chain[k - 1], P.Lib):
+    k -= 1
+  return chain[:k], tuple(c.name for c in chain[k:])
+
+
+def frozen_prefix(program: P.Program) -> tuple[tuple[str, ...], P.Program]:
+  """The library functions `program` applies first to each input value, and the program without them.
+
+  Returns:
+    (names, rest): `names` the prefix's library functions, outermost first; `rest` the program that,
+    applied to the prefix's outputs, computes what `program` computes on the inputs. When there is no
+    prefix, or nothing would be left (the program is library functions only, or a map of them), `names`
+    is empty and `rest` is `program` itself.
+
+  The prefix is the longest run of library functions at the input end of the program's composition
+  chain, or, when the chain starts with a map (`map_l`, `map_g`), at the input end of the map's function.
+  """
+  chain = P.chain(program)
+  first = chain[-1]
+  if isinstance(first, P.Map):
+    inner, names = _split_libs(P.chain(first.fn))
+    if not names:
+      return (), program
+    rest = chain[:-1] + ([P.Map(first.adt, P.compose_chain(inner))] if inner else [])
+  else:
+    rest, names = _split_libs(chain)
+  if not names or not rest:
+    return (), program
+  return names, P.compose_chain(rest)
+
+
+def prefix_program(names: tuple[str, ...]) -> P.Program:
+  """The prefix as a program of its own: lib.a ∘ lib.b ∘ ... (outermost first)."""
+  return P.compose_chain([P.Lib(n) for n in names])
+
+
+def table_digest(table: Any) -> str:
+  """sha256 of a table's dtype, shape and bytes (identifies its contents, whatever object holds it)."""
+  a = np.ascontiguousarray(np.asarray(table))
+  h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
+  h.update(a.tobytes())
+  return h.hexdigest()
+
+
+def apply_prefix(names: tuple[str, ...], specs: Mapping[str, ModuleSpec], variables: Mapping[str, Any],
+                 table: Any, *, chunk: int = 2048) -> jax.Array:
+  """The prefix applied to every row of `table` (m, *in) in inference mode: (m, *out) float32.
+
+  Rows are processed `chunk` at a time by one jitted call (a last short chunk is padded and cut off), so
+  memory stays bounded and the call compiles once.
+  """
+  from hx.compile.lower import compile_program, make_frozen
+
+  compiled = compile_program(prefix_program(names), {}, library={n: specs[n] for n in names})
+  frozen = make_frozen(compiled, variables)
+  empty = {"params": (), "batch_stats": ()}
+  run = jax.jit(lambda f, x: compiled.apply(empty, f, x, train=False))
+  table = jnp.asarray(table)
+  m = table.shape[0]
+  chunk = max(1, min(chunk, m))
+  parts = []
+  for start in range(0, m, chunk):
+    x = table[start:start + chunk]
+    real = x.shape[0]
+    if real < chunk:
+      x = jnp.concatenate([x, jnp.zeros((chunk - real,) + x.shape[1:], x.dtype)])
+    parts.append(run(frozen, x)[:real])
+  return jnp.concatenate(parts).astype(jnp.float32)
+
+
+class PrefixTables:
+  """Memoised prefix tables (see the module docstring), for any libraries and image tables.
+
+  Args:
+    max_entries: tables kept at most (the least recently used is dropped first).
+  """
+
+  def __init__(self, max_entries: int = 16):
+    self.max_entries = max_entries
+    self._tables: dict[tuple, jax.Array] = {}
+    self._digests: dict[int, tuple[Any, str]] = {}
+    self.hits = self.misses = 0
+
+  def _digest(self, table: Any) -> str:
+    # Digest each table object once; keep the object so its id cannot be reused while cached.
+    got = self._digests.get(id(table))
+    if got is None or got[0] is not table:
+      got = (table, table_digest(table))
+      self._digests[id(table)] = got
+    return got[1]
+
+  def table(self, library: Any, names: tuple[str, ...], table: Any) -> jax.Array:
+    """The prefix `names` of `library` (an `hx.Library`: its `versions()`, `specs()` and `variables()`)
+    applied to every row of `table`, computed on first use."""
+    versions = library.versions()
+    key = (tuple(versions[n] for n in names), self._digest(table))
+    out = self._tables.pop(key, None)
+    if out is None:
+      self.misses += 1
+      out = apply_prefix(names, library.specs(), library.variables(), table)
+    else:
+      self.hits += 1
+    self._tables[key] = out  # most recently used last
+    while len(self._tables) > self.max_entries:
+      self._tables.pop(next(iter(self._tables)))
+    return out

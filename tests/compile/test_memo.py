@@ -1,0 +1,121 @@
+"""Frozen prefixes (`hx.compile.memo`): splitting programs, and training on a prefix table giving the same
+losses, gradients and scores as running the library functions inside every step; stale tables never
+reused."""
+
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+
+from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, make_frozen, tune
+from hx.compile.memo import PrefixTables, apply_prefix, frozen_prefix
+from hx.data import Sources, TaskSizes, build_task, task_spec
+from hx.lang import parse
+from hx.lang.types import parse_type
+from hx.synth.library import Library, Trained
+
+T = parse_type
+SMALL = ModuleConfig(mlp_hidden=32, cnn_channels=(4, 8), lstm_hidden=8)
+FEATURES = T("Tensor<real>[128]")  # 8 channels of 4x4
+
+
+@pytest.mark.parametrize("text,names,rest", [
+    ("compose(nn_a, map_l(compose(nn_b, lib.cnn)))", ("cnn",), "compose(nn_a, map_l(nn_b))"),
+    ("compose(conv_g^10(nn_k), map_g(compose(lib.f, lib.g)))", ("f", "g"), "repeat(10, conv_g(nn_k))"),
+    ("compose(nn_a, lib.cnn)", ("cnn",), "nn_a"),
+    ("compose(nn_a, compose(lib.mlp, lib.cnn))", ("mlp", "cnn"), "nn_a"),
+    ("compose(fold_l(nn_s, zeros(1)), map_l(lib.cnn))", ("cnn",), "fold_l(nn_s, zeros(1))"),
+    ("compose(nn_a, map_l(compose(lib.f, compose(nn_b, lib.cnn))))", ("cnn",),
+     "compose(nn_a, map_l(compose(lib.f, nn_b)))"),
+    # Nothing to split: no library function first, or nothing left to train.
+    ("compose(nn_a, map_l(compose(lib.f, nn_b)))", (), None),
+    ("compose(lib.mlp, nn_b)", (), None),
+    ("map_l(compose(lib.f, lib.g))", (), None),
+    ("compose(lib.mlp, lib.cnn)", (), None),
+])
+def test_frozen_prefix(text, names, rest):
+  program = parse(text)
+  got_names, got_rest = frozen_prefix(program)
+  assert got_names == names
+  assert got_rest == (program if rest is None else parse(rest))
+
+
+def _library(seed: int) -> Library:
+  """A library holding a CNN (image -> features) and an MLP (features -> bool), random but frozen."""
+  p = parse("compose(nn_m, nn_c)")
+  types = {"nn_m": T(f"{FEATURES} -> Tensor<bool>[1]"), "nn_c": T(f"Tensor<real>[1][28][28] -> {FEATURES}")}
+  compiled = compile_program(p, types, SMALL)
+  variables = compiled.init(jax.random.key(seed))
+  # Non-trivial running statistics, as a trained network has.
+  variables["batch_stats"] = jax.tree.map(lambda a: a + 0.3, variables["batch_stats"])
+  return Library().add(Trained(compiled, variables), sequence="t", task="t").library
+
+
+@pytest.fixture(scope="module")
+def count_task():
+  sizes = TaskSizes(lists=(150, 60, 60))
+  return build_task(task_spec("count_digit(2)"), Sources(), sizes, 0)
+
+
+def test_prefix_table_matches_the_library_function_inside_the_program(count_task):
+  lib = _library(0)
+  table = count_task.table[:300]  # the 5k digits' table has more rows than the task uses
+  out = apply_prefix(("nn_t_1", "nn_t_2"), lib.specs(), lib.variables(), table, chunk=128)
+  compiled = compile_program(parse("compose(lib.nn_t_1, lib.nn_t_2)"), {}, SMALL, lib.specs())
+  direct = compiled.apply({"params": (), "batch_stats": ()}, compiled.make_frozen(lib.variables()),
+                          table, train=False)
+  assert out.shape == (300, 1) and out.dtype == np.float32
+  np.testing.assert_allclose(np.asarray(out), np.asarray(direct), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("text", ["compose(nn_a, map_l(compose(nn_b, lib.nn_t_2)))",
+                                  "compose(nn_a, map_l(compose(lib.nn_t_1, lib.nn_t_2)))"])
+def test_training_on_the_prefix_table_equals_training_the_whole_program(count_task, text):
+  lib = _library(0)
+  program = parse(text)
+  fresh = {"nn_a": T("List<Tensor<bool>[1]> -> Tensor<real>[1]"), "nn_b": T(f"{FEATURES} -> Tensor<bool>[1]")}
+  fresh = {n: t for n, t in fresh.items() if n in text}
+  data = TuneData(count_task.train, count_task.val, count_task.test, count_task.table)
+  config = TuneConfig(epochs=2, batch_size=50, seed=3)
+  whole = compile_program(program, fresh, SMALL, lib.specs())
+  r_whole = tune(whole, make_frozen(whole, lib.variables()), data, count_task.objective, config)
+  names, rest = frozen_prefix(program)
+  assert names
+  tables = PrefixTables()
+  split = compile_program(rest, fresh, SMALL, lib.specs())
+  assert split.fresh_slots == whole.fresh_slots
+  r_split = tune(split, make_frozen(split, lib.variables()),
+                 data._replace(table=tables.table(lib, names, data.table)), count_task.objective, config)
+  losses = [(e.train_loss, e.val_loss, e.val_score) for e in r_whole.history]
+  np.testing.assert_allclose([(e.train_loss, e.val_loss, e.val_score) for e in r_split.history], losses,
+                             rtol=2e-4)
+  np.testing.assert_allclose(r_split.test_score, r_whole.test_score, rtol=2e-4)
+  for a, b in zip(jax.tree.leaves(r_split.variables), jax.tree.leaves(r_whole.variables)):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=2e-5)
+
+
+def test_tables_are_shared_and_a_replaced_function_never_reuses_a_stale_table(count_task):
+  lib, retrained = _library(0), _library(1)
+  tables = PrefixTables()
+  a = tables.table(lib, ("nn_t_2",), count_task.table)
+  b = tables.table(lib, ("nn_t_2",), count_task.table)
+  assert a is b and (tables.hits, tables.misses) == (1, 1)
+  # Same contents in another array: the same table.
+  assert tables.table(lib, ("nn_t_2",), np.array(count_task.table)) is a
+  # The same name with other parameters (a retrained function): another version, a new table.
+  assert lib.versions()["nn_t_2"] != retrained.versions()["nn_t_2"]
+  c = tables.table(retrained, ("nn_t_2",), count_task.table)
+  assert tables.misses == 2 and not np.allclose(np.asarray(a), np.asarray(c))
+  expect = apply_prefix(("nn_t_2",), retrained.specs(), retrained.variables(), count_task.table)
+  np.testing.assert_allclose(np.asarray(c), np.asarray(expect), rtol=1e-6)
+  # Another table (e.g. another task's images): another entry.
+  d = tables.table(lib, ("nn_t_2",), count_task.table[:10])
+  assert d.shape[0] == 10 and tables.misses == 3
+  # Bounded: the least recently used table goes first.
+  small = PrefixTables(max_entries=1)
+  small.table(lib, ("nn_t_2",), count_task.table[:10])
+  small.table(lib, ("nn_t_2",), count_task.table[:20])
+  small.table(lib, ("nn_t_2",), count_task.table[:10])
+  assert (small.hits, small.misses) == (0, 3)
+  assert dataclasses.is_dataclass(SMALL)
