@@ -25,8 +25,9 @@ the order they finish, and `close()`. What they share:
   that trains it. XLA:CPU splits large reductions (the CNN's weight gradient, a matmul over every image
   of the batch) between its threads, so one thread and two add in different orders: measured on the
   count_digit candidates, workers of one core give scores equal to a two-core local run to about 7
-  significant digits (the same ranking), and workers of two cores give them bit for bit. The tests check
-  that processes and Ray give the local results bit for bit on programs without a CNN.
+  significant digits (the same ranking), and workers of two cores give them bit for bit; Ray's and the
+  process pool's one-core workers agree bit for bit (benchmarks/RESULTS.md). The tests check that
+  processes and Ray give the local results bit for bit on programs without a CNN.
 
 Ray is optional (`pip install 'hx[ray]'`); this module imports it only when a `RayExecutor` is made.
 """
