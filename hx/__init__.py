@@ -9,6 +9,7 @@ import importlib
 from hx.lang import (
   Compose,
   Conv,
+  Fix,
   Fold,
   Fresh,
   FunctionType,
@@ -54,7 +55,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "Compose", "Conv", "Fold", "Fresh", "FunctionType", "GraphType", "Hole", "HxTypeError", "Lib",
+    "Compose", "Conv", "Fix", "Fold", "Fresh", "FunctionType", "GraphType", "Hole", "HxTypeError", "Lib",
     "ListType", "Map", "ParseError", "Program", "Repeat", "TensorType", "Type", "TypeVar", "Typing",
     "Zeros", "canonical", "infer", "parse", "parse_type", "size", *_LAZY,
 ]

@@ -8,6 +8,7 @@ import importlib
 
 _MODULES = {
     "hx.compile.cache": ("disable_compilation_cache", "enable_compilation_cache"),
+    "hx.compile.fixpoint": ("FixConfig", "fixed_point"),
     "hx.compile.losses": ("Objective", "objective_for_type"),
     "hx.compile.lower": ("CompiledProgram", "compile_program", "make_frozen"),
     "hx.compile.modules": ("ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError",
@@ -15,8 +16,8 @@ _MODULES = {
     "hx.compile.reference": ("RefGraph", "reference_apply"),
     "hx.compile.tuning": ("EpochRecord", "TuneConfig", "TuneData", "TuneResult", "evaluate",
                           "resolve_objective", "tune"),
-    "hx.compile.values": ("GraphBatch", "GraphLayouts", "ListBatch", "SharedGraphs", "Split", "gather",
-                          "take"),
+    "hx.compile.values": ("EdgeGraphBatch", "GraphBatch", "GraphLayouts", "ListBatch", "SharedGraphs",
+                          "Split", "gather", "pack_graphs", "take"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 

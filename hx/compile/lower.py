@@ -17,15 +17,18 @@ are pure functions (neither is jitted here: the caller jits). Parameters are nev
 
 Slots are numbered in order of first occurrence (pre-order), and the lowering depends only on the
 program with its names replaced by slot numbers, the module specs per slot (for library slots without
-the training-only sizes, dropout and batch-norm momentum) and `conv_window`: that is the `key`.
+the training-only sizes, dropout and batch-norm momentum), `conv_window` and (for a program with `fix`)
+`ModuleConfig.fix`: that is the `key`.
 Programs with equal keys (e.g. two programs that differ in fresh names, or in which library function of
 the same architecture they call) get the very same `init` and `apply` function objects, so a jitted step
 keyed on `apply` is traced once for all of them.
 
-Values (see `hx.compile.values`; shapes below: R rows, L list length, N nodes, K neighbours):
+Values (see `hx.compile.values`; shapes below: R rows, L list length, N nodes, K neighbours, E edges):
 a tensor is an array (R, ...); a list a ListBatch((R, L, ...), (R, L)); a graph a
-GraphBatch((R, N, ...), (R, N, K), (R, N, K), (R, N)). Outputs of map/conv carry the input's masks (and
-neighbour table). `mask` (R,) optionally marks padded rows of the batch itself (default: all real).
+GraphBatch((R, N, ...), (R, N, K), (R, N, K), (R, N)) (a neighbour table) or an
+EdgeGraphBatch((R, N, ...), (R, E), (R, E), (R, E), (R, N)) (edge lists). Outputs of map/conv carry the
+input's masks (and neighbour table or edges). `mask` (R,) optionally marks padded rows of the batch itself
+(default: all real).
 
 Combinators:
   compose(f, g)   f(g(x)).
@@ -39,9 +42,28 @@ Combinators:
                   clamped to [0, length-1] (the paper's window, p = `conv_window`). The centre comes first
                   so that, as in conv_g, a kernel always finds its own node's value at position 0. One
                   batched kernel call on R*L windows of 2p+1.
-  conv_g          node u gets kernel(values[neighbours[u]]) (u first), gathered through the neighbour
-                  index table; one batched call on R*N neighbour lists with the neighbour mask.
+  conv_g          node u gets kernel([u, its neighbours...]) (u first). A graph-kernel module (the
+                  kernel the search builds) runs on edges: the R graphs are flattened into R*N nodes (each
+                  row's indices offset by row*N, jraph's batching by concatenation) and the module gets
+                  them as `Neighbourhoods`: its pair network runs per edge and per node, and its
+                  aggregations are segment operations over the receivers. An EdgeGraphBatch gives its
+                  edges; a GraphBatch's table gives one edge per real entry k >= 1 of each list (masked
+                  reductions over the table's K axis measured slower, benchmarks/RESULTS.md). Any other
+                  kernel (an LSTM reading the list in order, a composition) gets the neighbour lists
+                  gathered through the table, one batched call on R*N lists with the neighbour mask; it
+                  needs the table form (`hx.compile.values.table_from_edges`) and raises
+                  NotImplementedError on edges. Both forms of a graph compute the same function of the
+                  same parameters (tests/compile/test_graph_forms.py).
   repeat(k, e)    `lax.scan` over k iterations with shared parameters (k = 1: a single call).
+  fix(e)          e applied until no real element changed by more than `ModuleConfig.fix.tolerance`, or
+                  `ModuleConfig.fix.max_iterations` times: one `lax.while_loop`
+                  (`hx.compile.fixpoint`), for the whole batch (it stops when every row has converged;
+                  a converged row's value stays put). Its gradient (`ModuleConfig.fix.gradient`) is
+                  backpropagation through the last `window` iterations, recomputed from the iterates the
+                  loop kept (exact for loops that short, truncated beyond), or implicit, at the fixed
+                  point; `hx.compile.fixpoint` has both schemes and where each is truncated.
+                  e runs without dropout (a random map has no fixed point); its batch statistics, in
+                  training, are updated once per iteration as in repeat.
   zeros(n)        a (R, n) float32 zero array (only as a fold start).
 
 Padding: padded elements of the input are set to zero on entry (whatever they held, NaN included), and
@@ -57,8 +79,8 @@ step or repeated function once per iteration, skipped when no row is real), thre
 
 Logits: a module call is *terminal* when its output is (part of) the program's output: the root; f of a
 compose(f, g) in output position; the function of a map and the kernel of a conv in output position;
-the function of repeat(1, e) in output position. A call inside repeat(k > 1, ...) or a fold step is
-never terminal (its output feeds further calls). `apply(..., logits=True)` skips the output activation
+the function of repeat(1, e) in output position. A call inside repeat(k > 1, ...), fix(...) or a fold
+step is never terminal (its output feeds further calls). `apply(..., logits=True)` skips the output activation
 (sigmoid / softmax) of the terminal calls only, so that the losses can be computed from logits with
 exact gradients. `CompiledProgram.output_activation` says what the output then is: "sigmoid" or
 "softmax" when every terminal call has that activation (the output is then its logits), "none" when no
@@ -78,8 +100,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from hx.compile.modules import ModuleConfig, ModuleSpec, apply_module, init_module, module_spec
-from hx.compile.values import GraphBatch, ListBatch
+from hx.compile.fixpoint import FixConfig, fixed_point
+from hx.compile.modules import (
+  ModuleConfig,
+  ModuleSpec,
+  Neighbourhoods,
+  apply_module,
+  init_module,
+  module_spec,
+)
+from hx.compile.values import ELEMENT_BATCHES, EdgeGraphBatch, GraphBatch, ListBatch
 from hx.lang import program as P
 from hx.lang.types import Type
 
@@ -218,8 +248,10 @@ def compile_program(program: P.Program, types: Any, config: ModuleConfig | None 
     specs[f"lib.{name}"] = library[name]
   structure = _slot_structure(program, {n: i for i, n in enumerate(fresh_slots)},
                               {n: j for j, n in enumerate(library_slots)})
+  uses_fix = any(isinstance(t, P.Fix) for _, t in P.subterms(program))
   key = (structure, tuple(specs[n] for n in fresh_slots),
-         tuple(_inference_spec(specs[f"lib.{n}"]) for n in library_slots), config.conv_window)
+         tuple(_inference_spec(specs[f"lib.{n}"]) for n in library_slots), config.conv_window,
+         config.fix if uses_fix else None)
   init, apply, output_activation = _lower(key)
   return CompiledProgram(program=program, structure=structure, key=key, init=init, apply=apply,
                          fresh_slots=fresh_slots, library_slots=library_slots,
@@ -269,14 +301,14 @@ def _unflat(a: jax.Array, r: int, length: int) -> jax.Array:
 
 def _as_float(x: Any) -> Any:
   """x with float32 values (loop carries need the dtype the body produces)."""
-  if isinstance(x, (ListBatch, GraphBatch)):
+  if isinstance(x, ELEMENT_BATCHES):
     return x._replace(values=jnp.asarray(x.values, jnp.float32))
   return jnp.asarray(x, jnp.float32)
 
 
 class _Lowering:
-  def __init__(self, fresh_specs: tuple, lib_specs: tuple, window: int):
-    self.fresh_specs, self.lib_specs, self.window = fresh_specs, lib_specs, window
+  def __init__(self, fresh_specs: tuple, lib_specs: tuple, window: int, fix: FixConfig | None):
+    self.fresh_specs, self.lib_specs, self.window, self.fix = fresh_specs, lib_specs, window, fix
     self.sites = 0
     self.terminal_activations: list[str] = []
 
@@ -335,12 +367,20 @@ class _Lowering:
       return self._map(self.lower(node.fn, terminal))
     if isinstance(node, P.Fold):
       return self._fold(node)
+    if isinstance(node, P.Conv) and node.adt == "g" and isinstance(node.fn, (P.Fresh, P.Lib)):
+      # A single module as kernel: conv_g calls it directly, with neighbour lists or, on edge lists, with
+      # Neighbourhoods (the kernel's dropout, if any, is that of `lower`: none without a rate).
+      call = self.module(node.fn, terminal)
+      random = self.uses_dropout(node.fn)
+      return self._conv_g(lambda ctx, x, mask, keys: call(ctx, (x,), mask, keys if random else None), call)
     if isinstance(node, P.Conv):
       kernel = self.lower(node.fn, terminal)
-      return self._conv_l(kernel) if node.adt == "l" else self._conv_g(kernel)
+      return self._conv_l(kernel) if node.adt == "l" else self._conv_g(kernel, None)
     if isinstance(node, P.Repeat):
       # Only a single application's output is the program's; earlier iterations feed later ones.
       return self._repeat(node.k, self.lower(node.fn, terminal and node.k == 1))
+    if isinstance(node, P.Fix):
+      return self._fix(self.lower(node.fn))
     if isinstance(node, P.Zeros):
       raise NotImplementedError(f"{node} is a constant, not a function; it can only start a fold")
     raise ValueError(f"cannot lower {node}")
@@ -403,15 +443,51 @@ class _Lowering:
       return x._replace(values=_unflat(y, r, length))
     return run
 
-  def _conv_g(self, kernel: Callable) -> Callable:
+  def _conv_g(self, kernel: Callable, module: Callable | None) -> Callable:
+    """conv_g with `kernel` (a lowered function of neighbour lists); `module` is the kernel's module call
+    when the kernel is a single module (a graph kernel then takes `Neighbourhoods`)."""
+    segments = module is not None and module.spec.template == "graph_kernel"
+
     def run(ctx, x, mask, keys):
       r, n = x.values.shape[:2]
-      gathered = jax.vmap(lambda v, i: v[i])(x.values, x.neighbours)  # (R, N, K, ...)
       real = x.mask.astype(bool) & mask[:, None]
+      if isinstance(x, GraphBatch) and segments:
+        # A graph kernel runs on edges on a neighbour table too (measured faster on 4x4 grids than masked
+        # reductions over the table's K axis, benchmarks/RESULTS.md "conv_g: neighbour table against
+        # edge lists"): entry k >= 1 of u's list is an edge into u, in the table's order.
+        k = x.neighbours.shape[-1]
+        receivers = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :, None], (r, n, k - 1))
+        edges = EdgeGraphBatch(x.values, x.neighbours[:, :, 1:].reshape(r, -1), receivers.reshape(r, -1),
+                               x.neighbour_mask[:, :, 1:].reshape(r, -1), x.mask)
+        return x._replace(values=self._edge_conv(ctx, module, edges, real, keys))
+      if isinstance(x, EdgeGraphBatch):
+        if not segments:
+          what = "a composition" if module is None else f"a {module.spec.template} module"
+          raise NotImplementedError(
+            f"conv_g over edge lists needs a graph-kernel module as its kernel, got {what}; convert the "
+            "graphs to a neighbour table (hx.compile.values.table_from_edges) for other kernels")
+        return x._replace(values=self._edge_conv(ctx, module, x, real, keys))
+      gathered = jax.vmap(lambda v, i: v[i])(x.values, x.neighbours)  # (R, N, K, ...)
       lb = ListBatch(_flat(gathered), _flat(x.neighbour_mask.astype(bool) & real[..., None]))
       y = kernel(ctx, lb, real.reshape(-1), _element_keys(keys, n))
       return x._replace(values=_unflat(y, r, n))
     return run
+
+  @staticmethod
+  def _edge_conv(ctx, module: Callable, x: EdgeGraphBatch, real: jax.Array, keys: Any) -> jax.Array:
+    """The graph-kernel module on the R graphs of x flattened into R*N nodes: (R, N, ...) node values."""
+    r, n = x.values.shape[:2]
+    # jraph's batching by concatenation: row b's nodes are b*N .. b*N + N-1.
+    offset = (jnp.arange(r, dtype=jnp.int32) * n)[:, None]
+    senders = jnp.asarray(x.senders).astype(jnp.int32)
+    receivers = jnp.asarray(x.receivers).astype(jnp.int32)
+    # Padding edges are clipped into range so that no index is out of bounds, then masked out.
+    senders, receivers = jnp.clip(senders, 0, n - 1), jnp.clip(receivers, 0, n - 1)
+    both_real = jnp.take_along_axis(real, senders, 1) & jnp.take_along_axis(real, receivers, 1)
+    edges = Neighbourhoods(_flat(x.values), (senders + offset).reshape(-1), (receivers + offset).reshape(-1),
+                           (x.edge_mask.astype(bool) & both_real).reshape(-1))
+    y = module(ctx, (edges,), real.reshape(-1), _element_keys(keys, n))
+    return _unflat(y, r, n)
 
   def _repeat(self, k: int, fn: Callable) -> Callable:
     if k == 1:
@@ -433,6 +509,38 @@ class _Lowering:
       return v
     return run
 
+  def _fix(self, fn: Callable) -> Callable:
+    config = self.fix
+
+    def run(ctx, x, mask, keys):
+      train = ctx.train
+      x = _as_float(x)
+      elements = isinstance(x, ELEMENT_BATCHES)
+      values = x.values if elements else x
+      # The loop body must not close over traced values (the solver differentiates it itself): the
+      # value's structure (masks, neighbour tables, edges) and the row mask travel in `aux`.
+      aux = (x if elements else None, mask)
+
+      def step(theta, v, aux, stats):
+        structure, row_mask = aux
+        params, frozen = theta
+        inner = _Ctx(params, stats, frozen, train)
+        y = fn(inner, structure._replace(values=v) if structure is not None else v, row_mask, None)
+        return (y.values if structure is not None else y), inner.stats
+
+      if elements:
+        real = x.mask.astype(bool) & mask[:, None]
+      else:
+        real = mask
+      weights = real.reshape(real.shape + (1,) * (values.ndim - real.ndim))
+      # The batch statistics are state, not parameters: updated per iteration in training, read (running
+      # statistics) in inference; never differentiated.
+      y, stats, _ = fixed_point(step, (ctx.params, ctx.frozen), values, aux, ctx.stats, weights, config)
+      if train:
+        ctx.stats = stats
+      return x._replace(values=y) if elements else y
+    return run
+
 
 def _zero_padding(x: Any) -> Any:
   """x with padded list elements / graph nodes set to 0.
@@ -441,8 +549,7 @@ def _zero_padding(x: Any) -> Any:
   gradient into NaN (0 * NaN in the backward pass of a masked-out branch); after this, padding is finite
   whatever the caller filled it with.
   """
-  if not isinstance(x, (ListBatch, GraphBatch)) or not jnp.issubdtype(jnp.asarray(x.values).dtype,
-                                                                         jnp.floating):
+  if not isinstance(x, ELEMENT_BATCHES) or not jnp.issubdtype(jnp.asarray(x.values).dtype, jnp.floating):
     return x
   m = jnp.asarray(x.mask).astype(bool)
   m = m.reshape(m.shape + (1,) * (jnp.ndim(x.values) - 2))
@@ -450,7 +557,7 @@ def _zero_padding(x: Any) -> Any:
 
 
 def _batch_size(x: Any) -> int:
-  return (x.values if isinstance(x, (ListBatch, GraphBatch)) else x).shape[0]
+  return (x.values if isinstance(x, ELEMENT_BATCHES) else x).shape[0]
 
 
 def _row_keys(rng: Any, b: int) -> jax.Array:
@@ -467,8 +574,8 @@ def _output_activation(terminal_activations: list[str]) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _lower(key: Hashable) -> tuple[Callable, Callable, str]:
-  structure, fresh_specs, lib_specs, window = key
-  lowering = _Lowering(fresh_specs, lib_specs, window)
+  structure, fresh_specs, lib_specs, window, fix = key
+  lowering = _Lowering(fresh_specs, lib_specs, window, fix)
   root = lowering.lower(structure, terminal=True)
   random = lowering.uses_dropout(structure)
   output_activation = _output_activation(lowering.terminal_activations)
@@ -485,7 +592,7 @@ def _lower(key: Hashable) -> tuple[Callable, Callable, str]:
     Args:
       variables: {"params", "batch_stats"} of the fresh slots.
       frozen: library slots' {"params", "batch_stats"}, from `make_frozen`.
-      x: the input batch: array (B, ...), ListBatch or GraphBatch.
+      x: the input batch: array (B, ...), ListBatch, GraphBatch or EdgeGraphBatch.
       train: batch statistics and dropout (needs rng) if True; running statistics otherwise.
       rng: PRNG key (typed or raw), required when train.
       mask: optional (B,) bool, False for padded batch rows (excluded from batch statistics).
@@ -493,7 +600,7 @@ def _lower(key: Hashable) -> tuple[Callable, Callable, str]:
         says whether the whole output is then logits).
 
     Returns:
-      y (B, ...) or a ListBatch / GraphBatch; with train, (y, new_batch_stats).
+      y (B, ...) or a ListBatch / GraphBatch / EdgeGraphBatch; with train, (y, new_batch_stats).
     """
     b = _batch_size(x)
     mask = jnp.ones((b,), bool) if mask is None else jnp.asarray(mask).astype(bool)

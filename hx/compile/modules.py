@@ -19,15 +19,20 @@ Templates (B below is the number of rows a module is called on; types exclude th
                 element is the node itself (conv_g puts u first; conv_l puts the window's centre first).
                 Per pair (self, element_j) for every valid j (self included):
                   m_j = Dense(M) . ReLU . Dense(graph_hidden) (concat(self, element_j)),
-                aggregated over the valid j with masked reductions over the neighbour axis (the dense
-                neighbour-table form of segment_min/segment_max/segment_sum; `graph_aggregations`,
-                default min, max, mean, concatenated), then
+                aggregated over the valid j with masked reductions (`graph_aggregations`, default min,
+                max, mean, concatenated), then
                   out = activation(Dense(U) . ReLU . Dense(graph_hidden) (concat(self, aggregates))).
                 This expresses Bellman-Ford relaxation on a (cost, distance) node state exactly, in
                 hx.data.grids' convention (a path costs the sum of its cells' costs, both ends
                 included): m_j = d_j, agg = min_j m_j, out = (w_self, d_self - relu(d_self - w_self -
                 agg)) = (w, min(d, w + min_j d_j)); see `relaxation_params` in
                 tests/compile/lowering_helpers.py for the weights. No batch norm and no dropout.
+                Its input comes in one of two forms, one function with the same parameters: a ListBatch
+                of lists (R, K, ...) (conv_l's windows), reduced over the K axis; or `Neighbourhoods`, R
+                nodes and the edges into them (conv_g, on a neighbour table or on edge lists): the pair
+                network runs once per edge (receiver as self, sender as element j) and once per node for
+                its self pair, and the reductions are segment operations (`jax.ops.segment_min` /
+                `segment_max` / `segment_sum`) over the receivers.
 
 Output activation from the output type: `Tensor<bool>[1]` sigmoid, `Tensor<bool>[k]` (k > 1) softmax
 over the k entries, any other bool shape elementwise sigmoid, `real` none.
@@ -45,12 +50,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
+from hx.compile.fixpoint import FixConfig
 from hx.lang.types import (
   FunctionType,
   GraphType,
@@ -64,7 +70,7 @@ from hx.lang.types import (
 
 __all__ = [
   "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "module_spec", "init_module",
-  "apply_module", "cnn_feature_size", "TEMPLATES",
+  "apply_module", "cnn_feature_size", "TEMPLATES", "Neighbourhoods",
 ]
 
 TEMPLATES = ("mlp", "cnn", "lstm", "graph_kernel")
@@ -89,6 +95,7 @@ class ModuleConfig:
     conv_window: p of conv_l: the window is 2p+1 elements with clamped ends (paper: p > 0; 1).
     bn_momentum: running-statistics momentum (torch's 0.1 in flax's convention).
     bn_epsilon: batch-norm epsilon.
+    fix: how `fix(e)` iterates: tolerance, cap and the adjoint's tolerance (`hx.compile.fixpoint`).
   """
   mlp_hidden: int = 1024
   mlp_dropout: float = 0.5
@@ -103,6 +110,7 @@ class ModuleConfig:
   conv_window: int = 1
   bn_momentum: float = 0.9
   bn_epsilon: float = 1e-5
+  fix: FixConfig = FixConfig()
 
   def __post_init__(self):
     bad = [a for a in self.graph_aggregations if a not in AGGREGATIONS]
@@ -396,6 +404,63 @@ def _masked_aggregate(m: jax.Array, valid: jax.Array, how: str) -> jax.Array:
   return jnp.where(count > 0, r, 0.0)
 
 
+class Neighbourhoods(NamedTuple):
+  """The neighbour lists of M nodes given by edges: a graph kernel's input under conv_g over an
+  `hx.compile.values.EdgeGraphBatch` (flattened: M = rows * N nodes, indices offset by row * N).
+
+  Node u's list is u itself, then the sender of every counted edge into u, in edge order: the same list
+  the neighbour-table form gives the kernel, without a K axis. A node outside the module's row mask has an
+  empty list (its output is never read).
+
+  Attributes:
+    nodes: (M, *elem) node values.
+    senders: (E,) int32 indices into nodes.
+    receivers: (E,) int32 indices into nodes.
+    edge_mask: (E,) bool, the edges that count (False for padding edges).
+  """
+  nodes: Any
+  senders: Any
+  receivers: Any
+  edge_mask: Any
+
+
+def _segment_aggregate(m: jax.Array, segments: jax.Array, valid: jax.Array, count: jax.Array,
+                       num_segments: int, how: str) -> jax.Array:
+  """Reduces the messages m (P, M) into num_segments segments by segment id (P,) where valid (P,);
+  count (num_segments, 1) is the valid messages per segment; a segment with none gives 0.
+
+  Invalid messages go to an extra last segment that is dropped (as jraph routes padding edges to a padding
+  node), and are replaced by the reduction's identity too, so they reach no gradient either.
+  """
+  ids = jnp.where(valid, segments, num_segments)
+  v = valid[:, None]
+  n = num_segments + 1
+  if how == "min":
+    r = jax.ops.segment_min(jnp.where(v, m, jnp.inf), ids, n)[:num_segments]
+  elif how == "max":
+    r = jax.ops.segment_max(jnp.where(v, m, -jnp.inf), ids, n)[:num_segments]
+  else:
+    total = jax.ops.segment_sum(jnp.where(v, m, 0.0), ids, n)[:num_segments]
+    return total if how == "sum" else total / jnp.maximum(count, 1.0)
+  return jnp.where(count > 0, r, 0.0)
+
+
+def _graph_kernel_edges(spec: ModuleSpec, params: dict, nb: Neighbourhoods, mask: jax.Array) -> jax.Array:
+  """The graph kernel on neighbour lists given by edges (`Neighbourhoods`): (M, *output) pre-activation."""
+  r = nb.nodes.shape[0]
+  x = nb.nodes.reshape(r, -1).astype(jnp.float32)
+  senders, receivers = nb.senders.astype(jnp.int32), nb.receivers.astype(jnp.int32)
+  # One pair per node (itself, itself), then one per edge (receiver, sender): the dense form's K entries.
+  pairs = jnp.concatenate([jnp.concatenate([x, x], -1), jnp.concatenate([x[receivers], x[senders]], -1)], 0)
+  msg = _apply_dense(params["pair_out"], jax.nn.relu(_apply_dense(params["pair_hidden"], pairs)))
+  segments = jnp.concatenate([jnp.arange(r, dtype=jnp.int32), receivers])
+  valid = jnp.concatenate([mask.astype(bool), nb.edge_mask.astype(bool)])
+  count = jax.ops.segment_sum(valid.astype(jnp.float32), jnp.where(valid, segments, r), r + 1)[:r, None]
+  agg = [_segment_aggregate(msg, segments, valid, count, r, how) for how in spec["aggregations"]]
+  z = jnp.concatenate([x] + agg, -1)
+  return _apply_dense(params["node_out"], jax.nn.relu(_apply_dense(params["node_hidden"], z)))
+
+
 def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
                  keys: jax.Array | None, train: bool, logits: bool = False) -> tuple[jax.Array, dict]:
   """Runs the module on R rows.
@@ -404,7 +469,7 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     spec: the module's spec.
     params, stats: its parameters and batch statistics (from `init_module`).
     inputs: one array (R, *arg shape) per argument, or one ListBatch ((R, L, *elem), (R, L)) for the
-      lstm and graph_kernel templates.
+      lstm and graph_kernel templates, or (graph_kernel only) one `Neighbourhoods` of R nodes.
     mask: (R,) bool, the rows that are real (only they enter batch-norm statistics).
     keys: (R,) per-row PRNG keys for dropout, or None for no dropout.
     train: batch statistics (and, with keys, dropout) if True; running statistics if False.
@@ -463,6 +528,9 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     return _activate(y, activation), stats
   if t == "graph_kernel":
     (lb,) = inputs
+    if isinstance(lb, Neighbourhoods):
+      y = _graph_kernel_edges(spec, params, lb, mask)
+      return _activate(y.reshape((lb.nodes.shape[0],) + out_shape), activation), stats
     r, k = lb.values.shape[:2]
     x = lb.values.reshape(r, k, -1).astype(jnp.float32)
     own = x[:, 0]

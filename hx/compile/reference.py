@@ -10,8 +10,13 @@ One example's values (no batch axis, no padding):
   graph    RefGraph(values: list of np.ndarray, neighbours: list of lists of node indices, each node's
            own index first)
 
-`unbatch` turns a batched value (array / ListBatch / GraphBatch) into a list of such examples, and
-`to_batch` pads examples into a batch.
+`unbatch` turns a batched value (array / ListBatch / GraphBatch / EdgeGraphBatch) into a list of such
+examples (an edge-list graph's neighbour lists: each node, then the senders of its edges in edge order),
+and `to_batch` pads examples into a batch (a neighbour table; `hx.compile.values.edges_from_table` makes
+edge lists of it).
+
+`fix(e)` runs e until no value changes by more than the compiled program's `config.fix.tolerance`, or
+`config.fix.max_iterations` times, one example at a time.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import numpy as np
 
 from hx.compile.lower import CompiledProgram
 from hx.compile.modules import ModuleSpec
-from hx.compile.values import GraphBatch, ListBatch
+from hx.compile.values import EdgeGraphBatch, GraphBatch, ListBatch
 from hx.lang import program as P
 
 __all__ = ["RefGraph", "reference_apply", "reference_module", "unbatch", "to_batch"]
@@ -185,14 +190,40 @@ def reference_apply(compiled: CompiledProgram, variables: dict, frozen: Sequence
       for _ in range(node.k):
         v = run(node.fn, v)
       return v
+    if isinstance(node, P.Fix):
+      fix = compiled.config.fix
+      for _ in range(fix.max_iterations):
+        new = run(node.fn, v)
+        change = max((float(np.max(np.abs(np.subtract(a, b, dtype=np.float64)), initial=0.0))
+                      for a, b in zip(_elements(v), _elements(new))), default=0.0)
+        v = new
+        if not change > fix.tolerance:
+          break
+      return v
     raise ValueError(f"cannot run {node}")
 
   return run(compiled.program, example)
 
 
+def _elements(v: Any) -> list:
+  """The arrays of one example's value: a tensor, a list's elements or a graph's node values."""
+  if isinstance(v, RefGraph):
+    return list(v.values)
+  return list(v) if isinstance(v, list) else [v]
+
+
 def unbatch(x: Any, mask: Any = None) -> list:
   """Batched value -> list of per-example values without padding (rows where mask is False dropped)."""
-  if isinstance(x, GraphBatch):
+  if isinstance(x, EdgeGraphBatch):
+    vals, senders, receivers, edge_mask, m = (np.asarray(a) for a in x)
+    out = []
+    for b in range(vals.shape[0]):
+      n = int(m[b].sum())
+      lists = [[u] for u in range(n)]
+      for e in np.flatnonzero(edge_mask[b]):
+        lists[int(receivers[b, e])].append(int(senders[b, e]))
+      out.append(RefGraph([vals[b, u] for u in range(n)], lists))
+  elif isinstance(x, GraphBatch):
     vals, nb, nm, m = (np.asarray(a) for a in x)
     out = []
     for b in range(vals.shape[0]):

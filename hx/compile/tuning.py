@@ -65,7 +65,7 @@ import optax
 
 from hx.compile.cache import ensure_compilation_cache
 from hx.compile.losses import Objective, finish_metric, item_loss, item_metric
-from hx.compile.values import GraphBatch, ListBatch, Split, gather, images_per_example, take
+from hx.compile.values import ELEMENT_BATCHES, Split, gather, images_per_example, take
 
 __all__ = [
   "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "Tunable", "tune", "evaluate",
@@ -331,14 +331,15 @@ def _item_mask(objective: Objective, batch_inputs: Any) -> Any:
   """(B, L|N) bool mask of the scored elements for list/graph outputs, else None."""
   if not objective.per_element:
     return None
-  if not isinstance(batch_inputs, (ListBatch, GraphBatch)):
-    raise TypeError("a list or graph output needs a ListBatch or GraphBatch input (its mask scores it)")
+  if not isinstance(batch_inputs, ELEMENT_BATCHES):
+    raise TypeError("a list or graph output needs a ListBatch, GraphBatch or EdgeGraphBatch input (its mask "
+                    "scores it)")
   return batch_inputs.mask
 
 
 def _output_values(y: Any) -> Any:
   """The (B, ...) array of an output; a list or graph output's (B, L|N, ...) element values."""
-  return y.values if isinstance(y, (ListBatch, GraphBatch)) else y
+  return y.values if isinstance(y, ELEMENT_BATCHES) else y
 
 
 def _split_variables(variables: dict) -> tuple[Any, dict]:

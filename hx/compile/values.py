@@ -1,7 +1,8 @@
 """The batched values programs run on, and the split format the training loop consumes.
 
-Shapes below use B for the batch axis, L for the padded list length, N for the padded node count and
-K for the padded neighbour count. Padding is marked by masks and never changes a result.
+Shapes below use B for the batch axis, L for the padded list length, N for the padded node count, K for
+the padded neighbour count and E for the padded edge count. Padding is marked by masks and never changes a
+result.
 
 A tensor value of type `Tensor<a>[m1]...[mk]` is a plain array of shape (B, m1, ..., mk).
 
@@ -14,6 +15,14 @@ and a small layout id into `GraphLayouts` (the neighbour tables and masks of the
 has, e.g. one per grid size), and `take` builds the `GraphBatch` of a batch of examples from them (inside
 the jitted step). A million 4x4 grids then share one 16-node table instead of holding a million copies.
 
+A graph comes in one of two forms, which `conv_g` treats alike (same function, same parameters):
+`GraphBatch`, a dense neighbour table (R, N, K), which suits graphs of small, even degree such as the
+paper's grids; and `EdgeGraphBatch`, sender and receiver index arrays, for graphs of any size and degree
+(`conv_g` then aggregates with segment operations over the edges). `edges_from_table` and
+`table_from_edges` convert between them; `check_graphs` validates an edge-list batch, `pack_graphs` builds
+one from per-graph arrays and `size_bucket` rounds sizes up so that a few shapes (compilations) serve
+graphs of many sizes.
+
 This module imports NumPy only (no JAX): the data layer builds these containers without JAX, and the
 functions here work on NumPy and JAX arrays alike.
 """
@@ -24,8 +33,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["ListBatch", "GraphBatch", "GraphLayouts", "SharedGraphs", "Split", "gather", "take", "rows",
-           "num_examples", "images_per_example", "index_dtype"]
+__all__ = ["ListBatch", "GraphBatch", "EdgeGraphBatch", "GraphLayouts", "SharedGraphs", "Split", "gather",
+           "take", "rows", "num_examples", "images_per_example", "index_dtype", "ELEMENT_BATCHES",
+           "edges_from_table", "table_from_edges", "check_graphs", "pack_graphs", "size_bucket"]
 
 
 class ListBatch(NamedTuple):
@@ -53,6 +63,37 @@ class GraphBatch(NamedTuple):
   neighbours: Any
   neighbour_mask: Any
   mask: Any
+
+
+class EdgeGraphBatch(NamedTuple):
+  """A batch of graphs whose nodes hold tensors, their structure given by edge lists.
+
+  jraph's `GraphsTuple` layout with one graph per batch row: the lowering flattens the rows into one node
+  axis of B*N nodes and offsets each row's indices by row*N, which is jraph's batching by concatenation
+  with every graph given N node and E edge slots (a split's size bucket, `size_bucket`). Keeping the batch
+  axis lets targets, losses and masks stay per row, as for lists and the neighbour-table form.
+
+  Under conv_g, node u's neighbour list is u itself first, then the sender of every real edge into u in
+  edge order (the `GraphBatch` form of the same graph lists them in its table); an undirected graph lists
+  each of its edges once in each direction.
+
+  Attributes:
+    values: (B, N, *elem) node values (or (B, N) integer indices into an image table).
+    senders: (B, E) integer; edge e of graph b goes from node senders[b, e] (an index within graph b) ...
+    receivers: (B, E) integer; ... to node receivers[b, e]. Padded edges may hold any index in 0..N-1.
+    edge_mask: (B, E) bool, True for real edges; the real edges of each graph are a prefix.
+    mask: (B, N) bool, True for real nodes; the real nodes of each graph are a prefix. A real edge joins
+      two real nodes (`check_graphs`).
+  """
+  values: Any
+  senders: Any
+  receivers: Any
+  edge_mask: Any
+  mask: Any
+
+
+ELEMENT_BATCHES = (ListBatch, GraphBatch, EdgeGraphBatch)
+"""The containers of elements with a `values` array (B, L or N, ...) and a `mask` (B, L or N)."""
 
 
 class GraphLayouts(NamedTuple):
@@ -119,7 +160,8 @@ def take(inputs: Any, idx: Any) -> Any:
   Returns:
     The same container for arrays, ListBatch and GraphBatch (rows idx of every array); a GraphBatch for
     SharedGraphs, its neighbour tables and masks gathered from the shared layouts and integer values
-    widened to int32 (GraphBatch's index dtype).
+    widened to int32 (GraphBatch's index dtype); an EdgeGraphBatch with its integer arrays (values,
+    senders, receivers) widened to int32 (a split may store them narrower).
   """
   if isinstance(inputs, SharedGraphs):
     layout = inputs.layout[idx]
@@ -129,6 +171,10 @@ def take(inputs: Any, idx: Any) -> Any:
     layouts = inputs.layouts
     return GraphBatch(values, layouts.neighbours[layout], layouts.neighbour_mask[layout],
                       layouts.mask[layout])
+  if isinstance(inputs, EdgeGraphBatch):
+    widen = lambda a: a.astype(np.int32) if np.issubdtype(a.dtype, np.integer) else a
+    return EdgeGraphBatch(widen(inputs.values[idx]), widen(inputs.senders[idx]), widen(inputs.receivers[idx]),
+                          inputs.edge_mask[idx], inputs.mask[idx])
   if isinstance(inputs, (ListBatch, GraphBatch)):
     return type(inputs)(*(a[idx] for a in inputs))
   return inputs[idx]
@@ -139,12 +185,14 @@ def rows(inputs: Any, idx: Any) -> Any:
   its layouts); e.g. a prefix of a split."""
   if isinstance(inputs, SharedGraphs):
     return inputs._replace(values=inputs.values[idx], layout=inputs.layout[idx])
+  if isinstance(inputs, EdgeGraphBatch):
+    return EdgeGraphBatch(*(a[idx] for a in inputs))
   return take(inputs, idx)
 
 
 def num_examples(inputs: Any) -> int:
   """n, the number of examples of a split's inputs."""
-  if isinstance(inputs, (ListBatch, GraphBatch, SharedGraphs)):
+  if isinstance(inputs, (*ELEMENT_BATCHES, SharedGraphs)):
     return int(inputs.values.shape[0])
   return int(inputs.shape[0])
 
@@ -152,7 +200,7 @@ def num_examples(inputs: Any) -> int:
 def images_per_example(inputs: Any) -> int:
   """How many rows (images, list elements or graph nodes) an example of these inputs pushes through the
   per-element networks, padding included: 1 for a tensor, L for a list, N for a graph."""
-  if isinstance(inputs, (ListBatch, GraphBatch, SharedGraphs)):
+  if isinstance(inputs, (*ELEMENT_BATCHES, SharedGraphs)):
     return int(inputs.values.shape[1])
   return 1
 
@@ -162,11 +210,158 @@ def gather(table: Any, inputs: Any) -> Any:
 
   Args:
     table: (num_images, *image_shape) images.
-    inputs: (B,) integer indices, or a ListBatch / GraphBatch whose `values` are integer indices.
+    inputs: (B,) integer indices, or a ListBatch / GraphBatch / EdgeGraphBatch whose `values` are integer
+      indices.
 
   Returns:
     (B, *image_shape) images, or the same container with `values` of shape (B, L or N, *image_shape).
   """
-  if isinstance(inputs, (ListBatch, GraphBatch)):
+  if isinstance(inputs, ELEMENT_BATCHES):
     return inputs._replace(values=table[inputs.values])
   return table[inputs]
+
+
+def size_bucket(size: int, minimum: int = 8) -> int:
+  """The padded size for `size` nodes or edges: the next power of two, at least `minimum`.
+
+  Padding every split's graphs to a bucket instead of to their exact largest size lets splits and tasks of
+  similar sizes share one compiled executable (one per bucket), at the cost of less than twice the work.
+  """
+  if size < 0 or minimum < 1:
+    raise ValueError(f"size_bucket needs size >= 0 and minimum >= 1, got {size}, {minimum}")
+  bucket = minimum
+  while bucket < size:
+    bucket *= 2
+  return bucket
+
+
+def check_graphs(graphs: EdgeGraphBatch, name: str = "graph") -> None:
+  """Raises ValueError if an edge-list batch is malformed, naming the graph (row) and the edge.
+
+  Checks the shapes, that the node and edge masks are prefixes, and that every real edge's sender and
+  receiver is one of its graph's real nodes (a padding edge may hold anything: it is never read).
+  """
+  values, senders, receivers, edge_mask, mask = (np.asarray(a) for a in graphs)
+  if mask.ndim != 2 or values.shape[:2] != mask.shape:
+    raise ValueError(f"{name}s: values {values.shape} and mask {mask.shape} must share (B, N)")
+  if senders.shape != receivers.shape or senders.shape != edge_mask.shape or senders.ndim != 2 or (
+      senders.shape[0] != mask.shape[0]):
+    raise ValueError(f"{name}s: senders {senders.shape}, receivers {receivers.shape} and edge_mask "
+                     f"{edge_mask.shape} must all be (B, E) with B = {mask.shape[0]}")
+  if not (np.issubdtype(senders.dtype, np.integer) and np.issubdtype(receivers.dtype, np.integer)):
+    raise ValueError(f"{name}s: senders and receivers must be integer arrays, got {senders.dtype}, "
+                     f"{receivers.dtype}")
+  nodes = mask.astype(bool).sum(axis=1)
+  edges = edge_mask.astype(bool).sum(axis=1)
+  for what, m, count in (("node", mask, nodes), ("edge", edge_mask, edges)):
+    prefix = np.arange(m.shape[1])[None, :] < count[:, None]
+    bad = np.flatnonzero(np.any(m.astype(bool) != prefix, axis=1))
+    if bad.size:
+      raise ValueError(f"{name} {bad[0]}: its real {what}s are not a prefix of its {what} mask")
+  for role, idx in (("sender", senders), ("receiver", receivers)):
+    out = edge_mask.astype(bool) & ((idx < 0) | (idx >= nodes[:, None]))
+    if out.any():
+      b, e = np.argwhere(out)[0]
+      raise ValueError(f"{name} {b}: edge {e} has {role} {int(idx[b, e])}, not one of its {nodes[b]} nodes "
+                       f"(0..{nodes[b] - 1})")
+
+
+def pack_graphs(values: Any, senders: Any, receivers: Any, nodes: int | None = None,
+                edges: int | None = None, fill: float = 0.0, name: str = "graph") -> EdgeGraphBatch:
+  """An EdgeGraphBatch of graphs given one by one.
+
+  Args:
+    values: per graph, an array (n_b, *elem) of node values (or (n_b,) integer image indices).
+    senders, receivers: per graph, integer arrays (e_b,): edge i goes from senders[b][i] to receivers[b][i].
+    nodes, edges: the padded N and E (default: the largest n_b and e_b).
+    fill: the value of padded nodes (it never changes a result).
+    name: what a graph is called in error messages.
+
+  Raises:
+    ValueError: a graph with an edge index outside its nodes (naming the graph, edge and index), or
+      padded sizes smaller than a graph.
+  """
+  values = [np.asarray(v) for v in values]
+  senders = [np.asarray(s).reshape(-1) for s in senders]
+  receivers = [np.asarray(r).reshape(-1) for r in receivers]
+  if not len(values) == len(senders) == len(receivers) or not values:
+    raise ValueError(f"pack_graphs needs as many senders and receivers as node arrays (at least one), got "
+                     f"{len(values)}, {len(senders)}, {len(receivers)}")
+  for b, (s, r) in enumerate(zip(senders, receivers)):
+    if s.shape != r.shape:
+      raise ValueError(f"{name} {b}: {s.shape[0]} senders but {r.shape[0]} receivers")
+  n = max(len(v) for v in values) if nodes is None else nodes
+  e = max(len(s) for s in senders) if edges is None else edges
+  if n < max(len(v) for v in values) or e < max(len(s) for s in senders):
+    raise ValueError(f"cannot pad {name}s of up to {max(len(v) for v in values)} nodes and "
+                     f"{max(len(s) for s in senders)} edges to {n} nodes and {e} edges")
+  elem = values[0].shape[1:]
+  dtype = values[0].dtype if np.issubdtype(values[0].dtype, np.integer) else np.float32
+  out_values = np.full((len(values), n) + elem, fill, dtype)
+  out_senders = np.zeros((len(values), e), np.int32)
+  out_receivers = np.zeros((len(values), e), np.int32)
+  edge_mask = np.zeros((len(values), e), bool)
+  mask = np.zeros((len(values), n), bool)
+  for b, (v, s, r) in enumerate(zip(values, senders, receivers)):
+    out_values[b, :len(v)], mask[b, :len(v)] = v, True
+    out_senders[b, :len(s)], out_receivers[b, :len(r)], edge_mask[b, :len(s)] = s, r, True
+  graphs = EdgeGraphBatch(out_values, out_senders, out_receivers, edge_mask, mask)
+  check_graphs(graphs, name)
+  return graphs
+
+
+def edges_from_table(graphs: GraphBatch, edges: int | None = None) -> EdgeGraphBatch:
+  """The same graphs as edge lists: entry k >= 1 of node u's neighbour list becomes an edge into u.
+
+  Entry 0 (the node itself, which conv_g's kernel always sees first) is not an edge: the edge-list form
+  adds it by itself. Edges come in the table's order (node by node, then entry by entry), so a kernel sees
+  the same neighbour lists in the same order.
+
+  Args:
+    graphs: a neighbour-table batch (NumPy arrays).
+    edges: the padded E (default: the most edges a graph has).
+  """
+  values, neighbours, neighbour_mask, mask = (np.asarray(a) for a in graphs)
+  b, n, k = neighbours.shape
+  real = neighbour_mask.astype(bool) & mask.astype(bool)[:, :, None]
+  real[:, :, 0] = False
+  counts = real.reshape(b, -1).sum(axis=1)
+  e = int(counts.max(initial=0)) if edges is None else edges
+  if e < counts.max(initial=0):
+    raise ValueError(f"cannot pad graphs of up to {counts.max()} edges to {e}")
+  senders = np.zeros((b, e), np.int32)
+  receivers = np.zeros((b, e), np.int32)
+  edge_mask = np.arange(e)[None, :] < counts[:, None]
+  receiver_of = np.broadcast_to(np.arange(n)[None, :, None], (b, n, k))
+  for row in range(b):
+    flat = real[row].reshape(-1)
+    senders[row, :counts[row]] = neighbours[row].reshape(-1)[flat]
+    receivers[row, :counts[row]] = receiver_of[row].reshape(-1)[flat]
+  return EdgeGraphBatch(values, senders, receivers, edge_mask, mask.astype(bool))
+
+
+def table_from_edges(graphs: EdgeGraphBatch, neighbours: int | None = None) -> GraphBatch:
+  """The same graphs as a neighbour table: node u's list is u, then the senders of its edges in order.
+
+  Args:
+    graphs: an edge-list batch (NumPy arrays; checked with `check_graphs`).
+    neighbours: the padded K (default: one more than the largest in-degree).
+  """
+  check_graphs(graphs)
+  values, senders, receivers, edge_mask, mask = (np.asarray(a) for a in graphs)
+  b, n = mask.shape
+  lists = [[[u] for u in range(n)] for _ in range(b)]
+  for row in range(b):
+    for e in np.flatnonzero(edge_mask[row]):
+      lists[row][receivers[row, e]].append(int(senders[row, e]))
+  k = max(len(nb) for g in lists for nb in g) if neighbours is None else neighbours
+  if k < max(len(nb) for g in lists for nb in g):
+    raise ValueError(f"cannot fit neighbour lists of up to {max(len(nb) for g in lists for nb in g)} "
+                     f"entries in {k}")
+  table = np.broadcast_to(np.arange(n, dtype=np.int32)[None, :, None], (b, n, k)).copy()
+  table_mask = np.zeros((b, n, k), bool)
+  for row in range(b):
+    for u in range(int(mask[row].sum())):
+      table[row, u, :len(lists[row][u])] = lists[row][u]
+      table_mask[row, u, :len(lists[row][u])] = True
+  return GraphBatch(values, table, table_mask, mask.astype(bool))

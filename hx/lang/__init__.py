@@ -6,6 +6,7 @@ from hx.lang.parser import parse
 from hx.lang.program import (
                              Compose,
                              Conv,
+                             Fix,
                              Fold,
                              Fresh,
                              Hole,
@@ -29,7 +30,7 @@ from hx.lang.types import FunctionType, GraphType, ListType, TensorType, Type, T
 
 __all__ = [
     "HxTypeError", "ParseError", "Typing", "infer", "parse", "parse_type",
-    "Compose", "Conv", "Fold", "Fresh", "Hole", "Lib", "Map", "Program", "Repeat", "Zeros",
+    "Compose", "Conv", "Fix", "Fold", "Fresh", "Hole", "Lib", "Map", "Program", "Repeat", "Zeros",
     "canonical", "fresh_names", "get", "holes", "is_complete", "library_names", "rename_fresh",
     "replace", "size", "subterms",
     "FunctionType", "GraphType", "ListType", "TensorType", "Type", "TypeVar",

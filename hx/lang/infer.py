@@ -5,6 +5,8 @@
     fold_a(e, z)  : a<A> -> B       if  e : B -> A -> B  and  z : B
     conv_a(e)     : a<A> -> a<B>    if  e : List<A> -> B
     repeat(k, e)  : A -> A          if  e : A -> A
+    fix(e)        : A -> A          if  e : A -> A                      (e applied until its value
+                                                                         stops changing)
     zeros(n)      : Tensor<real>[n]
     ?<T>          : T               (a hole is assumed to have its annotated type)
     nn_x          : a fresh type, the same for every occurrence of nn_x (or the type given for it)
@@ -178,11 +180,13 @@ class _Solver:
       self.infer(node.g, pos + (1,), FunctionType(a, b), inside)
       self.infer(node.f, pos + (0,), FunctionType(b, c), inside)
       return whole
-    if isinstance(node, P.Repeat):
+    if isinstance(node, (P.Repeat, P.Fix)):
       a = self.var()
       whole = FunctionType(a, a)
       self.require(node, whole, expected, context)
-      self.infer(node.fn, pos + (0,), whole, inside + " (a function from a type to itself)")
+      why = "a function from a type to itself" + (
+          ", iterated to a fixed point" if isinstance(node, P.Fix) else "")
+      self.infer(node.fn, pos + (0,), whole, f"{inside} ({why})")
       return whole
     adt = ListType if node.adt == "l" else GraphType
     a = self.var(tensor=True)

@@ -15,7 +15,7 @@ _TOKEN = re.compile(r"""
   | (?P<tyvar>'[A-Za-z_][A-Za-z0-9_]*)
   | (?P<int>[0-9]+)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<punct>[()\[\]<>,.^{}?∘])
+  | (?P<punct>[()\[\]<>,.^{}?∘*])
 """, re.VERBOSE)
 
 
@@ -37,7 +37,7 @@ def tokenize(text: str) -> list[Token]:
   while pos < len(text):
     m = _TOKEN.match(text, pos)
     if m is None:
-      raise ParseError(text, pos, "a name, number or one of ( ) [ ] < > , . ^ ? ∘ ->",
+      raise ParseError(text, pos, "a name, number or one of ( ) [ ] < > , . ^ { } * ? ∘ ->",
                        repr(text[pos]))
     if m.lastgroup != "space":
       tokens.append(Token(m.lastgroup, m.group(), pos))

@@ -47,12 +47,15 @@ TASK_TYPES: dict[str, Type] = {
     "regress_mnist": parse_type("Tensor<real>[3][28][28] -> Tensor<real>[2]"),
     "shortest_path_street": parse_type("Graph<Tensor<real>[3][28][28]> -> Graph<Tensor<real>[2]>"),
     "shortest_path_mnist": parse_type("Graph<Tensor<real>[3][28][28]> -> Graph<Tensor<real>[2]>"),
+    "shortest_path_graph_mnist": parse_type("Graph<Tensor<real>[3][28][28]> -> Graph<Tensor<real>[2]>"),
+    "shortest_path_geometric_mnist": parse_type("Graph<Tensor<real>[3][28][28]> -> Graph<Tensor<real>[2]>"),
 }
-"""The type of each of the paper's ten tasks, by task kind. The graph sequences' images are 28x28x3
-(MNIST made 3-channel, traffic signs resized), as in the paper's appendix C. A regression predicts a
-cell's initial Bellman-Ford state (cost, initial distance: 1 for the start, 65 for every other cell); a
-shortest-path program maps every node to its state (cost, least distance), the fixed point of the
-relaxation the paper's conv_g kernels learn (hx.data.grids gives the convention)."""
+"""The type of each task, by task kind: the paper's ten, then two of ours, shortest paths on random graphs
+beyond grids (`hx.data.tasks.GRAPH_FAMILIES`), typed as the paper's shortest-path tasks. The graph
+sequences' images are 28x28x3 (MNIST made 3-channel, traffic signs resized), as in the paper's appendix C.
+A regression predicts a cell's initial Bellman-Ford state (cost, initial distance: 1 for the start, 65 for
+every other cell); a shortest-path program maps every node to its state (cost, least distance), the fixed
+point of the relaxation the paper's conv_g kernels learn (hx.data.grids gives the convention)."""
 
 
 def task_type(task: str) -> Type:

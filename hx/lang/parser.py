@@ -9,6 +9,8 @@ Accepted notations (the paper's, so every program printed in its tables parses):
     fold_l(e, z)   fold_l e z   fold_l(e) z
     conv_l(e)   conv_g e   conv_g^10(e)   conv_g^{10} e      c^k e is repeat(k, c e)
     repeat(k, e)
+    fix(e)   fix e   conv_g^*(e)   conv_g^{*} e                c^* e is fix(c e): e applied until its
+                                                               value stops changing
 
 Combinators take their arguments either all inside one pair of parentheses, separated by commas, or
 by juxtaposition (each argument then a name, a parenthesised program, or a combinator applied with
@@ -33,6 +35,7 @@ COMBINATORS: dict[str, tuple[str, ...]] = {
     "fold_l": ("p", "p"), "fold_g": ("p", "p"),
     "conv_l": ("p",), "conv_g": ("p",),
     "repeat": ("i", "p"),
+    "fix": ("p",),
     "zeros": ("i",),
 }
 
@@ -69,22 +72,29 @@ def _build(name: str, args: list) -> P.Program:
     return P.Repeat(*args)
   if name == "zeros":
     return P.Zeros(*args)
+  if name == "fix":
+    return P.Fix(*args)
   kind, adt = name.split("_")
   cls = {"map": P.Map, "fold": P.Fold, "conv": P.Conv}[kind]
   return cls(adt, *args)
 
 
-def _power(stream: TokenStream) -> int | None:
-  """Parses an optional `^k` or `^{k}` after a combinator name."""
+def _power(stream: TokenStream) -> int | str | None:
+  """Parses an optional `^k`, `^{k}`, `^*` or `^{*}` after a combinator name ("*" for the last two)."""
   if not stream.at("^"):
     return None
   stream.next()
-  if stream.at("{"):
+  braced = stream.at("{")
+  if braced:
     stream.next()
-    k = stream.expect_int("a repeat count")
+  if stream.at("*"):
+    stream.next()
+    k: int | str = "*"
+  else:
+    k = stream.expect_int("a repeat count or '*'")
+  if braced:
     stream.expect("}")
-    return k
-  return stream.expect_int("a repeat count")
+  return k
 
 
 def _argument(stream: TokenStream, kind: str) -> object:
@@ -126,6 +136,8 @@ def _call(stream: TokenStream, name_tok: Token, juxtaposed: bool) -> P.Program:
     node = _build(name, args)
   except ValueError as e:
     raise ParseError(stream.text, name_tok.offset, f"valid arguments to {name}", str(e)) from None
+  if power == "*":
+    return P.Fix(node)
   return P.Repeat(power, node) if power is not None else node
 
 

@@ -9,6 +9,8 @@ Nodes (all frozen, hashable dataclasses; `str(node)` prints the canonical text f
     Fold(adt, fn, init)      fold_l / fold_g; fn has type B -> A -> B, init has type B
     Conv(adt, fn)            conv_l / conv_g; fn has type List<A> -> B
     Repeat(k, fn)            fn applied k >= 1 times
+    Fix(fn)                  fn applied until its value stops changing (a fixed point; the paper's
+                             conv_g^* e is Fix(Conv('g', e))); see `Fix`
     Zeros(n)                 the constant Tensor<real>[n] of zeros
     Hole(type)               ?<type>: missing code of a known type (partial programs only)
 
@@ -24,7 +26,7 @@ from typing import Iterator, Union
 from hx.lang.types import Type
 
 __all__ = [
-    "Fresh", "Lib", "Compose", "Map", "Fold", "Conv", "Repeat", "Zeros", "Hole", "Program",
+    "Fresh", "Lib", "Compose", "Map", "Fold", "Conv", "Repeat", "Fix", "Zeros", "Hole", "Program",
     "Position", "children", "with_children", "subterms", "get", "replace", "size", "holes",
     "fresh_names", "library_names", "rename_fresh", "canonical", "is_complete", "chain", "compose_chain",
 ]
@@ -113,6 +115,22 @@ class Repeat:
 
 
 @dataclasses.dataclass(frozen=True)
+class Fix:
+  """`fix(fn)`: fn applied to its own output until the value stops changing, `fix(e) : A -> A` if
+  `e : A -> A`.
+
+  The paper's notation `conv_g^* e` (and `conv_g^{*} e`) parses to `Fix(Conv("g", e))`. How the loop
+  stops (a tolerance on the largest change, a cap on the iterations) and how it is differentiated is the
+  compiler's business (`hx.compile.fixpoint.FixConfig`); the AST carries no numbers, so that one program
+  means the same function under any such configuration.
+  """
+  fn: "Program"
+
+  def __str__(self) -> str:
+    return f"fix({self.fn})"
+
+
+@dataclasses.dataclass(frozen=True)
 class Zeros:
   n: int
 
@@ -132,11 +150,11 @@ class Hole:
     return f"?<{self.type}>"
 
 
-Program = Union[Fresh, Lib, Compose, Map, Fold, Conv, Repeat, Zeros, Hole]
+Program = Union[Fresh, Lib, Compose, Map, Fold, Conv, Repeat, Fix, Zeros, Hole]
 Position = tuple[int, ...]
 
 _CHILD_FIELDS = {
-    Compose: ("f", "g"), Map: ("fn",), Fold: ("fn", "init"), Conv: ("fn",), Repeat: ("fn",),
+    Compose: ("f", "g"), Map: ("fn",), Fold: ("fn", "init"), Conv: ("fn",), Repeat: ("fn",), Fix: ("fn",),
 }
 
 

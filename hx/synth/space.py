@@ -6,7 +6,9 @@ partial program is filled by
   - a fresh function `nn_k` (a new neural function, trained for the task),
   - a library function `lib.NAME` whose type unifies with T,
   - a combinator with new holes: `compose(?, ?)`, `map_l(?)`, `map_g(?)`, `fold_l(?, ?)`,
-    `fold_g(?, ?)`, `conv_l(?)`, `conv_g(?)`, `repeat(k, ?)` (k from `SearchSpace.repeat_counts`), or
+    `fold_g(?, ?)`, `conv_l(?)`, `conv_g(?)`, `repeat(k, ?)` (k from `SearchSpace.repeat_counts`),
+    `fix(?)` (the body applied until its value stops changing, `conv_g^*`; its body is filled as a
+    repeat's is), or
   - `zeros(n)` in the start position of a fold (the only place the compiler accepts it);
 
 and the result is type-checked at once with `hx.lang.infer` (the paper's appendix A rules; a hole is
@@ -39,7 +41,8 @@ orders by size (occurrences of functions and combinators, `hx.lang.size`); a siz
 the paper's transfer programs (`conv_g^10(nn) ∘ map_g(lib.f ∘ lib.g)`, size 8) only after most programs
 of sizes up to 7, while this cost puts them among the first few dozen. A partial program's priority is
 its cost plus a lower bound per hole (the cheapest leaf that could fill it), so complete programs come
-out in order of cost; ties go to fewer fresh functions, then to the order of generation.
+out in order of cost; ties go to fewer fresh functions, then to the order of generation. `fix` costs what
+`repeat` does.
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ __all__ = [
   "hole_role", "fillers", "program_cost", "priority", "library_types_of", "check_candidate",
 ]
 
-COMBINATORS = ("map_l", "map_g", "fold_l", "fold_g", "conv_l", "conv_g", "repeat")
+COMBINATORS = ("map_l", "map_g", "fold_l", "fold_g", "conv_l", "conv_g", "repeat", "fix")
 """Combinators a search may use besides `compose` (always available)."""
 
 
@@ -99,8 +102,9 @@ class SearchSpace:
     max_size: the largest program (`hx.lang.size`, the paper's measure). The paper's programs have size
       at most 8 (e.g. `conv_g^10(nn) ∘ map_g(lib.f ∘ lib.g)`).
     max_fresh: the most fresh functions in a program (the paper's have at most 3).
-    repeat_conv_only: `repeat` only of a convolution (`conv_g^k`, `conv_l^k`), the only use the paper's
-      programs make of it; otherwise any function from a type to itself may be repeated.
+    repeat_conv_only: `repeat` and `fix` only of a convolution (`conv_g^k`, `conv_g^*`, ...), the only
+      use the paper's programs make of repeat; otherwise any function from a type to itself may be
+      repeated.
     stacked_fresh: propose a fresh function applied right after another fresh function that does not
       take an image. Off by default: the inner network already ends in a learned output layer, so the
       pair is a deeper network of the same kind, not a new program structure (an MLP after a CNN is kept:
@@ -201,7 +205,7 @@ def equivalence_key(program: P.Program, fresh_types: Mapping[str, Type]) -> tupl
 # --- Costs ----------------------------------------------------------------------------------------
 
 _COST_FIELD = {P.Fresh: "fresh", P.Lib: "library", P.Compose: "compose", P.Map: "map", P.Fold: "fold",
-               P.Conv: "conv", P.Repeat: "repeat", P.Zeros: "zeros"}
+               P.Conv: "conv", P.Repeat: "repeat", P.Fix: "repeat", P.Zeros: "zeros"}
 
 
 def _node_cost(node: P.Program, costs: Costs) -> float:
@@ -216,7 +220,7 @@ def program_cost(p: P.Program, costs: Costs = Costs()) -> float:
 
 def hole_role(p: P.Program, pos: P.Position) -> str | None:
   """What the subterm at `pos` is for: "step" or "start" of a fold, "kernel" of a conv, "body" of a
-  repeat, else None."""
+  repeat or a fix, else None."""
   if not pos:
     return None
   parent = P.get(p, pos[:-1])
@@ -224,7 +228,7 @@ def hole_role(p: P.Program, pos: P.Position) -> str | None:
     return "step" if pos[-1] == 0 else "start"
   if isinstance(parent, P.Conv):
     return "kernel"
-  if isinstance(parent, P.Repeat):
+  if isinstance(parent, (P.Repeat, P.Fix)):
     return "body"
   return None
 
@@ -322,10 +326,15 @@ def fillers(p: P.Program, pos: P.Position, hole: P.Hole, library: Sequence[str],
   before = _chain_predecessor(p, pos)
   for c in space.combinators:
     if c == "repeat":
-      if not isinstance(parent, P.Repeat):
+      if not isinstance(parent, (P.Repeat, P.Fix)):
         for k in space.repeat_counts:
           v = _var()
           yield P.Repeat(k, P.Hole(FunctionType(v, v)))
+      continue
+    if c == "fix":
+      if not isinstance(parent, (P.Repeat, P.Fix)):
+        v = _var()
+        yield P.Fix(P.Hole(FunctionType(v, v)))
       continue
     kind, adt = c.split("_")
     if kind == "map":

@@ -31,6 +31,7 @@ def _extend(inner):
       st.builds(P.Fold, adts, inner, inner),
       st.builds(P.Conv, adts, inner),
       st.builds(P.Repeat, st.integers(1, 12), inner),
+      st.builds(P.Fix, inner),
   )
 
 

@@ -124,6 +124,21 @@ def test_repeat_needs_an_endofunction():
   assert err.subterm == "lib.mlp"
 
 
+def test_fix_needs_an_endofunction_and_names_both_types():
+  typing = infer(parse("compose(fix(conv_g(nn_k)), map_g(nn_r))"), {}, GRAPH)
+  assert typing.fresh["nn_k"] == T("List<Tensor<real>[2]> -> Tensor<real>[2]")
+  assert typing.subterms[(0,)] == T("Graph<Tensor<real>[2]> -> Graph<Tensor<real>[2]>")
+  err = _error("fix(lib.mlp)")
+  assert err.subterm == "lib.mlp"
+  assert err.actual == "Tensor<real>[1024] -> Tensor<bool>[1]"
+  assert err.expected == "Tensor<real>[1024] -> Tensor<real>[1024]"
+  assert "fixed point" in str(err) and "Tensor<real>[1024] vs Tensor<bool>[1]" in str(err)
+  err = _error("fix(conv_g(nn_k))", T("Graph<Tensor<real>[2]> -> Graph<Tensor<real>[3]>"))
+  assert err.subterm == "fix(conv_g(nn_k))"
+  assert err.expected == "Graph<Tensor<real>[2]> -> Graph<Tensor<real>[3]>"
+  assert err.actual == "Graph<Tensor<real>[2]> -> Graph<Tensor<real>[2]>"
+
+
 def test_unknown_library_function():
   err = _error("compose(nn_a, lib.nope)")
   assert "unknown library function lib.nope" in str(err)

@@ -15,6 +15,7 @@ def test_size_counts_library_functions_and_combinators():
   assert P.size(parse(CS1_T3)) == 6
   assert P.size(parse("compose(fold_l(nn_a, zeros(1)), map_l(nn_b))")) == 6
   assert P.size(parse("compose(repeat(10, conv_g(nn_a)), map_g(nn_b))")) == 6
+  assert P.size(parse("compose(fix(conv_g(nn_a)), map_g(nn_b))")) == 6  # fix counts as repeat does
   assert P.size(parse("compose(?<Tensor<real>[1] -> Tensor<real>[1]>, nn_a)")) == 2
 
 
@@ -47,6 +48,15 @@ def test_canonical_renaming_identifies_programs_up_to_fresh_names():
   assert str(P.canonical(a)) == "compose(nn_1, map_l(compose(nn_2, lib.nn_cs1_2)))"
   assert P.canonical(c) != P.canonical(a)
   assert {P.canonical(a): 1}[P.canonical(b)] == 1
+
+
+def test_fix_is_a_node_with_one_child():
+  p = parse("fix(compose(conv_g(nn_a), conv_g(nn_b)))")
+  assert isinstance(p, P.Fix) and P.children(p) == (p.fn,)
+  assert [pos for pos, _ in P.subterms(p)] == [(), (0,), (0, 0), (0, 0, 0), (0, 1), (0, 1, 0)]
+  assert P.replace(p, (0,), P.Fresh("nn_c")) == P.Fix(P.Fresh("nn_c"))
+  assert P.canonical(p) == parse("fix(compose(conv_g(nn_1), conv_g(nn_2)))")
+  assert hash(p) == hash(parse(str(p))) and p != P.Repeat(1, p.fn)
 
 
 def test_holes_and_completeness():

@@ -159,3 +159,30 @@ def test_within_a_cost_each_skeleton_gets_its_turn_before_any_repeats():
   # The 3 x 3 all-library counting programs do not come before the other structures of their cost.
   first = cands[:5]
   assert len({_skeleton(c.program) for c in first}) >= 3
+
+
+def test_the_search_proposes_fix_over_a_graph_convolution_at_the_cost_of_repeat():
+  from hx.lang import program as P
+  from hx.synth.space import Costs, fillers, program_cost
+
+  lib = _library("tab:GS1Progs", 2)
+  first = list(enumerate_programs(task_type("shortest_path_graph_mnist"), lib, limit=60))
+  texts = [_structure(c.program) for c in first]
+  fix = _structure(parse("compose(fix(conv_g(nn_k)), map_g(compose(lib.nn_gs1_1, lib.nn_gs1_2)))"))
+  ten = _structure(parse("compose(conv_g^10(nn_k), map_g(compose(lib.nn_gs1_1, lib.nn_gs1_2)))"))
+  assert fix in texts and ten in texts
+  cost = {t: c.cost for t, c in zip(texts, first)}
+  assert cost[fix] == cost[ten]
+  assert program_cost(parse("fix(conv_g(nn_a))"), Costs(repeat=2.5)) == 2.5 + 1.0 + 1.0  # fix, conv, nn_a
+  # A fix's body is filled as a repeat's: a convolution (repeat_conv_only), and never another loop.
+  hole = P.Hole(T("Graph<Tensor<real>[2]> -> Graph<Tensor<real>[2]>"))
+  body = list(fillers(P.Fix(hole), (0,), hole, [], SearchSpace(), "nn_1"))
+  assert body and all(isinstance(f, P.Conv) for f in body)
+  free = SearchSpace(repeat_conv_only=False)
+  body = list(fillers(P.Fix(hole), (0,), hole, [], free, "nn_1"))
+  assert any(isinstance(f, P.Map) for f in body) and not any(isinstance(f, (P.Fix, P.Repeat)) for f in body)
+  top = list(fillers(hole, (), hole, [], free, "nn_1"))
+  assert sum(isinstance(f, P.Fix) for f in top) == 1
+  no_fix = SearchSpace(combinators=tuple(c for c in SearchSpace().combinators if c != "fix"))
+  assert not any("fix(" in str(c.program) for c in enumerate_programs(task_type("shortest_path_graph_mnist"),
+                                                                         lib, space=no_fix, limit=60))

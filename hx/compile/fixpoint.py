@@ -1,0 +1,226 @@
+"""Iterating a function to a fixed point in one compiled loop, and differentiating it: `fix(e)`.
+
+    y, state, iterations = fixed_point(f, theta, x0, aux, state, weights, FixConfig())
+
+applies x <- f(theta, x, aux, state) from x0 until the largest change of a counted entry is at most
+`FixConfig.tolerance` or `FixConfig.max_iterations` applications have run, in one `lax.while_loop`.
+
+Reverse mode cannot run through a while loop, and must not keep every iteration's activations (a long
+loop's history is what the paper's short, fixed `conv_g^10` avoids). `jax.custom_vjp` gives it one of two
+gradients (`FixConfig.gradient`):
+
+**"unrolled"** (the default): truncated backpropagation through time. The forward loop also keeps its
+last `window` iterates (the states only, in a ring buffer: `window` copies of the value, never an
+application's activations); the reverse pass recomputes and differentiates those applications one at a
+time, last first. When the loop ran at most `window` applications, which is every loop on the small graphs
+programs train on (a 4x4 grid's shortest paths take 7 relaxations), this is exactly the gradient of the
+applications that ran, as if `repeat(n, e)` had been written with the n the loop found. Past `window` it is
+truncated: the earlier applications are not differentiated, and the cotangent that reaches the window's
+first iterate is passed to x0 as if they were the identity (no convergence guarantee: documented, not
+hidden). Memory: `window` values; time: one recomputed forward and backward per differentiated application.
+
+**"implicit"**: differentiation at the fixed point x* = f(theta, x*), as deep-equilibrium models and
+jaxopt's fixed-point solvers do, with J = d f / d x and J_theta = d f / d theta taken there. For the
+output's cotangent g, the adjoint
+
+    u = g + J^T g + (J^T)^2 g + ...     (the solution of u = g + J^T u)
+
+is summed by the same kind of iteration, v <- J^T v, u <- u + v, until the terms stop changing (largest
+change of v at most `adjoint_tolerance` times the largest entry of g: a loss's scale is arbitrary) or
+`max_iterations` terms; then theta gets J_theta^T u and x0 gets the last term v. Memory: nothing per
+iteration. When J is a contraction at x* the terms go to zero: u is the implicit-function-theorem
+gradient, and x0 gets zero, as it should (a contraction's fixed point does not depend on the start). A
+relaxation such as Bellman-Ford is not a contraction: it carries parts of its input unchanged (a node's
+cost, the source's distance), its fixed point depends on x0 through them, and J has eigenvalues equal to
+one along them. There the terms settle to the cotangent's projection onto those invariants, which is x0's
+gradient exactly when f is linear along the trajectory, and the series is cut where they settle (a
+truncated scheme). A loop stopped by its cap is differentiated as if it had converged.
+
+Which to use: "implicit" suits a body that contracts to an isolated fixed point (its gradient then needs
+no memory at all and does not depend on how many iterations ran). A learned graph kernel under fix is not
+one: it must carry its input's costs and source along unchanged, and from a random start it is a
+contraction that forgets its input, so at its fixed point the implicit gradient has nothing to say about
+the input. "unrolled" is the default because on the loops programs train on it is exactly the gradient of
+what ran (that of conv_g^n for the n the loop took). Measured (benchmarks/RESULTS.md, "fix against
+conv_g^10"): fine-tuning a conv_g^10 kernel under fix made it no better than predicting the mean with the
+implicit gradient in every run; with the unrolled one it did better on 8x8 and 12x12 grids in some runs
+and collapsed to the mean in others: neither makes a learned kernel reliably better under fix.
+
+f must be a function of its arguments only (it must not close over traced values: pass them in aux).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+__all__ = ["FixConfig", "fixed_point", "max_change", "GRADIENTS"]
+
+GRADIENTS = ("implicit", "unrolled")
+
+
+@dataclasses.dataclass(frozen=True)
+class FixConfig:
+  """How `fix(e)` iterates (see the module docstring). Frozen and hashable: part of the lowering's key.
+
+  Attributes:
+    tolerance: the loop stops once no counted entry (real rows, list elements, graph nodes) changed by
+      more than this in one application. Absolute, in the values' own units: the default 0.01 is a
+      hundredth of the smallest cost in the shortest-path tasks; the hand-set Bellman-Ford kernel, whose
+      changes are whole costs, stops exactly when nothing changes, and a learned kernel whose values creep
+      by less stops instead of drifting on to the cap.
+    max_iterations: the most applications of e, converged or not (a cap on the cost of a body that never
+      settles; a 12x12 grid's shortest paths take about 30 relaxations, a 50-node path graph 50).
+    adjoint_tolerance: ("implicit") the reverse pass stops summing its series once a term changes by at
+      most this times the largest entry of the output's cotangent (relative: a loss's scale is arbitrary).
+    gradient: "unrolled" (truncated backpropagation through the last `window` applications) or
+      "implicit" (at the fixed point); see the module docstring.
+    window: ("unrolled") how many applications are differentiated, i.e. how many iterates the forward loop
+      keeps: exact for loops of at most this many applications, truncated beyond.
+  """
+  tolerance: float = 1e-2
+  max_iterations: int = 100
+  adjoint_tolerance: float = 1e-4
+  gradient: str = "unrolled"
+  window: int = 32
+
+  def __post_init__(self):
+    if not self.tolerance >= 0 or not self.adjoint_tolerance >= 0:
+      raise ValueError(f"fix tolerances must be >= 0, got {self.tolerance}, {self.adjoint_tolerance}")
+    if not isinstance(self.max_iterations, int) or self.max_iterations < 1:
+      raise ValueError(f"fix max_iterations must be an integer >= 1, got {self.max_iterations!r}")
+    if self.gradient not in GRADIENTS:
+      raise ValueError(f"fix gradient must be one of {GRADIENTS}, got {self.gradient!r}")
+    if not isinstance(self.window, int) or self.window < 1:
+      raise ValueError(f"fix window must be an integer >= 1, got {self.window!r}")
+
+
+def max_change(a: Any, b: Any, weights: Any) -> jax.Array:
+  """The largest |a - b| over the entries where `weights` (a pytree like a of bool arrays, each
+  broadcastable to its leaf) is True; 0 if there is none. NaN if a counted entry is NaN."""
+  leaves = jax.tree.leaves(jax.tree.map(
+      lambda x, y, w: jnp.max(jnp.where(w, jnp.abs(x - y), 0.0), initial=0.0), a, b, weights))
+  return functools.reduce(jnp.maximum, leaves, jnp.float32(0.0))
+
+
+def _solve(f: Callable, config: FixConfig, theta: Any, x0: Any, aux: Any, state: Any,
+           weights: Any) -> tuple[Any, Any, jax.Array]:
+  def cond(carry):
+    i, _, _, change = carry
+    # A NaN change compares False: a diverging body stops the loop (and the loss reports the NaN).
+    return (i < config.max_iterations) & (change > config.tolerance)
+
+  def body(carry):
+    i, x, s, _ = carry
+    x_new, s = f(theta, x, aux, s)
+    return i + 1, x_new, s, max_change(x, x_new, weights)
+
+  i, x, state, _ = lax.while_loop(cond, body, (jnp.int32(0), x0, state, jnp.float32(jnp.inf)))
+  return x, state, i
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def _fixed_point(f: Callable, config: FixConfig, theta: Any, x0: Any, aux: Any, state: Any,
+                 weights: Any) -> tuple[Any, Any, jax.Array]:
+  return _solve(f, config, theta, x0, aux, state, weights)
+
+
+def _solve_recording(f: Callable, config: FixConfig, theta: Any, x0: Any, aux: Any, state: Any,
+                     weights: Any) -> tuple[Any, Any, jax.Array, Any]:
+  """`_solve`, also keeping the last `config.window` iterates in a ring buffer: iterate t (the input of
+  application t + 1; iterate 0 is x0) in slot t % window."""
+  window = config.window
+
+  def cond(carry):
+    i, _, _, change, _ = carry
+    return (i < config.max_iterations) & (change > config.tolerance)
+
+  def body(carry):
+    i, x, s, _, ring = carry
+    ring = jax.tree.map(lambda r, leaf: lax.dynamic_update_index_in_dim(r, leaf, i % window, 0), ring, x)
+    x_new, s = f(theta, x, aux, s)
+    return i + 1, x_new, s, max_change(x, x_new, weights), ring
+
+  ring = jax.tree.map(lambda leaf: jnp.zeros((window,) + leaf.shape, leaf.dtype), x0)
+  i, x, state, _, ring = lax.while_loop(cond, body, (jnp.int32(0), x0, state, jnp.float32(jnp.inf), ring))
+  return x, state, i, ring
+
+
+def _fixed_point_fwd(f, config, theta, x0, aux, state, weights):
+  if config.gradient == "unrolled":
+    x, new_state, i, ring = _solve_recording(f, config, theta, x0, aux, state, weights)
+    return (x, new_state, i), (theta, (i, ring), aux, state, weights)
+  x, new_state, i = _solve(f, config, theta, x0, aux, state, weights)
+  return (x, new_state, i), (theta, x, aux, state, weights)
+
+
+def _unrolled_bwd(f, config, residuals, g):
+  """Backpropagation through the last min(iterations, window) applications, recomputed from the ring of
+  iterates (one application's activations at a time)."""
+  theta, (count, ring), aux, state, _ = residuals
+
+  def body(j, carry):
+    u, theta_bar = carry
+    x_k = jax.tree.map(lambda r: lax.dynamic_index_in_dim(r, (count - 1 - j) % config.window, 0, False), ring)
+    _, vjp = jax.vjp(lambda th, x_: f(th, x_, aux, state)[0], theta, x_k)
+    d_theta, u = vjp(u)
+    return u, jax.tree.map(jnp.add, theta_bar, d_theta)
+
+  zero = jax.tree.map(jnp.zeros_like, theta)
+  u, theta_bar = lax.fori_loop(0, jnp.minimum(count, config.window), body, (g, zero))
+  return theta_bar, u, None, None, None
+
+
+def _fixed_point_bwd(f, config, residuals, cotangents):
+  g = cotangents[0]  # the state's and the count's cotangents are dropped: neither is differentiable
+  if config.gradient == "unrolled":
+    return _unrolled_bwd(f, config, residuals, g)
+  theta, x, aux, state, weights = residuals
+  _, vjp_x = jax.vjp(lambda x_: f(theta, x_, aux, state)[0], x)
+  scale = functools.reduce(jnp.maximum, [jnp.max(jnp.abs(leaf), initial=0.0) for leaf in jax.tree.leaves(g)],
+                           jnp.float32(0.0))
+  everywhere = jax.tree.map(lambda leaf: True, g)
+
+  def cond(carry):
+    k, _, _, change = carry
+    return (k < config.max_iterations) & (change > config.adjoint_tolerance * scale)
+
+  def body(carry):
+    k, v, u, _ = carry
+    (v_new,) = vjp_x(v)
+    u = jax.tree.map(jnp.add, u, v_new)
+    return k + 1, v_new, u, max_change(v, v_new, everywhere)
+
+  _, v, u, _ = lax.while_loop(cond, body, (jnp.int32(0), g, g, jnp.float32(jnp.inf)))
+  _, vjp_theta = jax.vjp(lambda th: f(th, x, aux, state)[0], theta)
+  (theta_bar,) = vjp_theta(u)
+  return theta_bar, v, None, None, None
+
+
+_fixed_point.defvjp(_fixed_point_fwd, _fixed_point_bwd)
+
+
+def fixed_point(f: Callable, theta: Any, x0: Any, aux: Any, state: Any, weights: Any,
+                config: FixConfig = FixConfig()) -> tuple[Any, Any, jax.Array]:
+  """Iterates x <- f(theta, x, aux, state) from x0 to a fixed point (see the module docstring).
+
+  Args:
+    f: f(theta, x, aux, state) -> (x_new, state_new), pure; x_new has x's structure, shapes and dtypes.
+    theta: pytree of float arrays: the parameters (differentiated).
+    x0: pytree of float arrays: the start (differentiated).
+    aux: pytree of arrays f reads but nothing differentiates (masks, index tables, keys).
+    state: pytree threaded through the iterations and returned, not differentiated (running statistics).
+    weights: pytree with x's structure of bool arrays, each broadcastable to its leaf: the entries whose
+      change counts for convergence (padding never keeps a loop running).
+    config: tolerance and cap.
+
+  Returns:
+    (x, state, iterations): the last iterate, the state after it and the number of applications of f
+    (an int32 scalar; `config.max_iterations` if the loop did not converge).
+  """
+  return _fixed_point(f, config, theta, x0, aux, state, weights)
