@@ -34,6 +34,14 @@ What it does, per the paper (appendix C) and DESIGN.md "Lowering and training":
   arguments). Candidates that differ only in parameter values or in which frozen library function of the
   same architecture they call share the executables. `tune_stats()` counts traces and compilations.
 - JAX's persistent compilation cache is switched on at the first `tune` (see `hx.compile.cache`).
+- Pause and resume (successive halving trains survivors further rather than from the start):
+  `tune(..., until=e)` stops after `e` epochs (a float: 0.5 is half an epoch's steps) and returns the
+  `TuneState` (parameters, batch statistics, optimiser state, position, model selection so far) in
+  `TuneResult.state`; `tune(..., resume=state)` continues from it. Shuffling and dropout keys depend only
+  on the seed, the epoch and the step, so pausing at an epoch boundary and resuming gives exactly what one
+  uninterrupted run gives. A pause in the middle of an epoch scores the parameters reached so far on the
+  validation split, and they may be kept as the best (as a check every epoch would keep them); a paused
+  run does not score the test split (the run that finishes does).
 
 A `CompiledProgram` (hx.compile.lower) provides `init(rng) -> variables` (a dict with "params" and other
 collections such as "batch_stats"), `apply(variables, frozen, x, *, train, rng)` returning `(y,
@@ -60,8 +68,8 @@ from hx.compile.losses import Objective, finish_metric, item_loss, item_metric
 from hx.compile.values import ELEMENT_BATCHES, Split, gather, images_per_example, take
 
 __all__ = [
-  "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "Tunable", "tune", "evaluate", "tune_stats",
-  "clear_tune_caches", "resolve_objective",
+  "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "Tunable", "tune", "evaluate",
+  "tune_stats", "clear_tune_caches", "resolve_objective",
 ]
 
 
@@ -148,6 +156,59 @@ class EpochRecord:
   val_seconds: float
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class TuneState:
+  """Where a paused `tune` stopped: pass it back as `tune(..., resume=state)` to continue.
+
+  Arrays may be on the device or host NumPy (pickled to another process, say); `tune` copies them before
+  training, so one state can be resumed more than once.
+
+  Attributes:
+    params, collections: the current trainable parameters and the other variable collections (e.g.
+      {"batch_stats": ...}).
+    opt_state: the optimiser's state (Adam's step count and moments) for `params`.
+    epoch: full epochs done; step: training steps done of epoch `epoch + 1` (0 at an epoch boundary).
+    loss_sum: float32 scalar, the summed training loss of those `step` steps (for the epoch's record).
+    score: the validation score of the current parameters (the pause point's).
+    best_variables, best_score, best_epoch: the best validation so far (None, inf, 0 if none).
+    since_best: full epochs since the best one (for `patience`).
+    history: the records of the epochs done.
+    steps_run: training steps run in all.
+    seed, batch_size, learning_rate: the settings it was trained with; resuming with others is an error.
+    steps_per_epoch: training steps per epoch (ceil(training examples / batch_size)).
+  """
+  params: Any
+  collections: Any
+  opt_state: Any
+  epoch: int
+  step: int
+  loss_sum: Any
+  score: float
+  best_variables: Any
+  best_score: float
+  best_epoch: int
+  since_best: int
+  history: tuple[EpochRecord, ...]
+  steps_run: int
+  seed: int
+  batch_size: int
+  learning_rate: float
+
+  steps_per_epoch: int
+
+  @property
+  def position(self) -> float:
+    """Epochs trained so far, a partial epoch counted by its share of steps (e.g. 1.5)."""
+    return self.epoch + self.step / self.steps_per_epoch
+
+  def on_host(self) -> TuneState:
+    """The same state with host NumPy arrays (to pickle it, or send it to another process)."""
+    arrays = (self.params, self.collections, self.opt_state, self.loss_sum, self.best_variables)
+    params, collections, opt_state, loss_sum, best = jax.tree.map(np.asarray, jax.device_get(arrays))
+    return dataclasses.replace(self, params=params, collections=collections, opt_state=opt_state,
+                               loss_sum=loss_sum, best_variables=best)
+
+
 @dataclasses.dataclass
 class TuneResult:
   """The outcome of one `tune`.
@@ -170,7 +231,9 @@ class TuneResult:
     objective: the objective it was trained and scored with (`from_logits` as Tune chose it).
     init_seconds, compile_seconds, train_seconds, eval_seconds: wall time of initialisation, of the
       compilations this call needed (0 when all executables were cached), of the training steps, and of
-      the validation and test passes.
+      the validation and test passes (of this call only, when it resumed a paused run).
+    state: a `TuneState` to resume from when this call paused (`until` before `config.epochs`, and
+      neither failed nor stopped early); None when training is over. A paused result has no test score.
   """
   variables: Any
   val_score: float
@@ -185,6 +248,7 @@ class TuneResult:
   compile_seconds: float = 0.0
   train_seconds: float = 0.0
   eval_seconds: float = 0.0
+  state: TuneState | None = None
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -434,7 +498,8 @@ def evaluate(compiled: Tunable, variables: Any, frozen: Any, split: Split, objec
 
 
 def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
-         config: TuneConfig = TuneConfig(), *, variables: Any = None) -> TuneResult:
+         config: TuneConfig = TuneConfig(), *, variables: Any = None, resume: TuneState | None = None,
+         until: float | None = None) -> TuneResult:
   """Trains `compiled`'s fresh parameters on `data.train`, selecting by `data.val` (see module docstring).
 
   Args:
@@ -445,37 +510,65 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
       sets `from_logits` itself when the program can give logits (`resolve_objective`).
     config: optimiser, batching, epochs, patience, seed, evaluation chunks and the NaN check interval.
     variables: initial variables; default `compiled.init(key)` with a key derived from `config.seed`.
+    resume: a paused run's `TuneState` to continue from (then `variables` must be None, and `config`'s
+      seed, batch size and learning rate must be those it was trained with).
+    until: pause after this many epochs in all (a positive float; the steps are rounded to the nearest
+      step, at least one more than `resume` had done); None or >= `config.epochs`: train to the end.
 
   Returns:
     A TuneResult. If the loss or validation score became NaN or infinite, `failed` says where, and the
     variables and scores (validation and test) are those of the best clean epoch before it, or none.
+    If it paused, `state` holds what `resume` needs.
   """
   ensure_compilation_cache()
+  if resume is not None and variables is not None:
+    raise ValueError("pass variables or resume, not both")
+  if until is not None and not until > 0:
+    raise ValueError(f"until must be a positive number of epochs, got {until}")
+  if resume is not None:
+    settings = (resume.seed, resume.batch_size, resume.learning_rate)
+    if settings != (config.seed, config.batch_size, config.learning_rate):
+      raise ValueError(f"resuming a run trained with (seed, batch_size, learning_rate) {settings} under "
+                       f"{(config.seed, config.batch_size, config.learning_rate)}")
   objective = resolve_objective(compiled, objective)
   apply = _apply_for(compiled, objective)
   init_key, order_key, dropout_key = jax.random.split(jax.random.key(config.seed), 3)
+  tx = optax.adam(config.learning_rate)
   start = time.perf_counter()
-  if variables is None:
-    variables = compiled.init(init_key)
-  # A private copy: the training step donates (and so deletes) the buffers it is given.
-  variables = jax.tree.map(jnp.copy, jax.device_put(dict(variables)))
-  jax.block_until_ready(variables)
+  if resume is None:
+    if variables is None:
+      variables = compiled.init(init_key)
+    # A private copy: the training step donates (and so deletes) the buffers it is given.
+    variables = jax.tree.map(jnp.copy, jax.device_put(dict(variables)))
+    params, state = _split_variables(variables)
+    opt_state = tx.init(params)
+  else:
+    params, state, opt_state = jax.tree.map(
+        jnp.copy, jax.device_put((resume.params, dict(resume.collections), resume.opt_state)))
+    variables = {"params": params, **state}
+  jax.block_until_ready((params, state, opt_state))
   init_seconds = time.perf_counter() - start
   frozen, data = jax.device_put((frozen, data))
   table, train = data.table, data.train
 
-  tx = optax.adam(config.learning_rate)
-  params, state = _split_variables(variables)
   n = _num_examples(train)
   steps = max(1, math.ceil(n / config.batch_size))
+  if resume is not None and resume.steps_per_epoch != steps:
+    raise ValueError(f"resuming a run of {resume.steps_per_epoch} steps per epoch on data of {steps}")
   step_ids = [jax.device_put(np.int32(s)) for s in range(steps)]
   zero, minus_one = jax.device_put(np.float32(0.0)), jax.device_put(np.int32(-1))
 
-  def fresh_carry(params, state, opt_state):
+  def fresh_carry(params, state, opt_state, loss_sum=None):
     # New accumulators each epoch: the carry is donated to the steps, so these buffers are consumed.
-    return (params, state, opt_state, jnp.copy(zero), jnp.copy(minus_one), jnp.copy(zero))
+    loss = jnp.copy(zero) if loss_sum is None else jax.device_put(np.float32(loss_sum))
+    return (params, state, opt_state, loss, jnp.copy(minus_one), jnp.copy(zero))
 
-  carry = fresh_carry(params, state, tx.init(params))
+  # Where training starts (full epochs and steps into the next) and the step at which it stops.
+  first_epoch, first_step = (resume.epoch, resume.step) if resume is not None else (0, 0)
+  end = steps * config.epochs
+  if until is not None:
+    end = min(end, max(first_epoch * steps + first_step + 1, round(until * steps)))
+  carry = fresh_carry(params, state, opt_state, None if resume is None else resume.loss_sum)
   order = _epoch_order(order_key, 0, n, steps * config.batch_size)
   step_args = (carry, frozen, table, train.inputs, train.targets, order, step_ids[0], dropout_key)
   train_exe, compile_seconds = _executable(
@@ -484,21 +577,29 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   val_eval = _Evaluator(compiled, objective, config, frozen, table, data.val, variables)
   compile_seconds += val_eval.compile_seconds
 
-  history: list[EpochRecord] = []
-  best_vars, best_score, best_epoch = None, math.inf, 0
+  if resume is None:
+    history: list[EpochRecord] = []
+    best_vars, best_score, best_epoch, since_best, steps_run = None, math.inf, 0, 0, 0
+  else:
+    history = list(resume.history)
+    best_vars, best_score, best_epoch = resume.best_variables, resume.best_score, resume.best_epoch
+    since_best, steps_run = resume.since_best, resume.steps_run
   failed: str | None = None
+  paused: TuneState | None = None
   train_seconds = eval_seconds = 0.0
-  since_best = epochs_run = steps_run = 0
-  for epoch in range(1, config.epochs + 1):
+  epochs_run = first_epoch
+  for epoch in range(first_epoch + 1, config.epochs + 1):
     epochs_run = epoch
     t0 = time.perf_counter()
     order = _epoch_order(order_key, epoch - 1, n, steps * config.batch_size)
     epoch_key = jax.random.fold_in(dropout_key, epoch)
     bad_step = -1
-    for s in range(steps):
+    begin = first_step if epoch == first_epoch + 1 else 0
+    stop = min(steps, end - (epoch - 1) * steps)
+    for s in range(begin, stop):
       carry = train_exe(carry, frozen, table, train.inputs, train.targets, order, step_ids[s], epoch_key)
       steps_run += 1
-      if (s + 1) % config.nan_check_every == 0 and s + 1 < steps:
+      if (s + 1) % config.nan_check_every == 0 and s + 1 < stop:
         # One scalar read: it waits for the steps so far, so a bad candidate stops within
         # nan_check_every steps instead of running out its epoch.
         bad_step = int(jax.device_get(carry[4]))
@@ -517,6 +618,18 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
     if not math.isfinite(val_score):
       failed = f"validation score became {val_score} at epoch {epoch}"
       break
+    if stop < steps:
+      # A pause in the middle of the epoch: its parameters were scored, and may be the best so far, but
+      # the epoch is not over (no record, no patience count).
+      if val_score < best_score:
+        best_vars, best_score, best_epoch = jax.tree.map(jnp.copy, current), val_score, epoch
+      paused = TuneState(
+          params=carry[0], collections=carry[1], opt_state=carry[2], epoch=epoch - 1, step=stop,
+          loss_sum=carry[3], score=val_score, best_variables=best_vars, best_score=best_score,
+          best_epoch=best_epoch, since_best=since_best, history=tuple(history), steps_run=steps_run,
+          seed=config.seed, batch_size=config.batch_size, learning_rate=config.learning_rate,
+          steps_per_epoch=steps)
+      break
     history.append(EpochRecord(epoch, loss_sum / steps, val_score, val_loss, t1 - t0, t2 - t1))
     if val_score < best_score:
       # A copy: the carry's buffers are donated to (and overwritten by) the next step.
@@ -525,14 +638,23 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
       since_best += 1
       if config.patience is not None and since_best >= config.patience:
         break
+    if epoch * steps >= end and epoch < config.epochs:
+      # A pause at the end of the epoch: the next call goes on as the next epoch of this one would.
+      paused = TuneState(
+          params=carry[0], collections=carry[1], opt_state=carry[2], epoch=epoch, step=0,
+          loss_sum=np.float32(0.0), score=val_score, best_variables=best_vars, best_score=best_score,
+          best_epoch=best_epoch, since_best=since_best, history=tuple(history), steps_run=steps_run,
+          seed=config.seed, batch_size=config.batch_size, learning_rate=config.learning_rate,
+          steps_per_epoch=steps)
+      break
     carry = fresh_carry(*carry[:3])
 
-  if best_vars is None and failed is None:
+  if best_vars is None and failed is None and epochs_run == 0:
     # No epoch ran (epochs=0): report the initial variables.
     best_vars = variables
     best_score, _ = val_eval(variables)
   test_score = None
-  if best_vars is not None and data.test is not None:
+  if best_vars is not None and data.test is not None and paused is None:
     t0 = time.perf_counter()
     test_eval = _Evaluator(compiled, objective, config, frozen, table, data.test, best_vars)
     compile_seconds += test_eval.compile_seconds
@@ -542,4 +664,4 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
       variables=best_vars, val_score=best_score if best_vars is not None else math.nan, test_score=test_score,
       best_epoch=best_epoch, epochs_run=epochs_run, history=history, failed=failed, steps_run=steps_run,
       objective=objective, init_seconds=init_seconds, compile_seconds=compile_seconds,
-      train_seconds=train_seconds, eval_seconds=eval_seconds)
+      train_seconds=train_seconds, eval_seconds=eval_seconds, state=paused)

@@ -9,7 +9,18 @@ lifelong runner.
 """
 
 from hx.synth.evolution import EvolutionConfig, Generation, evolve
-from hx.synth.executors import Executor, Job, JobResult, LocalExecutor, TaskContext, job_seed, train_program
+from hx.synth.executors import (
+  Executor,
+  Job,
+  JobResult,
+  LocalExecutor,
+  TaskContext,
+  default_executor,
+  job_seed,
+  make_executor,
+  train_program,
+)
+from hx.synth.halving import Halving
 from hx.synth.library import FORMAT_VERSION, Added, Entry, Library, LibraryError, Provenance, Trained
 from hx.synth.lifelong import SequenceRun, SettingsMismatch, run_sequence
 from hx.synth.space import COMBINATORS, Candidate, Costs, SearchSpace, equivalence_key, normal_form
@@ -24,6 +35,7 @@ __all__ = [
     "EnumerationStats", "enumerate", "enumerate_programs",
     "EvolutionConfig", "Generation", "evolve",
     "Executor", "Job", "JobResult", "LocalExecutor", "TaskContext", "job_seed", "train_program",
+    "make_executor", "default_executor", "Halving",
     "STRATEGIES", "Budget", "Ranked", "SynthesisResult", "synthesize",
     "SequenceRun", "SettingsMismatch", "run_sequence",
 ]

@@ -3,11 +3,20 @@
 A synthesizer never trains a program itself. It hands `Job`s (a candidate and its seed) to an
 `Executor` together with the `TaskContext` they share (the task's data, its objective, the library, the
 module sizes and the training settings), and receives `JobResult`s. The executor decides where the
-training happens: `LocalExecutor` trains in the calling process, one candidate after another; parallel
-and distributed executors implement the same two methods.
+training happens:
+
+  "local"      `LocalExecutor`: in the calling process, one candidate after another (the default);
+  "processes"  `hx.synth.parallel.ProcessExecutor`: N worker processes on this machine, each with its own
+               JAX pinned to its share of the cores;
+  "ray"        `hx.synth.parallel.RayExecutor`: Ray tasks on a local Ray or a cluster (the `ray` extra).
+
+`make_executor(name, ...)` builds one by name. A job may also continue a paused candidate (`Job.resume`,
+`Job.until`: successive halving trains survivors further rather than from the start).
 
 Every job's seed is derived from the synthesis seed and the candidate's equivalence class
-(`job_seed`), never from the order in which jobs run, so any executor gives the same result for a job.
+(`job_seed`), never from the order in which jobs run or the worker that runs them, so any executor gives
+the same result for a job, given the same number of XLA threads per worker (see `hx.synth.parallel` on
+why the thread count can change the last digits of a CNN candidate's scores).
 """
 
 from __future__ import annotations
@@ -22,7 +31,10 @@ from hx.lang import program as P
 from hx.lang.types import Type
 from hx.synth.space import Candidate
 
-__all__ = ["TaskContext", "Job", "JobResult", "Executor", "LocalExecutor", "job_seed", "train_program"]
+__all__ = ["TaskContext", "Job", "JobResult", "Executor", "LocalExecutor", "job_seed", "train_program",
+           "run_job", "failed_result", "make_executor", "EXECUTORS", "default_executor"]
+
+EXECUTORS = ("local", "processes", "ray")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -45,10 +57,20 @@ class TaskContext:
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-  """One candidate to train: `index` is its place in the search's order, `seed` seeds its training."""
+  """One candidate to train.
+
+  Attributes:
+    index: its place in the search's order.
+    candidate: the program and its fresh functions' types.
+    seed: seeds its training (`job_seed`).
+    until: pause after this many epochs (a float; `hx.compile.tune`'s `until`); None: train to the end.
+    resume: a paused run's `hx.compile.TuneState` (host arrays) to continue from; None: start afresh.
+  """
   index: int
   candidate: Candidate
   seed: int
+  until: float | None = None
+  resume: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -65,6 +87,9 @@ class JobResult:
     epochs_run, best_epoch: epochs trained, and the epoch (from 1) the variables come from.
     compile_seconds, train_seconds, eval_seconds: time compiling, in training steps, in scoring.
     seconds: wall time of the whole job.
+    state: the `hx.compile.TuneState` (host NumPy arrays) to continue from when the job paused
+      (`Job.until`), else None.
+    attempts: how many times it was started (more than 1 when a worker died under it).
   """
   job: Job
   status: str
@@ -78,6 +103,8 @@ class JobResult:
   train_seconds: float = 0.0
   eval_seconds: float = 0.0
   seconds: float = 0.0
+  state: Any = None
+  attempts: int = 1
 
   @property
   def candidate(self) -> Candidate:
@@ -95,7 +122,7 @@ def job_seed(seed: int, candidate: Candidate) -> int:
 
 def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: TaskContext, *,
                   seed: int, frozen_variables: Mapping[str, Any] | None = None,
-                  prefixes: Any = None) -> tuple[Any, Any]:
+                  prefixes: Any = None, until: float | None = None, resume: Any = None) -> tuple[Any, Any]:
   """Compiles `program` (its fresh functions of the given types) and trains it with Tune.
 
   Library functions the program applies first to every input image (its frozen prefix,
@@ -112,6 +139,7 @@ def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: 
       "batch_stats"}); default: taken from the library.
     prefixes: an `hx.compile.memo.PrefixTables` to share prefix tables between candidates; default: one
       for this call only.
+    until, resume: pause after `until` epochs, continue a paused run (see `hx.compile.tune`).
 
   Returns:
     (compiled, tune_result): the `hx.compile.CompiledProgram` trained (the program without its frozen
@@ -132,7 +160,7 @@ def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: 
   variables = frozen_variables if frozen_variables is not None else library.variables()
   frozen = make_frozen(compiled, variables)
   config = dataclasses.replace(context.tune_config, seed=seed)
-  return compiled, tune(compiled, frozen, data, context.objective, config)
+  return compiled, tune(compiled, frozen, data, context.objective, config, until=until, resume=resume)
 
 
 class Executor(Protocol):
@@ -153,7 +181,14 @@ def _result(job: Job, compiled: Any, r: Any, seconds: float) -> JobResult:
       job=job, status="failed" if failed else "trained", reason=r.failed, val_score=float(r.val_score),
       test_score=None if r.test_score is None else float(r.test_score), variables=variables,
       epochs_run=r.epochs_run, best_epoch=r.best_epoch, compile_seconds=r.compile_seconds,
-      train_seconds=r.train_seconds + r.init_seconds, eval_seconds=r.eval_seconds, seconds=seconds)
+      train_seconds=r.train_seconds + r.init_seconds, eval_seconds=r.eval_seconds, seconds=seconds,
+      state=None if r.state is None else r.state.on_host())
+
+
+def failed_result(job: Job, reason: str, seconds: float = 0.0, attempts: int = 1) -> JobResult:
+  """A job that produced nothing, with the reason (what an executor reports for a job it lost)."""
+  return JobResult(job=job, status="failed", reason=reason, val_score=math.nan, test_score=None,
+                   variables=None, seconds=seconds, attempts=attempts)
 
 
 def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] | None = None,
@@ -163,10 +198,10 @@ def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] 
   c = job.candidate
   try:
     compiled, r = train_program(c.program, c.fresh_types, context, seed=job.seed,
-                                frozen_variables=frozen_variables, prefixes=prefixes)
+                                frozen_variables=frozen_variables, prefixes=prefixes, until=job.until,
+                                resume=job.resume)
   except (ValueError, TypeError, NotImplementedError, FloatingPointError) as err:
-    return JobResult(job=job, status="failed", reason=f"{type(err).__name__}: {err}", val_score=math.nan,
-                     test_score=None, variables=None, seconds=time.perf_counter() - start)
+    return failed_result(job, f"{type(err).__name__}: {err}", time.perf_counter() - start)
   return _result(job, compiled, r, time.perf_counter() - start)
 
 
@@ -191,6 +226,9 @@ class LocalExecutor:
       self._context = context
       self._frozen = jax.device_put(context.library.variables())
 
+  parallelism = 1
+  """Jobs it runs at once (a synthesizer hands over at least this many at a time when it can)."""
+
   def run(self, context: TaskContext, jobs: Sequence[Job]) -> Iterator[JobResult]:
     self._prepare(context)
     for job in jobs:
@@ -198,3 +236,67 @@ class LocalExecutor:
 
   def close(self) -> None:
     self._context, self._frozen = None, None
+
+
+def make_executor(executor: str | Executor | None = "local", **options: Any) -> Executor:
+  """An executor by name ("local", "processes", "ray"), or `executor` itself if it is one.
+
+  Args:
+    executor: a name from `EXECUTORS`, an Executor (returned as it is; then `options` must be empty), or
+      None for "local".
+    options: the executor's constructor arguments: for "processes" `workers`, `threads`, `max_retries`,
+      `job_timeout` (`hx.synth.parallel.ProcessExecutor`); for "ray" `address` (e.g. "auto" or
+      "10.0.0.1:6379"), `num_cpus`, `cpus_per_job`, `max_retries` (`hx.synth.parallel.RayExecutor`).
+
+  Raises:
+    ValueError: an unknown name, or options for an executor instance.
+    ImportError: "ray" without Ray installed (install the `ray` extra: pip install 'hx[ray]').
+  """
+  if executor is None:
+    executor = "local"
+  if not isinstance(executor, str):
+    if options:
+      raise ValueError(f"options {sorted(options)} are for an executor name, not an executor instance")
+    return executor
+  if executor == "local":
+    if options:
+      raise ValueError(f"the local executor takes no options, got {sorted(options)}")
+    return LocalExecutor()
+  if executor == "processes":
+    from hx.synth.parallel import ProcessExecutor
+
+    return ProcessExecutor(**options)
+  if executor == "ray":
+    from hx.synth.parallel import RayExecutor
+
+    return RayExecutor(**options)
+  raise ValueError(f"unknown executor {executor!r}; the executors are {', '.join(EXECUTORS)}")
+
+
+def default_executor(backend: str | None = None, cores: int | None = None) -> tuple[str, dict[str, Any]]:
+  """The executor a binary should use when the user names none: (name, options) for `make_executor`.
+
+  One candidate of the paper's sizes keeps about two cores busy (the count_digit candidate: 43 CPU
+  seconds per 21.7 s epoch on 2 cores, benchmarks/RESULTS.md "Training throughput"), and on the 2-core
+  machine two workers of one core were not faster than one process of two (RESULTS.md "Synthesis:
+  workers and threads"): they compile separately, and a pinned worker cannot move off a core that other
+  processes load. So: "local" on accelerators and on CPUs of up to 2 cores; on more cores, worker
+  processes of 2 cores each (cores // 2 workers; not yet measured on such a machine: re-measure with
+  benchmarks/synthesis.py --executors processes:WxT).
+
+  Args:
+    backend: JAX's backend ("cpu", "gpu", "tpu"); default: `jax.default_backend()`.
+    cores: the cores this process may use; default: its affinity mask.
+  """
+  if backend is None:
+    import jax
+
+    backend = jax.default_backend()
+  if backend != "cpu":
+    return "local", {}
+  from hx.synth.parallel import available_cpus, default_process_options
+
+  options = default_process_options(cores if cores is not None else len(available_cpus()))
+  if options["workers"] <= 1:
+    return "local", {}
+  return "processes", options

@@ -218,6 +218,12 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
       path = directory / "records" / _task_dir(i + 1, sequence.build(i).name) / f"fraction_{f:g}.json"
       records.append(json.loads(path.read_text("utf-8")))
 
+  if isinstance(executor, str):
+    # One executor for every task: worker processes or a Ray connection start once (they end with this
+    # process; pass an executor instance to close it yourself).
+    from hx.synth.executors import make_executor
+
+    executor = make_executor(executor)
   for i in range(done, len(sequence)):
     if stop_after is not None and i >= stop_after:
       break

@@ -24,7 +24,8 @@ from absl import logging
 from hx.lang import program as P
 from hx.lang.types import Type
 from hx.synth.evolution import EvolutionConfig, evolve
-from hx.synth.executors import Executor, Job, JobResult, LocalExecutor, TaskContext, job_seed
+from hx.synth.executors import Executor, Job, JobResult, TaskContext, job_seed, make_executor
+from hx.synth.halving import Halving, successive_halving
 from hx.synth.space import Candidate, SearchSpace
 from hx.synth.topdown import EnumerationStats, enumerate_programs
 
@@ -41,11 +42,15 @@ class Budget:
     candidates: programs to train at most (the paper restricts the counting and long sequences to 20
       evaluated programs).
     enumerated: partial programs the top-down search may expand at most.
-    seconds: wall time; no new candidate starts after it (the one training finishes).
+    seconds: wall time; no new candidate starts after it (the one training finishes; a parallel
+      executor's batch, or a halving rung, that started finishes).
+    schedule: None: every candidate trains to the end (the task's epochs); a `Halving`: successive
+      halving (`hx.synth.halving`), the top-down strategy only.
   """
   candidates: int | None = 20
   enumerated: int | None = None
   seconds: float | None = None
+  schedule: Halving | None = None
 
   def __post_init__(self):
     for name in ("candidates", "enumerated", "seconds"):
@@ -71,6 +76,7 @@ class Ranked:
     order: its place in the search's order (0 first).
     named: the program as the library names it after `Library.add` (nn_<sequence>_<k>), for the
       reported ranks; else None.
+    epochs_run: epochs it trained (fewer than the task's when early stopping or halving stopped it).
   """
   rank: int
   program: P.Program
@@ -86,6 +92,7 @@ class Ranked:
   eval_seconds: float
   order: int
   named: P.Program | None = None
+  epochs_run: int = 0
 
   def __str__(self) -> str:
     test = "-" if self.test_score is None else f"{self.test_score:.4g}"
@@ -181,7 +188,7 @@ class _Progress:
 def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", budget: Budget = Budget(),
                seed: int = 0, space: SearchSpace = SearchSpace(), module_config: Any = None,
                tune_config: Any = None, evolution: EvolutionConfig = EvolutionConfig(),
-               executor: Executor | None = None, sequence: str | None = None, keep: int = 3,
+               executor: Executor | str | None = None, sequence: str | None = None, keep: int = 3,
                progress: bool = False, when: str | None = None) -> SynthesisResult:
   """Searches programs for `task`, trains them, ranks them and extends the library with the winner.
 
@@ -196,7 +203,10 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     module_config: module sizes (default: the paper's, `hx.compile.ModuleConfig()`).
     tune_config: training settings (default: `hx.data.training_settings` for the task's kind).
     evolution: population, generations and rates of the evolutionary search.
-    executor: where candidates train (default: a `LocalExecutor`, in this process).
+    executor: where candidates train: an Executor, or a name of `hx.synth.executors.make_executor`
+      ("local", the default: in this process; "processes"; "ray"), made for this call and closed after
+      it. A parallel executor is handed `parallelism` candidates or more at a time (all of the
+      candidate budget at once when there is no time budget).
     sequence: names the new library functions nn_<sequence>_<k> (default: the task's kind, else "task").
     keep: how many of the best candidates keep their trained variables (and are named as the paper's
       tables name their top 3).
@@ -210,6 +220,9 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     raise ValueError(f"unknown strategy {strategy!r}; the strategies are {', '.join(STRATEGIES)}")
   if keep < 1:
     raise ValueError(f"keep must be >= 1, got {keep}")
+  if budget.schedule is not None and strategy != "topdown":
+    raise ValueError("successive halving (Budget.schedule) is for the top-down strategy; evolution scores "
+                     "each generation to the end")
   wall = time.perf_counter()
   kind = getattr(getattr(task, "spec", None), "kind", None)
   if tune_config is None:
@@ -220,7 +233,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     tune_config = training_settings(kind).tune_config()
   context = _context(task, library, module_config, tune_config)
   library = context.library
-  executor = executor or LocalExecutor()
+  owned = executor is None or isinstance(executor, str)
+  executor = make_executor(executor)
   deadline = None if budget.seconds is None else wall + budget.seconds
   results: list[JobResult] = []
   show = _Progress(task.name, budget.candidates, progress)
@@ -242,12 +256,28 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     if strategy == "topdown":
       stats = EnumerationStats()
       show.enumerated = lambda: stats.expanded
-      for candidate in enumerate_programs(task.type, library, space=space, config=context.module_config,
-                                          limit=budget.candidates, max_expanded=budget.enumerated,
-                                          stats=stats):
-        train([candidate])
-        if out_of_budget():
-          break
+      generator = enumerate_programs(task.type, library, space=space, config=context.module_config,
+                                     limit=budget.candidates, max_expanded=budget.enumerated, stats=stats)
+      if budget.schedule is not None:
+        results.extend(successive_halving(
+            list(generator), budget.schedule, context.tune_config.epochs, seed,
+            lambda jobs: _run(executor, context, jobs, show),
+            lambda: deadline is not None and time.perf_counter() >= deadline))
+      else:
+        # Candidates go to the executor in batches it can run at once; without a time budget, all of
+        # them in one (a parallel executor then keeps every worker busy to the end).
+        parallelism = max(1, int(getattr(executor, "parallelism", 1)))
+        chunk = budget.candidates if budget.seconds is None and budget.candidates else parallelism
+        batch: list[Candidate] = []
+        for candidate in generator:
+          batch.append(candidate)
+          if len(batch) >= chunk:
+            train(batch)
+            batch = []
+            if out_of_budget():
+              break
+        if batch and not out_of_budget():
+          train(batch)
       search_seconds = stats.seconds
     else:
       equivalent: list[tuple[Candidate, Candidate]] = []
@@ -255,6 +285,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
                                equivalent)
   finally:
     show.close()
+    if owned:
+      executor.close()
   ranked = sorted(results, key=_sort_key)
   added = None
   if ranked and ranked[0].ok:
@@ -266,7 +298,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
         rank=rank, program=r.candidate.program, fresh_types=r.candidate.fresh_types, status=r.status,
         reason=r.reason, val_score=r.val_score, test_score=r.test_score,
         variables=r.variables if rank <= keep else None, seconds=r.seconds, compile_seconds=r.compile_seconds,
-        train_seconds=r.train_seconds, eval_seconds=r.eval_seconds, order=r.job.index, named=named))
+        train_seconds=r.train_seconds, eval_seconds=r.eval_seconds, order=r.job.index, named=named,
+        epochs_run=r.epochs_run))
   if strategy == "evolutionary":
     for dup, rep in equivalent:
       out.append(Ranked(rank=len(out) + 1, program=dup.program, fresh_types=dup.fresh_types,

@@ -1,0 +1,258 @@
+"""One task's synthesis end to end (search, compile, train, score), per executor and budget schedule.
+
+    python benchmarks/synthesis.py --task cs1:3 [--preset paper] [--candidates 20]
+        [--executors local,processes,processes:1x2,ray] [--schedules full,halving] [--json out.json]
+
+`--task SEQ:K` is task K (from 1) of the paper's sequence SEQ (seed `--seed`): CS1 task 3 is
+count_digit(d1) with CS1's tasks 1-2 in the library, SS task 2 sum_digits with classify_digit's
+functions, GS2 task 2 shortest_path_mnist with regress_mnist's. The tasks before K are synthesized first
+(`--prefix_candidates` candidates each, local executor, the preset's settings) and their library is kept
+in `--library_dir`, so that every run of the benchmark on the same settings starts from the same
+library; that preparation is not timed.
+
+Each (executor, schedule) pair then runs `hx.synthesize` on task K with the same seed and reports:
+wall time, candidates per hour, the split of the time between search (enumerating programs),
+compilation, training steps and scoring (seconds summed over candidates: with N workers they add up to
+about N times the wall time, so the shares are of that worker time), candidate-epochs trained, and the
+top program with its validation and test error.
+
+Executors: "local" (in this process), "processes" (worker processes: one per core, one core each),
+"processes:WxT" (W workers of T cores each), "default" (`hx.synth.executors.default_executor()`), "ray"
+(a local Ray with every core, a job per core; `--ray_address` joins a cluster). Schedules: "full"
+(every candidate to the end) and "halving" (`hx.synth.halving.Halving(first=--halving_first,
+eta=--halving_eta)`).
+
+The persistent compilation cache is JAX's default for hx (`~/.cache/hx/jax`) unless `--cache_dir`
+names another (a new empty directory measures cold compilation). Figures, commands and machines go to
+benchmarks/RESULTS.md by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _cpu_model() -> str:
+  try:
+    out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+      if line.startswith("Model name:"):
+        return line.split(":", 1)[1].strip()
+  except (OSError, subprocess.CalledProcessError):
+    pass
+  return platform.processor() or "unknown"
+
+
+def _versions() -> dict:
+  import jax
+  import jaxlib
+
+  out = {"python": platform.python_version(), "jax": jax.__version__, "jaxlib": jaxlib.__version__}
+  try:
+    import ray
+
+    out["ray"] = ray.__version__
+  except ImportError:
+    out["ray"] = None
+  return out
+
+
+def _executor(spec: str, ray_address: str | None):
+  """(executor, label) for an --executors item."""
+  from hx.synth.executors import default_executor, make_executor
+
+  if spec == "local":
+    return make_executor("local"), "local"
+  if spec == "processes":
+    executor = make_executor("processes")  # ProcessExecutor's defaults: one worker per core, one core each
+    return executor, f"processes {executor.workers}x{executor.threads}"
+  if spec == "default":
+    name, options = default_executor()
+    label = name if name == "local" else f"processes {options['workers']}x{options['threads']}"
+    return make_executor(name, **options), f"default ({label})"
+  if spec.startswith("processes:"):
+    workers, threads = (int(v) for v in spec.split(":", 1)[1].split("x"))
+    return make_executor("processes", workers=workers, threads=threads), f"processes {workers}x{threads}"
+  if spec == "ray":
+    executor = make_executor("ray", address=ray_address)
+    return executor, f"ray ({ray_address or 'local'}, {executor.parallelism} slots)"
+  raise SystemExit(f"unknown executor {spec!r}")
+
+
+def _prefix_library(args, seq, index: int, sizes):
+  """The library after tasks 1..index-1 of `seq`, synthesized once and kept on disk."""
+  from hx.data.settings import training_settings
+  from hx.synth import Budget, Library, synthesize
+
+  key = f"{seq.name}_seed{args.seed}_{args.preset}_upto{index - 1}_c{args.prefix_candidates}"
+  path = os.path.join(args.library_dir, key)
+  if os.path.exists(path):
+    return Library.load(path), path
+  library = Library()
+  for i in range(index - 1):
+    task = seq.build(i)
+    config = training_settings(task.spec.kind, args.preset).tune_config()
+    start = time.perf_counter()
+    r = synthesize(task, library, budget=Budget(candidates=args.prefix_candidates), seed=args.seed,
+                   tune_config=config, sequence=seq.name)
+    print(f"# library: task {i + 1} {task.name}: {r.best.program} test {r.best.test_score:.4g} "
+          f"({time.perf_counter() - start:.0f} s)", flush=True)
+    library = r.library
+  library.save(path)
+  return library, path
+
+
+def _isolated(args, argv: list[str], runs: list[tuple[str, str]]) -> dict:
+  """Runs each (executor, schedule) as its own `--in_process` command; merges their figures."""
+  import tempfile
+
+  keep = []
+  skip = False
+  for a in argv:  # drop the options this function sets per run
+    if skip:
+      skip = False
+      continue
+    if a in ("--executors", "--schedules", "--json"):
+      skip = True
+      continue
+    if a.startswith(("--executors=", "--schedules=", "--json=")):
+      continue
+    keep.append(a)
+  merged: dict | None = None
+  with tempfile.TemporaryDirectory() as tmp:
+    for k, (executor, schedule) in enumerate(runs):
+      path = os.path.join(tmp, f"{k}.json")
+      subprocess.run([sys.executable, os.path.abspath(__file__), *keep, "--in_process", "--executors",
+                      executor, "--schedules", schedule, "--json", path], check=True)
+      with open(path) as f:
+        one = json.load(f)
+      if merged is None:
+        merged = one
+      else:
+        merged["runs"].extend(one["runs"])
+        merged["machine"]["load_after"] = one["machine"]["load_after"]
+  merged["argv"] = sys.argv
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(merged, f, indent=1, default=str)
+  return merged
+
+
+def main(argv: list[str] | None = None) -> dict:
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--task", default="cs1:3", help="SEQUENCE:K, task K (from 1) of a paper sequence")
+  parser.add_argument("--seed", type=int, default=0, help="sequence and synthesis seed")
+  parser.add_argument("--preset", default="paper", help="sizes and training settings: paper, authors, quick")
+  parser.add_argument("--fraction", type=float, default=1.0, help="share of task K's training split")
+  parser.add_argument("--epochs", type=int, default=None, help="epochs per candidate (default: the preset's)")
+  parser.add_argument("--candidates", type=int, default=20)
+  parser.add_argument("--prefix_candidates", type=int, default=2,
+                      help="candidates per earlier task when building the library")
+  parser.add_argument("--executors", default="local", help="comma-separated: local, processes, "
+                      "processes:WxT, default, ray")
+  parser.add_argument("--schedules", default="full", help="comma-separated: full, halving")
+  parser.add_argument("--halving_first", type=float, default=1.0)
+  parser.add_argument("--halving_eta", type=int, default=3)
+  parser.add_argument("--ray_address", default=None)
+  parser.add_argument("--library_dir", default=os.path.join(os.path.expanduser("~"), ".cache", "hx",
+                                                            "bench_libraries"))
+  parser.add_argument("--cache_dir", default=None, help="persistent compilation cache directory")
+  parser.add_argument("--json", default=None, help="write the figures here")
+  parser.add_argument("--in_process", action="store_true",
+                      help="run every (executor, schedule) in this process (default: each in a new process, "
+                           "so no run inherits another's compiled executables or warm caches in memory)")
+  args = parser.parse_args(argv)
+  argv = sys.argv[1:] if argv is None else list(argv)
+  runs = [(e.strip(), sch.strip()) for e in args.executors.split(",") for sch in args.schedules.split(",")]
+  if not args.in_process and len(runs) > 1:
+    return _isolated(args, argv, runs)
+  if args.cache_dir:
+    os.environ["HX_COMPILATION_CACHE_DIR"] = args.cache_dir
+
+  import dataclasses
+
+  from hx.data import TaskSizes, sequence
+  from hx.data.settings import training_settings
+  from hx.synth import Budget, synthesize
+  from hx.synth.halving import Halving
+
+  name, _, k = args.task.partition(":")
+  index = int(k or 1)
+  sizes = TaskSizes.preset(args.preset)
+  seq = sequence(name, seed=args.seed, sizes=sizes)
+  t0 = time.perf_counter()
+  library, library_path = _prefix_library(args, seq, index, sizes)
+  task = seq.build(index - 1)
+  if args.fraction < 1:
+    task = task.with_fraction(args.fraction)
+  config = training_settings(task.spec.kind, args.preset).tune_config()
+  if args.epochs is not None:
+    config = dataclasses.replace(config, epochs=args.epochs)
+  print(f"# {task.summary()}\n# library {library!r} ({library_path}); settings {config}; "
+        f"prepared in {time.perf_counter() - t0:.0f} s", flush=True)
+
+  out = {"task": task.name, "sequence": seq.name, "index": index, "seed": args.seed, "preset": args.preset,
+         "fraction": args.fraction, "candidates": args.candidates, "epochs": config.epochs,
+         "batch_size": config.batch_size, "library": list(library.names), "argv": sys.argv,
+         "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()},
+         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+         "versions": _versions(), "runs": []}
+  header = ("| executor | schedule | wall s | candidates/h | search | compile | train | eval | worker s | "
+            "cand-epochs | top program | val | test |")
+  print(header)
+  print("|" + "---|" * (header.count("|") - 1))
+  for spec in args.executors.split(","):
+    executor, label = _executor(spec.strip(), args.ray_address)
+    try:
+      for schedule_name in args.schedules.split(","):
+        schedule = None
+        if schedule_name.strip() == "halving":
+          schedule = Halving(first=args.halving_first, eta=args.halving_eta)
+        load = os.getloadavg()[0]
+        r = synthesize(task, library, budget=Budget(candidates=args.candidates, schedule=schedule),
+                       seed=args.seed, tune_config=config, executor=executor, sequence=seq.name)
+        worker = r.compile_seconds + r.train_seconds + r.eval_seconds
+        best = r.ranked[0]
+        run = {
+            "executor": label, "schedule": schedule_name.strip(), "wall_seconds": r.wall_seconds,
+            "candidates": r.candidates_trained,
+            "candidates_per_hour": 3600 * r.candidates_trained / r.wall_seconds,
+            "search_seconds": r.search_seconds, "compile_seconds": r.compile_seconds,
+            "train_seconds": r.train_seconds, "eval_seconds": r.eval_seconds, "worker_seconds": worker,
+            "compile_share_of_worker_time": r.compile_seconds / worker if worker else math.nan,
+            "candidate_epochs": sum(x.epochs_run for x in r.ranked),
+            "top_program": str(best.program), "top_val": best.val_score, "top_test": best.test_score,
+            "load_at_start": load,
+            "ranked": [(str(x.program), x.status, x.val_score, x.test_score, x.epochs_run) for x in r.ranked],
+        }
+        out["runs"].append(run)
+
+        def share(v, total=worker):
+          return f"{100 * v / total:.0f}%" if total else "-"
+
+        test = "-" if best.test_score is None else f"{best.test_score:.4g}"
+        print(f"| {label} | {run['schedule']} | {r.wall_seconds:.0f} | {run['candidates_per_hour']:.0f} | "
+              f"{r.search_seconds:.1f} s | {share(r.compile_seconds)} | {share(r.train_seconds)} | "
+              f"{share(r.eval_seconds)} | {worker:.0f} | {run['candidate_epochs']} | `{best.program}` | "
+              f"{best.val_score:.4g} | {test} |", flush=True)
+    finally:
+      executor.close()
+  out["machine"]["load_after"] = os.getloadavg()
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(out, f, indent=1, default=str)
+  return out
+
+
+if __name__ == "__main__":
+  main()

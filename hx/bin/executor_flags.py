@@ -1,0 +1,61 @@
+"""The absl flags that say where candidates train and on what schedule, shared by the binaries.
+
+    from hx.bin.executor_flags import executor_from_flags, schedule_from_flags
+    executor = executor_from_flags()      # an Executor; close() it when done
+    budget = Budget(candidates=20, schedule=schedule_from_flags())
+
+--executor=auto (the default) is `hx.synth.executors.default_executor()`: the calling process on an
+accelerator and on CPUs of up to 2 cores (on the 2-core machine two workers of one core were not faster
+than one process of two: benchmarks/RESULTS.md), worker processes of 2 cores each on larger CPUs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from absl import flags
+
+__all__ = ["executor_from_flags", "schedule_from_flags"]
+
+_EXECUTOR = flags.DEFINE_enum(
+    "executor", "auto", ["auto", "local", "processes", "ray"],
+    "Where candidates train: auto (hx.synth.executors.default_executor: this process on up to 2 cores "
+    "and on accelerators, workers of 2 cores on larger CPUs), local (this "
+    "process), processes (worker processes on this machine), ray (Ray tasks; see --ray_address).")
+_WORKERS = flags.DEFINE_integer("workers", None, "--executor=processes: worker processes (default: one per "
+                                "core divided by --threads).")
+_THREADS = flags.DEFINE_integer("threads", None, "--executor=processes: cores (XLA threads) per worker "
+                                "(default: the cores divided by --workers; 0: no pinning).")
+_RAY_ADDRESS = flags.DEFINE_string(
+    "ray_address", None, "--executor=ray: 'auto' joins the cluster this machine belongs to (ray start), "
+    "HOST:PORT the cluster whose head is there; unset: a local Ray with every core.")
+_MAX_RETRIES = flags.DEFINE_integer("max_retries", 2, "Times a candidate whose worker died is started again.")
+_HALVING = flags.DEFINE_boolean("halving", False, "Successive halving: every candidate trains "
+                                "--halving_first epochs, the best 1/--halving_eta go on, ...")
+_HALVING_FIRST = flags.DEFINE_float("halving_first", 1.0, "Epochs of the first halving rung (0.5: half one).")
+_HALVING_ETA = flags.DEFINE_integer("halving_eta", 3, "Each halving rung keeps 1/eta of the candidates.")
+
+
+def executor_from_flags() -> Any:
+  """The Executor --executor, --workers, --threads, --ray_address and --max_retries describe."""
+  from hx.synth.executors import default_executor, make_executor
+
+  name, options = _EXECUTOR.value, {}
+  if name == "auto":
+    name, options = default_executor()
+  if name == "processes":
+    if _WORKERS.value is not None or _THREADS.value is not None:
+      options = {"workers": _WORKERS.value, "threads": _THREADS.value}
+    options["max_retries"] = _MAX_RETRIES.value
+  elif name == "ray":
+    options = {"address": _RAY_ADDRESS.value, "max_retries": _MAX_RETRIES.value}
+  return make_executor(name, **options)
+
+
+def schedule_from_flags() -> Any:
+  """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, or None."""
+  if not _HALVING.value:
+    return None
+  from hx.synth.halving import Halving
+
+  return Halving(first=_HALVING_FIRST.value, eta=_HALVING_ETA.value)

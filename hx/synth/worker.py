@@ -1,0 +1,24 @@
+"""`python -m hx.synth.worker FD CPUS`: one worker process of `hx.synth.parallel.ProcessExecutor`.
+
+FD is the file descriptor of its connection to the executor; CPUS the cores to pin it to ("0,1"), or
+"-" for no pinning. It pins itself before anything imports JAX's backend, then serves jobs.
+"""
+
+import os
+import sys
+
+
+def main(argv: list[str]) -> None:
+  if len(argv) != 3:
+    raise SystemExit(f"usage: python -m hx.synth.worker FD CPUS (got {argv[1:]})")
+  cpus = None if argv[2] == "-" else [int(c) for c in argv[2].split(",")]
+  if cpus:
+    # Before importing hx (and so JAX): XLA:CPU sizes its thread pool by the CPUs it may run on.
+    os.sched_setaffinity(0, set(cpus))
+  from hx.synth.parallel import worker_main
+
+  worker_main(int(argv[1]), cpus)
+
+
+if __name__ == "__main__":
+  main(sys.argv)

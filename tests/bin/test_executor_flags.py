@@ -1,0 +1,32 @@
+"""--executor and the halving flags (hx.bin.executor_flags), without starting any worker."""
+
+from absl import flags
+from absl.testing import flagsaver
+
+from hx.bin import executor_flags
+from hx.synth.executors import LocalExecutor
+from hx.synth.halving import Halving
+from hx.synth.parallel import ProcessExecutor
+
+
+def setup_module():
+  if not flags.FLAGS.is_parsed():
+    flags.FLAGS.mark_as_parsed()
+
+
+def test_executor_from_flags():
+  with flagsaver.flagsaver(executor="local"):
+    assert isinstance(executor_flags.executor_from_flags(), LocalExecutor)
+  with flagsaver.flagsaver(executor="processes", workers=3, threads=1, max_retries=1):
+    pool = executor_flags.executor_from_flags()
+    assert isinstance(pool, ProcessExecutor) and (pool.workers, pool.threads, pool.max_retries) == (3, 1, 1)
+  with flagsaver.flagsaver(executor="auto"):
+    chosen = executor_flags.executor_from_flags()
+    assert isinstance(chosen, (LocalExecutor, ProcessExecutor))  # by the machine's backend and cores
+    chosen.close()
+
+
+def test_schedule_from_flags():
+  assert executor_flags.schedule_from_flags() is None
+  with flagsaver.flagsaver(halving=True, halving_first=0.5, halving_eta=2):
+    assert executor_flags.schedule_from_flags() == Halving(first=0.5, eta=2)
