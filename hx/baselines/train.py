@@ -92,10 +92,21 @@ def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tu
       method=method, task=task.name, description=description, status="failed" if failed else "trained",
       reason=r.failed, val_score=float(r.val_score),
       test_score=None if r.test_score is None else float(r.test_score), network=network,
-      parameters=count_parameters(init["params"]), frozen_parameters=count_parameters(frozen),
+      parameters=count_parameters(init["params"]), frozen_parameters=_frozen_parameters(frozen),
       epochs_run=r.epochs_run, best_epoch=r.best_epoch, compile_seconds=r.compile_seconds,
       train_seconds=r.train_seconds + r.init_seconds, eval_seconds=r.eval_seconds,
       seconds=time.perf_counter() - start, sources=sources)
+
+
+def _frozen_parameters(frozen: Any) -> int:
+  """The parameters (not the batch statistics) in a `frozen` argument: every {"params", ...} in it."""
+  if isinstance(frozen, dict) and "params" in frozen:
+    return count_parameters(frozen["params"])
+  if isinstance(frozen, dict):
+    return sum(_frozen_parameters(v) for v in frozen.values())
+  if isinstance(frozen, (list, tuple)):
+    return sum(_frozen_parameters(v) for v in frozen)
+  return 0
 
 
 def _per_role(variables: Any) -> dict:

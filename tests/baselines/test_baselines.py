@@ -96,7 +96,7 @@ def test_pnn_learns_a_new_column_and_never_moves_the_earlier_ones(recognizer):
   assert r.status == "trained" and r.test_score < 0.7 * trivial(count), (r.test_score, trivial(count))
   assert _equal(dict(column0.modules), snapshot)  # bit for bit
   assert r.network.column == 1 and set(r.network.modules["lateral"]["params"]) == {"hidden", "out", "rnn_in"}
-  assert r.frozen_parameters == baselines.count_parameters(snapshot)
+  assert r.frozen_parameters == sum(baselines.count_parameters(m["params"]) for m in snapshot.values())
   # The new column really reads the earlier one: perturbing the frozen column changes its output.
   net = PNN([column0.architecture, r.network.architecture], TINY)
   variables = {"params": {k: m["params"] for k, m in r.network.modules.items()},
