@@ -87,7 +87,9 @@ def test_presets_and_their_checks():
   assert quick.methods == ("houdini_topdown", "standalone", "llt", "pnn")
   assert quick.fractions == (0.1, 1.0) and quick.seeds == (0,) and quick.budget.candidates == 4
   assert quick.sizes == TaskSizes.quick() and quick.tune_config("count_digit").epochs == 8
-  assert quick.tune_config("recognize_digit").epochs == 3
+  assert quick.tune_config("count_digit").batch_size == 32
+  recognize = quick.tune_config("recognize_digit")
+  assert recognize.epochs == 3 and recognize.batch_size == 150
   paper = EvalConfig.make("ss", preset="paper")
   assert paper.methods == ("houdini_topdown", "standalone", "llt", "pnn", "standalone_with_fold")
   assert paper.fractions == FRACTIONS and paper.seeds == (0, 1, 2, 3, 4) and paper.budget.candidates == 20
