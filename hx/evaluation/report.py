@@ -243,7 +243,7 @@ def summary_lines(records: list[dict]) -> list[str]:
       if not got:
         continue
       first = got[min(got)]
-      program = first["ranked"][0]["named"] or first["ranked"][0]["program"] if first["ranked"] else "-"
+      program = (first["ranked"][0]["named"] or first["ranked"][0]["program"]) if first["ranked"] else "-"
       score = score_text(metric, statistics.fmean(s)) if s else "failed"
       label = f"{method_label(method)}:"
       what = f"  {program}" if method.startswith("houdini_") or method == "standalone_with_fold" else ""
