@@ -347,9 +347,9 @@ def build_report(directory: Any) -> Path:
       if r.get("candidates_trained") is not None:
         extra = f"; {r['candidates_trained']} candidates trained in {r['seconds']['wall']:.0f} s"
       lines.append(f"- {method_label(method)}: `{best['named'] or best['program']}`{note}{extra}")
-    tops = paper_top(table.sequence, index)
-    if tops:
-      for t in tops:
+    algorithms = ["top-down"] + (["evolutionary"] if "houdini_evolutionary" in table.methods else [])
+    for algorithm in algorithms:
+      for t in paper_top(table.sequence, index, algorithm):
         lines.append(f"- the paper ({t.table}, {t.task}, 100% of its data): `{t.program}`, {t.score}")
     graph = PAPER_GRAPH_TABLE.get(table.sequence)
     if graph:
