@@ -1,0 +1,141 @@
+"""Reproduces the paper's evaluation: every task sequence under the paper preset, as far as time allows.
+
+    python benchmarks/reproduce.py --mnist ../shared/data/mnist.pkl.gz [--sequences cs1,ss,...]
+        [--seeds 0,1,2,3,4] [--fractions 0.02,...] [--time_budget SECONDS] [--output_dir runs/reproduce]
+        [--results results.md]
+
+Each sequence runs through `hx.evaluation.run` with `preset="paper"` (the paper's sizes, modules,
+training settings, fractions, five instantiations and candidate budgets; `hx.evaluation.config`) into
+OUTPUT_DIR/<sequence>, with the default methods of the sequence (HOUDINI top-down and the baselines the
+paper compares there). --seeds and --fractions run a part of it (the directory's settings then say so).
+The run is resumable: the same command carries on where a previous one stopped, and --time_budget
+(seconds, over all sequences) stops starting new work when it runs out.
+
+Without --smallnorb and --gtsrb the toy and traffic-sign tasks run on rendered stand-ins; every result on
+them is labelled synthetic. At the end (or when the time runs out) it writes, for every task that has
+results, the paper's top program and test score beside HOUDINI's and the baselines' scores, the data each
+used and the time each took, to --results (markdown; default OUTPUT_DIR/results.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from hx.data import SEQUENCES, Sources
+from hx.evaluation import ConfigError, EvalConfig, load_records, method_label, run
+from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
+from hx.evaluation.report import score_text
+
+
+def _floats(text: str | None) -> list[float] | None:
+  return None if text is None else [float(x) for x in text.split(",") if x]
+
+
+def _ints(text: str | None) -> list[int] | None:
+  return None if text is None else [int(x) for x in text.split(",") if x]
+
+
+def _cell(group: list[dict], method: str, metric: str) -> str:
+  """The mean test score of `method` among the records `group`, over instances."""
+  got = [r for r in group if r["method"] == method]
+  scores = [r["ranked"][0]["test"] for r in got if r["ranked"] and r["ranked"][0]["status"] == "trained"]
+  if not got:
+    return "not run"
+  if not scores:
+    return "failed"
+  text = score_text(metric, statistics.fmean(scores))
+  return text + (f" (n={len(scores)})" if len(got) > 1 else "")
+
+
+def _results(sequence: str, directory: Path) -> list[str]:
+  """The markdown rows comparing the paper with this run, per task and training fraction."""
+  records = load_records(directory) if directory.exists() else []
+  if not records:
+    return []
+  methods = sorted({r["method"] for r in records}, key=lambda m: (not m.startswith("houdini"), m))
+  baselines = [m for m in methods if not m.startswith("houdini")]
+  lines = [f"### {sequence.upper()}", "",
+           "| Task | fraction | data (train examples) | the paper (100% of its data) | HOUDINI's top "
+           "program (instance 0) | HOUDINI | " + " | ".join(method_label(m) for m in baselines)
+           + " | seconds: HOUDINI / baselines |", "|---" * (6 + len(baselines) + 1) + "|"]
+  keys = sorted({(r["task_index"], r["fraction"]) for r in records})
+  for index, fraction in keys:
+    group = [r for r in records if r["task_index"] == index and r["fraction"] == fraction]
+    first = min(group, key=lambda r: (r["instance"], r["method"]))
+    metric = first["metric"]
+    tops = paper_top(sequence, index)
+    paper = "; ".join(f"`{t.program}` {t.score}" for t in tops) or "no solution printed"
+    graph = PAPER_GRAPH_TABLE.get(sequence)
+    if graph:
+      paper += " (table: " + ", ".join(f"{row} {vals[index - 1]:g}" for row, vals in graph.items()
+                                       if row in PAPER_GRAPH_ROWS.values()) + ")"
+
+    houdini = [r for r in group if r["method"].startswith("houdini")]
+    program = "-"
+    if houdini and houdini[0]["ranked"]:
+      best = min(houdini, key=lambda r: r["instance"])["ranked"][0]
+      program = f"`{best['named'] or best['program']}`"
+    data = f"{', '.join(first['data']['datasets'])} ({first['data']['train']})"
+    if first["data"]["synthetic"]:
+      data = "**synthetic** " + data
+    seconds_h = sum(r["seconds"]["wall"] for r in houdini)
+    seconds_b = sum(r["seconds"]["wall"] for r in group if r["method"] in baselines and not r.get("same_as"))
+    lines.append(f"| {index}: {first['task']} | {100 * fraction:g}% | {data} | {paper} | {program} | "
+                 f"{_cell(group, houdini[0]['method'], metric) if houdini else 'not run'} | "
+                 + " | ".join(_cell(group, m, metric) for m in baselines)
+                 + f" | {seconds_h:.0f} / {seconds_b:.0f} |")
+  return lines + [""]
+
+
+def main() -> int:
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--sequences", default=",".join(SEQUENCES))
+  parser.add_argument("--seeds", default=None, help="instantiations (default: the paper preset's 0-4)")
+  parser.add_argument("--fractions", default=None, help="training fractions (default: the paper's)")
+  parser.add_argument("--tasks", type=int, default=None, help="only the first N tasks of each sequence")
+  parser.add_argument("--time_budget", type=float, default=None, help="seconds, over all sequences")
+  parser.add_argument("--output_dir", default="runs/reproduce")
+  parser.add_argument("--results", default=None, help="markdown output (default OUTPUT_DIR/results.md)")
+  parser.add_argument("--mnist", default=None)
+  parser.add_argument("--smallnorb", default=None)
+  parser.add_argument("--gtsrb", default=None)
+  args = parser.parse_args()
+  sources = Sources(mnist=args.mnist, smallnorb=args.smallnorb, gtsrb=args.gtsrb)
+  out = Path(args.output_dir)
+  sequences = [s for s in args.sequences.split(",") if s]
+  try:
+    configs = [EvalConfig.make(s, preset="paper", seeds=_ints(args.seeds), fractions=_floats(args.fractions),
+                               tasks=args.tasks, sources=sources) for s in sequences]
+  except (ConfigError, ValueError) as err:
+    print(f"error: {err}", file=sys.stderr)
+    return 1
+  start = time.monotonic()
+  for config in configs:
+    left = None if args.time_budget is None else args.time_budget - (time.monotonic() - start)
+    if left is not None and left <= 0:
+      print(f"{config.sequence}: not started, the time budget ran out")
+      continue
+    print(f"{config.sequence}: running into {out / config.sequence}", flush=True)
+    outcome = run(config, out / config.sequence, time_budget=left, progress=lambda s: print(s, flush=True))
+    print(f"{config.sequence}: {'finished' if outcome.finished else 'stopped: ' + str(outcome.stopped)}; "
+          f"report {outcome.report}", flush=True)
+  lines = [f"Generated {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')} by "
+           f"`python benchmarks/reproduce.py {' '.join(sys.argv[1:])}` on {platform.machine()}, "
+           f"Python {platform.python_version()}.", ""]
+  for config in configs:
+    lines += _results(config.sequence, out / config.sequence)
+  path = Path(args.results) if args.results else out / "results.md"
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text("\n".join(lines), "utf-8")
+  print(f"results: {path}")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

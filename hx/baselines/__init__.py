@@ -1,0 +1,32 @@
+"""hx.baselines: the paper's baselines, trained by the same Tune as HOUDINI's candidates.
+
+    from hx import baselines
+    r = baselines.standalone(task, config, tune_config, seed=0)      # a new network per task
+    r = baselines.llt(task, earlier, config, tune_config, seed=0)    # low-level transfer
+    r = baselines.pnn(task, columns, config, tune_config, seed=0)    # progressive neural networks
+    r = baselines.from_scratch(task, program, types, lib_types, ...)  # standalone_with_fold
+
+The architectures (`networks`): MLP ∘ CNN for image tasks, RNN(map(MLP ∘ CNN)) for list tasks (both hx
+programs), and for graph tasks an LSTM over the row-wise flattened grid of a regressor's outputs
+(`graph`); low-level transfer is in `llt`, progressive networks in `pnn`. This layer knows nothing of
+search: standalone_with_fold is handed the program to train.
+"""
+
+from hx.baselines.networks import (
+  CNN,
+  MLP,
+  RNN,
+  Architecture,
+  Network,
+  architecture,
+  count_parameters,
+  element_type,
+  load_network,
+  save_network,
+)
+from hx.baselines.train import METHODS, BaselineResult, from_scratch, llt, pnn, standalone
+
+__all__ = [
+    "CNN", "MLP", "RNN", "Architecture", "Network", "architecture", "count_parameters", "element_type",
+    "load_network", "save_network", "METHODS", "BaselineResult", "from_scratch", "llt", "pnn", "standalone",
+]

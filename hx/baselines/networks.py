@@ -1,0 +1,254 @@
+"""The baselines' networks: their architecture per task type, trained networks, and saving them.
+
+Every baseline network is built from the module templates HOUDINI's programs use
+(`hx.compile.modules`: the same CNN, MLP and LSTM at the same `ModuleConfig` sizes), under fixed role
+names, so a later task can find the layers an earlier one trained:
+
+  nn_cnn   image -> Tensor<real>[F]       the CNN (F its feature size; the paper's CNN has no output layer)
+  nn_mlp   Tensor<real>[F] -> element     the MLP on each image's features
+  nn_rnn   List<element> -> output        the LSTM over a list (over a grid's nodes for graph tasks)
+
+and the paper's standalone architectures (section 4, appendix C) follow from the task's type:
+
+  image task  Tensor<image> -> T        MLP ∘ CNN            compose(nn_mlp, nn_cnn)
+  list task   List<image> -> T          RNN(map(MLP ∘ CNN))  compose(nn_rnn, map_l(compose(nn_mlp, nn_cnn)))
+  graph task  Graph<image> -> Graph<T>  an LSTM over the row-wise flattened grid of a learned MLP ∘ CNN
+                                        regressor's outputs (`hx.baselines.graph`; the language has
+                                        no combinator that flattens a graph into a list)
+
+The image and list architectures are hx programs, compiled by `hx.compile.compile_program` and trained
+by Tune like any HOUDINI candidate. What a list task's MLP passes to the LSTM (`element`) is a choice the
+paper leaves open; `element_type` makes the authors' (their `Baselines/CountingSeqLongSeq.py` and
+`Baselines/SummingSequence.py`): one sigmoid unit per image for counting, which is also the type the
+paper's counting programs pass on, and a 10-way softmax per digit for summing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from hx.compile.modules import ModuleConfig, ModuleSpec, cnn_feature_size, init_module, module_spec
+from hx.lang import program as P
+from hx.lang.parser import parse
+from hx.lang.types import (
+  FunctionType,
+  GraphType,
+  ListType,
+  TensorType,
+  Type,
+  function_parts,
+  is_image,
+  parse_type,
+)
+
+__all__ = ["CNN", "MLP", "RNN", "KINDS", "Architecture", "Network", "architecture", "element_type",
+           "save_network", "load_network", "count_parameters"]
+
+CNN, MLP, RNN = "nn_cnn", "nn_mlp", "nn_rnn"
+KINDS = ("image", "list", "graph")
+
+_PROGRAMS = {
+    "image": "compose(nn_mlp, nn_cnn)",
+    "list": "compose(nn_rnn, map_l(compose(nn_mlp, nn_cnn)))",
+}
+_GRAPH_DESCRIPTION = "lstm_rows(map_g(compose(nn_mlp, nn_cnn)))"
+
+
+def element_type(task_kind: str | None) -> Type:
+  """What a list task's standalone MLP gives the LSTM per image: `Tensor<bool>[10]` (a softmax over the
+  digits) for sum_digits, `Tensor<bool>[1]` (a sigmoid) otherwise -- the authors' baselines' choices."""
+  return parse_type("Tensor<bool>[10]" if task_kind == "sum_digits" else "Tensor<bool>[1]")
+
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+  """A baseline network's layout for one task type.
+
+  Attributes:
+    kind: "image", "list" or "graph" (see the module docstring).
+    task_type: the task's type.
+    element: the MLP's output type: the task's output (image tasks), what the LSTM reads per image (list
+      tasks), or a node's state (graph tasks: the regressor's output, the graph output's node type).
+    specs: (role, ModuleSpec) per module, in the order nn_cnn, nn_mlp[, nn_rnn].
+    output_role: the module whose last layer is the network's output layer.
+  """
+  kind: str
+  task_type: Type
+  element: Type
+  specs: tuple[tuple[str, ModuleSpec], ...]
+  output_role: str
+
+  @property
+  def roles(self) -> tuple[str, ...]:
+    return tuple(r for r, _ in self.specs)
+
+  def spec(self, role: str) -> ModuleSpec:
+    for r, s in self.specs:
+      if r == role:
+        return s
+    raise KeyError(f"{self.kind} architecture has no module {role}")
+
+  @property
+  def fresh_types(self) -> dict[str, Type]:
+    return {r: s.type for r, s in self.specs}
+
+  @property
+  def program(self) -> P.Program | None:
+    """The hx program (image and list kinds); None for graphs, which the language cannot say."""
+    return parse(_PROGRAMS[self.kind]) if self.kind in _PROGRAMS else None
+
+  @property
+  def description(self) -> str:
+    """The program's text, or for graphs a description in the same style (`lstm_rows`: the LSTM over
+    the grid's nodes in row-major order, one output per node)."""
+    return _PROGRAMS.get(self.kind, _GRAPH_DESCRIPTION)
+
+  def init(self, rng: Any) -> dict[str, dict]:
+    """Fresh variables of every module: role -> {"params", "batch_stats"} (role i from fold_in(rng, i),
+    as `compile_program`'s init numbers its slots)."""
+    import jax
+
+    out = {}
+    for i, (role, spec) in enumerate(self.specs):
+      params, stats = init_module(spec, jax.random.fold_in(rng, i))
+      out[role] = {"params": params, "batch_stats": stats}
+    return out
+
+
+def architecture(task_type: Type, config: ModuleConfig = ModuleConfig(), element: Type | None = None
+                 ) -> Architecture:
+  """The standalone architecture of a task of type `task_type` (see the module docstring).
+
+  Args:
+    task_type: the task's type; its input must be an image, a list of images or a graph of images.
+    config: module sizes (the same as HOUDINI's, so that every method trains the same modules).
+    element: a list task's per-image output type (default `Tensor<bool>[1]`; see `element_type`).
+
+  Raises:
+    ValueError: a type none of the paper's baselines handles.
+  """
+  args, out = function_parts(task_type)
+  if len(args) != 1:
+    raise ValueError(f"no baseline network for {task_type}: a task takes one input")
+  (x,) = args
+
+  def features(image: TensorType) -> TensorType:
+    f = cnn_feature_size(image, config.cnn_channels, config.cnn_kernel, config.cnn_pool)
+    if f == 0:
+      raise ValueError(f"image {image} is too small for the CNN of {config}")
+    return TensorType("real", (f,))
+
+  def spec(role: str, text: Type) -> tuple[str, ModuleSpec]:
+    return role, module_spec(text, config, name=role)
+
+  if isinstance(x, TensorType) and is_image(x) and isinstance(out, TensorType):
+    f = features(x)
+    return Architecture("image", task_type, out,
+                        (spec(CNN, FunctionType(x, f)), spec(MLP, FunctionType(f, out))), MLP)
+  if isinstance(x, ListType) and is_image(x.elem) and isinstance(out, TensorType):
+    element = element or element_type(None)
+    f = features(x.elem)
+    return Architecture("list", task_type, element,
+                        (spec(CNN, FunctionType(x.elem, f)), spec(MLP, FunctionType(f, element)),
+                         spec(RNN, FunctionType(ListType(element), out))), RNN)
+  if isinstance(x, GraphType) and is_image(x.elem) and isinstance(out, GraphType):
+    node = out.elem
+    f = features(x.elem)
+    return Architecture("graph", task_type, node,
+                        (spec(CNN, FunctionType(x.elem, f)), spec(MLP, FunctionType(f, node)),
+                         spec(RNN, FunctionType(ListType(node), node))), RNN)
+  raise ValueError(f"no baseline network for {task_type}: the paper's baselines take an image, a list of "
+                   "images or a graph of images")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Network:
+  """A trained baseline network.
+
+  Attributes:
+    method: the baseline that trained it ("standalone", "llt", "pnn", ...).
+    task: the task it was trained on.
+    architecture: its layout.
+    modules: role -> {"params", "batch_stats"} as host NumPy arrays; a progressive column also has
+      "lateral" (its adapters, `hx.baselines.pnn`).
+    column: for progressive networks, the column's position (0 for the first task's); None otherwise.
+  """
+  method: str
+  task: str
+  architecture: Architecture
+  modules: Mapping[str, Any]
+  column: int | None = None
+
+
+def count_parameters(tree: Any) -> int:
+  """The number of scalars in a pytree of arrays."""
+  import jax
+
+  return int(sum(np.size(x) for x in jax.tree.leaves(tree)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Saving: a directory with network.json (what it is) and variables.msgpack (flax serialization of the
+# modules), written to a temporary directory and renamed into place, so a crash never leaves half of one.
+
+_FORMAT = "hx-baseline-network"
+
+
+def _architecture_json(a: Architecture) -> dict:
+  return {"kind": a.kind, "task_type": str(a.task_type), "element": str(a.element)}
+
+
+def save_network(network: Network, path: os.PathLike | str) -> None:
+  """Saves `network` as a directory at `path` (replacing one that is there)."""
+  import flax.serialization
+
+  path = Path(path)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
+  meta = {"format": _FORMAT, "method": network.method, "task": network.task, "column": network.column,
+          "architecture": _architecture_json(network.architecture), "roles": sorted(network.modules)}
+  (tmp / "network.json").write_text(json.dumps(meta, indent=1, sort_keys=True), "utf-8")
+  (tmp / "variables.msgpack").write_bytes(flax.serialization.to_bytes(dict(network.modules)))
+  if path.exists():
+    old = path.with_name(f".{path.name}.old")
+    os.replace(path, old)
+    os.replace(tmp, path)
+    shutil.rmtree(old)
+  else:
+    os.replace(tmp, path)
+
+
+def load_network(path: os.PathLike | str, config: ModuleConfig, template: Mapping[str, Any] | None = None
+                 ) -> Network:
+  """Loads a network saved by `save_network`; `config` must be the one it was built with.
+
+  Args:
+    path: the network's directory.
+    config: module sizes.
+    template: the variables' structure when it is not the architecture's plain modules (a progressive
+      column with adapters: `hx.baselines.pnn.column_template`); default `architecture.init`.
+  """
+  import flax.serialization
+  import jax
+
+  path = Path(path)
+  meta = json.loads((path / "network.json").read_text("utf-8"))
+  if meta.get("format") != _FORMAT:
+    raise ValueError(f"{path} is not a saved baseline network")
+  a = meta["architecture"]
+  arch = architecture(parse_type(a["task_type"]), config, parse_type(a["element"]))
+  if arch.kind != a["kind"]:
+    raise ValueError(f"{path}: saved as a {a['kind']} network, rebuilt as {arch.kind}")
+  if template is None:
+    template = arch.init(jax.random.key(0))
+  modules = flax.serialization.from_bytes(dict(template), (path / "variables.msgpack").read_bytes())
+  modules = jax.tree.map(np.asarray, modules)
+  return Network(meta["method"], meta["task"], arch, modules, meta.get("column"))

@@ -1,0 +1,248 @@
+"""Training the baselines: every one through `hx.compile.tune`, as HOUDINI's candidates are trained.
+
+    r = standalone(task, config, tune_config, seed=0)                       # a new network, random weights
+    r = llt(task, [earlier networks...], config, tune_config, seed=0)       # from the earlier weights
+    r = pnn(task, [earlier columns...], config, tune_config, seed=0)        # a new column + laterals
+    r = from_scratch(task, program, fresh_types, library_types, ...)        # a program, all of it fresh
+
+A task is an `hx.Task` or any value with its attributes `name`, `type`, `objective`, `train`, `val`,
+`test` and `table`; the caller passes the same `ModuleConfig` and `TuneConfig` (the task kind's training
+settings) as HOUDINI gets, so every method shares the data, the batches, the optimiser, the epochs and
+the model selection (the best validation epoch, scored once on the test split).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Mapping, Sequence
+
+import jax
+import numpy as np
+
+from hx.baselines.graph import GraphRNN
+from hx.baselines.llt import transfer
+from hx.baselines.networks import Architecture, Network, architecture, count_parameters
+from hx.baselines.pnn import PNN
+from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, tune
+from hx.lang import program as P
+from hx.lang.types import Type
+
+__all__ = ["BaselineResult", "standalone", "llt", "pnn", "from_scratch", "METHODS"]
+
+METHODS = ("standalone", "llt", "pnn", "standalone_with_fold")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class BaselineResult:
+  """One trained baseline network.
+
+  Attributes:
+    method: "standalone", "llt", "pnn" or "standalone_with_fold".
+    task: the task's name.
+    description: the network as an hx program's text (or, for the graph and progressive networks, a
+      description in the same style).
+    status: "trained" or "failed"; reason: why it failed.
+    val_score, test_score: as for HOUDINI's candidates (the task's metric, lower is better).
+    network: the trained network (None when no epoch finished cleanly).
+    parameters: trainable parameters; frozen_parameters: parameters it uses but does not train.
+    epochs_run, best_epoch: as Tune reports them.
+    compile_seconds, train_seconds, eval_seconds, seconds: Tune's split, and the whole call.
+    sources: for LLT, where each layer started from (`hx.baselines.llt.transfer`); else ().
+  """
+  method: str
+  task: str
+  description: str
+  status: str
+  reason: str | None
+  val_score: float
+  test_score: float | None
+  network: Network | None
+  parameters: int
+  frozen_parameters: int
+  epochs_run: int
+  best_epoch: int
+  compile_seconds: float
+  train_seconds: float
+  eval_seconds: float
+  seconds: float
+  sources: tuple[tuple[str, str], ...] = ()
+
+
+def _data(task: Any) -> TuneData:
+  return TuneData(task.train, task.val, task.test, task.table)
+
+
+def _host(tree: Any) -> Any:
+  return jax.tree.map(np.asarray, jax.device_get(tree))
+
+
+def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tune_config: TuneConfig,
+         seed: int, variables: Any, to_modules: Any, arch: Architecture | None, column: int | None = None,
+         sources: tuple = ()) -> BaselineResult:
+  start = time.perf_counter()
+  config = dataclasses.replace(tune_config, seed=seed)
+  init = variables if variables is not None else tunable.init(jax.random.key(seed))
+  r = tune(tunable, frozen, _data(task), task.objective, config, variables=init)
+  network = None
+  if r.variables is not None and arch is not None:
+    network = Network(method, task.name, arch, _host(to_modules(r.variables)), column)
+  failed = r.failed is not None or r.variables is None
+  return BaselineResult(
+      method=method, task=task.name, description=description, status="failed" if failed else "trained",
+      reason=r.failed, val_score=float(r.val_score),
+      test_score=None if r.test_score is None else float(r.test_score), network=network,
+      parameters=count_parameters(init["params"]), frozen_parameters=_frozen_parameters(frozen),
+      epochs_run=r.epochs_run, best_epoch=r.best_epoch, compile_seconds=r.compile_seconds,
+      train_seconds=r.train_seconds + r.init_seconds, eval_seconds=r.eval_seconds,
+      seconds=time.perf_counter() - start, sources=sources)
+
+
+def _frozen_parameters(frozen: Any) -> int:
+  """The parameters (not the batch statistics) in a `frozen` argument: every {"params", ...} in it."""
+  if isinstance(frozen, dict) and "params" in frozen:
+    return count_parameters(frozen["params"])
+  if isinstance(frozen, dict):
+    return sum(_frozen_parameters(v) for v in frozen.values())
+  if isinstance(frozen, (list, tuple)):
+    return sum(_frozen_parameters(v) for v in frozen)
+  return 0
+
+
+def _per_role(variables: Any) -> dict:
+  """{"params": {role: p}, "batch_stats": {role: s}} -> role -> {"params", "batch_stats"}."""
+  return {r: {"params": p, "batch_stats": variables["batch_stats"].get(r, {})}
+          for r, p in variables["params"].items()}
+
+
+def _compiled(arch: Architecture, config: ModuleConfig) -> Any:
+  return compile_program(arch.program, arch.fresh_types, config)
+
+
+def _from_modules(compiled: Any, modules: Mapping[str, Any]) -> dict:
+  """Variables of a compiled program from role -> {"params", "batch_stats"} (slots in program order)."""
+  return {"params": tuple(modules[n]["params"] for n in compiled.fresh_slots),
+          "batch_stats": tuple(modules[n]["batch_stats"] for n in compiled.fresh_slots)}
+
+
+def standalone(task: Any, config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
+               element: Type | None = None, regressor: Network | None = None) -> BaselineResult:
+  """A new network for `task`, from random weights (the paper's "standalone" baseline).
+
+  Args:
+    task: the task.
+    config, tune_config: module sizes and training settings (HOUDINI's for this task).
+    seed: seeds initialisation, shuffling and dropout.
+    element: a list task's per-image output type (`hx.baselines.networks.element_type`).
+    regressor: for a graph task, the regression network learned on the sequence's first task; it is
+      mapped over the grid frozen ("we map a learned MLP ∘ CNN regression module to each image in the
+      grid"; the paper shares these regressors across the competing methods), and only the LSTM trains.
+
+  Raises:
+    ValueError: a graph task without a regressor, or a regressor of another shape.
+  """
+  arch = architecture(task.type, config, element)
+  if arch.kind == "graph":
+    if regressor is None:
+      raise ValueError(f"the graph baseline of {task.name} needs the regressor learned on the sequence's "
+                       "first task")
+    _check_regressor(arch, regressor)
+    net = GraphRNN(arch, trainable_regressor=False)
+    frozen = net.frozen(regressor.modules)
+
+    def modules(v):
+      return {**dict(regressor.modules), **_per_role(v)}
+
+    return _run("standalone", task, arch.description, net, frozen, tune_config, seed, None, modules, arch)
+  compiled = _compiled(arch, config)
+  return _run("standalone", task, arch.description, compiled, (), tune_config, seed, None,
+              compiled.fresh_variables, arch)
+
+
+def _check_regressor(arch: Architecture, regressor: Network) -> None:
+  for role in ("nn_cnn", "nn_mlp"):
+    want = jax.tree.map(np.shape, arch.init(jax.random.key(0))[role])
+    got = jax.tree.map(np.shape, regressor.modules.get(role))
+    if want != got:
+      raise ValueError(f"the regressor from {regressor.task} does not fit {arch.task_type}: its {role} "
+                       "has other shapes")
+
+
+def llt(task: Any, history: Sequence[Network], config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
+        element: Type | None = None) -> BaselineResult:
+  """The task's standalone architecture, started from the earlier tasks' weights (`hx.baselines.llt`)
+  and fine-tuned, all of it.
+
+  Args:
+    history: the earlier tasks' LLT networks, oldest first (empty: this is `standalone` from random
+      weights, for a graph task with a trainable regressor).
+  """
+  arch = architecture(task.type, config, element)
+  fresh = arch.init(jax.random.key(seed))
+  modules, sources = transfer(arch, fresh, history)
+  if arch.kind == "graph":
+    net = GraphRNN(arch, trainable_regressor=True)
+    variables = {"params": {r: m["params"] for r, m in modules.items()},
+                 "batch_stats": {r: m["batch_stats"] for r, m in modules.items()}}
+    return _run("llt", task, arch.description, net, {}, tune_config, seed, variables, _per_role, arch,
+                sources=sources)
+  compiled = _compiled(arch, config)
+  return _run("llt", task, arch.description, compiled, (), tune_config, seed,
+              _from_modules(compiled, modules), compiled.fresh_variables, arch, sources=sources)
+
+
+def pnn(task: Any, columns: Sequence[Network], config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
+        element: Type | None = None) -> BaselineResult:
+  """A progressive network (`hx.baselines.pnn`): a new column for `task`, with lateral connections from
+  the earlier tasks' columns, which stay frozen.
+
+  Args:
+    columns: the earlier tasks' columns (each a `Network` trained by `pnn`; the first task's column may
+      be its standalone network, which is what a one-column progressive network is), oldest first.
+
+  Raises:
+    ValueError: a graph task.
+  """
+  arch = architecture(task.type, config, element)
+  net = PNN([c.architecture for c in columns] + [arch], config)
+  frozen = net.frozen([c.modules for c in columns])
+  k = len(columns)
+  description = f"pnn(column {k + 1} of {k + 1}: {arch.description})"
+  return _run("pnn", task, description, net, frozen, tune_config, seed, None, _per_role_lateral, arch,
+              column=k)
+
+
+def _per_role_lateral(variables: Any) -> dict:
+  out = _per_role(variables)
+  out["lateral"] = {"params": variables["params"]["lateral"], "batch_stats": {}}
+  return out
+
+
+def _freshen(program: P.Program, prefix: str) -> P.Program:
+  if isinstance(program, P.Lib):
+    return P.Fresh(prefix + program.name)
+  kids = P.children(program)
+  return P.with_children(program, tuple(_freshen(k, prefix) for k in kids)) if kids else program
+
+
+def from_scratch(task: Any, program: P.Program, fresh_types: Mapping[str, Type],
+                 library_types: Mapping[str, Type], config: ModuleConfig, tune_config: TuneConfig, *,
+                 seed: int, method: str = "standalone_with_fold") -> BaselineResult:
+  """`program` with every library function replaced by a fresh one of the same type, trained from random
+  weights: the paper's "standalone_with_fold" baseline (appendix "Summing Experiment": it "reuses the
+  program found by HOUDINI, but trains the parameter from a random initialization").
+
+  Args:
+    program: a complete program (e.g. HOUDINI's best for the task).
+    fresh_types: the types of its fresh functions.
+    library_types: the types of the library functions it calls (name without "lib.").
+  """
+  prefix = "nn_scratch_"
+  scratch = _freshen(program, prefix)
+  types = dict(fresh_types)
+  for name in P.library_names(program):
+    if name not in library_types:
+      raise ValueError(f"no type for library function lib.{name} of {program}")
+    types[prefix + name] = library_types[name]
+  compiled = compile_program(scratch, types, config)
+  return _run(method, task, str(scratch), compiled, (), tune_config, seed, None, lambda v: {}, None)

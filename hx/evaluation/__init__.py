@@ -1,0 +1,28 @@
+"""hx.evaluation: the paper's evaluation (section 4) end to end.
+
+    config = EvalConfig.make("cs1", preset="quick")          # methods, fractions, instances, budgets
+    outcome = run(config, "runs/cs1-quick", progress=print)  # records, networks, report.md, plots/
+    build_report("runs/cs1-quick")                           # the report again, from the records alone
+
+A layer above `hx.synth` (HOUDINI) and `hx.baselines`, below the binaries (`hx.bin.run`, `hx.bin.report`).
+"""
+
+from hx.evaluation.config import (
+  BASELINES,
+  GRAPH_SEQUENCES,
+  METHODS,
+  PRESETS,
+  ConfigError,
+  EvalConfig,
+  Preset,
+  default_methods,
+  method_label,
+)
+from hx.evaluation.records import load_records
+from hx.evaluation.report import build_report, summary_lines
+from hx.evaluation.runner import Outcome, run
+
+__all__ = [
+    "BASELINES", "GRAPH_SEQUENCES", "METHODS", "PRESETS", "ConfigError", "EvalConfig", "Preset",
+    "default_methods", "method_label", "load_records", "build_report", "summary_lines", "Outcome", "run",
+]

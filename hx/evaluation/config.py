@@ -1,0 +1,272 @@
+"""What an evaluation run is: the sequence, the methods, fractions, instances, budgets and sizes.
+
+Two presets (`PRESETS`), each a `Preset`:
+
+  "paper"  the paper's settings wherever it states them (section 4, appendix C): `TaskSizes.paper()`, the
+           paper's module sizes (`ModuleConfig()`), training settings `hx.data.training_settings(kind,
+           "paper")`, the training fractions 2, 10, 20, 50 and 100% (100% only for the graph sequences:
+           "we evaluate only on 100%"), five instantiations of each sequence (seeds 0-4: "Each sequence
+           ... was instantiated five times"; for CS1 and CS2 these are the authors' digit pairs, see
+           `hx.data.sequences`), and 20 candidate programs per task for the counting and long sequences
+           ("the number of evaluated programs is restricted to 20"). The paper gives no candidate
+           budget for SS and the graph sequences; ours is the smallest that reaches the paper's top
+           program in hx's top-down order (`hx.synth.space`): position 19 of SS task 2 and 21 of the graph
+           sequences' shortest-path tasks, so 20 and 25.
+  "quick"  ours, to run a whole sequence in minutes on a laptop CPU: `TaskSizes.quick()`, small modules,
+           `training_settings(kind, "quick")` except that the list tasks train for 8 epochs in batches
+           of 32 instead of 3 epochs in batches of 150 (on 1,200 lists that is 304 steps instead of 24:
+           measured on CS1's count_digit(0), 24 steps leave the LSTM worse than predicting the mean,
+           304 bring the test RMSE from 2.2 to 1.3; the computation per epoch is the same), 4
+           candidate programs per task, fractions 10% and 100%, one instantiation (seed 0).
+
+`EvalConfig.make` applies a preset and the caller's overrides and checks everything up front, so that a
+bad setting is one clear error before any work starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Mapping, Sequence
+
+from hx.compile.modules import ModuleConfig
+from hx.data import FRACTIONS, SEQUENCES, TaskSizes, training_settings
+from hx.data.sources import Sources
+from hx.data.tasks import KINDS
+from hx.synth.synthesize import STRATEGIES, Budget
+
+__all__ = ["PRESETS", "Preset", "EvalConfig", "ConfigError", "METHODS", "BASELINES", "GRAPH_SEQUENCES",
+           "default_methods", "method_label"]
+
+BASELINES = ("standalone", "llt", "pnn", "standalone_with_fold")
+METHODS = ("houdini",) + BASELINES
+"""The methods an evaluation can run: HOUDINI (one per synthesis strategy, `houdini_topdown`,
+`houdini_evolutionary`) and the baselines of `hx.baselines`."""
+GRAPH_SEQUENCES = ("gs1", "gs2")
+
+_LABELS = {"houdini_topdown": "HOUDINI (top-down)", "houdini_evolutionary": "HOUDINI (evolutionary)",
+           "standalone": "standalone", "llt": "low-level transfer", "pnn": "progressive NN",
+           "standalone_with_fold": "standalone_with_fold"}
+
+
+def method_label(method: str) -> str:
+  """How plots and tables name a method."""
+  return _LABELS.get(method, method)
+
+
+class ConfigError(ValueError):
+  """A setting that cannot work; the message is one line that names it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+  """The defaults of one preset (see the module docstring for where each comes from).
+
+  Attributes:
+    name: "quick" or "paper".
+    training: the `hx.data.training_settings` preset the training settings come from.
+    sizes: split sizes.
+    module_config: module sizes.
+    epochs: (kind group, epochs) overriding the training preset's epochs ("lists" = count and sum tasks).
+    batch_sizes: (kind group, batch size) overriding the training preset's batch size.
+    candidates: (sequence, candidate programs per task), and ("*", default).
+    fractions: default training fractions; graph_fractions those of the graph sequences.
+    seeds: default instantiations.
+  """
+  name: str
+  training: str
+  sizes: TaskSizes
+  module_config: ModuleConfig
+  epochs: tuple[tuple[str, int], ...]
+  batch_sizes: tuple[tuple[str, int], ...]
+  candidates: tuple[tuple[str, int], ...]
+  fractions: tuple[float, ...]
+  graph_fractions: tuple[float, ...]
+  seeds: tuple[int, ...]
+
+  def budget(self, sequence: str) -> Budget:
+    table = dict(self.candidates)
+    return Budget(candidates=table.get(sequence, table["*"]))
+
+  def default_fractions(self, sequence: str) -> tuple[float, ...]:
+    return self.graph_fractions if sequence in GRAPH_SEQUENCES else self.fractions
+
+
+PRESETS: dict[str, Preset] = {
+    "paper": Preset(
+        name="paper", training="paper", sizes=TaskSizes.paper(), module_config=ModuleConfig(), epochs=(),
+        batch_sizes=(),
+        candidates=(("cs1", 20), ("cs2", 20), ("cs3", 20), ("ls", 20), ("ss", 20), ("gs1", 25), ("gs2", 25),
+                    ("*", 20)),
+        fractions=FRACTIONS, graph_fractions=(1.0,), seeds=(0, 1, 2, 3, 4)),
+    "quick": Preset(
+        name="quick", training="quick", sizes=TaskSizes.quick(),
+        module_config=ModuleConfig(mlp_hidden=64, cnn_channels=(8, 16), lstm_hidden=32, graph_hidden=16,
+                                   graph_message=8),
+        epochs=(("lists", 8),), batch_sizes=(("lists", 32),), candidates=(("*", 4),), fractions=(0.1, 1.0),
+        graph_fractions=(1.0,), seeds=(0,)),
+}
+
+
+def _group(kind: str) -> str:
+  return "lists" if kind in ("count_digit", "count_toy", "sum_digits") else kind
+
+
+def default_methods(sequence: str) -> tuple[str, ...]:
+  """HOUDINI and the baselines the paper compares on `sequence`: no PNN on the graph sequences ("it is
+  nontrivial to extend them to work with graphs"), standalone_with_fold on SS only."""
+  methods = ["houdini", "standalone", "llt"]
+  if sequence not in GRAPH_SEQUENCES:
+    methods.append("pnn")
+  if sequence == "ss":
+    methods.append("standalone_with_fold")
+  return tuple(methods)
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+  """An evaluation run. Build it with `EvalConfig.make`, which checks it.
+
+  Attributes:
+    sequence: "cs1", "cs2", "cs3", "ss", "gs1", "gs2" or "ls".
+    methods: method ids in run order: "houdini_<strategy>" first, then baselines (`BASELINES`).
+    fractions: training fractions, ascending, in (0, 1].
+    seeds: the sequence's instantiations (each seeds its classes, data and training).
+    preset: the preset's name.
+    tasks: how many of the sequence's tasks to run (from the first).
+    budget: HOUDINI's synthesis budget per task (and fraction).
+    module_config: module sizes, shared by every method.
+    sizes: split sizes.
+    sources: where the data comes from.
+    tune_configs: (task kind, TuneConfig) per kind of the sequence, shared by every method.
+  """
+  sequence: str
+  methods: tuple[str, ...]
+  fractions: tuple[float, ...]
+  seeds: tuple[int, ...]
+  preset: str
+  tasks: int
+  budget: Budget
+  module_config: ModuleConfig
+  sizes: TaskSizes
+  sources: Sources
+  tune_configs: tuple[tuple[str, Any], ...]
+
+  @property
+  def houdini(self) -> tuple[str, ...]:
+    return tuple(m for m in self.methods if m.startswith("houdini_"))
+
+  def strategy(self, method: str) -> str:
+    return method[len("houdini_"):]
+
+  def tune_config(self, kind: str) -> Any:
+    return dict(self.tune_configs)[kind]
+
+  @classmethod
+  def make(cls, sequence: str, *, preset: str = "quick", methods: Sequence[str] | None = None,
+           strategies: Sequence[str] = ("topdown",), fractions: Sequence[float] | None = None,
+           seeds: Sequence[int] | None = None, tasks: int | None = None, candidates: int | None = None,
+           seconds: float | None = None, epochs: int | None = None,
+           module_overrides: Mapping[str, Any] | None = None,
+           examples: tuple[int, int, int] | None = None, sources: Sources = Sources()) -> EvalConfig:
+    """A checked configuration: the preset's defaults with these overrides.
+
+    Args:
+      sequence: the task sequence.
+      preset: "quick" or "paper".
+      methods: from `METHODS` (default `default_methods(sequence)`); "houdini" runs once per strategy.
+      strategies: HOUDINI's synthesis strategies ("topdown", "evolutionary").
+      fractions, seeds: default the preset's.
+      tasks: run the first `tasks` tasks only (default all).
+      candidates, seconds: HOUDINI's budget per task: candidate programs, wall seconds.
+      epochs: training epochs of every task kind (default the preset's).
+      module_overrides: ModuleConfig fields to change, e.g. {"mlp_hidden": 16}.
+      examples: (train, val, test) examples of the recognize and list tasks (default the preset's).
+      sources: data sources.
+
+    Raises:
+      ConfigError: anything that cannot work, in one line naming the setting.
+    """
+    key = str(sequence).lower()
+    if key not in SEQUENCES:
+      raise ConfigError(f"unknown sequence {sequence!r}; the sequences are {', '.join(SEQUENCES)}")
+    if preset not in PRESETS:
+      raise ConfigError(f"unknown preset {preset!r}; the presets are {', '.join(PRESETS)}")
+    p = PRESETS[preset]
+    methods = tuple(methods) if methods else default_methods(key)
+    for m in methods:
+      if m not in METHODS:
+        raise ConfigError(f"unknown method {m!r}; the methods are {', '.join(METHODS)}")
+    if len(set(methods)) != len(methods):
+      raise ConfigError(f"a method is named twice in {', '.join(methods)}")
+    strategies = tuple(strategies)
+    if not strategies or any(s not in STRATEGIES for s in strategies):
+      raise ConfigError(f"unknown strategy in {', '.join(strategies) or '(none)'}; the strategies are "
+                        f"{', '.join(STRATEGIES)}")
+    if "pnn" in methods and key in GRAPH_SEQUENCES:
+      raise ConfigError(f"pnn is not defined for the graph sequence {key} (the paper does not compare "
+                        "progressive networks on graphs)")
+    if "standalone_with_fold" in methods:
+      if key != "ss":
+        raise ConfigError("standalone_with_fold is the SS sequence's baseline (the paper's appendix, "
+                          f"'Summing Experiment'), not {key}'s")
+      if "houdini" not in methods:
+        raise ConfigError("standalone_with_fold trains HOUDINI's program from scratch: add houdini to the "
+                          "methods")
+    ordered = [f"houdini_{s}" for s in strategies if "houdini" in methods]
+    ordered += [m for m in BASELINES if m in methods]
+
+    fractions = tuple(sorted({float(f) for f in (fractions or p.default_fractions(key))}))
+    bad = [f for f in fractions if not 0 < f <= 1]
+    if bad:
+      raise ConfigError(f"training fraction {bad[0]:g} is outside (0, 1]")
+    seeds = tuple(seeds) if seeds is not None else p.seeds
+    if not seeds or any(not isinstance(s, int) or s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+      raise ConfigError(f"seeds must be distinct non-negative integers, got {list(seeds)}")
+    n = len(SEQUENCES[key])
+    tasks = n if tasks is None else tasks
+    if not 1 <= tasks <= n:
+      raise ConfigError(f"--tasks must be in 1..{n} for {key}, got {tasks}")
+
+    budget = p.budget(key)
+    try:
+      budget = Budget(candidates=budget.candidates if candidates is None else candidates, seconds=seconds)
+    except ValueError as err:
+      raise ConfigError(str(err)) from None
+    try:
+      module_config = dataclasses.replace(p.module_config, **dict(module_overrides or {}))
+    except (TypeError, ValueError) as err:
+      raise ConfigError(f"module sizes: {err}") from None
+    sizes = p.sizes
+    if examples is not None:
+      if len(examples) != 3 or min(examples) < 1:
+        raise ConfigError(f"examples must be three positive counts (train, val, test), got {examples}")
+      sizes = dataclasses.replace(sizes, binary=tuple(examples), lists=tuple(examples))
+    if epochs is not None and epochs < 1:
+      raise ConfigError(f"epochs must be >= 1, got {epochs}")
+    _check_sources(sources)
+
+    kinds = sorted({k.split("(")[0] for k in SEQUENCES[key]})
+    configs = []
+    for kind in kinds:
+      assert kind in KINDS, kind
+      changes = {}
+      e = epochs if epochs is not None else dict(p.epochs).get(_group(kind))
+      if e is not None:
+        changes["epochs"] = e
+      if _group(kind) in dict(p.batch_sizes):
+        changes["batch_size"] = dict(p.batch_sizes)[_group(kind)]
+      configs.append((kind, training_settings(kind, p.training).tune_config(**changes)))
+    return cls(sequence=key, methods=tuple(ordered), fractions=fractions, seeds=seeds, preset=preset,
+               tasks=tasks, budget=budget, module_config=module_config, sizes=sizes, sources=sources,
+               tune_configs=tuple(configs))
+
+
+def _check_sources(sources: Sources) -> None:
+  """A data path that does not exist is refused now, not when its first task is built."""
+  for flag in ("mnist", "smallnorb", "gtsrb"):
+    v = getattr(sources, flag)
+    if v is None or v == "tfds" or v.startswith("tfds:"):
+      continue
+    if not os.path.exists(v):
+      raise ConfigError(f"--{flag}: {v} does not exist")

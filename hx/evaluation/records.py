@@ -1,0 +1,157 @@
+"""Where an evaluation writes, and reading its records back.
+
+    DIR/settings.json                               the run's settings (`EvalConfig`), checked on resume
+    DIR/<method>/seed_<S>/records/TT_TASK/fraction_F.json   one record per method, instance, task, fraction
+    DIR/<method>/seed_<S>/networks/after_TT/        a baseline's network after task TT (its largest fraction)
+    DIR/houdini_<strategy>/seed_<S>/                HOUDINI's run (`hx.synth.run_sequence`: its own
+                                                    settings.json, records/ and libraries/after_TT/)
+    DIR/report.md, DIR/programs.md, DIR/plots/      the report (`hx.evaluation.report`)
+
+A HOUDINI record is `hx.synth.lifelong.record`'s; a baseline's (`baseline_record`) has the same fields
+where they mean the same thing (task, kind, type, metric, fraction, seed, data, seconds) and one entry in
+"ranked" (its network), so the report reads both alike. `load_records` adds to every record the method
+and the instantiation ("instance") its path names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = ["RECORD_VERSION", "task_dir", "fraction_file", "record_path", "write_json", "baseline_record",
+           "load_records", "network_version"]
+
+RECORD_VERSION = 1
+
+
+def task_dir(index: int, name: str) -> str:
+  """The directory of task `index` (1-based) named `name`, as `hx.synth.run_sequence` names it."""
+  return f"{index:02d}_" + re.sub(r"[^A-Za-z0-9_().-]+", "_", name)
+
+
+def fraction_file(fraction: float) -> str:
+  return f"fraction_{fraction:g}.json"
+
+
+def record_path(directory: Path, method: str, instance: int, index: int, fraction: float) -> Path | None:
+  """The record of task `index` (1-based) if one was written, found by its number (the task's name in
+  the path is not needed)."""
+  base = Path(directory) / method / f"seed_{instance}" / "records"
+  for d in sorted(base.glob(f"{index:02d}_*")):
+    p = d / fraction_file(fraction)
+    if p.exists():
+      return p
+  return None
+
+
+def write_json(path: Path, obj: Any) -> None:
+  """Writes JSON atomically (a temporary file renamed into place)."""
+  path.parent.mkdir(parents=True, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+  try:
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+      json.dump(obj, f, indent=1, sort_keys=True)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.unlink(tmp)
+    raise
+
+
+def _score(x: float | None) -> float | str | None:
+  if x is None:
+    return None
+  return float(x) if math.isfinite(x) else str(x)
+
+
+def network_version(network: Any) -> str | None:
+  """sha256 of a network's arrays (names, shapes, dtypes and bytes), or None: identifies the weights a
+  later task transferred from."""
+  if network is None:
+    return None
+  import jax
+  import numpy as np
+
+  h = hashlib.sha256()
+  for path, leaf in jax.tree_util.tree_flatten_with_path(dict(network.modules))[0]:
+    a = np.ascontiguousarray(np.asarray(leaf))
+    h.update(f"{jax.tree_util.keystr(path)}|{a.dtype}|{a.shape}|".encode())
+    h.update(a.tobytes())
+  return h.hexdigest()
+
+
+def baseline_record(result: Any, task: Any, *, method: str, sequence: str, instance: int, index: int,
+                    fraction: float, seed: int, tune_config: Any, starts_from: list[dict] | None = None,
+                    extra: dict | None = None) -> dict:
+  """The JSON record of one baseline training (`hx.baselines.BaselineResult`) on `task`.
+
+  Args:
+    method: the baseline.
+    sequence, instance, index, fraction: which run it is (index 1-based).
+    seed: the training seed.
+    tune_config: the training settings used.
+    starts_from: the earlier networks it used ({"task", "version"} each): LLT's sources, PNN's frozen
+      columns, the graph baseline's regressor.
+    extra: more fields (e.g. "same_as", "structure_from").
+  """
+  rec = {
+      "record_version": RECORD_VERSION, "method": method,
+      "sequence": sequence, "instance": instance, "task_index": index, "task": task.name,
+      "task_kind": task.spec.kind, "type": str(task.type), "metric": task.metric, "fraction": fraction,
+      "seed": seed,
+      "data": {"datasets": list(task.datasets), "synthetic": bool(task.synthetic),
+               "train": int(len(task.train.targets)), "val": int(len(task.val.targets)),
+               "test": int(len(task.test.targets))},
+      "tune_config": {"epochs": tune_config.epochs, "batch_size": tune_config.batch_size,
+                      "learning_rate": tune_config.learning_rate, "patience": tune_config.patience},
+      "parameters": result.parameters, "frozen_parameters": result.frozen_parameters,
+      "epochs_run": result.epochs_run, "best_epoch": result.best_epoch,
+      "starts_from": starts_from or [], "transfer": [list(s) for s in result.sources],
+      "network_version": network_version(result.network),
+      "seconds": {"compile": result.compile_seconds, "train": result.train_seconds,
+                  "eval": result.eval_seconds, "wall": result.seconds},
+      "ranked": [{"rank": 1, "program": result.description, "named": result.description,
+                  "status": result.status, "reason": result.reason, "val": _score(result.val_score),
+                  "test": _score(result.test_score), "seconds": result.seconds}],
+  }
+  rec.update(extra or {})
+  return rec
+
+
+def _records(directory: Path) -> Iterator[tuple[str, int, Path]]:
+  for method_dir in sorted(p for p in directory.iterdir() if p.is_dir()):
+    for seed_dir in sorted(method_dir.glob("seed_*")):
+      m = re.fullmatch(r"seed_(\d+)", seed_dir.name)
+      if m is None:
+        continue
+      for path in sorted(seed_dir.glob("records/*/fraction_*.json")):
+        yield method_dir.name, int(m.group(1)), path
+
+
+def load_records(directory: os.PathLike | str) -> list[dict]:
+  """Every record under `directory`, each with "method" and "instance" set from its path, sorted by
+  method, instance, task and fraction.
+
+  Raises:
+    ValueError: a record that is not readable JSON (its path named).
+  """
+  directory = Path(directory)
+  out = []
+  for method, instance, path in _records(directory):
+    try:
+      rec = json.loads(path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+      raise ValueError(f"{path}: not a readable record ({err})") from None
+    rec["method"], rec["instance"] = method, instance
+    rec["path"] = str(path.relative_to(directory))
+    out.append(rec)
+  out.sort(key=lambda r: (r["method"], r["instance"], r["task_index"], r["fraction"]))
+  return out

@@ -1,0 +1,377 @@
+"""The report of an evaluation, rebuilt from its records alone.
+
+    build_report("runs/cs1-quick")   # writes report.md, programs.md and plots/*.png; returns report.md
+
+- `plots/task_TT.png`: test error (classification error in %, or RMSE) against the training fraction,
+  one line per method, like the paper's figures 3-5; with several instantiations, their mean with the
+  standard deviation as error bars. `plots/summary.png` puts every task side by side.
+- `programs.md`: HOUDINI's top 3 programs per task in the paper's appendix layout (task, program, test
+  score), per strategy and instantiation, at the largest training fraction (the paper's tables are at
+  100%).
+- `report.md`: what was run, on which data (rendered stand-ins are labelled synthetic wherever a result
+  on them is shown), the scores of every method per task and fraction, the plots, the programs beside the
+  paper's, and the time each method took.
+
+Only `records/` (and, if present, `settings.json` for the header) are read, so `python -m hx.bin.report
+DIR` rebuilds everything after a crash, or from records copied elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable
+
+from hx.evaluation.config import method_label
+from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
+from hx.evaluation.records import load_records
+
+__all__ = ["build_report", "summary_lines", "score_text", "plot_tasks"]
+
+
+def _finite(x: Any) -> bool:
+  return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def score_text(metric: str, x: Any, paper_style: bool = False) -> str:
+  """A test score as the report prints it: "1.33%" / "0.412" (paper_style: "1.33% CE" / "0.41 RMSE")."""
+  if not _finite(x):
+    return "-"
+  if paper_style:
+    return f"{x:.2f}% CE" if metric == "error" else f"{x:.2f} RMSE"
+  return f"{x:.2f}%" if metric == "error" else f"{x:.3f}"
+
+
+def _test(rec: dict) -> float | None:
+  best = rec["ranked"][0] if rec.get("ranked") else None
+  if best is None or best["status"] != "trained" or not _finite(best["test"]):
+    return None
+  return float(best["test"])
+
+
+def _method_order(methods: Iterable[str]) -> list[str]:
+  rank = {"houdini_topdown": 0, "houdini_evolutionary": 1, "standalone": 2, "llt": 3, "pnn": 4,
+          "standalone_with_fold": 5}
+  return sorted(set(methods), key=lambda m: (rank.get(m, 9), m))
+
+
+def _base_name(task: str) -> str:
+  """The task's name without the synthetic-data suffix."""
+  return task.split(" [", 1)[0]
+
+
+class _Table:
+  """The records indexed by task, method, fraction and instance."""
+
+  def __init__(self, records: list[dict]):
+    self.records = records
+    self.by: dict[tuple[int, str, float], dict[int, dict]] = defaultdict(dict)
+    self.tasks: dict[int, dict[int, dict]] = defaultdict(dict)  # task index -> instance -> a record
+    for r in records:
+      self.by[(r["task_index"], r["method"], r["fraction"])][r["instance"]] = r
+      self.tasks[r["task_index"]].setdefault(r["instance"], r)
+    self.methods = _method_order(r["method"] for r in records)
+    self.fractions = sorted({r["fraction"] for r in records})
+    self.instances = sorted({r["instance"] for r in records})
+    self.sequence = records[0]["sequence"]
+
+  def scores(self, index: int, method: str, fraction: float) -> list[float]:
+    got = self.by.get((index, method, fraction), {})
+    return [s for r in got.values() if (s := _test(r)) is not None]
+
+  def cell(self, index: int, method: str, fraction: float) -> str:
+    got = self.by.get((index, method, fraction), {})
+    if not got:
+      return ""
+    metric = next(iter(got.values()))["metric"]
+    s = self.scores(index, method, fraction)
+    if not s:
+      return "failed"
+    text = score_text(metric, statistics.fmean(s))
+    if len(got) > 1:
+      text += f" ± {score_text(metric, statistics.stdev(s)) if len(s) > 1 else '-'} (n={len(s)})"
+    return text
+
+  def metric(self, index: int) -> str:
+    return next(iter(self.tasks[index].values()))["metric"]
+
+  def names(self, index: int) -> list[str]:
+    return list(dict.fromkeys(_base_name(r["task"]) for r in self.tasks[index].values()))
+
+  def label(self, index: int) -> str:
+    names = self.names(index)
+    others = f" (and {len(names) - 1} other instantiations)" if len(names) > 1 else ""
+    return f"Task {index}: {names[0]}{others}"
+
+  def datasets(self, index: int) -> tuple[list[str], bool]:
+    recs = self.tasks[index].values()
+    names = sorted({d for r in recs for d in r["data"]["datasets"]})
+    return names, any(r["data"]["synthetic"] for r in recs)
+
+
+def _data_note(datasets: list[str], synthetic: bool) -> str:
+  text = ", ".join(datasets)
+  if synthetic:
+    stand = [d for d in datasets if d.endswith("-synthetic")]
+    text += f" — SYNTHETIC stand-in data ({', '.join(stand)}), not the real data set"
+  return text
+
+
+# ---------------------------------------------------------------------------------------------------
+# Plots.
+
+_STYLES = {"houdini_topdown": ("o", "-"), "houdini_evolutionary": ("D", "-"), "standalone": ("s", "--"),
+           "llt": ("^", "--"), "pnn": ("v", ":"), "standalone_with_fold": ("x", "-.")}
+
+
+def _axes_plot(ax: Any, table: _Table, index: int, title: str) -> None:
+  metric = table.metric(index)
+  for method in table.methods:
+    marker, line = _STYLES.get(method, ("o", "-"))
+    xs, ys, es = [], [], []
+    for f in table.fractions:
+      s = table.scores(index, method, f)
+      if s:
+        xs.append(100 * f)
+        ys.append(statistics.fmean(s))
+        es.append(statistics.stdev(s) if len(s) > 1 else 0.0)
+    if xs:
+      # Distinct markers and line styles: methods that coincide (every method on a first task) overplot.
+      ax.errorbar(xs, ys, yerr=es if any(es) else None, marker=marker, linestyle=line, capsize=3,
+                  markerfacecolor="none", label=method_label(method))
+  if len(table.fractions) > 1:
+    ax.set_xscale("log")
+    ax.minorticks_off()
+    ax.set_xticks([100 * f for f in table.fractions])
+    ax.set_xticklabels([f"{100 * f:g}" for f in table.fractions])
+  ax.set_xlabel("training data (%)")
+  ax.set_ylabel("classification error (%)" if metric == "error" else "RMSE")
+  ax.set_title(title, fontsize=9)
+  ax.grid(True, alpha=0.3)
+
+
+def plot_tasks(directory: Path, table: _Table) -> dict[int, Path]:
+  """Writes plots/task_TT.png per task and plots/summary.png; returns task index -> its plot."""
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  out_dir = directory / "plots"
+  out_dir.mkdir(parents=True, exist_ok=True)
+  paths = {}
+  for index in sorted(table.tasks):
+    datasets, synthetic = table.datasets(index)
+    title = f"{table.sequence.upper()} {table.label(index)}"
+    if synthetic:
+      title += "\n[synthetic stand-in data]"
+    fig, ax = plt.subplots(figsize=(4.2, 3.4))
+    _axes_plot(ax, table, index, title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = out_dir / f"task_{index:02d}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    paths[index] = path
+  n = len(table.tasks)
+  cols = min(n, 4)
+  rows = math.ceil(n / cols)
+  fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 3.0 * rows + 0.6), squeeze=False)
+  for ax, index in zip(axes.flat, sorted(table.tasks)):
+    _, synthetic = table.datasets(index)
+    names = table.names(index)
+    _axes_plot(ax, table, index, f"Task {index}: {names[0]}" + (" [synthetic]" if synthetic else ""))
+  for ax in list(axes.flat)[n:]:
+    ax.axis("off")
+  handles, labels = axes.flat[0].get_legend_handles_labels()
+  fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
+  fig.suptitle(f"{table.sequence.upper()}: test error against training data", fontsize=10)
+  fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+  fig.savefig(out_dir / "summary.png", dpi=100)
+  plt.close(fig)
+  return paths
+
+
+# ---------------------------------------------------------------------------------------------------
+# Text.
+
+def _programs_md(table: _Table) -> list[str]:
+  """HOUDINI's top 3 per task, as the paper's appendix tables lay them out."""
+  lines = []
+  largest = table.fractions[-1]
+  for method in [m for m in table.methods if m.startswith("houdini_")]:
+    for instance in table.instances:
+      recs = [table.by.get((i, method, largest), {}).get(instance) for i in sorted(table.tasks)]
+      recs = [r for r in recs if r is not None]
+      if not recs:
+        continue
+      synthetic = any(r["data"]["synthetic"] for r in recs)
+      tag = " [synthetic stand-in data]" if synthetic else ""
+      lines += [f"### {method_label(method)}, {table.sequence.upper()} instantiation {instance}, "
+                f"{100 * largest:g}% of the training data{tag}", "",
+                "| Task | Top 3 programs | Test score |", "|---|---|---|"]
+      for r in recs:
+        ranked = [x for x in r["ranked"] if x["status"] == "trained"][:3]
+        first = f"Task {r['task_index']}: {r['task']}"
+        if not ranked:
+          lines.append(f"| {first} | no program trained | |")
+          continue
+        for k, x in enumerate(ranked):
+          lines.append(f"| {first if k == 0 else ''} | {k + 1}. `{x['named'] or x['program']}` | "
+                       f"{score_text(r['metric'], x['test'], paper_style=True)} |")
+      lines.append("")
+  return lines
+
+
+def summary_lines(records: list[dict]) -> list[str]:
+  """A few lines for a terminal: per task, HOUDINI's program and test score beside the baselines'
+  (the largest fraction; the mean over instantiations; the program of the first one)."""
+  table = _Table(records)
+  largest = table.fractions[-1]
+  lines = []
+  for index in sorted(table.tasks):
+    datasets, synthetic = table.datasets(index)
+    metric = table.metric(index)
+    head = f"Task {index} {table.names(index)[0]}" + (" [synthetic data]" if synthetic else "")
+    lines.append(head)
+    for method in table.methods:
+      s = table.scores(index, method, largest)
+      got = table.by.get((index, method, largest), {})
+      if not got:
+        continue
+      first = got[min(got)]
+      program = (first["ranked"][0]["named"] or first["ranked"][0]["program"]) if first["ranked"] else "-"
+      score = score_text(metric, statistics.fmean(s)) if s else "failed"
+      label = f"{method_label(method)}:"
+      what = f"  {program}" if method.startswith("houdini_") or method == "standalone_with_fold" else ""
+      lines.append(f"  {label:26s} test {'error' if metric == 'error' else 'RMSE'} {score:>8s}{what}")
+  return lines
+
+
+def _budget_text(budget: Any) -> str:
+  if not isinstance(budget, dict):
+    return str(budget)
+  parts = []
+  if budget.get("candidates") is not None:
+    parts.append(f"{budget['candidates']} candidate programs")
+  if budget.get("seconds") is not None:
+    parts.append(f"{budget['seconds']:g} s")
+  return ", ".join(parts) or "unlimited"
+
+
+def _settings(directory: Path) -> dict | None:
+  path = directory / "settings.json"
+  if not path.exists():
+    return None
+  try:
+    return json.loads(path.read_text("utf-8"))
+  except (OSError, ValueError):
+    return None
+
+
+def build_report(directory: Any) -> Path:
+  """Writes report.md, programs.md and plots/ into `directory` from its records; returns report.md.
+
+  Raises:
+    FileNotFoundError: `directory` holds no record.
+  """
+  directory = Path(directory)
+  records = load_records(directory) if directory.is_dir() else []
+  if not records:
+    raise FileNotFoundError(f"{directory} holds no evaluation records")
+  table = _Table(records)
+  plots = plot_tasks(directory, table)
+  programs = _programs_md(table)
+  (directory / "programs.md").write_text(
+      "\n".join([f"# {table.sequence.upper()}: HOUDINI's top programs", "",
+                 "The top 3 programs per task, ranked by validation score, with their test scores, as the "
+                 "paper's appendix tables print them. Functions named nn_* were trained for the task; lib.* "
+                 "are frozen library functions learned on earlier tasks.", ""] + programs), "utf-8")
+  settings = _settings(directory)
+  largest = table.fractions[-1]
+  any_synthetic = any(table.datasets(i)[1] for i in table.tasks)
+  lines = [f"# {table.sequence.upper()}: HOUDINI and the baselines", ""]
+  if any_synthetic:
+    lines += ["**Some tasks below ran on SYNTHETIC stand-in data (rendered images standing in for a data set "
+              "not available here); their numbers say nothing about the real data set.**", ""]
+  if settings:
+    s = settings["settings"]
+    lines += [f"Run started {settings.get('started', '?')}; preset `{s.get('preset')}`; methods "
+              f"{', '.join(method_label(m) for m in s.get('methods', []))}; training fractions "
+              f"{', '.join(f'{100 * f:g}%' for f in s.get('fractions', []))}; instantiations (seeds) "
+              f"{', '.join(map(str, s.get('seeds', [])))}; HOUDINI's budget per task: "
+              f"{_budget_text(s.get('budget'))}.", ""]
+  n_expected = None
+  if settings:
+    s = settings["settings"]
+    per_task = len(s.get("fractions", [])) * len(s.get("seeds", []))
+    methods = s.get("methods", [])
+    n_expected = sum(per_task for t in range(s.get("tasks", 0)) for m in methods
+                     if not (m == "standalone_with_fold" and t == 0))
+  if n_expected is not None and len(records) < n_expected:
+    lines += [f"**Unfinished: {len(records)} of {n_expected} records so far** (run the same command again to "
+              "continue).", ""]
+  lines += ["![test error against training data](plots/summary.png)", "",
+            f"## Test scores at {100 * largest:g}% of the training data", "",
+            "Classification error (%) for recognition and classification tasks, RMSE for counting, summing, "
+            "regression and shortest paths; mean over instantiations ± standard deviation.", "",
+            "| Task | data | " + " | ".join(method_label(m) for m in table.methods) + " |",
+            "|---|---|" + "---|" * len(table.methods)]
+  for index in sorted(table.tasks):
+    datasets, synthetic = table.datasets(index)
+    lines.append(f"| {table.label(index)} | {', '.join(datasets)}{' (synthetic)' if synthetic else ''} | "
+                 + " | ".join(table.cell(index, m, largest) for m in table.methods) + " |")
+  lines.append("")
+  for index in sorted(table.tasks):
+    datasets, synthetic = table.datasets(index)
+    lines += [f"## {table.label(index)}", "", f"Data: {_data_note(datasets, synthetic)}.", "",
+              f"![Task {index}]({plots[index].relative_to(directory)})", "",
+              "| fraction | " + " | ".join(method_label(m) for m in table.methods) + " |",
+              "|---|" + "---|" * len(table.methods)]
+    for f in table.fractions:
+      lines.append(f"| {100 * f:g}% | " + " | ".join(table.cell(index, m, f) for m in table.methods) + " |")
+    lines.append("")
+    for method in table.methods:
+      r = table.by.get((index, method, largest), {}).get(table.instances[0])
+      if r is None or not r.get("ranked"):
+        continue
+      best = r["ranked"][0]
+      note = f" (same as {r['same_as']}: nothing to transfer on a first task)" if r.get("same_as") else ""
+      extra = ""
+      if "parameters" in r:
+        extra = f"; {r['parameters']:,} trained parameters" + (
+            f", {r['frozen_parameters']:,} frozen" if r.get("frozen_parameters") else "")
+      if r.get("candidates_trained") is not None:
+        extra = f"; {r['candidates_trained']} candidates trained in {r['seconds']['wall']:.0f} s"
+      lines.append(f"- {method_label(method)}: `{best['named'] or best['program']}`{note}{extra}")
+    algorithms = ["top-down"] + (["evolutionary"] if "houdini_evolutionary" in table.methods else [])
+    for algorithm in algorithms:
+      for t in paper_top(table.sequence, index, algorithm):
+        lines.append(f"- the paper ({t.table}, {t.task}, 100% of its data): `{t.program}`, {t.score}")
+    graph = PAPER_GRAPH_TABLE.get(table.sequence)
+    if graph:
+      cells = [f"{row} {vals[index - 1]:g}" for row, vals in graph.items() if index - 1 < len(vals)]
+      ours = {PAPER_GRAPH_ROWS[m]: m for m in table.methods if m in PAPER_GRAPH_ROWS}
+      lines.append(f"- the paper's graph table (RMSE): {', '.join(cells)}; our rows compare as "
+                   + ", ".join(f"{method_label(m)} ~ '{row}'" for row, m in ours.items()))
+    lines.append("")
+  lines += ["## Time", "", "Wall seconds per method, summed over tasks, fractions and instantiations "
+            "(HOUDINI's: its whole synthesis, every candidate's training included).", "",
+            "| method | seconds | records |", "|---|---|---|"]
+  for method in table.methods:
+    recs = [r for r in records if r["method"] == method]
+    total = sum(r["seconds"]["wall"] for r in recs if not r.get("same_as"))
+    lines.append(f"| {method_label(method)} | {total:.0f} | {len(recs)} |")
+  lines += ["", "## Files", "",
+            "- `programs.md`: HOUDINI's top 3 programs per task in the paper's appendix layout.",
+            "- `plots/`: the figures above.",
+            "- `<method>/seed_<S>/records/TT_TASK/fraction_F.json`: one record per method, instantiation, "
+            "task and training fraction (scores, programs, timings, library or network versions, data "
+            "provenance); `python -m hx.bin.report DIR` rebuilds this report from them.", ""]
+  lines += ["## HOUDINI's programs", ""] + programs
+  path = directory / "report.md"
+  path.write_text("\n".join(lines), "utf-8")
+  return path

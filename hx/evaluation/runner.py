@@ -1,0 +1,362 @@
+"""Running an evaluation: every method on every task of a sequence, per training fraction and instance.
+
+    outcome = run(EvalConfig.make("cs1", preset="quick"), "runs/cs1-quick", progress=print)
+
+For each instantiation of the sequence (`EvalConfig.seeds`), task by task, each method runs on the task
+at every training fraction: HOUDINI through `hx.synth.run_sequence` (which grows its library from the
+largest fraction's run, as the paper does), the baselines through `hx.baselines`. Tasks go one at a
+time across methods, so a run stopped by its time budget has every method on the same tasks.
+
+What the baselines carry from task to task is the network each trained on the largest fraction (saved
+in `<method>/seed_S/networks/after_TT/`): low-level transfer starts from the earlier networks, a
+progressive network adds a column beside the earlier columns, and the graph standalone baseline maps the
+regressor learned on the sequence's first task. On a sequence's first task there is nothing to transfer:
+low-level transfer with no earlier network, and a progressive network of one column, are the standalone
+network, so when the standalone baseline runs too its record is theirs (marked "same_as").
+
+Every seed derives from the instance, the task's position and the fraction, never from the clock, and
+every record is written atomically once its training is done, so a run started again on the same
+directory (with the same settings) carries on where it stopped and ends with the results an
+uninterrupted run would have: HOUDINI resumes through `run_sequence`, a baseline skips the records that
+exist and loads the networks later tasks need.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import math
+import time
+import zlib
+from pathlib import Path
+from typing import Any, Callable
+
+from absl import logging
+
+from hx import baselines
+from hx.data import sequence as make_sequence
+from hx.evaluation.config import PRESETS, ConfigError, EvalConfig
+from hx.evaluation.records import (
+  baseline_record,
+  fraction_file,
+  network_version,
+  record_path,
+  task_dir,
+  write_json,
+)
+
+__all__ = ["Outcome", "run", "check_directory", "settings_json", "expected_records", "training_seed"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+  """What `run` did.
+
+  Attributes:
+    directory: the run's directory.
+    already_finished: every record was there before this call (nothing ran).
+    finished: every record is there now.
+    stopped: why the run stopped before finishing (the time budget), else None.
+    ran: how many records this call wrote (HOUDINI's included).
+    report: the report's path (None if it could not be built: no record yet).
+  """
+  directory: Path
+  already_finished: bool
+  finished: bool
+  stopped: str | None
+  ran: int
+  report: Path | None
+
+
+def _jsonable(x: Any) -> Any:
+  if dataclasses.is_dataclass(x) and not isinstance(x, type):
+    return {f.name: _jsonable(getattr(x, f.name)) for f in dataclasses.fields(x)}
+  if isinstance(x, dict):
+    return {str(k): _jsonable(v) for k, v in x.items()}
+  if isinstance(x, (list, tuple)):
+    return [_jsonable(v) for v in x]
+  if x is None or isinstance(x, (bool, int, str)):
+    return x
+  if isinstance(x, float):
+    return x if math.isfinite(x) else str(x)
+  return str(x)
+
+
+def settings_json(config: EvalConfig) -> dict:
+  """The run's settings as JSON values (what `check_directory` compares)."""
+  return _jsonable(config)
+
+
+def check_directory(config: EvalConfig, directory: Path) -> None:
+  """Refuses a directory that holds another run, or other files; writes settings.json to a new one.
+
+  Raises:
+    ConfigError: the directory holds a run with other settings (the message names them), or is not
+      empty and holds no run.
+  """
+  settings = settings_json(config)
+  path = directory / "settings.json"
+  if path.exists():
+    try:
+      saved = json.loads(path.read_text("utf-8"))["settings"]
+    except (OSError, ValueError, KeyError, TypeError):
+      raise ConfigError(f"{path} is not an hx evaluation's settings file") from None
+    if saved != settings:
+      diff = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
+      raise ConfigError(f"{directory} holds a run with other settings (differing: {', '.join(diff)}); "
+                        "use another --output_dir, or the same flags to resume it")
+    return
+  if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+    raise ConfigError(f"{directory} is not empty and holds no hx evaluation (no settings.json)")
+  started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+  write_json(path, {"settings": settings, "started": started})
+
+
+def expected_records(config: EvalConfig) -> list[tuple[str, int, int, float]]:
+  """Every (method, instance, task index from 1, fraction) a finished run has a record of
+  (standalone_with_fold has none for the first task: HOUDINI's program there is all fresh already)."""
+  out = []
+  for instance in config.seeds:
+    for t in range(config.tasks):
+      for method in config.methods:
+        if method == "standalone_with_fold" and t == 0:
+          continue
+        out.extend((method, instance, t + 1, f) for f in config.fractions)
+  return out
+
+
+def training_seed(instance: int, index: int, fraction: float) -> int:
+  """The seed of the training for task `index` (0-based) at `fraction` in instance `instance`: the
+  formula `hx.synth.run_sequence` seeds HOUDINI's synthesis with."""
+  return zlib.crc32(repr((instance, index, round(fraction, 6))).encode()) & 0x7FFFFFFF
+
+
+def _score_text(metric: str, x: Any) -> str:
+  if not isinstance(x, (int, float)) or not math.isfinite(x):
+    return "-"
+  return f"{x:.2f}%" if metric == "error" else f"{x:.3f}"
+
+
+class _Runner:
+  def __init__(self, config: EvalConfig, directory: Path, deadline: float | None,
+               progress: Callable[[str], None]):
+    self.config, self.directory, self.deadline, self.say = config, directory, deadline, progress
+    self.ran = 0
+    self.networks: dict[tuple[str, int], dict[int, Any]] = {}
+    self.largest = max(config.fractions)
+
+  # -- helpers --------------------------------------------------------------------------------------
+  def out_of_time(self) -> bool:
+    return self.deadline is not None and time.monotonic() >= self.deadline
+
+  def method_dir(self, method: str, instance: int) -> Path:
+    return self.directory / method / f"seed_{instance}"
+
+  def network_path(self, method: str, instance: int, index: int) -> Path:
+    return self.method_dir(method, instance) / "networks" / f"after_{index + 1:02d}"
+
+  def element(self, spec: Any) -> Any:
+    return baselines.element_type(spec.kind)
+
+  def architecture(self, spec: Any) -> Any:
+    return baselines.architecture(spec.type, self.config.module_config, self.element(spec))
+
+  def network(self, method: str, instance: int, index: int, seq: Any) -> Any | None:
+    """The network `method` trained on task `index` (0-based) at the largest fraction, or None."""
+    cache = self.networks.setdefault((method, instance), {})
+    if index not in cache:
+      path = self.network_path(method, instance, index)
+      if not path.exists():
+        return None
+      template = None
+      if method == "pnn":
+        import jax
+
+        from hx.baselines.pnn import PNN
+
+        archs = [self.architecture(seq.tasks[j]) for j in range(index + 1)]
+        template = PNN(archs, self.config.module_config).init_column(jax.random.key(0), index)
+      cache[index] = baselines.load_network(path, self.config.module_config, template)
+    return cache[index]
+
+  def keep_network(self, method: str, instance: int, index: int, network: Any) -> None:
+    baselines.save_network(network, self.network_path(method, instance, index))
+    self.networks.setdefault((method, instance), {})[index] = network
+
+  # -- HOUDINI --------------------------------------------------------------------------------------
+  def houdini(self, method: str, instance: int, seq: Any, index: int) -> None:
+    c = self.config
+    if all(record_path(self.directory, method, instance, index + 1, f) for f in c.fractions):
+      return
+    from hx.synth.lifelong import run_sequence
+
+    start = time.perf_counter()
+    run_sequence(seq, self.method_dir(method, instance), strategy=c.strategy(method), fractions=c.fractions,
+                 budget=c.budget, module_config=c.module_config, preset=PRESETS[c.preset].training,
+                 tune_configs=dict(c.tune_configs), keep=3, stop_after=index + 1)
+    for f in c.fractions:
+      path = record_path(self.directory, method, instance, index + 1, f)
+      rec = json.loads(path.read_text("utf-8"))
+      self.ran += 1
+      best = rec["ranked"][0] if rec["ranked"] else None
+      what = "no program trained"
+      if best and best["status"] == "trained":
+        score = _score_text(rec["metric"], best["test"])
+        what = f"{best['named'] or best['program']}  test {rec['metric']} {score}"
+      self.say(f"[{c.sequence} {instance}] task {index + 1} {rec['task']} @ {f:g}: {method}: {what} "
+               f"({rec['candidates_trained']} candidates)")
+    logging.info("%s task %d took %.1f s", method, index + 1, time.perf_counter() - start)
+
+  # -- baselines ------------------------------------------------------------------------------------
+  def baseline(self, method: str, instance: int, seq: Any, index: int, fraction: float) -> None:
+    c = self.config
+    if record_path(self.directory, method, instance, index + 1, fraction) is not None:
+      return
+    full = seq.build(index)
+    task = full if fraction == 1.0 else full.with_fraction(fraction)
+    kind = full.spec.kind
+    tune_config = c.tune_config(kind)
+    seed = training_seed(instance, index, fraction)
+    element = self.element(full.spec)
+    extra: dict = {}
+    starts_from: list[dict] = []
+
+    def source(network: Any) -> dict:
+      return {"task": network.task, "method": network.method, "version": network_version(network)}
+
+    if method in ("llt", "pnn") and index == 0 and "standalone" in c.methods:
+      # Nothing to transfer on the first task: these baselines are the standalone network there.
+      self.baseline("standalone", instance, seq, index, fraction)
+      path = record_path(self.directory, "standalone", instance, index + 1, fraction)
+      rec = json.loads(path.read_text("utf-8"))
+      rec.update(method=method, same_as="standalone")
+      if fraction == self.largest:
+        net = self.network("standalone", instance, index, seq)
+        if net is not None:
+          modules = dict(net.modules)
+          if method == "pnn":
+            modules["lateral"] = {"params": {}, "batch_stats": {}}
+          self.keep_network(method, instance, index, dataclasses.replace(
+              net, method=method, modules=modules, column=0 if method == "pnn" else None))
+      self.write(method, instance, index, fraction, full, rec)
+      return
+    if method == "standalone":
+      regressor = None
+      if self.architecture(full.spec).kind == "graph":
+        regressor = self.network("standalone", instance, 0, seq)
+        if regressor is None:
+          raise RuntimeError(f"the standalone graph baseline of {full.name} needs the regressor of the "
+                             f"sequence's first task, and {self.network_path('standalone', instance, 0)} "
+                             "is missing")
+        starts_from = [source(regressor)]
+      result = baselines.standalone(task, c.module_config, tune_config, seed=seed, element=element,
+                                    regressor=regressor)
+    elif method == "llt":
+      history = [n for j in range(index) if (n := self.network("llt", instance, j, seq)) is not None]
+      result = baselines.llt(task, history, c.module_config, tune_config, seed=seed, element=element)
+      used = {s for _, s in result.sources if not s.startswith("fresh")}
+      starts_from = [source(n) for n in history if n.task in used]
+    elif method == "pnn":
+      columns = [n for j in range(index) if (n := self.network("pnn", instance, j, seq)) is not None]
+      result = baselines.pnn(task, columns, c.module_config, tune_config, seed=seed, element=element)
+      starts_from = [source(n) for n in columns]
+    elif method == "standalone_with_fold":
+      result, extra = self.from_scratch(instance, seq, index, fraction, task, tune_config, seed)
+    else:
+      raise ValueError(f"unknown baseline {method!r}")
+    if fraction == self.largest and result.network is not None and method != "standalone_with_fold":
+      self.keep_network(method, instance, index, result.network)
+    rec = baseline_record(result, task, method=method, sequence=c.sequence, instance=instance,
+                          index=index + 1, fraction=fraction, seed=seed, tune_config=tune_config,
+                          starts_from=starts_from, extra=extra)
+    self.write(method, instance, index, fraction, full, rec)
+
+  def from_scratch(self, instance: int, seq: Any, index: int, fraction: float, task: Any, tune_config: Any,
+                   seed: int) -> tuple[Any, dict]:
+    """standalone_with_fold: HOUDINI's best program for this task and fraction, every function fresh."""
+    from hx.lang import parse, parse_type
+    from hx.synth.library import Library
+
+    c = self.config
+    houdini = c.houdini[0]
+    path = record_path(self.directory, houdini, instance, index + 1, fraction)
+    rec = json.loads(path.read_text("utf-8"))
+    best = rec["ranked"][0] if rec["ranked"] else None
+    if best is None or best["status"] != "trained":
+      reason = f"{houdini} trained no program for this task and fraction: there is no structure to train"
+      failed = baselines.BaselineResult(
+          method="standalone_with_fold", task=task.name, description="-", status="failed", reason=reason,
+          val_score=math.nan, test_score=None, network=None, parameters=0, frozen_parameters=0, epochs_run=0,
+          best_epoch=0, compile_seconds=0.0, train_seconds=0.0, eval_seconds=0.0, seconds=0.0)
+      return failed, {"structure_from": {"method": houdini, "program": None}}
+    library = Library.load(self.method_dir(houdini, instance) / "libraries" / f"after_{index:02d}")
+    program = parse(best["program"])
+    fresh = {n: parse_type(t) for n, t in best["fresh_types"].items()}
+    result = baselines.from_scratch(task, program, fresh, library.types(), c.module_config, tune_config,
+                                    seed=seed)
+    return result, {"structure_from": {"method": houdini, "program": best["named"] or best["program"]}}
+
+  def write(self, method: str, instance: int, index: int, fraction: float, full: Any, rec: dict) -> None:
+    path = (self.method_dir(method, instance) / "records" / task_dir(index + 1, full.name)
+            / fraction_file(fraction))
+    write_json(path, rec)
+    self.ran += 1
+    best = rec["ranked"][0]
+    note = f" (same as {rec['same_as']})" if rec.get("same_as") else ""
+    failed = "" if best["status"] == "trained" else f" [{best['status']}: {best['reason']}]"
+    self.say(f"[{rec['sequence']} {instance}] task {index + 1} {rec['task']} @ {fraction:g}: {method}: "
+             f"test {rec['metric']} {_score_text(rec['metric'], best['test'])}{failed}"
+             f" ({rec['seconds']['wall']:.0f} s){note}")
+
+
+def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
+        progress: Callable[[str], None] = lambda line: None, report: bool = True) -> Outcome:
+  """Runs (or resumes) the evaluation `config` in `directory` (see the module docstring).
+
+  Args:
+    config: the run (`EvalConfig.make`).
+    directory: where everything is written (created).
+    time_budget: stop starting new work after this many seconds (the work under way finishes); run
+      again to continue.
+    progress: called with one line per record written.
+    report: build the report and plots when done (or stopped).
+
+  Raises:
+    ConfigError: the directory holds another run, or other files.
+  """
+  directory = Path(directory)
+  check_directory(config, directory)
+  expected = expected_records(config)
+  if all(record_path(directory, *e) for e in expected):
+    return Outcome(directory, True, True, None, 0, _report(directory) if report else None)
+  deadline = None if time_budget is None else time.monotonic() + time_budget
+  runner = _Runner(config, directory, deadline, progress)
+  stopped = None
+  for instance in config.seeds:
+    seq = make_sequence(config.sequence, instance, config.sources, config.sizes)
+    for index in range(config.tasks):
+      for method in config.methods:
+        if runner.out_of_time():
+          stopped = f"the time budget of {time_budget:g} s ran out"
+          break
+        if method.startswith("houdini_"):
+          runner.houdini(method, instance, seq, index)
+        elif not (method == "standalone_with_fold" and index == 0):
+          for f in config.fractions:
+            runner.baseline(method, instance, seq, index, f)
+      if stopped:
+        break
+    if stopped:
+      break
+  finished = all(record_path(directory, *e) for e in expected)
+  return Outcome(directory, False, finished, stopped, runner.ran, _report(directory) if report else None)
+
+
+def _report(directory: Path) -> Path | None:
+  from hx.evaluation.report import build_report
+
+  try:
+    return build_report(directory)
+  except FileNotFoundError:
+    return None

@@ -1,0 +1,155 @@
+"""The run and report binaries: bad flags are one line before any work; a short sequence end to end."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from hx.evaluation.config import EvalConfig
+from hx.evaluation.runner import check_directory, expected_records
+
+
+def _run(*args, module="hx.bin.run", code=None, timeout=900):
+  cmd = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", module, *args]
+  return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def _refused(out, message):
+  assert out.returncode == 1, (out.stdout, out.stderr)
+  lines = out.stderr.strip().splitlines()
+  assert len(lines) == 1 and message in lines[0], out.stderr
+  assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--sequence=cs9",), "error: unknown sequence 'cs9'; the sequences are cs1, cs2, cs3, ss, gs1, gs2, ls"),
+    ((), "--sequence is required"),
+    (("--sequence=cs1", "--fractions=0.1,1.5"), "training fraction 1.5 is outside (0, 1]"),
+    (("--sequence=cs1", "--fractions=0"), "training fraction 0 is outside (0, 1]"),
+    (("--sequence=cs1", "--fractions=half"), "--fractions: 'half' is not a list of floats"),
+    (("--sequence=cs1", "--mnist=/nonexistent/m.pkl.gz"), "--mnist: /nonexistent/m.pkl.gz does not exist"),
+    (("--sequence=gs1", "--gtsrb=/nonexistent"), "--gtsrb: /nonexistent does not exist"),
+    (("--sequence=gs1", "--methods=houdini,pnn"), "pnn is not defined for the graph sequence gs1"),
+    (("--sequence=cs1", "--methods=houdini,rnn"), "unknown method 'rnn'"),
+    (("--sequence=cs1", "--methods=houdini,standalone_with_fold"), "standalone_with_fold is the SS"),
+    (("--sequence=cs1", "--preset=huge"), "unknown preset 'huge'"),
+    (("--sequence=cs1", "--strategy=random"), "unknown strategy in random"),
+    (("--sequence=cs1", "--tasks=5"), "--tasks must be in 1..4 for cs1, got 5"),
+    (("--sequence=cs1", "--module=mlp_width=3"), "--module: 'mlp_width=3' is not NAME=VALUE"),
+])
+def test_bad_flags_are_one_line_before_any_work(tmp_path, args, message):
+  out_dir = tmp_path / "out"
+  _refused(_run(*args, f"--output_dir={out_dir}"), message)
+  assert not out_dir.exists()
+
+
+def test_a_directory_of_another_run_or_of_other_files_is_refused(tmp_path):
+  other = tmp_path / "other"
+  check_directory(EvalConfig.make("cs1", fractions=(0.5,)), other)
+  _refused(_run("--sequence=cs1", f"--output_dir={other}"),
+           f"{other} holds a run with other settings (differing: fractions)")
+  assert sorted(p.name for p in other.iterdir()) == ["settings.json"]
+  stray = tmp_path / "stray"
+  stray.mkdir()
+  (stray / "notes.txt").write_text("mine")
+  _refused(_run("--sequence=cs1", f"--output_dir={stray}"), "is not empty and holds no hx evaluation")
+
+
+def test_a_sequence_script_runs_its_sequence_only(tmp_path):
+  code = "import sys; from hx.bin.run import cs1; cs1()"
+  _refused(_run("--sequence=cs2", f"--output_dir={tmp_path / 'x'}", code=code),
+           "hx-cs1 runs CS1; for --sequence=cs2 use hx-run")
+
+
+def test_the_report_binary_needs_records(tmp_path):
+  _refused(_run(str(tmp_path), module="hx.bin.report"), "holds no evaluation records")
+  _refused(_run(module="hx.bin.report"), "usage: python -m hx.bin.report DIR")
+
+
+TINY_RUN = ("--sequence=cs1", "--tasks=3", "--examples=150,60,60", "--epochs=2", "--candidates=2",
+            "--module=mlp_hidden=16,cnn_channels=4:8,lstm_hidden=8", "--fractions=0.5,1")
+
+
+def _essence(directory):
+  out = {}
+  for method, instance, index, fraction in expected_records(EvalConfig.make(
+      "cs1", tasks=3, fractions=(0.5, 1.0), examples=(150, 60, 60), epochs=2, candidates=2,
+      module_overrides={"mlp_hidden": 16, "cnn_channels": (4, 8), "lstm_hidden": 8})):
+    records = directory / method / f"seed_{instance}" / "records"
+    paths = list(records.glob(f"{index:02d}_*/fraction_{fraction:g}.json"))
+    assert len(paths) == 1, (method, index, fraction)
+    rec = json.loads(paths[0].read_text())
+    out[(method, index, fraction)] = [(x["program"], x["val"], x["test"]) for x in rec["ranked"]]
+  return out
+
+
+@pytest.mark.slow
+def test_a_short_sequence_end_to_end_with_resume_and_a_rebuilt_report(tmp_path):
+  whole = tmp_path / "whole"
+  out = _run(*TINY_RUN, f"--output_dir={whole}")
+  assert out.returncode == 0, out.stderr[-3000:]
+  assert "Task 3 count_digit(0)" in out.stdout and f"Report: {whole / 'report.md'}" in out.stdout
+  assert "HOUDINI (top-down):" in out.stdout and "progressive NN:" in out.stdout
+  essence = _essence(whole)
+  assert len(essence) == 4 * 3 * 2
+
+  # Every record says what ran, on which data, how well and how long.
+  recs = {(p.parts[-5], p.parts[-2], p.name): json.loads(p.read_text())
+          for p in whole.glob("*/seed_0/records/*/fraction_*.json")}
+  for (method, task, _), r in recs.items():
+    assert r["data"]["datasets"] == ["mnist-5k"] and r["data"]["synthetic"] is False
+    assert r["task_index"] == int(task[:2]) and r["metric"] in ("error", "rmse")
+    assert isinstance(r["ranked"][0]["test"], float) and r["seconds"]["wall"] >= 0
+    if method == "houdini_topdown":
+      assert r["library_after"] and len(r["ranked"]) == 2
+    else:
+      assert r["network_version"] and r["tune_config"]["epochs"] == 2
+  assert recs[("llt", "01_recognize_digit(0)", "fraction_1.json")]["same_as"] == "standalone"
+  assert recs[("pnn", "01_recognize_digit(0)", "fraction_1.json")]["ranked"][0]["test"] == \
+      recs[("standalone", "01_recognize_digit(0)", "fraction_1.json")]["ranked"][0]["test"]
+  llt3 = recs[("llt", "03_count_digit(0)", "fraction_1.json")]
+  assert dict(map(tuple, llt3["transfer"]))["nn_cnn"] == "recognize_digit(1)"
+  assert [s["task"] for s in llt3["starts_from"]] == ["recognize_digit(1)"]
+  pnn3 = recs[("pnn", "03_count_digit(0)", "fraction_1.json")]
+  assert [s["task"] for s in pnn3["starts_from"]] == ["recognize_digit(0)", "recognize_digit(1)"]
+  assert pnn3["ranked"][0]["program"].startswith("pnn(column 3 of 3")
+  for method in ("standalone", "llt", "pnn"):
+    for t in (1, 2, 3):
+      assert (whole / method / "seed_0" / "networks" / f"after_{t:02d}" / "variables.msgpack").exists()
+
+  # The report, its plots and the programs in the paper's layout.
+  report = (whole / "report.md").read_text()
+  for text in ("| Task 1: recognize_digit(0) | mnist-5k |", "## Task 3: count_digit(0)", "low-level transfer",
+               "progressive NN", "![Task 2](plots/task_02.png)", "tab:CS1Progs"):
+    assert text in report
+  assert "SYNTHETIC" not in report
+  for name in ("task_01.png", "task_02.png", "task_03.png", "summary.png"):
+    assert (whole / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  programs = (whole / "programs.md").read_text()
+  assert "| Task 1: recognize_digit(0) | 1. `" in programs and "| Task 3: count_digit(0) | 1. `" in programs
+
+  # The report rebuilds from the records alone.
+  for name in ("report.md", "programs.md"):
+    (whole / name).unlink()
+  for p in (whole / "plots").iterdir():
+    p.unlink()
+  out = _run(str(whole), module="hx.bin.report")
+  assert out.returncode == 0, out.stderr
+  assert (whole / "report.md").read_text() == report and (whole / "programs.md").read_text() == programs
+  assert (whole / "plots" / "summary.png").exists()
+
+  # A second run of the finished directory says so and does nothing.
+  stamp = {p: p.stat().st_mtime_ns for p in whole.glob("*/seed_0/records/*/*.json")}
+  out = _run(*TINY_RUN, f"--output_dir={whole}")
+  assert out.returncode == 0 and "already holds this run, finished; nothing to do" in out.stdout
+  assert stamp == {p: p.stat().st_mtime_ns for p in whole.glob("*/seed_0/records/*/*.json")}
+
+  # Stopped by its time budget and run again, a run ends where an uninterrupted one does.
+  part = tmp_path / "part"
+  out = _run(*TINY_RUN, f"--output_dir={part}", "--time_budget=1")
+  assert out.returncode == 0 and "stopped: the time budget of 1 s ran out" in out.stdout
+  assert "Unfinished" in (part / "report.md").read_text()
+  out = _run(*TINY_RUN, f"--output_dir={part}")
+  assert out.returncode == 0, out.stderr[-3000:]
+  assert _essence(part) == essence

@@ -1,0 +1,109 @@
+"""The report from records alone (hand-written records: no training), and the configurations' checks."""
+
+import json
+
+import pytest
+
+from hx.compile import ModuleConfig
+from hx.data import FRACTIONS, TaskSizes
+from hx.evaluation import ConfigError, EvalConfig, build_report, load_records, summary_lines
+from hx.evaluation.paper import paper_top
+from hx.evaluation.records import fraction_file, task_dir
+
+
+def _write(directory, method, instance, index, task, fraction, test, *, metric="rmse", synthetic=False,
+           programs=None, status="trained"):
+  datasets = ["mnist-5k", "smallnorb-synthetic"] if synthetic else ["mnist-5k"]
+  name = task + (" [synthetic: smallnorb-synthetic]" if synthetic else "")
+  programs = programs or [f"compose(nn_{method}_{index}, nn_x)"]
+  rec = {"sequence": "cs3", "task_index": index, "task": name, "task_kind": task.split("(")[0],
+         "metric": metric, "fraction": fraction, "seed": 7,
+         "data": {"datasets": datasets, "synthetic": synthetic},
+         "seconds": {"wall": 10.0},
+         "ranked": [{"rank": k + 1, "program": p, "named": p, "status": status, "reason": None, "val": test,
+                     "test": test + k} for k, p in enumerate(programs)]}
+  if method.startswith("houdini"):
+    rec["candidates_trained"] = len(programs)
+  path = directory / method / f"seed_{instance}" / "records" / task_dir(index, name) / fraction_file(fraction)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text(json.dumps(rec))
+
+
+def test_the_report_aggregates_instances_labels_synthetic_data_and_lays_out_the_programs(tmp_path):
+  for instance, (digit, toy) in enumerate([(1, 2), (5, 4)]):
+    for f, bonus in ((0.1, 1.0), (1.0, 0.0)):
+      _write(tmp_path, "houdini_topdown", instance, 2, f"count_digit({digit})", f, 0.4 + bonus,
+             programs=["compose(nn_cs3_1, map_l(nn_cs3_2))", "compose(nn_cs3_3, map_l(lib.nn_cs3_2))"])
+      _write(tmp_path, "standalone", instance, 2, f"count_digit({digit})", f, 0.5 + 0.2 * instance + bonus)
+      _write(tmp_path, "houdini_topdown", instance, 4, f"recognize_toy({toy})", f, 5.0, metric="error",
+             synthetic=True)
+      _write(tmp_path, "standalone", instance, 4, f"recognize_toy({toy})", f, 7.0, metric="error",
+             synthetic=True, status="failed" if instance == 1 else "trained")
+  records = load_records(tmp_path)
+  assert len(records) == 16 and {r["method"] for r in records} == {"houdini_topdown", "standalone"}
+  assert {r["instance"] for r in records} == {0, 1}
+  path = build_report(tmp_path)
+  report = path.read_text()
+  assert "**Some tasks below ran on SYNTHETIC stand-in data" in report
+  assert "| Task 2: count_digit(1) (and 1 other instantiations) | mnist-5k | 0.400 ± 0.000 (n=2) | " \
+         "0.600 ± 0.141 (n=2) |" in report
+  # A failed training is not averaged in; its instantiation is counted out.
+  assert "| 7.00% ± - (n=1) |" in report
+  assert "Data: mnist-5k, smallnorb-synthetic — SYNTHETIC stand-in data (smallnorb-synthetic)" in report
+  assert "| 10% | 1.400 ± 0.000 (n=2) | 1.600 ± 0.141 (n=2) |" in report
+  # The paper's top program for the task, from its CS3 table.
+  assert "the paper (tab:CS3Progs, count_digit(d), 100% of its data): `compose(nn_cs3_3, map_l(compose(" \
+         "nn_cs3_4, nn_cs3_5)))`, 0.40 RMSE" in report
+  programs = (tmp_path / "programs.md").read_text()
+  assert "### HOUDINI (top-down), CS3 instantiation 1, 100% of the training data [synthetic stand-in data]" \
+      in programs
+  assert "| Task 2: count_digit(5) | 1. `compose(nn_cs3_1, map_l(nn_cs3_2))` | 0.40 RMSE |" in programs
+  assert "|  | 2. `compose(nn_cs3_3, map_l(lib.nn_cs3_2))` | 1.40 RMSE |" in programs
+  assert "| Task 4: recognize_toy(4) [synthetic: smallnorb-synthetic] | 1. `compose(nn_houdini_topdown_4, " \
+         "nn_x)` | 5.00% CE |" in programs
+  for name in ("task_02.png", "task_04.png", "summary.png"):
+    assert (tmp_path / "plots" / name).read_bytes()[:4] == b"\x89PNG"
+  lines = summary_lines(records)
+  assert lines[0] == "Task 2 count_digit(1)"
+  assert "compose(nn_cs3_1, map_l(nn_cs3_2))" in lines[1] and "0.400" in lines[1]
+  assert lines[3] == "Task 4 recognize_toy(2) [synthetic data]"
+
+
+def test_a_directory_without_records_has_no_report(tmp_path):
+  with pytest.raises(FileNotFoundError, match="holds no evaluation records"):
+    build_report(tmp_path)
+
+
+def test_paper_references():
+  (top,) = paper_top("cs1", 3)
+  assert top.program == "compose(nn_cs1_7, map_l(compose(nn_cs1_8, lib.nn_cs1_2)))"
+  assert top.score == "0.38 RMSE"
+  assert len(paper_top("ls", 1)) == 5  # the paper's five LS instantiations
+  assert paper_top("cs1", 4, "evolutionary") == []  # "No Solution"
+
+
+def test_presets_and_their_checks():
+  quick = EvalConfig.make("cs1")
+  assert quick.methods == ("houdini_topdown", "standalone", "llt", "pnn")
+  assert quick.fractions == (0.1, 1.0) and quick.seeds == (0,) and quick.budget.candidates == 4
+  assert quick.sizes == TaskSizes.quick() and quick.tune_config("count_digit").epochs == 8
+  assert quick.tune_config("count_digit").batch_size == 32
+  recognize = quick.tune_config("recognize_digit")
+  assert recognize.epochs == 3 and recognize.batch_size == 150
+  paper = EvalConfig.make("ss", preset="paper")
+  assert paper.methods == ("houdini_topdown", "standalone", "llt", "pnn", "standalone_with_fold")
+  assert paper.fractions == FRACTIONS and paper.seeds == (0, 1, 2, 3, 4) and paper.budget.candidates == 20
+  assert paper.module_config == ModuleConfig() and paper.tune_config("sum_digits").epochs == 20
+  gs = EvalConfig.make("gs2", preset="paper", strategies=("topdown", "evolutionary"))
+  assert gs.methods == ("houdini_topdown", "houdini_evolutionary", "standalone", "llt")
+  assert gs.fractions == (1.0,) and gs.budget.candidates == 25
+  custom = EvalConfig.make("cs1", methods=["llt", "houdini"], fractions=[1, 0.5, 0.5], tasks=2, epochs=1,
+                           module_overrides={"mlp_hidden": 8}, examples=(10, 5, 5))
+  assert custom.methods == ("houdini_topdown", "llt") and custom.fractions == (0.5, 1.0)
+  assert custom.module_config.mlp_hidden == 8 and custom.sizes.lists == (10, 5, 5)
+  for kwargs, message in [
+      (dict(seeds=[0, 0]), "seeds must be distinct"), (dict(candidates=0), "Budget.candidates"),
+      (dict(module_overrides={"mlp_dropout": 1.5}), "module sizes: mlp_dropout must be in"),
+      (dict(epochs=0), "epochs must be >= 1"), (dict(examples=(0, 1, 1)), "three positive counts")]:
+    with pytest.raises(ConfigError, match=message):
+      EvalConfig.make("cs1", **kwargs)

@@ -1,0 +1,60 @@
+"""The runner on the sequences the binary's end-to-end test does not cover: a graph sequence (the
+standalone baseline maps the first task's regressor, LLT fine-tunes it) and SS (standalone_with_fold
+trains HOUDINI's program from scratch). Tiny data and modules; slow all the same."""
+
+import dataclasses
+import json
+
+import pytest
+
+from hx.data import Sources, TaskSizes
+from hx.evaluation import EvalConfig, run
+
+TINY_MODULES = {"mlp_hidden": 16, "cnn_channels": (4, 8), "lstm_hidden": 8, "graph_hidden": 8,
+                "graph_message": 4}
+
+
+def _records(directory, method):
+  return {p.parent.name: json.loads(p.read_text())
+          for p in sorted((directory / method / "seed_0" / "records").glob("*/fraction_1.json"))}
+
+
+@pytest.mark.slow
+def test_a_graph_sequence_shares_the_first_tasks_regressor(tmp_path):
+  config = EvalConfig.make("gs1", methods=["houdini", "standalone", "llt"], candidates=1, epochs=1,
+                           module_overrides=TINY_MODULES, sources=Sources(standin_per_class=(40, 10, 10)))
+  config = dataclasses.replace(config, sizes=TaskSizes(grids_train=((3, 60), (4, 60)), grids_val=((5, 20),),
+                                                       grids_test=((5, 20),)))
+  lines = []
+  outcome = run(config, tmp_path, progress=lines.append)
+  assert outcome.finished and outcome.ran == 6 and len(lines) == 6
+  standalone, llt = _records(tmp_path, "standalone"), _records(tmp_path, "llt")
+  path = [k for k in standalone if k.startswith("02_")][0]
+  regressor = standalone[[k for k in standalone if k.startswith("01_")][0]]
+  assert standalone[path]["starts_from"] == [{"task": regressor["task"], "method": "standalone",
+                                              "version": regressor["network_version"]}]
+  assert standalone[path]["ranked"][0]["program"] == "lstm_rows(map_g(compose(nn_mlp, nn_cnn)))"
+  assert standalone[path]["frozen_parameters"] > 0 and llt[path]["frozen_parameters"] == 0
+  assert dict(map(tuple, llt[path]["transfer"]))["nn_mlp.out"] == regressor["task"]
+  assert llt[[k for k in llt if k.startswith("01_")][0]]["same_as"] == "standalone"
+  assert standalone[path]["data"]["synthetic"] and "[synthetic: gtsrb-synthetic]" in standalone[path]["task"]
+  report = outcome.report.read_text()
+  assert "SYNTHETIC stand-in data (gtsrb-synthetic)" in report and "the paper's graph table (RMSE)" in report
+  assert run(config, tmp_path).already_finished
+
+
+@pytest.mark.slow
+def test_standalone_with_fold_trains_houdinis_program_from_scratch(tmp_path):
+  config = EvalConfig.make("ss", methods=["houdini", "standalone", "standalone_with_fold"], candidates=2,
+                           epochs=1, fractions=(1.0,), examples=(150, 60, 60), module_overrides=TINY_MODULES)
+  outcome = run(config, tmp_path)
+  assert outcome.finished
+  houdini = _records(tmp_path, "houdini_topdown")
+  swf = _records(tmp_path, "standalone_with_fold")
+  assert list(swf) == ["02_sum_digits"]  # none for the first task: HOUDINI's program is all fresh there
+  best = houdini["02_sum_digits"]["ranked"][0]
+  rec = swf["02_sum_digits"]
+  assert rec["structure_from"] == {"method": "houdini_topdown", "program": best["named"]}
+  program = rec["ranked"][0]["program"]
+  assert "lib." not in program and program.count("nn_scratch_") == best["program"].count("lib.")
+  assert rec["ranked"][0]["status"] == "trained"
