@@ -8,8 +8,8 @@ Templates (B below is the number of rows a module is called on; types exclude th
   cnn           image `Tensor<real>[C][H][W]` (channel-first) -> tensor. Per channel size c in
                 `cnn_channels`: conv k x k (stride 1, no padding) -> ReLU -> 2x2 max-pool (floor); then
                 spatial dropout (whole channels) after the last block; features flattened in (H, W, C)
-                order. In training the rows are run in unrolled slices of `CNN_TRAIN_ROWS` images (same
-                values and gradients, much faster on XLA:CPU; see `_cnn_blocks` and `CNN_TRAIN_ROWS`).
+                order. In training the rows are run in unrolled slices (same values and gradients, much
+                faster on XLA:CPU; see `_cnn_blocks` and `CNN_TRAIN_ROWS`).
                 The paper's CNN has no output layer: when the output type is exactly
                 `Tensor<real>[F]` with F the feature size (64*4*4 = 1024 for 28x28 inputs) the features are
                 the output. Otherwise a linear output layer Dense(F -> prod(output shape)) and the output
@@ -361,13 +361,30 @@ def _batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, mo
 # loop: DESIGN.md), whose forward and backward passes XLA schedules independently. In inference nothing
 # is sliced: without residuals to keep, YNNPACK fuses convolution and pooling and stays fast.
 
-CNN_TRAIN_ROWS = 25  # images per slice in training mode
+CNN_TRAIN_ROWS = 25  # images per slice in training mode, for the paper's CNN on 28x28 images
 CNN_MAX_SLICES = 32  # at most this many slices (bounds compilation time); larger slices beyond
+# What a slice bounds is the largest convolution's window buffer: the paper's CNN (second convolution:
+# 8x8 outputs, 5x5x32 windows) on CNN_TRAIN_ROWS images. A smaller CNN gets more images per slice for the
+# same buffer, so fewer slices to compile (the small CNNs of tests and quick runs).
+CNN_SLICE_WINDOW_FLOATS = CNN_TRAIN_ROWS * 8 * 8 * 5 * 5 * 32
 
 
-def _cnn_slices(r: int) -> list[tuple[int, int]]:
-  """[start, stop) row ranges of the training-mode slices of a CNN call on r rows: near-equal sizes."""
-  n = max(1, min(CNN_MAX_SLICES, math.ceil(r / CNN_TRAIN_ROWS)))
+def _cnn_slice_rows(shape: tuple[int, ...], convs: tuple, pool: int) -> int:
+  """Images per training slice for NHWC images of `shape` through `convs` (at least CNN_TRAIN_ROWS)."""
+  _, height, width, _ = shape
+  per_image = 1
+  for p in convs:
+    k, _, channels, _ = p["w"].shape
+    height, width = height - k + 1, width - k + 1
+    per_image = max(per_image, height * width * k * k * channels)
+    height, width = height // pool, width // pool
+  return max(CNN_TRAIN_ROWS, CNN_SLICE_WINDOW_FLOATS // per_image)
+
+
+def _cnn_slices(r: int, rows: int = CNN_TRAIN_ROWS) -> list[tuple[int, int]]:
+  """[start, stop) row ranges of the training-mode slices of a CNN call on r rows, about `rows` each
+  (near-equal sizes, at most CNN_MAX_SLICES of them)."""
+  n = max(1, min(CNN_MAX_SLICES, math.ceil(r / rows)))
   size = math.ceil(r / n)
   return [(i, min(i + size, r)) for i in range(0, r, size)]
 
@@ -552,7 +569,7 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     (x,) = inputs
     r = x.shape[0]
     h = jnp.transpose(x.astype(jnp.float32), (0, 2, 3, 1))  # channel-first types, NHWC convolutions
-    slices = _cnn_slices(r) if train else [(0, r)]
+    slices = _cnn_slices(r, _cnn_slice_rows(h.shape, params["convs"], spec["pool"])) if train else [(0, r)]
     parts = [_cnn_blocks(params["convs"], h[i:j], spec["pool"], train) for i, j in slices]
     h = parts[0] if len(parts) == 1 else jnp.concatenate(parts, 0)
     if train and keys is not None and spec["dropout"] > 0:

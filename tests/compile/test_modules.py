@@ -331,15 +331,33 @@ def test_cnn_training_slices_give_the_same_values_and_gradients(monkeypatch):
     y, _ = modules.apply_module(s, params, {}, (x,), mask=jnp.ones(x.shape[0], bool), keys=None, train=train)
     return y
 
-  monkeypatch.setattr(modules, "CNN_TRAIN_ROWS", 5)
-  assert modules._cnn_slices(23) == [(0, 5), (5, 10), (10, 15), (15, 20), (20, 23)]
+  rows = {"n": 5}
+  monkeypatch.setattr(modules, "_cnn_slice_rows", lambda *_: rows["n"])
+  assert modules._cnn_slices(23, 5) == [(0, 5), (5, 10), (10, 15), (15, 20), (20, 23)]
   jaxpr = jax.make_jaxpr(run)(params, x)
   assert str(jaxpr).count("conv_general_dilated") == 2 * 5
   sliced = jax.jit(run)
-  monkeypatch.setattr(modules, "CNN_TRAIN_ROWS", 100)
-  assert modules._cnn_slices(23) == [(0, 23)]
+  rows["n"] = 100
+  assert str(jax.make_jaxpr(lambda p, x_: run(p, x_))(params, x)).count("conv_general_dilated") == 2
   _assert_vjps_close(sliced, jax.jit(run), (params, x), 2, rtol=1e-5, atol=1e-6)
   # Inference is one call, whatever the number of rows; at most CNN_MAX_SLICES slices in training.
-  monkeypatch.setattr(modules, "CNN_TRAIN_ROWS", 5)
+  rows["n"] = 5
   assert str(jax.make_jaxpr(lambda p, x_: run(p, x_, False))(params, x)).count("conv_general_dilated") == 2
-  assert len(modules._cnn_slices(10 * 5 * modules.CNN_MAX_SLICES)) == modules.CNN_MAX_SLICES
+  assert len(modules._cnn_slices(10 * 5 * modules.CNN_MAX_SLICES, 5)) == modules.CNN_MAX_SLICES
+
+
+def test_cnn_slices_bound_the_window_buffer_not_the_image_count():
+  """The paper's CNN on 28x28 images trains in slices of CNN_TRAIN_ROWS images (its second convolution's
+  windows, 8x8 x 5x5x32 per image, are the larger); a CNN of 4 and 8 channels gets as many images as fit
+  the same buffer of its first convolution's windows (24x24 x 5x5x1 per image): 1,280,000 // 14,400."""
+  import hx.compile.modules as modules
+
+  def convs(c1, c2):
+    return ({"w": jnp.zeros((5, 5, 1, c1))}, {"w": jnp.zeros((5, 5, c1, c2))})
+
+  assert modules._cnn_slice_rows((750, 28, 28, 1), convs(32, 64), 2) == modules.CNN_TRAIN_ROWS == 25
+  assert modules._cnn_slice_rows((750, 28, 28, 1), convs(4, 8), 2) == 88
+  # Never fewer than CNN_TRAIN_ROWS images, however large the windows.
+  assert modules._cnn_slice_rows((10, 100, 100, 3), convs(64, 64), 2) == modules.CNN_TRAIN_ROWS
+  assert modules._cnn_slices(750, 25) == [(i, i + 25) for i in range(0, 750, 25)]
+  assert modules._cnn_slices(750, 88) == [(i, min(i + 84, 750)) for i in range(0, 750, 84)]
