@@ -45,6 +45,7 @@ def test_the_architectures_follow_the_task_type():
     architecture(parse_type("Tensor<real>[3] -> Tensor<real>[1]"), TINY)
 
 
+@pytest.mark.slow
 def test_standalone_learns_image_and_list_tasks(recognizer):
   assert recognizer.test_score < 0.5 * trivial(task("recognize"))
   assert recognizer.parameters > 0 and recognizer.frozen_parameters == 0
@@ -88,6 +89,7 @@ def test_llt_starts_from_the_earlier_weights_except_the_output_layers(recognizer
   assert dict(back.sources)["nn_mlp.out"] == "fresh: the new network's output layer"
 
 
+@pytest.mark.slow
 def test_pnn_learns_a_new_column_and_never_moves_the_earlier_ones(recognizer):
   column0 = recognizer.network
   snapshot = jax.tree.map(np.copy, dict(column0.modules))
@@ -132,6 +134,7 @@ def test_pnn_refuses_graph_tasks(recognizer):
     baselines.pnn(task("path"), [recognizer.network], TINY, TUNE, seed=0)
 
 
+@pytest.mark.slow
 def test_the_graph_baselines(tmp_path):
   regress = task("regress")
   regressor = baselines.standalone(regress, TINY, TUNE, seed=0)

@@ -15,6 +15,11 @@ def _run(*args, module="hx.bin.run", code=None, timeout=900):
   return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
+def _fast_first(n, cases):
+  """The first n cases in the fast suite, the others marked slow (each is a new process: ~1 s)."""
+  return [c if i < n else pytest.param(*c, marks=pytest.mark.slow) for i, c in enumerate(cases)]
+
+
 def _refused(out, message):
   assert out.returncode == 1, (out.stdout, out.stderr)
   lines = out.stderr.strip().splitlines()
@@ -22,7 +27,7 @@ def _refused(out, message):
   assert "Traceback" not in out.stderr
 
 
-@pytest.mark.parametrize("args, message", [
+@pytest.mark.parametrize("args, message", _fast_first(4, [
     (("--sequence=cs9",), "error: unknown sequence 'cs9'; the sequences are cs1, cs2, cs3, ss, gs1, gs2, ls"),
     ((), "--sequence is required"),
     (("--sequence=cs1", "--fractions=0.1,1.5"), "training fraction 1.5 is outside (0, 1]"),
@@ -37,7 +42,7 @@ def _refused(out, message):
     (("--sequence=cs1", "--strategy=random"), "unknown strategy in random"),
     (("--sequence=cs1", "--tasks=5"), "--tasks must be in 1..4 for cs1, got 5"),
     (("--sequence=cs1", "--module=mlp_width=3"), "--module: 'mlp_width=3' is not NAME=VALUE"),
-])
+]))
 def test_bad_flags_are_one_line_before_any_work(tmp_path, args, message):
   out_dir = tmp_path / "out"
   _refused(_run(*args, f"--output_dir={out_dir}"), message)

@@ -104,7 +104,7 @@ def _contraction_program(repeat: int | None):
   return P.Compose(loop, P.Map("g", F("nn_e")))
 
 
-@pytest.mark.parametrize("gradient", ["implicit", "unrolled"])
+@pytest.mark.parametrize("gradient", [pytest.param("implicit", marks=pytest.mark.slow), "unrolled"])
 def test_the_gradient_equals_the_unrolled_one_on_a_contraction(gradient):
   """A graph kernel with small weights is a contraction: both loops converge, and fix's gradient (implicit:
   taken at the fixed point, no iteration stored; unrolled: through the iterations it ran, within its
@@ -209,7 +209,7 @@ def test_the_unrolled_gradient_is_exact_within_its_window_and_truncated_beyond()
   assert errors[0] > errors[1] > errors[2] > 1e-6, errors
 
 
-@pytest.mark.parametrize("gradient", ["implicit", "unrolled"])
+@pytest.mark.parametrize("gradient", [pytest.param("implicit", marks=pytest.mark.slow), "unrolled"])
 def test_padding_changes_nothing_under_fix(gradient):
   config = dataclasses.replace(CFG, fix=FixConfig(1e-6, 200, 1e-6, gradient=gradient, window=200))
   types = {"nn_e": f"{R3} -> {R2}", "nn_k": f"List<{R2}> -> {R2}"}

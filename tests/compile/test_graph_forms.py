@@ -97,6 +97,7 @@ def test_edge_lists_equal_the_neighbour_table_on_grids(config):
                _train_and_infer(cp, variables, frozen, edges, weights))
 
 
+@pytest.mark.slow
 def test_edge_lists_equal_the_neighbour_table_on_random_graphs_with_ties_and_any_padding():
   """Random directed graphs (self loops and repeated edges included) with all four aggregations; some
   graphs have equal node values, so messages tie (the gradient of a min or max is shared between ties

@@ -40,6 +40,7 @@ def _rmse_baseline(targets: np.ndarray) -> float:
   return float(np.sqrt(np.mean(np.square(targets - targets.mean()))))
 
 
+@pytest.mark.slow
 def test_count_positive_entries_generalises_to_longer_lists():
   rng = np.random.default_rng(0)
   def split(n, lengths):

@@ -74,6 +74,7 @@ def test_sizes_and_dtypes():
     index_dtype(-1)
 
 
+@pytest.mark.slow
 def test_tune_on_shared_layouts_equals_tune_on_graph_batches():
   """The compact split (uint16 indices, shared layouts, uint8 targets) trains exactly like its expansion
   (int32 indices, a neighbour table per graph, float32 targets)."""

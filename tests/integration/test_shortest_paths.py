@@ -30,7 +30,8 @@ def _relaxation(rounds: int):
   return program, program.make_frozen({"relax": {"params": relaxation_params(kernel), "batch_stats": {}}})
 
 
-@pytest.mark.parametrize("grid_task, regress_task", [("shortest_path_mnist", "regress_mnist"),
+@pytest.mark.parametrize("grid_task, regress_task", [pytest.param("shortest_path_mnist", "regress_mnist",
+                                                                  marks=pytest.mark.slow),
                                                      ("shortest_path_street", "regress_speed")])
 def test_exact_regressor_then_hand_set_bellman_ford_solves_the_grids(grid_task, regress_task):
   grids = build_task(task_spec(grid_task), SOURCES, SIZES, 0)

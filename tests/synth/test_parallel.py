@@ -162,6 +162,7 @@ def test_a_context_crosses_to_another_process_with_its_library():
   assert (here.val_score, here.test_score) == (there.val_score, there.test_score)
 
 
+@pytest.mark.slow
 def test_halving_trains_less_and_survivors_score_as_if_trained_straight():
   config = TuneConfig(epochs=4, batch_size=50)
   full = run("local", candidates=4, config=config)
@@ -181,6 +182,7 @@ def test_halving_trains_less_and_survivors_score_as_if_trained_straight():
   assert halved.best.test_score is not None
 
 
+@pytest.mark.slow
 def test_worker_processes_give_the_local_results():
   local = run("local")
   with ProcessExecutor(workers=2, threads=1) as pool:

@@ -51,6 +51,7 @@ def trivial_rmse(split):
   return float(np.sqrt(np.mean((t - t.mean()) ** 2)))
 
 
+@pytest.mark.slow
 def test_topdown_finds_a_summing_program_within_a_few_candidates():
   task = sum_task()
   r = synthesize(task, None, budget=Budget(candidates=4), module_config=TINY,
