@@ -56,6 +56,7 @@ def test_standalone_learns_image_and_list_tasks(recognizer):
   assert set(r.network.modules) == {CNN, MLP, RNN}
 
 
+@pytest.mark.slow
 def test_llt_starts_from_the_earlier_weights_except_the_output_layers(recognizer):
   count = task("count")
   r = baselines.llt(count, [recognizer.network], TINY, ZERO_EPOCHS, seed=3)  # the starting point itself
@@ -171,6 +172,7 @@ def test_from_scratch_trains_a_program_with_its_library_functions_fresh(recogniz
     baselines.from_scratch(count, program, types, {}, TINY, TUNE, seed=0)
 
 
+@pytest.mark.slow
 def test_the_opened_up_layers_compute_what_the_templates_compute():
   rng = jax.random.key(0)
   x = jax.random.normal(rng, (6, 5))

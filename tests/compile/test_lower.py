@@ -76,8 +76,10 @@ def _real(y):
   return [np.asarray(y)]
 
 
-@pytest.mark.parametrize("name", [n if n != "graph_fold" else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in sorted(PADDING_CASES)])
+# The fast suite keeps the cases that compile quickly; every case runs in the full suite.
+@pytest.mark.parametrize("name", [
+    n if n not in ("graph_fold", "list_fold_conv", "graph_out")
+    else pytest.param(n, marks=pytest.mark.slow) for n in sorted(PADDING_CASES)])
 def test_padding_changes_nothing_in_training(name):
   """Outputs, gradients and batch statistics (train mode, dropout on) for two paddings of one batch."""
   program, fresh, kind = PADDING_CASES[name]
@@ -428,6 +430,7 @@ def test_paper_shortest_path_program_runs_at_paper_sizes():
   assert np.all(np.isfinite(np.asarray(y.values)[0, :4]))
 
 
+@pytest.mark.slow
 def test_candidates_stack_under_vmap():
   """Candidates of one structure, initialised separately and stacked, run as one vmapped call."""
   program = P.Compose(P.Fold("l", F("nn_s"), P.Zeros(2)), P.Map("l", F("nn_e")))

@@ -280,7 +280,9 @@ def _assert_vjps_close(f, g, args, cotangent_seed, rtol, atol):
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("k, shape", [(2, (3, 8, 6, 2)), (2, (2, 7, 5, 3)), (3, (2, 9, 10, 2))])
+@pytest.mark.parametrize("k, shape", [(2, (3, 8, 6, 2)),
+                                      pytest.param(2, (2, 7, 5, 3), marks=pytest.mark.slow),
+                                      pytest.param(3, (2, 9, 10, 2), marks=pytest.mark.slow)])
 def test_max_pool_gradient_equals_select_and_scatter(k, shape):
   from jax import lax
 
@@ -303,6 +305,7 @@ def test_max_pool_gradient_equals_select_and_scatter(k, shape):
     np.testing.assert_array_equal(vjp(g)[0], vjp_ref(g)[0])
 
 
+@pytest.mark.slow
 def test_cnn_blocks_equal_the_plain_cnn():
   """hx's CNN blocks (pooling before bias and ReLU, its pooling gradient) against the plain CNN: values
   and gradients with respect to the images, kernels and biases."""

@@ -143,6 +143,7 @@ def test_an_unreachable_ray_address_is_named():
 
 # --- Training ------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_context_crosses_to_another_process_with_its_library():
   task = sum_task(n=120)
   first = synthesize(task, None, budget=Budget(candidates=1), module_config=TINY,

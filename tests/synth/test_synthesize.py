@@ -85,6 +85,7 @@ def test_same_seed_same_result_and_the_seed_matters():
   assert a.library.version == b.library.version
 
 
+@pytest.mark.slow
 def test_evolution_trains_nothing_twice_and_reports_equivalents():
   task = sum_task(n=300)
   from hx.synth.evolution import EvolutionConfig
