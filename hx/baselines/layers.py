@@ -22,21 +22,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from hx.compile.modules import activate
+from hx.compile.modules import apply_dense as dense
+
 __all__ = ["dense", "activate", "row_keys", "mlp", "lstm", "init_adapter", "adapter"]
-
-
-def dense(p: dict, x: jax.Array) -> jax.Array:
-  """x (R, n_in) @ w + b -> (R, n_out)."""
-  return x @ p["w"] + p["b"]
-
-
-def activate(y: jax.Array, activation: str) -> jax.Array:
-  """The templates' output activations: "sigmoid", "softmax" (last axis) or "none"."""
-  if activation == "sigmoid":
-    return jax.nn.sigmoid(y)
-  if activation == "softmax":
-    return jax.nn.softmax(y, axis=-1)
-  return y
 
 
 def row_keys(rng: Any, rows: int, site: int) -> jax.Array:

@@ -73,7 +73,7 @@ from hx.lang.types import (
 
 __all__ = [
   "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "module_spec", "init_module",
-  "apply_module", "cnn_feature_size", "TEMPLATES", "Neighbourhoods",
+  "apply_module", "cnn_feature_size", "TEMPLATES", "Neighbourhoods", "apply_dense", "activate",
 ]
 
 TEMPLATES = ("mlp", "cnn", "lstm", "graph_kernel")
@@ -312,11 +312,13 @@ def init_module(spec: ModuleSpec, rng: jax.Array) -> tuple[dict, dict]:
 # ---------------------------------------------------------------------------------------------------
 # Application.
 
-def _apply_dense(p: dict, x: jax.Array) -> jax.Array:
+def apply_dense(p: dict, x: jax.Array) -> jax.Array:
+  """x (R, n_in) @ w + b -> (R, n_out)."""
   return x @ p["w"] + p["b"]
 
 
-def _activate(y: jax.Array, activation: str) -> jax.Array:
+def activate(y: jax.Array, activation: str) -> jax.Array:
+  """The templates' output activations: "sigmoid", "softmax" (last axis) or "none"."""
   if activation == "sigmoid":
     return jax.nn.sigmoid(y)
   if activation == "softmax":
@@ -525,13 +527,13 @@ def _graph_kernel_edges(spec: ModuleSpec, params: dict, nb: Neighbourhoods, mask
   senders, receivers = nb.senders.astype(jnp.int32), nb.receivers.astype(jnp.int32)
   # One pair per node (itself, itself), then one per edge (receiver, sender): the dense form's K entries.
   pairs = jnp.concatenate([jnp.concatenate([x, x], -1), jnp.concatenate([x[receivers], x[senders]], -1)], 0)
-  msg = _apply_dense(params["pair_out"], jax.nn.relu(_apply_dense(params["pair_hidden"], pairs)))
+  msg = apply_dense(params["pair_out"], jax.nn.relu(apply_dense(params["pair_hidden"], pairs)))
   segments = jnp.concatenate([jnp.arange(r, dtype=jnp.int32), receivers])
   valid = jnp.concatenate([mask.astype(bool), nb.edge_mask.astype(bool)])
   count = jax.ops.segment_sum(valid.astype(jnp.float32), jnp.where(valid, segments, r), r + 1)[:r, None]
   agg = [_segment_aggregate(msg, segments, valid, count, r, how) for how in spec["aggregations"]]
   z = jnp.concatenate([x] + agg, -1)
-  return _apply_dense(params["node_out"], jax.nn.relu(_apply_dense(params["node_hidden"], z)))
+  return apply_dense(params["node_out"], jax.nn.relu(apply_dense(params["node_hidden"], z)))
 
 
 def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
@@ -558,13 +560,13 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
   if t == "mlp":
     r = inputs[0].shape[0]
     x = jnp.concatenate([a.reshape(r, -1).astype(jnp.float32) for a in inputs], -1)
-    h = _apply_dense(params["hidden"], x)
+    h = apply_dense(params["hidden"], x)
     h, bn = _batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"], spec["bn_epsilon"])
     h = jax.nn.relu(h)
     if train and keys is not None and spec["dropout"] > 0:
       h = _row_dropout(h, keys, spec["dropout"], h.shape[1:])
-    y = _apply_dense(params["out"], h).reshape((r,) + out_shape)
-    return _activate(y, activation), {"bn": bn}
+    y = apply_dense(params["out"], h).reshape((r,) + out_shape)
+    return activate(y, activation), {"bn": bn}
   if t == "cnn":
     (x,) = inputs
     r = x.shape[0]
@@ -576,7 +578,7 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
       h = _row_dropout(h, keys, spec["dropout"], (h.shape[-1],), spatial=True)
     h = h.reshape(r, -1)
     if spec["output_layer"]:
-      return _activate(_apply_dense(params["out"], h).reshape((r,) + out_shape), activation), stats
+      return activate(apply_dense(params["out"], h).reshape((r,) + out_shape), activation), stats
     return h.reshape((r,) + out_shape), stats
   if t == "lstm":
     (lb,) = inputs
@@ -597,22 +599,22 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
 
     zero = jnp.zeros((r, hsz), jnp.float32)
     (h_last, _), _ = lax.scan(step, (zero, zero), (xw, jnp.swapaxes(lb.mask, 0, 1)))
-    y = _apply_dense(params["out"], h_last).reshape((r,) + out_shape)
-    return _activate(y, activation), stats
+    y = apply_dense(params["out"], h_last).reshape((r,) + out_shape)
+    return activate(y, activation), stats
   if t == "graph_kernel":
     (lb,) = inputs
     if isinstance(lb, Neighbourhoods):
       y = _graph_kernel_edges(spec, params, lb, mask)
-      return _activate(y.reshape((lb.nodes.shape[0],) + out_shape), activation), stats
+      return activate(y.reshape((lb.nodes.shape[0],) + out_shape), activation), stats
     r, k = lb.values.shape[:2]
     x = lb.values.reshape(r, k, -1).astype(jnp.float32)
     own = x[:, 0]
     pairs = jnp.concatenate([jnp.broadcast_to(own[:, None], x.shape), x], -1)
-    msg = _apply_dense(params["pair_out"], jax.nn.relu(_apply_dense(params["pair_hidden"], pairs)))
+    msg = apply_dense(params["pair_out"], jax.nn.relu(apply_dense(params["pair_hidden"], pairs)))
     valid = lb.mask.astype(bool)
     agg = [_masked_aggregate(msg, valid, how) for how in spec["aggregations"]]
     z = jnp.concatenate([own] + agg, -1)
-    y = _apply_dense(params["node_out"], jax.nn.relu(_apply_dense(params["node_hidden"], z)))
-    return _activate(y.reshape((r,) + out_shape), activation), stats
+    y = apply_dense(params["node_out"], jax.nn.relu(apply_dense(params["node_hidden"], z)))
+    return activate(y.reshape((r,) + out_shape), activation), stats
   raise ValueError(f"unknown template {t!r}")
 

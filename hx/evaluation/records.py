@@ -20,9 +20,10 @@ import json
 import math
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
+
+from hx.synth.jsonfiles import write_json
 
 __all__ = ["RECORD_VERSION", "task_dir", "fraction_file", "record_path", "write_json", "baseline_record",
            "load_records", "network_version"]
@@ -48,22 +49,6 @@ def record_path(directory: Path, method: str, instance: int, index: int, fractio
     if p.exists():
       return p
   return None
-
-
-def write_json(path: Path, obj: Any) -> None:
-  """Writes JSON atomically (a temporary file renamed into place)."""
-  path.parent.mkdir(parents=True, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-  try:
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-      json.dump(obj, f, indent=1, sort_keys=True)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.unlink(tmp)
-    raise
 
 
 def _score(x: float | None) -> float | str | None:

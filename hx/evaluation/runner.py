@@ -45,6 +45,7 @@ from hx.evaluation.records import (
   task_dir,
   write_json,
 )
+from hx.synth.jsonfiles import jsonable
 
 __all__ = ["Outcome", "run", "check_directory", "settings_json", "expected_records", "training_seed"]
 
@@ -69,23 +70,9 @@ class Outcome:
   report: Path | None
 
 
-def _jsonable(x: Any) -> Any:
-  if dataclasses.is_dataclass(x) and not isinstance(x, type):
-    return {f.name: _jsonable(getattr(x, f.name)) for f in dataclasses.fields(x)}
-  if isinstance(x, dict):
-    return {str(k): _jsonable(v) for k, v in x.items()}
-  if isinstance(x, (list, tuple)):
-    return [_jsonable(v) for v in x]
-  if x is None or isinstance(x, (bool, int, str)):
-    return x
-  if isinstance(x, float):
-    return x if math.isfinite(x) else str(x)
-  return str(x)
-
-
 def settings_json(config: EvalConfig) -> dict:
   """The run's settings as JSON values (what `check_directory` compares)."""
-  return _jsonable(config)
+  return jsonable(config)
 
 
 def check_directory(config: EvalConfig, directory: Path) -> None:

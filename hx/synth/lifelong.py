@@ -27,7 +27,6 @@ import json
 import math
 import os
 import re
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Any, Sequence
@@ -35,6 +34,7 @@ from typing import Any, Sequence
 from absl import logging
 
 from hx.synth.evolution import EvolutionConfig
+from hx.synth.jsonfiles import jsonable, write_json
 from hx.synth.space import SearchSpace
 from hx.synth.synthesize import Budget, SynthesisResult, synthesize
 
@@ -61,21 +61,6 @@ class SequenceRun:
   records: tuple[dict, ...]
   library: Any
   resumed_after: int
-
-
-def _jsonable(x: Any) -> Any:
-  """Settings as plain JSON values (types and programs as their text)."""
-  if dataclasses.is_dataclass(x) and not isinstance(x, type):
-    return {f.name: _jsonable(getattr(x, f.name)) for f in dataclasses.fields(x)}
-  if isinstance(x, dict):
-    return {str(k): _jsonable(v) for k, v in x.items()}
-  if isinstance(x, (list, tuple)):
-    return [_jsonable(v) for v in x]
-  if x is None or isinstance(x, (bool, int, str)):
-    return x
-  if isinstance(x, float):
-    return x if math.isfinite(x) else str(x)
-  return str(x)
 
 
 def _score(x: float | None) -> float | str | None:
@@ -110,29 +95,13 @@ def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fra
   }
 
 
-def _write_json(path: Path, obj: Any) -> None:
-  """Writes JSON atomically (a temporary file renamed into place)."""
-  path.parent.mkdir(parents=True, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-  try:
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-      json.dump(obj, f, indent=1, sort_keys=True)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.unlink(tmp)
-    raise
-
-
 def _task_dir(index: int, name: str) -> str:
   return f"{index:02d}_" + re.sub(r"[^A-Za-z0-9_().-]+", "_", name)
 
 
 def _settings(sequence: Any, strategy: str, fractions: Sequence[float], budget: Budget, space: SearchSpace,
               module_config: Any, tune_configs: dict, evolution: EvolutionConfig, keep: int) -> dict:
-  return _jsonable({
+  return jsonable({
       "sequence": sequence.name, "seed": sequence.seed, "classes": dict(sequence.classes),
       "tasks": [t.name for t in sequence.tasks], "sources": sequence.sources, "sizes": sequence.sizes,
       "strategy": strategy, "fractions": list(fractions), "budget": budget, "space": space,
@@ -159,7 +128,7 @@ def _check_settings(directory: Path, settings: dict) -> str:
   if directory.exists() and any(directory.iterdir()):
     raise SettingsMismatch(f"{directory} is not empty and holds no hx run (no settings.json)")
   started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-  _write_json(path, {"settings": settings, "started": started})
+  write_json(path, {"settings": settings, "started": started})
   return started
 
 
@@ -239,7 +208,7 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
                           progress=progress, when=started)
       rec = record(result, task, sequence=sequence.name, index=i + 1, fraction=f, seed=seed,
                    library_before=library)
-      _write_json(directory / "records" / _task_dir(i + 1, full.name) / f"fraction_{f:g}.json", rec)
+      write_json(directory / "records" / _task_dir(i + 1, full.name) / f"fraction_{f:g}.json", rec)
       records.append(rec)
       extend_from = result  # fractions ascend: the last is the largest (1.0 when present)
     library = extend_from.library

@@ -1,0 +1,50 @@
+"""JSON on disk for result directories: settings as plain JSON values, files written atomically.
+
+Used by the lifelong runner (`hx.synth.lifelong`) and the evaluation (`hx.evaluation`), whose records
+and settings files must never be left half-written by an interrupted run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["jsonable", "write_json"]
+
+
+def jsonable(x: Any) -> Any:
+  """`x` as plain JSON values: dataclasses and dicts as objects (keys as text), lists and tuples as
+  arrays, a non-finite float as its text ("nan", "inf"), anything else (types, programs) as its text."""
+  if dataclasses.is_dataclass(x) and not isinstance(x, type):
+    return {f.name: jsonable(getattr(x, f.name)) for f in dataclasses.fields(x)}
+  if isinstance(x, dict):
+    return {str(k): jsonable(v) for k, v in x.items()}
+  if isinstance(x, (list, tuple)):
+    return [jsonable(v) for v in x]
+  if x is None or isinstance(x, (bool, int, str)):
+    return x
+  if isinstance(x, float):
+    return x if math.isfinite(x) else str(x)
+  return str(x)
+
+
+def write_json(path: Path, obj: Any) -> None:
+  """Writes `obj` as JSON to `path` atomically (a temporary file in the same directory, synced, renamed
+  into place): a reader sees the old file or the new one, never a part."""
+  path.parent.mkdir(parents=True, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+  try:
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+      json.dump(obj, f, indent=1, sort_keys=True)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.unlink(tmp)
+    raise
