@@ -161,6 +161,7 @@ def test_the_graph_baselines(tmp_path):
   assert _equal(dict(back.modules), dict(r.network.modules))
 
 
+@pytest.mark.slow
 def test_from_scratch_trains_a_program_with_its_library_functions_fresh(recognizer):
   count = task("count")
   program = parse("compose(nn_a, map_l(lib.rec))")

@@ -413,6 +413,7 @@ def test_every_paper_program_compiles_at_paper_sizes():
   assert n > 50
 
 
+@pytest.mark.slow
 def test_paper_shortest_path_program_runs_at_paper_sizes():
   program = parse("(conv_g^{10} (nn_gs2_3)) ∘ (map_g (lib.nn_gs2_1 ∘ lib.nn_gs2_2))")
   library = paper_library("fig:GS2Progs-main")

@@ -58,6 +58,7 @@ def count_task():
   return build_task(task_spec("count_digit(2)"), Sources(), sizes, 0)
 
 
+@pytest.mark.slow
 def test_prefix_table_matches_the_library_function_inside_the_program(count_task):
   lib = _library(0)
   table = count_task.table[:300]  # the 5k digits' table has more rows than the task uses

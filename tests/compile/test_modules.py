@@ -83,6 +83,7 @@ def test_kernel_role_gets_the_graph_kernel():
     module_spec(t, role="step")
 
 
+@pytest.mark.slow
 def test_mlp_and_lstm_shapes_at_paper_sizes():
   s = module_spec(T("Tensor<real>[1] -> Tensor<real>[1024] -> Tensor<real>[1]"))
   params, stats = init_module(s, jax.random.key(0))

@@ -136,6 +136,7 @@ def _check_tables(tables):
   assert not missing
 
 
+@pytest.mark.slow
 def test_the_papers_programs_are_reachable_cs1_ss_gs2():
   _check_tables(["tab:CS1Progs", "tab:SSProgs", "fig:GS2Progs-main"])
 
