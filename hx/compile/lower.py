@@ -93,7 +93,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from types import MappingProxyType
-from typing import Any, Callable, Hashable, Mapping
+from typing import Any, Callable, ClassVar, Hashable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -127,7 +127,7 @@ class CompiledProgram:
     structure: the program with fresh names replaced by "#i" and library names by "#j" (slot numbers).
     key: hashable; equal keys mean the very same `init` and `apply` objects.
     init: init(rng) -> {"params": tuple, "batch_stats": tuple} for the fresh slots.
-    apply: apply(variables, frozen, x, *, train, rng=None, mask=None, logits=False) -> y, or
+    apply: apply(variables, frozen, x, *, train, rng=None, mask=None, logits=False, pack=None) -> y, or
       (y, new_batch_stats) when train (new_batch_stats has the structure of variables["batch_stats"]).
       With logits=True the terminal module calls skip their sigmoid / softmax (module docstring).
     output_activation: "sigmoid" | "softmax" | "none" | "mixed": the activation of every terminal module
@@ -147,6 +147,8 @@ class CompiledProgram:
   specs: Mapping[str, ModuleSpec]
   config: ModuleConfig
   output_activation: str = "mixed"
+  # `apply` takes `pack` (Tune passes it to programs that declare this).
+  packs_lists: ClassVar[bool] = True
 
   @property
   def output_logits(self) -> bool:
@@ -271,9 +273,12 @@ class _Ctx:
   """Per-call state: parameters, the fresh batch statistics threaded through the trace, and whether
   terminal module calls return logits."""
 
-  def __init__(self, params: tuple, stats: tuple, frozen: tuple, train: bool, logits: bool = False):
+  def __init__(self, params: tuple, stats: tuple, frozen: tuple, train: bool, logits: bool = False,
+               pack: tuple[int, int, int] | None = None):
     self.params, self.stats, self.frozen, self.train = params, stats, frozen, train
     self.logits = logits
+    # (B, L, capacity): maps over the input's (B, L) list run on at most `capacity` real elements.
+    self.pack = pack
 
 
 def _fold_keys(keys: jax.Array | None, n: Any) -> jax.Array | None:
@@ -297,6 +302,23 @@ def _flat(a: jax.Array) -> jax.Array:
 
 def _unflat(a: jax.Array, r: int, length: int) -> jax.Array:
   return a.reshape((r, length) + a.shape[1:])
+
+
+def _packed_rows(fn: Callable, values: jax.Array, rows: jax.Array, keys: jax.Array | None,
+                 capacity: int) -> jax.Array:
+  """fn applied to the real rows only: values (n, ...) with rows (n,) bool, of which at most `capacity`
+  are True (the caller's guarantee: more would be dropped). The real rows are gathered, in order, into
+  `capacity` rows (the unused ones masked out of batch statistics), each with its own dropout key, and
+  fn's outputs are scattered back; padded rows get zeros, which every consumer of a list ignores (they
+  would otherwise hold fn of a padding value). Values, batch statistics and gradients are those of fn on
+  all n rows, up to the order of the sums.
+  """
+  n = rows.shape[0]
+  (pos,) = jnp.nonzero(rows, size=capacity, fill_value=n)
+  real = pos < n
+  src = jnp.minimum(pos, n - 1)
+  y = fn(jnp.take(values, src, axis=0), real, None if keys is None else keys[src])
+  return jnp.zeros((n,) + y.shape[1:], y.dtype).at[pos].set(y, mode="drop")
 
 
 def _as_float(x: Any) -> Any:
@@ -389,7 +411,11 @@ class _Lowering:
     def run(ctx, x, mask, keys):
       r, length = x.values.shape[:2]
       rows = (x.mask.astype(bool) & mask[:, None]).reshape(-1)
-      y = fn(ctx, _flat(x.values), rows, _element_keys(keys, length))
+      element_keys = _element_keys(keys, length)
+      if isinstance(x, ListBatch) and ctx.pack is not None and ctx.pack[:2] == (r, length):
+        y = _packed_rows(lambda v, m, k: fn(ctx, v, m, k), _flat(x.values), rows, element_keys, ctx.pack[2])
+      else:
+        y = fn(ctx, _flat(x.values), rows, element_keys)
       return x._replace(values=_unflat(y, r, length))
     return run
 
@@ -586,7 +612,7 @@ def _lower(key: Hashable) -> tuple[Callable, Callable, str]:
     return {"params": tuple(p for p, _ in pairs), "batch_stats": tuple(s for _, s in pairs)}
 
   def apply(variables: Variables, frozen: tuple, x: Any, *, train: bool, rng: jax.Array | None = None,
-            mask: jax.Array | None = None, logits: bool = False) -> Any:
+            mask: jax.Array | None = None, logits: bool = False, pack: int | None = None) -> Any:
     """Runs the program on a batch x (B rows); see `hx.compile.lower`.
 
     Args:
@@ -598,6 +624,11 @@ def _lower(key: Hashable) -> tuple[Callable, Callable, str]:
       mask: optional (B,) bool, False for padded batch rows (excluded from batch statistics).
       logits: the terminal module calls skip their sigmoid / softmax (`CompiledProgram.output_logits`
         says whether the whole output is then logits).
+      pack: for a ListBatch x (B rows of length L): the batch has at most this many real elements (the
+        caller's guarantee, e.g. Tune's from the lengths of its batches), and maps over that list run
+        their function on the real elements only, gathered into `pack` rows (`_packed_rows`): the same
+        values and gradients up to rounding, with the padding's share of the work saved. None: every
+        element, padding included.
 
     Returns:
       y (B, ...) or a ListBatch / GraphBatch / EdgeGraphBatch; with train, (y, new_batch_stats).
@@ -607,8 +638,13 @@ def _lower(key: Hashable) -> tuple[Callable, Callable, str]:
     if train and rng is None:
       raise ValueError("apply(train=True) needs an rng for dropout")
     keys = _row_keys(rng, b) if train and random else None
+    packing = None
+    if pack is not None and isinstance(x, ListBatch):
+      if not (isinstance(pack, int) and pack >= 1):
+        raise ValueError(f"pack must be a positive int, got {pack!r}")
+      packing = (b, x.mask.shape[1], pack) if pack < b * x.mask.shape[1] else None
     ctx = _Ctx(tuple(variables["params"]), tuple(variables["batch_stats"]), tuple(frozen), bool(train),
-               bool(logits))
+               bool(logits), packing)
     y = root(ctx, _zero_padding(x), mask, keys)
     return (y, ctx.stats) if train else y
 
