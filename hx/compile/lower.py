@@ -3,8 +3,9 @@
 `compile_program(program, types, config, library)` gives a `CompiledProgram` whose
 
     init(rng) -> variables
-    apply(variables, frozen, x, *, train, rng=None, mask=None, logits=False) -> y   (train=False)
-                                                                        -> (y, batch_stats)  (train=True)
+    apply(variables, frozen, x, *, train, rng=None, mask=None, logits=False, pack=None)
+        -> y   (train=False)
+        -> (y, batch_stats)  (train=True)
 
 are pure functions (neither is jitted here: the caller jits). Parameters are never closed over:
 
@@ -68,6 +69,9 @@ Combinators:
 
 Padding: padded elements of the input are set to zero on entry (whatever they held, NaN included), and
 every combinator masks them out, so padding never reaches a real output, gradient or statistic.
+`apply(..., pack=k)` goes further for a list input of B lists padded to L: a map over that list runs its
+function on the (at most k) real elements only, gathered into k rows, and the padded elements' outputs
+are zeros (Tune passes the k of its fullest batch: `hx.compile.tuning.pack_capacity`).
 
 Randomness: `rng` is split into one key per batch row; a list element, a fold step, a repeat iteration
 and a fresh module's call site each fold their index into the row key. A real element's dropout mask therefore
