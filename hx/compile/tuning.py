@@ -602,8 +602,9 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   pack = None
   if config.pack_lists and getattr(compiled, "packs_lists", False) and isinstance(train.inputs, ListBatch):
     lengths = np.asarray(jax.device_get(train.inputs.mask)).astype(bool).sum(1)
-    orders = (_epoch_order(order_key, e, n, steps * config.batch_size)
-              for e in range(first_epoch, config.epochs))
+    # Over the whole run, also when resuming: a paused and resumed run compiles the very step an
+    # uninterrupted one does, so it gives the same numbers bit for bit.
+    orders = (_epoch_order(order_key, e, n, steps * config.batch_size) for e in range(config.epochs))
     pack = pack_capacity(lengths, orders, config.batch_size, train.inputs.mask.shape[1])
   step_args = (carry, frozen, table, train.inputs, train.targets, order, step_ids[0], dropout_key)
   train_exe, compile_seconds = _executable(
