@@ -78,6 +78,16 @@ def _restrict_cpus(threads: int) -> int:
   return len(os.sched_getaffinity(0))
 
 
+def report(figures: dict, json_path: str | None) -> None:
+  """Prints the figures one per line and writes them to `json_path` (if given)."""
+  width = max(len(k) for k in figures)
+  for k, v in figures.items():
+    print(f"{k:<{width}}  {v}")
+  if json_path:
+    with open(json_path, "w") as f:
+      json.dump(figures, f, indent=2)
+
+
 def _peak_rss_mb() -> int:
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024  # KiB on Linux
 
@@ -243,12 +253,7 @@ def main(argv: list[str] | None = None) -> dict:
   })
   if args.peer:
     figures["versions"]["torch"] = rounds[0][1]["torch"]
-  width = max(len(k) for k in figures)
-  for k, v in figures.items():
-    print(f"{k:<{width}}  {v}")
-  if args.json:
-    with open(args.json, "w") as f:
-      json.dump(figures, f, indent=2)
+  report(figures, args.json)
   return figures
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import statistics
@@ -36,7 +35,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from train_throughput import _cpu_model, _restrict_cpus, random_data  # noqa: E402
+from train_throughput import _cpu_model, _restrict_cpus, random_data, report  # noqa: E402
 
 
 def _library(module_config, features):
@@ -141,12 +140,7 @@ def main(argv: list[str] | None = None) -> dict:
     "date": datetime.date.today().isoformat(),
     "images": "random uniform [0,1] 1x28x28 (throughput only)",
   }
-  width = max(len(k) for k in figures)
-  for k, v in figures.items():
-    print(f"{k:<{width}}  {v}")
-  if args.json:
-    with open(args.json, "w") as f:
-      json.dump(figures, f, indent=2)
+  report(figures, args.json)
   return figures
 
 
