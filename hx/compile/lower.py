@@ -278,10 +278,11 @@ class _Ctx:
   terminal module calls return logits."""
 
   def __init__(self, params: tuple, stats: tuple, frozen: tuple, train: bool, logits: bool = False,
-               pack: tuple[int, int, int] | None = None):
+               pack: tuple[Any, int] | None = None):
     self.params, self.stats, self.frozen, self.train = params, stats, frozen, train
     self.logits = logits
-    # (B, L, capacity): maps over the input's (B, L) list run on at most `capacity` real elements.
+    # (the input list's mask, capacity): a map over a list carrying that very mask (the input list, or
+    # one mapped or convolved from it) runs on at most `capacity` real elements; no other list is packed.
     self.pack = pack
 
 
@@ -416,8 +417,8 @@ class _Lowering:
       r, length = x.values.shape[:2]
       rows = (x.mask.astype(bool) & mask[:, None]).reshape(-1)
       element_keys = _element_keys(keys, length)
-      if isinstance(x, ListBatch) and ctx.pack is not None and ctx.pack[:2] == (r, length):
-        y = _packed_rows(lambda v, m, k: fn(ctx, v, m, k), _flat(x.values), rows, element_keys, ctx.pack[2])
+      if isinstance(x, ListBatch) and ctx.pack is not None and x.mask is ctx.pack[0]:
+        y = _packed_rows(lambda v, m, k: fn(ctx, v, m, k), _flat(x.values), rows, element_keys, ctx.pack[1])
       else:
         y = fn(ctx, _flat(x.values), rows, element_keys)
       return x._replace(values=_unflat(y, r, length))
@@ -642,14 +643,15 @@ def _lower(key: Hashable) -> tuple[Callable, Callable, str]:
     if train and rng is None:
       raise ValueError("apply(train=True) needs an rng for dropout")
     keys = _row_keys(rng, b) if train and random else None
+    x = _zero_padding(x)
     packing = None
     if pack is not None and isinstance(x, ListBatch):
       if not (isinstance(pack, int) and pack >= 1):
         raise ValueError(f"pack must be a positive int, got {pack!r}")
-      packing = (b, x.mask.shape[1], pack) if pack < b * x.mask.shape[1] else None
+      packing = (x.mask, pack) if pack < x.mask.size else None
     ctx = _Ctx(tuple(variables["params"]), tuple(variables["batch_stats"]), tuple(frozen), bool(train),
                bool(logits), packing)
-    y = root(ctx, _zero_padding(x), mask, keys)
+    y = root(ctx, x, mask, keys)
     return (y, ctx.stats) if train else y
 
   return init, apply, output_activation
