@@ -52,8 +52,9 @@ def test_apply_with_pack_equals_the_padded_path_in_training():
                               train=True, rng=rng, pack=pack)
     return jnp.sum(y ** 2), (y, stats)
 
-  (l0, (y0, s0)), g0 = jax.value_and_grad(loss, has_aux=True)(variables["params"], None)
-  (l1, (y1, s1)), g1 = jax.value_and_grad(loss, has_aux=True)(variables["params"], 17)
+  grad = jax.jit(jax.value_and_grad(loss, has_aux=True), static_argnums=1)
+  (l0, (y0, s0)), g0 = grad(variables["params"], None)
+  (l1, (y1, s1)), g1 = grad(variables["params"], 17)
   np.testing.assert_allclose(y1, y0, rtol=1e-5, atol=1e-6)
   for got, want in zip(jax.tree.leaves((s1, g1)), jax.tree.leaves((s0, g0))):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
@@ -69,8 +70,10 @@ def test_packed_map_outputs_zeros_on_padding_and_the_same_values_elsewhere():
   variables = compiled.init(jax.random.key(2))
   x = _batch([1, 4, 2])
   mask = np.asarray(x.mask)
-  y0, _ = compiled.apply(variables, (), x, train=True, rng=jax.random.key(3))
-  y1, _ = compiled.apply(variables, (), x, train=True, rng=jax.random.key(3), pack=8)
+  key = jax.random.key(3)
+  run = jax.jit(lambda pack: compiled.apply(variables, (), x, train=True, rng=key, pack=pack)[0],
+                static_argnums=0)
+  y0, y1 = run(None), run(8)
   np.testing.assert_allclose(np.asarray(y1.values)[mask], np.asarray(y0.values)[mask], rtol=1e-5, atol=1e-6)
   assert np.all(np.asarray(y1.values)[~mask] == 0)
 
