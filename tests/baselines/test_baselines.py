@@ -115,6 +115,7 @@ def test_pnn_learns_a_new_column_and_never_moves_the_earlier_ones(recognizer):
   assert _equal(dict(column0.modules), snapshot)
 
 
+@pytest.mark.slow
 def test_a_one_column_pnn_is_the_standalone_network(recognizer):
   t = task("recognize")
   arch = recognizer.network.architecture

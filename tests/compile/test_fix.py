@@ -104,6 +104,7 @@ def _contraction_program(repeat: int | None):
   return P.Compose(loop, P.Map("g", F("nn_e")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gradient", [pytest.param("implicit", marks=pytest.mark.slow), "unrolled"])
 def test_the_gradient_equals_the_unrolled_one_on_a_contraction(gradient):
   """A graph kernel with small weights is a contraction: both loops converge, and fix's gradient (implicit:

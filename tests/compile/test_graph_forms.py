@@ -82,6 +82,7 @@ def _assert_same(a, b):
   jax.tree.map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-4, atol=1e-5 * scale), g0, g1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", [pytest.param(CFG, marks=pytest.mark.slow), ALL_AGGREGATIONS],
                          ids=["default", "all_aggregations"])
 def test_edge_lists_equal_the_neighbour_table_on_grids(config):

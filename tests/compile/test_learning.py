@@ -60,6 +60,7 @@ def test_count_positive_entries_generalises_to_longer_lists():
   assert result.val_score < 0.3 * _rmse_baseline(data.val.targets)
 
 
+@pytest.mark.slow
 def test_fold_sums_lists_and_generalises_to_longer_lists():
   rng = np.random.default_rng(1)
   def split(n, lengths):
