@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from hx.compile.modules import activate
+from hx.compile.modules import activate, batch_norm, row_dropout
 from hx.compile.modules import apply_dense as dense
 
 __all__ = ["dense", "activate", "row_keys", "mlp", "lstm", "init_adapter", "adapter"]
@@ -32,29 +32,6 @@ def row_keys(rng: Any, rows: int, site: int) -> jax.Array:
   """(rows,) PRNG keys, one per row, for the module call `site` (so two modules never share masks)."""
   key = jax.random.fold_in(rng, site)
   return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(rows))
-
-
-def _batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, momentum: float,
-                eps: float) -> tuple[jax.Array, dict]:
-  """The templates' masked batch norm: in training, statistics over the rows where mask (R,) is True,
-  running statistics updated only when some row is; in inference, the running statistics."""
-  if train:
-    w = mask.astype(h.dtype)[:, None]
-    n = jnp.sum(w)
-    denom = jnp.maximum(n, 1.0)
-    mean = jnp.sum(h * w, 0) / denom
-    var = jnp.sum(jnp.square(h - mean) * w, 0) / denom
-    upd = lambda old, new: jnp.where(n > 0, momentum * old + (1.0 - momentum) * lax.stop_gradient(new), old)
-    s = {"mean": upd(s["mean"], mean), "var": upd(s["var"], var)}
-  else:
-    mean, var = s["mean"], s["var"]
-  return (h - mean) * lax.rsqrt(var + eps) * p["scale"] + p["bias"], s
-
-
-def _dropout(x: jax.Array, keys: jax.Array, rate: float) -> jax.Array:
-  """Inverted dropout with one key per row of x (R, F), as the templates draw it."""
-  keep = jax.vmap(lambda k: jax.random.bernoulli(k, 1.0 - rate, x.shape[1:]))(keys)
-  return jnp.where(keep, x / (1.0 - rate), 0.0)
 
 
 def mlp(spec: Any, params: dict, stats: dict, x: jax.Array, *, mask: jax.Array, keys: jax.Array | None,
@@ -81,11 +58,11 @@ def mlp(spec: Any, params: dict, stats: dict, x: jax.Array, *, mask: jax.Array, 
   h = dense(params["hidden"], x.reshape(r, -1).astype(jnp.float32))
   if hidden_extra is not None:
     h = h + hidden_extra
-  h, bn = _batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"], spec["bn_epsilon"])
+  h, bn = batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"], spec["bn_epsilon"])
   hidden = jax.nn.relu(h)
   h = hidden
   if train and keys is not None and spec["dropout"] > 0:
-    h = _dropout(h, keys, spec["dropout"])
+    h = row_dropout(h, keys, spec["dropout"], h.shape[1:])
   y = dense(params["out"], h)
   if out_extra is not None:
     y = y + out_extra

@@ -417,7 +417,7 @@ class _Lowering:
       r, length = x.values.shape[:2]
       rows = (x.mask.astype(bool) & mask[:, None]).reshape(-1)
       element_keys = _element_keys(keys, length)
-      if isinstance(x, ListBatch) and ctx.pack is not None and x.mask is ctx.pack[0]:
+      if ctx.pack is not None and x.mask is ctx.pack[0]:  # the input list's own mask: at most pack[1] real
         y = _packed_rows(lambda v, m, k: fn(ctx, v, m, k), _flat(x.values), rows, element_keys, ctx.pack[1])
       else:
         y = fn(ctx, _flat(x.values), rows, element_keys)

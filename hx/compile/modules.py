@@ -74,6 +74,7 @@ from hx.lang.types import (
 __all__ = [
   "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "module_spec", "init_module",
   "apply_module", "cnn_feature_size", "TEMPLATES", "Neighbourhoods", "apply_dense", "activate",
+  "batch_norm", "row_dropout",
 ]
 
 TEMPLATES = ("mlp", "cnn", "lstm", "graph_kernel")
@@ -326,7 +327,7 @@ def activate(y: jax.Array, activation: str) -> jax.Array:
   return y
 
 
-def _row_dropout(x: jax.Array, keys: jax.Array, rate: float, keep_shape: tuple[int, ...],
+def row_dropout(x: jax.Array, keys: jax.Array, rate: float, keep_shape: tuple[int, ...],
                  spatial: bool = False) -> jax.Array:
   """Inverted dropout with one PRNG key per row of x (R, ...).
 
@@ -339,7 +340,7 @@ def _row_dropout(x: jax.Array, keys: jax.Array, rate: float, keep_shape: tuple[i
   return jnp.where(keep, x / (1.0 - rate), 0.0)
 
 
-def _batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, momentum: float,
+def batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, momentum: float,
                 eps: float) -> tuple[jax.Array, dict]:
   """Batch norm over rows of h (R, F); in training, statistics over the rows where mask (R,) is True."""
   if train:
@@ -561,10 +562,10 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     r = inputs[0].shape[0]
     x = jnp.concatenate([a.reshape(r, -1).astype(jnp.float32) for a in inputs], -1)
     h = apply_dense(params["hidden"], x)
-    h, bn = _batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"], spec["bn_epsilon"])
+    h, bn = batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"], spec["bn_epsilon"])
     h = jax.nn.relu(h)
     if train and keys is not None and spec["dropout"] > 0:
-      h = _row_dropout(h, keys, spec["dropout"], h.shape[1:])
+      h = row_dropout(h, keys, spec["dropout"], h.shape[1:])
     y = apply_dense(params["out"], h).reshape((r,) + out_shape)
     return activate(y, activation), {"bn": bn}
   if t == "cnn":
@@ -575,7 +576,7 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     parts = [_cnn_blocks(params["convs"], h[i:j], spec["pool"], train) for i, j in slices]
     h = parts[0] if len(parts) == 1 else jnp.concatenate(parts, 0)
     if train and keys is not None and spec["dropout"] > 0:
-      h = _row_dropout(h, keys, spec["dropout"], (h.shape[-1],), spatial=True)
+      h = row_dropout(h, keys, spec["dropout"], (h.shape[-1],), spatial=True)
     h = h.reshape(r, -1)
     if spec["output_layer"]:
       return activate(apply_dense(params["out"], h).reshape((r,) + out_shape), activation), stats
