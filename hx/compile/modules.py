@@ -29,6 +29,11 @@ Templates (B below is the number of rows a module is called on; types exclude th
                 included): m_j = d_j, agg = min_j m_j, out = (w_self, d_self - relu(d_self - w_self -
                 agg)) = (w, min(d, w + min_j d_j)); see `relaxation_params` in
                 tests/compile/lowering_helpers.py for the weights. No batch norm and no dropout.
+                With `ModuleConfig.graph_update="residual"` (ours, not the paper's) and an output type
+                equal to the element type, out = activation(self + Dense(U) . ReLU . Dense(...)(...)),
+                the last Dense starting at zero: a fresh kernel is the identity, whose fixed point is
+                its input (a random replacing kernel is a contraction that forgets it), and a kernel
+                that leaves a settled node unchanged needs only a zero update.
                 Its input comes in one of two forms, one function with the same parameters: a ListBatch
                 of lists (R, K, ...) (conv_l's windows), reduced over the K axis; or `Neighbourhoods`, R
                 nodes and the edges into them (conv_g, on a neighbour table or on edge lists): the pair
@@ -79,6 +84,7 @@ __all__ = [
 
 TEMPLATES = ("mlp", "cnn", "lstm", "graph_kernel")
 AGGREGATIONS = ("min", "max", "mean", "sum")
+GRAPH_UPDATES = ("replace", "residual")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +102,10 @@ class ModuleConfig:
     graph_hidden: hidden width of the graph kernel's pair and output networks.
     graph_message: size of the graph kernel's per-pair message.
     graph_aggregations: masked reductions over the neighbour list, concatenated (min, max, mean, sum).
+    graph_update: "replace" (default: the kernel's output is the node network's) or "residual": where a
+      kernel's output type is its element type (as under repeat and fix), the node's own value plus the
+      node network's output, whose last layer starts at zero, so that a fresh kernel starts as the
+      identity (ours, not the paper's; see the graph_kernel template above).
     conv_window: p of conv_l: the window is 2p+1 elements with clamped ends (paper: p > 0; 1).
     bn_momentum: running-statistics momentum (torch's 0.1 in flax's convention).
     bn_epsilon: batch-norm epsilon.
@@ -111,6 +121,7 @@ class ModuleConfig:
   graph_hidden: int = 32
   graph_message: int = 16
   graph_aggregations: tuple[str, ...] = ("min", "max", "mean")
+  graph_update: str = "replace"
   conv_window: int = 1
   bn_momentum: float = 0.9
   bn_epsilon: float = 1e-5
@@ -121,6 +132,8 @@ class ModuleConfig:
     if bad or not self.graph_aggregations:
       raise ValueError(f"graph_aggregations must be a non-empty subset of {AGGREGATIONS}, got "
                        f"{self.graph_aggregations!r}")
+    if self.graph_update not in GRAPH_UPDATES:
+      raise ValueError(f"graph_update must be one of {GRAPH_UPDATES}, got {self.graph_update!r}")
     if self.conv_window < 1:
       raise ValueError(f"conv_window (p) must be >= 1, got {self.conv_window}")
     for name in ("mlp_dropout", "cnn_dropout"):
@@ -243,6 +256,9 @@ def module_spec(fn_type: Type, config: ModuleConfig = ModuleConfig(), *, role: s
     if role == "kernel":
       hyper = dict(hidden=c.graph_hidden, message=c.graph_message,
                    aggregations=tuple(c.graph_aggregations))
+      if c.graph_update == "residual" and out == args[0].elem:
+        # Recorded only when it applies, so that the default's specs (and library entries) are unchanged.
+        hyper["update"] = "residual"
       return ModuleSpec("graph_kernel", (args[0],), out, act, tuple(sorted(hyper.items())))
     return ModuleSpec("lstm", (args[0],), out, act, (("hidden", c.lstm_hidden),))
   if any(isinstance(a, FunctionType) for a in args):
@@ -262,9 +278,15 @@ def _size(t: Type) -> int:
   return math.prod(t.shape)
 
 
-def _dense(rng: jax.Array, n_in: int, n_out: int) -> dict:
-  w = jax.nn.initializers.lecun_normal()(rng, (n_in, n_out), jnp.float32)
+def _dense(rng: jax.Array, n_in: int, n_out: int, zero: bool = False) -> dict:
+  w = jnp.zeros((n_in, n_out), jnp.float32) if zero else jax.nn.initializers.lecun_normal()(
+      rng, (n_in, n_out), jnp.float32)
   return {"w": w, "b": jnp.zeros((n_out,), jnp.float32)}
+
+
+def _residual(spec: ModuleSpec) -> bool:
+  """Whether a graph kernel adds its node network's output to the node's own value."""
+  return dict(spec.hyper).get("update") == "residual"
 
 
 def init_module(spec: ModuleSpec, rng: jax.Array) -> tuple[dict, dict]:
@@ -306,7 +328,7 @@ def init_module(spec: ModuleSpec, rng: jax.Array) -> tuple[dict, dict]:
     n_agg = len(spec["aggregations"])
     return {"pair_hidden": _dense(keys[0], 2 * d, h), "pair_out": _dense(keys[1], h, m),
             "node_hidden": _dense(keys[2], d + n_agg * m, h),
-            "node_out": _dense(keys[3], h, _size(spec.output))}, {}
+            "node_out": _dense(keys[3], h, _size(spec.output), zero=_residual(spec))}, {}
   raise ValueError(f"unknown template {t!r}")
 
 
@@ -534,7 +556,8 @@ def _graph_kernel_edges(spec: ModuleSpec, params: dict, nb: Neighbourhoods, mask
   count = jax.ops.segment_sum(valid.astype(jnp.float32), jnp.where(valid, segments, r), r + 1)[:r, None]
   agg = [_segment_aggregate(msg, segments, valid, count, r, how) for how in spec["aggregations"]]
   z = jnp.concatenate([x] + agg, -1)
-  return apply_dense(params["node_out"], jax.nn.relu(apply_dense(params["node_hidden"], z)))
+  y = apply_dense(params["node_out"], jax.nn.relu(apply_dense(params["node_hidden"], z)))
+  return x + y if _residual(spec) else y
 
 
 def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
@@ -616,6 +639,8 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     agg = [_masked_aggregate(msg, valid, how) for how in spec["aggregations"]]
     z = jnp.concatenate([own] + agg, -1)
     y = apply_dense(params["node_out"], jax.nn.relu(apply_dense(params["node_hidden"], z)))
+    if _residual(spec):
+      y = own + y
     return activate(y.reshape((r,) + out_shape), activation), stats
   raise ValueError(f"unknown template {t!r}")
 

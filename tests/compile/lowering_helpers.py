@@ -94,7 +94,9 @@ def relaxation_params(spec: ModuleSpec) -> dict:
   Pair input [w_u, d_u, w_j, d_j]; hidden unit 0 = relu(d_j) = d_j (distances are >= 0); message 0 = that;
   the min aggregate of message 0 is min_j d_j. Node input [w_u, d_u, aggregates...]; hidden u0 = relu(w_u),
   u1 = relu(d_u - w_u - min_j d_j), u2 = relu(d_u); output (u0, u2 - u1) = (w_u, min(d_u, w_u + min_j d_j)).
-  Needs graph_hidden >= 3, graph_message >= 1 and "min" among the aggregations; costs >= 0.
+  Needs graph_hidden >= 3, graph_message >= 1 and "min" among the aggregations; costs >= 0. For a residual
+  kernel (`ModuleConfig.graph_update="residual"`, out = (w_u, d_u) + node network) the output is the
+  update (0, -u1).
   """
   h, m, aggregations = spec["hidden"], spec["message"], spec["aggregations"]
   if h < 3 or m < 1 or "min" not in aggregations:
@@ -111,7 +113,10 @@ def relaxation_params(spec: ModuleSpec) -> dict:
   node_hidden["w"][1, 1], node_hidden["w"][0, 1], node_hidden["w"][agg_min, 1] = 1.0, -1.0, -1.0
   node_hidden["w"][1, 2] = 1.0
   node_out = {"w": z(h, 2), "b": z(2)}
-  node_out["w"][0, 0] = 1.0
-  node_out["w"][2, 1], node_out["w"][1, 1] = 1.0, -1.0
+  if dict(spec.hyper).get("update") == "residual":
+    node_out["w"][1, 1] = -1.0
+  else:
+    node_out["w"][0, 0] = 1.0
+    node_out["w"][2, 1], node_out["w"][1, 1] = 1.0, -1.0
   return jax.tree.map(jnp.asarray, {"pair_hidden": pair_hidden, "pair_out": pair_out,
                                     "node_hidden": node_hidden, "node_out": node_out})

@@ -333,3 +333,46 @@ def test_relaxation_reference_under_fix():
   frozen = cp.make_frozen({"relax": {"params": relaxation_params(RELAX), "batch_stats": {}}})
   ref = reference_apply(cp, {"params": (), "batch_stats": ()}, frozen, graphs[0])
   np.testing.assert_allclose(np.array(ref.values)[:, 1], [1.0, 4.0, 9.0])
+
+
+RESIDUAL_CONFIG = dataclasses.replace(RELAX_CONFIG, graph_update="residual")
+
+
+def test_a_residual_kernel_is_recorded_only_where_its_output_is_its_element():
+  same = module_spec(parse_type(f"List<{R2}> -> {R2}"), RESIDUAL_CONFIG, role="kernel")
+  other = module_spec(parse_type(f"List<{R2}> -> {R3}"), RESIDUAL_CONFIG, role="kernel")
+  assert dict(same.hyper)["update"] == "residual"
+  assert "update" not in dict(other.hyper)
+  assert RELAX.hyper == module_spec(parse_type(f"List<{R2}> -> {R2}"), RELAX_CONFIG, role="kernel").hyper
+  assert "update" not in dict(RELAX.hyper)  # the default's specs (and saved libraries) are unchanged
+  with pytest.raises(ValueError, match="graph_update"):
+    ModuleConfig(graph_update="gated")
+
+
+@pytest.mark.parametrize("text", ["fix(conv_g(nn_k))", "repeat(3, conv_g(nn_k))"])
+def test_a_fresh_residual_kernel_is_the_identity_in_both_forms(text):
+  from hx.lang.parser import parse
+
+  x, _ = _grids(np.random.default_rng(3), 4, 5)
+  cp = compile_program(parse(text), {"nn_k": parse_type(f"List<{R2}> -> {R2}")}, RESIDUAL_CONFIG)
+  variables = cp.init(jax.random.key(0))
+  assert not np.any(np.asarray(variables["params"][0]["node_out"]["w"]))
+  for form in (x, edges_from_table(x)):
+    y = cp.apply(variables, (), form, train=False)
+    np.testing.assert_array_equal(np.asarray(y.values), x.values)
+  # Trained one step, the update is no longer zero: the kernel learns from its identity start.
+  grads = jax.grad(lambda p: jnp.sum(cp.apply({**variables, "params": p}, (), x, train=True,
+                                              rng=jax.random.key(1))[0].values[..., 1] ** 2))(
+      variables["params"])
+  assert np.any(np.asarray(grads[0]["node_out"]["w"]))
+
+
+def test_bellman_ford_as_a_residual_update_is_exact_under_fix_on_12x12_grids():
+  spec = module_spec(parse_type(f"List<{R2}> -> {R2}"), RESIDUAL_CONFIG, role="kernel")
+  x, want = _grids(np.random.default_rng(4), 12, 4)
+  cp = compile_program(P.Fix(P.Conv("g", P.Lib("relax"))), {}, RESIDUAL_CONFIG, {"relax": spec})
+  frozen = cp.make_frozen({"relax": {"params": relaxation_params(spec), "batch_stats": {}}})
+  for form in (x, edges_from_table(x)):
+    y = np.asarray(cp.apply({"params": (), "batch_stats": ()}, frozen, form, train=False).values)
+    np.testing.assert_array_equal(y[..., 1], want)
+    np.testing.assert_array_equal(y[..., 0], x.values[..., 0])
