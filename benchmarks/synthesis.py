@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--executors", default="local", help="comma-separated: local, processes, "
                       "processes:WxT, default, ray")
   parser.add_argument("--schedules", default="full", help="comma-separated: full, halving")
-  parser.add_argument("--halving_first", type=float, default=1.0)
+  parser.add_argument("--halving_first", type=float, default=2.0)
   parser.add_argument("--halving_eta", type=int, default=3)
   parser.add_argument("--ray_address", default=None)
   parser.add_argument("--library_dir", default=os.path.join(os.path.expanduser("~"), ".cache", "hx",

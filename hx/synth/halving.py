@@ -1,13 +1,19 @@
 """Successive halving: train every candidate briefly, and only the better part further.
 
-    result = hx.synthesize(task, library, budget=Budget(candidates=20, schedule=Halving(first=1, eta=3)))
+    result = hx.synthesize(task, library, budget=Budget(candidates=20, schedule=Halving(first=2, eta=3)))
 
 Successive halving (Jamieson and Talwalkar 2016; the inner loop of Hyperband, Li et al. 2017) spends a
 synthesis's training where it matters. With n candidates and E epochs per candidate (the task's
 `TuneConfig.epochs`), rung 0 trains all n for `first` epochs; each later rung keeps the best 1/eta by
 validation score (at least `min_keep`) and trains them on to eta times the previous rung's epochs, until
-the last rung trains its survivors to E. With n = 20, E = 20, first = 1, eta = 3 the rungs train 20
-candidates to 1 epoch, 6 to 3, 2 to 9 and 1 to 20: 55 candidate-epochs instead of 400.
+the last rung trains its survivors to E. With n = 20, E = 20, first = 2, eta = 3 (the defaults) the rungs
+train 20 candidates to 2 epochs, 6 to 6, 2 to 18 and 1 to 20: 90 candidate-epochs instead of 400.
+
+Why first = 2 by default: candidates that learn slowly but end best (a fresh CNN over every image) look
+worst after one epoch. Measured on CS1's count_digit and SS's sum_digits with 20 epochs per candidate
+(benchmarks/RESULTS.md, "Successive halving"), first = 1 dropped count_digit's best program in its second
+rung, while first = 2 kept the full run's top program on both tasks for 2.8x (count_digit) and 2.8-5x
+(sum_digits) less wall time.
 
 A survivor continues where it paused (`hx.compile.TuneState`: parameters, batch statistics, optimiser
 state, position), so it gets exactly the steps, batches and dropout keys it would have had without
@@ -51,7 +57,7 @@ class Halving:
       eta times the previous rung's epochs.
     min_keep: the fewest candidates any rung keeps.
   """
-  first: float = 1.0
+  first: float = 2.0
   eta: int = 3
   min_keep: int = 1
 

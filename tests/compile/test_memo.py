@@ -121,3 +121,41 @@ def test_tables_are_shared_and_a_replaced_function_never_reuses_a_stale_table(co
   small.table(lib, ("nn_t_2",), count_task.table[:10])
   assert (small.hits, small.misses) == (0, 3)
   assert dataclasses.is_dataclass(SMALL)
+
+
+@pytest.fixture(scope="module")
+def grid_task():
+  sizes = TaskSizes(grids_train=((3, 40), (4, 60)), grids_val=((5, 20),), grids_test=((5, 20),))
+  return build_task(task_spec("shortest_path_mnist"), Sources(), sizes, 0)
+
+
+def test_training_a_grid_program_on_its_prefix_table_equals_training_the_whole_program(grid_task):
+  """map_g(lib.f ∘ lib.g) on the cells of the grids hx.data builds: the regressor's table instead of the
+  CNN and MLP on every cell of every step, with the same losses, scores and parameters."""
+  state = T("Tensor<real>[2]")
+  p = parse("compose(nn_m, nn_c)")
+  image = T("Tensor<real>[3][28][28]")
+  compiled = compile_program(p, {"nn_m": T(f"{FEATURES} -> {state}"), "nn_c": T(f"{image} -> {FEATURES}")},
+                             SMALL)
+  variables = compiled.init(jax.random.key(5))
+  variables["batch_stats"] = jax.tree.map(lambda a: a + 0.3, variables["batch_stats"])
+  lib = Library().add(Trained(compiled, variables), sequence="g", task="g").library
+  program = parse("compose(repeat(2, conv_g(nn_k)), map_g(compose(lib.nn_g_1, lib.nn_g_2)))")
+  fresh = {"nn_k": T(f"List<{state}> -> {state}")}
+  data = TuneData(grid_task.train, grid_task.val, grid_task.test, grid_task.table)
+  config = TuneConfig(epochs=2, batch_size=25, seed=1)
+  whole = compile_program(program, fresh, SMALL, lib.specs())
+  r_whole = tune(whole, make_frozen(whole, lib.variables()), data, grid_task.objective, config)
+  names, rest = frozen_prefix(program)
+  assert names == ("nn_g_1", "nn_g_2")
+  split = compile_program(rest, fresh, SMALL, lib.specs())
+  table = PrefixTables().table(lib, names, data.table)
+  assert table.shape == (grid_task.table.shape[0], 2)
+  r_split = tune(split, make_frozen(split, lib.variables()), data._replace(table=table), grid_task.objective,
+                 config)
+  losses = [(e.train_loss, e.val_loss, e.val_score) for e in r_whole.history]
+  np.testing.assert_allclose([(e.train_loss, e.val_loss, e.val_score) for e in r_split.history], losses,
+                             rtol=2e-4)
+  np.testing.assert_allclose(r_split.test_score, r_whole.test_score, rtol=2e-4)
+  for a, b in zip(jax.tree.leaves(r_split.variables), jax.tree.leaves(r_whole.variables)):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=2e-5)
