@@ -129,6 +129,7 @@ def grid_task():
   return build_task(task_spec("shortest_path_mnist"), Sources(), sizes, 0)
 
 
+@pytest.mark.slow  # ~20 s; the list case above stays in the fast suite
 def test_training_a_grid_program_on_its_prefix_table_equals_training_the_whole_program(grid_task):
   """map_g(lib.f ∘ lib.g) on the cells of the grids hx.data builds: the regressor's table instead of the
   CNN and MLP on every cell of every step, with the same losses, scores and parameters."""
