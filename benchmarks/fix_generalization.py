@@ -92,12 +92,15 @@ def main() -> None:
                       help="fix's backpropagation window (unrolled)")
   parser.add_argument("--update", choices=("replace", "residual"), default="replace",
                       help="the graph kernel's node update (ModuleConfig.graph_update)")
+  parser.add_argument("--aggregations", nargs="+", default=list(ModuleConfig().graph_aggregations),
+                      help="the graph kernel's aggregations (ModuleConfig.graph_aggregations)")
   parser.add_argument("--json", type=str, default=None)
   args = parser.parse_args()
 
   fix = FixConfig(tolerance=args.tolerance, max_iterations=args.max_iterations, gradient=args.gradient,
                   window=args.window)
-  config = ModuleConfig(graph_hidden=32, graph_message=16, graph_update=args.update, fix=fix)
+  config = ModuleConfig(graph_hidden=32, graph_message=16, graph_update=args.update,
+                        graph_aggregations=tuple(args.aggregations), fix=fix)
   types = {"nn_k": FunctionType(ListType(STATE), STATE)}
   compiled = {name: compile_program(parse(text), types, config) for name, text in PROGRAMS.items()}
   train_fix = dataclasses.replace(fix, max_iterations=args.train_max_iterations or args.max_iterations)

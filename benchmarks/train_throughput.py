@@ -13,7 +13,10 @@ images (uniform [0, 1]) with random count targets: the figures are throughput, n
 Measured: compile time of the training step and of the validation pass (with JAX's persistent cache off
 unless --persistent_cache, so that it is a real compilation), steady examples (lists) per second and
 seconds per epoch of training, and the time of one validation pass over the 2100 lists (the median of
---val_repeats passes after the compiled one).
+--val_repeats passes after the compiled one). Also the training step's floating-point operations as XLA
+counts them (`cost_analysis`; a `lax.scan` body such as the LSTM's is counted once, which the CNN and
+MLP dwarf), the rate a step reaches, and that of a 2048x2048 float32 matmul on the same threads: the
+most a step made of convolutions and matmuls could reach.
 
 --peer also trains the same candidate written in PyTorch (benchmarks/torch_reference.py, the optional
 `bench` extra) on the same lists and images, the way the authors' code trains it (batches of one list
@@ -90,6 +93,35 @@ def report(figures: dict, json_path: str | None) -> None:
 
 def _peak_rss_mb() -> int:
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024  # KiB on Linux
+
+
+def _flop_rate(sec_per_step: float) -> dict:
+  """XLA's count of the training step's floating-point operations (`cost_analysis`), the rate a step
+  reaches, and the rate of a large float32 matmul on this machine (what the step's convolutions and
+  matmuls could reach at most): how far a faster epoch can go."""
+  import jax
+  import jax.numpy as jnp
+
+  from hx.compile import tuning
+
+  steps = [exe for (name, *_), exe in tuning._EXECUTABLES.items() if name == "train_step"]
+  if not steps:
+    return {}
+  cost = steps[-1].cost_analysis()
+  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+  flops = float(cost.get("flops", 0.0))
+  a = jnp.ones((2048, 2048), jnp.float32)
+  matmul = jax.jit(lambda x: x @ x)
+  matmul(a).block_until_ready()
+  times = []
+  for _ in range(10):
+    t0 = time.perf_counter()
+    matmul(a).block_until_ready()
+    times.append(time.perf_counter() - t0)
+  peak = 2 * 2048 ** 3 / min(times)
+  return {"train_step_gflop (XLA cost_analysis)": round(flops / 1e9, 2),
+          "train_step_gflop_per_s": round(flops / sec_per_step / 1e9, 1),
+          "matmul_2048_gflop_per_s (float32, best of 10)": round(peak / 1e9, 1)}
 
 
 def _hx_run(args, compiled, data, objective, config) -> dict:
@@ -219,6 +251,7 @@ def main(argv: list[str] | None = None) -> dict:
     # compile wall time (which a loaded machine stretches) from process CPU time.
     "process_cpu_s_per_epoch": rounds[-1][0]["process_cpu_s_per_epoch"],
   }
+  figures.update(_flop_rate(sec_per_epoch / steps))
   if args.peer:
     peers = [p for _, p in rounds]
     torch_sec = statistics.median(s for p in peers for s in p["epoch_train_s"])
