@@ -349,7 +349,8 @@ def test_a_residual_kernel_is_recorded_only_where_its_output_is_its_element():
     ModuleConfig(graph_update="gated")
 
 
-@pytest.mark.parametrize("text", ["fix(conv_g(nn_k))", "repeat(3, conv_g(nn_k))"])
+@pytest.mark.parametrize("text", ["fix(conv_g(nn_k))",
+                                  pytest.param("repeat(3, conv_g(nn_k))", marks=pytest.mark.slow)])
 def test_a_fresh_residual_kernel_is_the_identity_in_both_forms(text):
   from hx.lang.parser import parse
 
