@@ -78,7 +78,7 @@ def _real(y):
 
 # The fast suite keeps the cases that compile quickly; every case runs in the full suite.
 @pytest.mark.parametrize("name", [
-    n if n not in ("graph_fold", "list_fold_conv", "graph_out")
+    n if n not in ("graph_fold", "list_fold_conv", "graph_out", "list_out_lstm")
     else pytest.param(n, marks=pytest.mark.slow) for n in sorted(PADDING_CASES)])
 def test_padding_changes_nothing_in_training(name):
   """Outputs, gradients and batch statistics (train mode, dropout on) for two paddings of one batch."""
