@@ -58,6 +58,16 @@ def count_task():
   return build_task(task_spec("count_digit(2)"), Sources(), sizes, 0)
 
 
+def _assert_same_training(r_split, r_whole) -> None:
+  """The same per-epoch losses and scores, test score and trained parameters, up to rounding."""
+  losses = [(e.train_loss, e.val_loss, e.val_score) for e in r_whole.history]
+  np.testing.assert_allclose([(e.train_loss, e.val_loss, e.val_score) for e in r_split.history], losses,
+                             rtol=2e-4)
+  np.testing.assert_allclose(r_split.test_score, r_whole.test_score, rtol=2e-4)
+  for a, b in zip(jax.tree.leaves(r_split.variables), jax.tree.leaves(r_whole.variables)):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=2e-5)
+
+
 @pytest.mark.slow
 def test_prefix_table_matches_the_library_function_inside_the_program(count_task):
   lib = _library(0)
@@ -89,12 +99,7 @@ def test_training_on_the_prefix_table_equals_training_the_whole_program(count_ta
   assert split.fresh_slots == whole.fresh_slots
   r_split = tune(split, make_frozen(split, lib.variables()),
                  data._replace(table=tables.table(lib, names, data.table)), count_task.objective, config)
-  losses = [(e.train_loss, e.val_loss, e.val_score) for e in r_whole.history]
-  np.testing.assert_allclose([(e.train_loss, e.val_loss, e.val_score) for e in r_split.history], losses,
-                             rtol=2e-4)
-  np.testing.assert_allclose(r_split.test_score, r_whole.test_score, rtol=2e-4)
-  for a, b in zip(jax.tree.leaves(r_split.variables), jax.tree.leaves(r_whole.variables)):
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=2e-5)
+  _assert_same_training(r_split, r_whole)
 
 
 def test_tables_are_shared_and_a_replaced_function_never_reuses_a_stale_table(count_task):
@@ -154,9 +159,4 @@ def test_training_a_grid_program_on_its_prefix_table_equals_training_the_whole_p
   assert table.shape == (grid_task.table.shape[0], 2)
   r_split = tune(split, make_frozen(split, lib.variables()), data._replace(table=table), grid_task.objective,
                  config)
-  losses = [(e.train_loss, e.val_loss, e.val_score) for e in r_whole.history]
-  np.testing.assert_allclose([(e.train_loss, e.val_loss, e.val_score) for e in r_split.history], losses,
-                             rtol=2e-4)
-  np.testing.assert_allclose(r_split.test_score, r_whole.test_score, rtol=2e-4)
-  for a, b in zip(jax.tree.leaves(r_split.variables), jax.tree.leaves(r_whole.variables)):
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=2e-5)
+  _assert_same_training(r_split, r_whole)
