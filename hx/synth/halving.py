@@ -12,7 +12,7 @@ train 20 candidates to 2 epochs, 6 to 6, 2 to 18 and 1 to 20: 90 candidate-epoch
 Why first = 2 by default: candidates that learn slowly but end best (a fresh CNN over every image) look
 worst after one epoch. Measured on CS1's count_digit and SS's sum_digits with 20 epochs per candidate
 (benchmarks/RESULTS.md, "Successive halving"), first = 1 dropped count_digit's best program in its second
-rung, while first = 2 kept the full run's top program on both tasks for 2.8x (count_digit) and 2.8-5x
+rung, while first = 2 kept the full run's top program on both tasks for 2.9x (count_digit) and 2.8-4.9x
 (sum_digits) less wall time.
 
 A survivor continues where it paused (`hx.compile.TuneState`: parameters, batch statistics, optimiser
