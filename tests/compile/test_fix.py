@@ -17,6 +17,7 @@ from hx.compile.reference import RefGraph, reference_apply, to_batch, unbatch
 from hx.compile.values import GraphBatch, edges_from_table, pack_graphs
 from hx.data.grids import least_costs, neighbour_table
 from hx.lang import program as P
+from hx.lang.parser import parse
 from hx.lang.types import parse_type
 from tests.compile.lowering_helpers import CFG, build, rand_graph, relaxation_params
 
@@ -352,8 +353,6 @@ def test_a_residual_kernel_is_recorded_only_where_its_output_is_its_element():
 @pytest.mark.parametrize("text", ["fix(conv_g(nn_k))",
                                   pytest.param("repeat(3, conv_g(nn_k))", marks=pytest.mark.slow)])
 def test_a_fresh_residual_kernel_is_the_identity_in_both_forms(text):
-  from hx.lang.parser import parse
-
   x, _ = _grids(np.random.default_rng(3), 4, 5)
   cp = compile_program(parse(text), {"nn_k": parse_type(f"List<{R2}> -> {R2}")}, RESIDUAL_CONFIG)
   variables = cp.init(jax.random.key(0))

@@ -83,8 +83,7 @@ def _assert_same(a, b):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config", [pytest.param(CFG, marks=pytest.mark.slow), ALL_AGGREGATIONS],
-                         ids=["default", "all_aggregations"])
+@pytest.mark.parametrize("config", [CFG, ALL_AGGREGATIONS], ids=["default", "all_aggregations"])
 def test_edge_lists_equal_the_neighbour_table_on_grids(config):
   """3x3 and 4x4 grids in one batch: outputs, gradients and batch statistics (train mode, dropout on)."""
   cp, variables, frozen = build(GS, GS_TYPES, config=config, seed=5)
