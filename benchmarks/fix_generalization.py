@@ -41,10 +41,17 @@ STATE = TensorType("real", (2,))
 PROGRAMS = {"conv_g^10": "repeat(10, conv_g(nn_k))", "fix": "fix(conv_g(nn_k))"}
 
 
-def grids(rng: np.random.Generator, count: int, side: int, nodes: int, unknown: float) -> Split:
-  """count side x side grids padded to `nodes` nodes: states (cost, bound) -> (cost, least cost), scaled."""
+def grids(rng: np.random.Generator, count: int, side: int, nodes: int, unknown: float,
+          cost_scale: float = 1.0) -> Split:
+  """count side x side grids padded to `nodes` nodes: states (cost, bound) -> (cost, least cost), scaled.
+
+  With cost_scale > 1 each grid's costs 1..9 are multiplied by its own factor drawn uniformly from
+  [1, cost_scale] (the start's cost stays its grid's smallest), so that small grids also hold the
+  larger least costs of large ones."""
   costs = rng.integers(1, 10, size=(count, side, side)).astype(np.float32)
   costs[:, 0, 0] = 1.0
+  if cost_scale != 1.0:
+    costs *= rng.uniform(1.0, cost_scale, size=(count, 1, 1)).astype(np.float32)
   n = side * side
   values = np.zeros((count, nodes, 2), np.float32)
   targets = np.zeros((count, nodes, 2), np.float32)
@@ -82,11 +89,15 @@ def main() -> None:
   parser.add_argument("--train_grids", type=int, default=1500, help="per size (3x3 and 4x4)")
   parser.add_argument("--test_grids", type=int, default=300, help="per test size")
   parser.add_argument("--unknown", type=float, default=15.0, help="initial distance bound (scaled)")
+  parser.add_argument("--train_cost_scale", type=float, default=1.0,
+                      help="training and validation grids' costs times a per-grid factor from [1, this]")
   parser.add_argument("--max_iterations", type=int, default=100, help="fix's cap when scoring")
   parser.add_argument("--train_max_iterations", type=int, default=None,
                       help="fix's cap in training (default: --max_iterations)")
   parser.add_argument("--tolerance", type=float, default=FixConfig().tolerance,
                       help="fix's tolerance (on the scaled values)")
+  parser.add_argument("--train_horizon", type=int, nargs=2, default=None, metavar=("LO", "HI"),
+                      help="fix's training horizon (FixConfig.train_horizon): each step's cap drawn from LO..HI")
   parser.add_argument("--gradient", choices=("implicit", "unrolled"), default=FixConfig().gradient)
   parser.add_argument("--window", type=int, default=FixConfig().window,
                       help="fix's backpropagation window (unrolled)")
@@ -103,7 +114,8 @@ def main() -> None:
                         graph_aggregations=tuple(args.aggregations), fix=fix)
   types = {"nn_k": FunctionType(ListType(STATE), STATE)}
   compiled = {name: compile_program(parse(text), types, config) for name, text in PROGRAMS.items()}
-  train_fix = dataclasses.replace(fix, max_iterations=args.train_max_iterations or args.max_iterations)
+  train_fix = dataclasses.replace(fix, max_iterations=args.train_max_iterations or args.max_iterations,
+                                  train_horizon=None if args.train_horizon is None else tuple(args.train_horizon))
   training = {"conv_g^10": compiled["conv_g^10"],
               "fix": compile_program(parse(PROGRAMS["fix"]), types,
                                      dataclasses.replace(config, fix=train_fix))}
@@ -112,9 +124,10 @@ def main() -> None:
   tune_config = lambda epochs, seed: TuneConfig(epochs=epochs, batch_size=32, learning_rate=1e-3, seed=seed)
   for seed in args.seeds:
     rng = np.random.default_rng(1000 + seed)
-    train = concat(grids(rng, args.train_grids, 3, 16, args.unknown), grids(rng, args.train_grids, 4, 16,
-                                                                           args.unknown))
-    val = grids(rng, 200, 4, 16, args.unknown)
+    scale = args.train_cost_scale
+    train = concat(grids(rng, args.train_grids, 3, 16, args.unknown, scale),
+                   grids(rng, args.train_grids, 4, 16, args.unknown, scale))
+    val = grids(rng, 200, 4, 16, args.unknown, scale)
     tests = {side: grids(rng, args.test_grids, side, side * side, args.unknown) for side in (4, 8, 12)}
     data = TuneData(train, val)
     runs = []

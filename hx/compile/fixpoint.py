@@ -82,12 +82,23 @@ class FixConfig:
       "implicit" (at the fixed point); see the module docstring.
     window: ("unrolled") how many applications are differentiated, i.e. how many iterates the forward loop
       keeps: exact for loops of at most this many applications, truncated beyond.
+    train_horizon: (lo, hi) or None. In training (a program applied with train=True), each call's loop
+      stops at the latest after n applications, n drawn uniformly from lo..hi (inclusive) with the call's
+      PRNG key, one n for the whole batch; inference always runs to `max_iterations`. The loss is then
+      taken after a random number of applications, so a body scores well only if it has converged by lo
+      and stays put until hi: fast and stable, as a fixed point should be. None: training runs to
+      `max_iterations` too. Why it exists: trained that way (cap 100, window 32), a residual graph kernel
+      learned a damped relaxation that settles on 4x4 grids in ~100 applications and needs far more on
+      12x12 ones, and with a fixed training cap of 32 one that is right at 32 and drifts after it; with
+      (16, 32) one that settles in ~40 applications on 12x12 grids (benchmarks/RESULTS.md, "fix against
+      conv_g^10"). With hi <= window the unrolled gradient is exact for every training loop.
   """
   tolerance: float = 1e-2
   max_iterations: int = 100
   adjoint_tolerance: float = 1e-4
   gradient: str = "unrolled"
   window: int = 32
+  train_horizon: tuple[int, int] | None = None
 
   def __post_init__(self):
     if not self.tolerance >= 0 or not self.adjoint_tolerance >= 0:
@@ -98,6 +109,12 @@ class FixConfig:
       raise ValueError(f"fix gradient must be one of {GRADIENTS}, got {self.gradient!r}")
     if not isinstance(self.window, int) or self.window < 1:
       raise ValueError(f"fix window must be an integer >= 1, got {self.window!r}")
+    if self.train_horizon is not None:
+      h = self.train_horizon
+      if not (isinstance(h, tuple) and len(h) == 2 and all(isinstance(n, int) for n in h)
+              and 1 <= h[0] <= h[1] <= self.max_iterations):
+        raise ValueError(f"fix train_horizon must be None or a tuple (lo, hi) of integers with 1 <= lo <= hi "
+                         f"<= max_iterations ({self.max_iterations}), got {h!r}")
 
 
 def max_change(a: Any, b: Any, weights: Any) -> jax.Array:
@@ -109,11 +126,11 @@ def max_change(a: Any, b: Any, weights: Any) -> jax.Array:
 
 
 def _solve(f: Callable, config: FixConfig, theta: Any, x0: Any, aux: Any, state: Any,
-           weights: Any) -> tuple[Any, Any, jax.Array]:
+           weights: Any, cap: jax.Array) -> tuple[Any, Any, jax.Array]:
   def cond(carry):
     i, _, _, change = carry
     # A NaN change compares False: a diverging body stops the loop (and the loss reports the NaN).
-    return (i < config.max_iterations) & (change > config.tolerance)
+    return (i < cap) & (change > config.tolerance)
 
   def body(carry):
     i, x, s, _ = carry
@@ -126,19 +143,19 @@ def _solve(f: Callable, config: FixConfig, theta: Any, x0: Any, aux: Any, state:
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
 def _fixed_point(f: Callable, config: FixConfig, theta: Any, x0: Any, aux: Any, state: Any,
-                 weights: Any) -> tuple[Any, Any, jax.Array]:
-  return _solve(f, config, theta, x0, aux, state, weights)
+                 weights: Any, cap: jax.Array) -> tuple[Any, Any, jax.Array]:
+  return _solve(f, config, theta, x0, aux, state, weights, cap)
 
 
 def _solve_recording(f: Callable, config: FixConfig, theta: Any, x0: Any, aux: Any, state: Any,
-                     weights: Any) -> tuple[Any, Any, jax.Array, Any]:
+                     weights: Any, cap: jax.Array) -> tuple[Any, Any, jax.Array, Any]:
   """`_solve`, also keeping the last `config.window` iterates in a ring buffer: iterate t (the input of
   application t + 1; iterate 0 is x0) in slot t % window."""
   window = config.window
 
   def cond(carry):
     i, _, _, change, _ = carry
-    return (i < config.max_iterations) & (change > config.tolerance)
+    return (i < cap) & (change > config.tolerance)
 
   def body(carry):
     i, x, s, _, ring = carry
@@ -151,11 +168,11 @@ def _solve_recording(f: Callable, config: FixConfig, theta: Any, x0: Any, aux: A
   return x, state, i, ring
 
 
-def _fixed_point_fwd(f, config, theta, x0, aux, state, weights):
+def _fixed_point_fwd(f, config, theta, x0, aux, state, weights, cap):
   if config.gradient == "unrolled":
-    x, new_state, i, ring = _solve_recording(f, config, theta, x0, aux, state, weights)
+    x, new_state, i, ring = _solve_recording(f, config, theta, x0, aux, state, weights, cap)
     return (x, new_state, i), (theta, (i, ring), aux, state, weights)
-  x, new_state, i = _solve(f, config, theta, x0, aux, state, weights)
+  x, new_state, i = _solve(f, config, theta, x0, aux, state, weights, cap)
   return (x, new_state, i), (theta, x, aux, state, weights)
 
 
@@ -173,7 +190,7 @@ def _unrolled_bwd(f, config, residuals, g):
 
   zero = jax.tree.map(jnp.zeros_like, theta)
   u, theta_bar = lax.fori_loop(0, jnp.minimum(count, config.window), body, (g, zero))
-  return theta_bar, u, None, None, None
+  return theta_bar, u, None, None, None, None
 
 
 def _fixed_point_bwd(f, config, residuals, cotangents):
@@ -199,14 +216,14 @@ def _fixed_point_bwd(f, config, residuals, cotangents):
   _, v, u, _ = lax.while_loop(cond, body, (jnp.int32(0), g, g, jnp.float32(jnp.inf)))
   _, vjp_theta = jax.vjp(lambda th: f(th, x, aux, state)[0], theta)
   (theta_bar,) = vjp_theta(u)
-  return theta_bar, v, None, None, None
+  return theta_bar, v, None, None, None, None
 
 
 _fixed_point.defvjp(_fixed_point_fwd, _fixed_point_bwd)
 
 
 def fixed_point(f: Callable, theta: Any, x0: Any, aux: Any, state: Any, weights: Any,
-                config: FixConfig = FixConfig()) -> tuple[Any, Any, jax.Array]:
+                config: FixConfig = FixConfig(), cap: Any = None) -> tuple[Any, Any, jax.Array]:
   """Iterates x <- f(theta, x, aux, state) from x0 to a fixed point (see the module docstring).
 
   Args:
@@ -218,9 +235,13 @@ def fixed_point(f: Callable, theta: Any, x0: Any, aux: Any, state: Any, weights:
     weights: pytree with x's structure of bool arrays, each broadcastable to its leaf: the entries whose
       change counts for convergence (padding never keeps a loop running).
     config: tolerance and cap.
+    cap: an int32 scalar (may be traced) below `config.max_iterations`: this call's cap instead (how
+      `FixConfig.train_horizon` is applied); None: `config.max_iterations`.
 
   Returns:
     (x, state, iterations): the last iterate, the state after it and the number of applications of f
-    (an int32 scalar; `config.max_iterations` if the loop did not converge).
+    (an int32 scalar; the cap if the loop did not converge).
   """
-  return _fixed_point(f, config, theta, x0, aux, state, weights)
+  limit = jnp.int32(config.max_iterations)
+  cap = limit if cap is None else jnp.minimum(jnp.asarray(cap, jnp.int32), limit)
+  return _fixed_point(f, config, theta, x0, aux, state, weights, cap)

@@ -59,10 +59,12 @@ Combinators:
   fix(e)          e applied until no real element changed by more than `ModuleConfig.fix.tolerance`, or
                   `ModuleConfig.fix.max_iterations` times: one `lax.while_loop`
                   (`hx.compile.fixpoint`), for the whole batch (it stops when every row has converged;
-                  a converged row's value stays put). Its gradient (`ModuleConfig.fix.gradient`) is
-                  backpropagation through the last `window` iterations, recomputed from the iterates the
-                  loop kept (exact for loops that short, truncated beyond), or implicit, at the fixed
-                  point; `hx.compile.fixpoint` has both schemes and where each is truncated.
+                  a converged row's value stays put). In training with `ModuleConfig.fix.train_horizon`
+                  set, the cap is drawn per call from the horizon with the call's rng instead. Its
+                  gradient (`ModuleConfig.fix.gradient`) is backpropagation through the last `window`
+                  iterations, recomputed from the iterates the loop kept (exact for loops that short,
+                  truncated beyond), or implicit, at the fixed point; `hx.compile.fixpoint` has both
+                  schemes and where each is truncated.
                   e runs without dropout (a random map has no fixed point); its batch statistics, in
                   training, are updated once per iteration as in repeat.
   zeros(n)        a (R, n) float32 zero array (only as a fold start).
@@ -278,9 +280,11 @@ class _Ctx:
   terminal module calls return logits."""
 
   def __init__(self, params: tuple, stats: tuple, frozen: tuple, train: bool, logits: bool = False,
-               pack: tuple[Any, int] | None = None):
+               pack: tuple[Any, int] | None = None, rng: jax.Array | None = None):
     self.params, self.stats, self.frozen, self.train = params, stats, frozen, train
     self.logits = logits
+    # The call's typed PRNG key in training (None otherwise): what draws fix's training horizon.
+    self.rng = rng
     # (the input list's mask, capacity): a map over a list carrying that very mask (the input list, or
     # one mapped or convolved from it) runs on at most `capacity` real elements; no other list is packed.
     self.pack = pack
@@ -564,9 +568,14 @@ class _Lowering:
       else:
         real = mask
       weights = real.reshape(real.shape + (1,) * (values.ndim - real.ndim))
+      cap = None
+      if train and config.train_horizon is not None:
+        lo, hi = config.train_horizon
+        # A fix inside a loop body (repeat, a fold) draws the same n each time: one horizon per call.
+        cap = jax.random.randint(jax.random.fold_in(ctx.rng, _FIX_STREAM), (), lo, hi + 1)
       # The batch statistics are state, not parameters: updated per iteration in training, read (running
       # statistics) in inference; never differentiated.
-      y, stats, _ = fixed_point(step, (ctx.params, ctx.frozen), values, aux, ctx.stats, weights, config)
+      y, stats, _ = fixed_point(step, (ctx.params, ctx.frozen), values, aux, ctx.stats, weights, config, cap)
       if train:
         ctx.stats = stats
       return x._replace(values=y) if elements else y
@@ -591,9 +600,16 @@ def _batch_size(x: Any) -> int:
   return (x.values if isinstance(x, ELEMENT_BATCHES) else x).shape[0]
 
 
+# fix's horizon draws from fold_in(rng, _FIX_STREAM), apart from the rows' dropout keys fold_in(rng, row).
+_FIX_STREAM = 2**31 - 1
+
+
+def _typed_key(rng: Any) -> jax.Array:
+  return rng if jnp.issubdtype(jnp.asarray(rng).dtype, jax.dtypes.prng_key) else jax.random.wrap_key_data(rng)
+
+
 def _row_keys(rng: Any, b: int) -> jax.Array:
-  key = rng if jnp.issubdtype(jnp.asarray(rng).dtype, jax.dtypes.prng_key) else jax.random.wrap_key_data(rng)
-  return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, jnp.arange(b))
+  return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(_typed_key(rng), jnp.arange(b))
 
 
 def _output_activation(terminal_activations: list[str]) -> str:
@@ -650,7 +666,7 @@ def _lower(key: Hashable) -> tuple[Callable, Callable, str]:
         raise ValueError(f"pack must be a positive int, got {pack!r}")
       packing = (x.mask, pack) if pack < x.mask.size else None
     ctx = _Ctx(tuple(variables["params"]), tuple(variables["batch_stats"]), tuple(frozen), bool(train),
-               bool(logits), packing)
+               bool(logits), packing, _typed_key(rng) if train else None)
     y = root(ctx, x, mask, keys)
     return (y, ctx.stats) if train else y
 

@@ -4,6 +4,7 @@ gradient against the unrolled one; padding; configuration."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -321,10 +322,81 @@ def test_a_fix_body_is_never_a_terminal_call():
   (dict(tolerance=-1.0), "tolerances"), (dict(adjoint_tolerance=float("nan")), "tolerances"),
   (dict(max_iterations=0), "max_iterations"), (dict(max_iterations=2.5), "max_iterations"),
   (dict(gradient="exact"), "gradient must be one of"), (dict(window=0), "window"),
+  (dict(train_horizon=(0, 5)), "train_horizon"), (dict(train_horizon=(6, 5)), "train_horizon"),
+  (dict(train_horizon=(5, 101)), "train_horizon"), (dict(train_horizon=[2, 5]), "train_horizon"),
+  (dict(train_horizon=(2.0, 5)), "train_horizon"),
 ])
 def test_fix_configuration_is_validated(kwargs, message):
   with pytest.raises(ValueError, match=message):
     FixConfig(**kwargs)
+
+
+def _relaxations(x: GraphBatch, program: P.Program, config: ModuleConfig, train: bool, rng=None):
+  cp = compile_program(program, {}, config, {"relax": RELAX})
+  frozen = cp.make_frozen({"relax": {"params": relaxation_params(RELAX), "batch_stats": {}}})
+  run = jax.jit(lambda x, key: cp.apply({"params": (), "batch_stats": ()}, frozen, x, train=train, rng=key))
+  return lambda key=None: np.asarray((run(x, key)[0] if train else run(x, key)).values)
+
+
+def test_the_training_horizon_caps_training_loops_at_a_drawn_count_and_inference_runs_on():
+  """Hand-set Bellman-Ford on 8x8 grids (about 15 relaxations to converge): in training each call stops
+  after n relaxations, n drawn from the horizon with the call's key; inference reaches the least costs."""
+  x, want = _grids(np.random.default_rng(3), 8, 2)
+  config = dataclasses.replace(RELAX_CONFIG, fix=FixConfig(train_horizon=(3, 8)))
+  fix = P.Fix(P.Conv("g", P.Lib("relax")))
+  step = _relaxation(P.Conv("g", P.Lib("relax")))
+  by_count, v = {}, x
+  for k in range(1, 10):
+    v = step(v)
+    by_count[k] = np.asarray(v.values)
+  assert len({v.tobytes() for v in by_count.values()}) == len(by_count)  # each count tells itself apart
+  train = _relaxations(x, fix, config, True)
+  drawn = []
+  for seed in range(12):
+    y = train(jax.random.key(seed))
+    drawn.append(next(k for k, v in by_count.items() if np.array_equal(v, y)))
+    # The same key draws the same count (a resumed run trains as the straight one did).
+    np.testing.assert_array_equal(y, train(jax.random.key(seed)))
+  assert set(drawn) <= set(range(3, 9)) and len(set(drawn)) >= 3, drawn
+  np.testing.assert_array_equal(_relaxations(x, fix, config, False)()[..., 1], want)
+  # Without a horizon, training runs to convergence too.
+  np.testing.assert_array_equal(_relaxations(x, fix, RELAX_CONFIG, True)(jax.random.key(0))[..., 1], want)
+
+
+@pytest.mark.slow
+def test_the_training_horizon_gradient_is_that_of_the_drawn_repeat():
+  """A fresh kernel that never settles within the horizon: the training loss's gradient under fix equals
+  the one of n applications in a row, for the n the call drew (exact: the horizon is inside the window)."""
+  types = {"nn_k": f"List<{R2}> -> {R2}"}
+  config = dataclasses.replace(CFG, graph_update="residual",
+                               fix=FixConfig(tolerance=0.0, window=8, train_horizon=(2, 6)))
+  rng = np.random.default_rng(4)
+  x, want = _grids(rng, 4, 3)
+  x = x._replace(values=x.values / 10)
+  cp, variables, _ = build(P.Fix(P.Conv("g", F("nn_k"))), types, config=config)
+  # Start away from the residual kernel's identity, so that every relaxation changes the state.
+  variables = jax.tree.map(lambda a: a + 0.1 * jnp.asarray(rng.normal(size=a.shape), a.dtype), variables)
+  conv = build(P.Conv("g", F("nn_k")), types, config=config)[0]
+
+  @functools.partial(jax.jit, static_argnums=1)
+  def repeated(params, n):
+    v = x
+    for _ in range(n):
+      v = conv.apply({**variables, "params": params}, (), v, train=True, rng=jax.random.key(0))[0]
+    return v.values
+
+  def under_fix(params, key):
+    return cp.apply({**variables, "params": params}, (), x, train=True, rng=key)[0].values
+
+  loss = lambda y: jnp.mean(jnp.square(y[..., 1] - want / 10))
+  loss_under_fix = jax.jit(jax.grad(lambda p, key: loss(under_fix(p, key))))
+  loss_repeated = jax.grad(lambda p, n: loss(repeated(p, n)))
+  for seed in (0, 1):
+    key = jax.random.key(seed)
+    y = np.asarray(jax.jit(under_fix)(variables["params"], key))
+    (n,) = [k for k in range(2, 7) if np.allclose(repeated(variables["params"], k), y, rtol=1e-6, atol=1e-6)]
+    got, expected = loss_under_fix(variables["params"], key), loss_repeated(variables["params"], n)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-7), got, expected)
 
 
 def test_relaxation_reference_under_fix():
