@@ -72,7 +72,10 @@ def test_apply_with_pack_equals_the_padded_path_in_training(form):
 
   grad = jax.jit(jax.value_and_grad(loss, has_aux=True), static_argnums=1)
   (l0, (y0, s0)), g0 = grad(variables["params"], None)
-  (l1, (y1, s1)), g1 = grad(variables["params"], count)
+  # Room for a few more than the real nodes, as Tune's rounded capacity leaves: the spare rows must stay
+  # out of the batch statistics.
+  assert count + 6 < real.size
+  (l1, (y1, s1)), g1 = grad(variables["params"], count + 6)
   np.testing.assert_allclose(l1, l0, rtol=1e-5)
   np.testing.assert_allclose(np.asarray(y1.values)[real], np.asarray(y0.values)[real], rtol=1e-5, atol=1e-6)
   for got, want in zip(jax.tree.leaves(s1), jax.tree.leaves(s0)):
@@ -165,10 +168,15 @@ def test_tune_packs_graphs_with_the_losses_and_scores_of_the_padded_path(form, m
   assert len(capacities) == 1 and capacities[0] is not None and capacities[0] < 20 * 16
   np.testing.assert_allclose([h.train_loss for h in packed.history], [h.train_loss for h in padded.history],
                              rtol=1e-5)
+  # Validation and test to 1e-4: the biases before a batch norm (the MLP's hidden layer, and the CNN's
+  # output layer feeding it) have gradients that are zero but for rounding, which Adam normalises into
+  # steps of up to its learning rate, different in the two runs; batch norm cancels them in training, but
+  # the running means that follow them shift the evaluation's outputs at about 1e-5 (measured: every
+  # other parameter agrees to 1e-7 after these steps).
   np.testing.assert_allclose([h.val_loss for h in packed.history], [h.val_loss for h in padded.history],
-                             rtol=1e-5)
-  assert packed.val_score == pytest.approx(padded.val_score, rel=1e-5)
-  assert packed.test_score == pytest.approx(padded.test_score, rel=1e-5)
+                             rtol=1e-4)
+  assert packed.val_score == pytest.approx(padded.val_score, rel=1e-4)
+  assert packed.test_score == pytest.approx(padded.test_score, rel=1e-4)
 
 
 def test_a_packed_graph_run_paused_and_resumed_equals_the_straight_run_bit_for_bit(monkeypatch):
