@@ -112,7 +112,8 @@ class TuneConfig:
       (`hx.compile.lower`'s `apply(pack=...)`), in training and in evaluation. Before training, Tune
       finds the most real elements any batch of the run will hold (the epochs' permutations are known
       from the seed) and compiles the step for that many (`pack_capacity`); for a split it evaluates, the
-      most any evaluation chunk holds (`eval_pack_capacity`); both rounded up to a sixteenth of the
+      most any evaluation chunk holds (`eval_pack_capacity`; a run's validation and test splits, when
+      shaped alike, share the larger, hence one executable); both rounded up to a sixteenth of the
       padded batch or chunk, so that runs and splits of similar fill share one executable. Same losses,
       gradients, batch statistics and scores up to rounding; lists of 2-5 padded to 5 save about a
       quarter of the CNN's work, validation lists of 6-8 padded to 8 an eighth, random graphs of 30-50
@@ -521,22 +522,49 @@ def _eval_chunks(n: int, max_chunk: int) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------------
 # Public entry points.
 
+class _EvalPlan(NamedTuple):
+  """How a split is evaluated: chunks (num_chunks, chunk) of example indices (-1: padding) and the pack
+  capacity of its fullest chunk (None: not packed)."""
+  chunks: np.ndarray
+  pack: int | None
+
+
+def _eval_plan(compiled: Tunable, config: TuneConfig, split: Split) -> _EvalPlan:
+  """The split's chunks and, packing on (`TuneConfig.pack_lists`) for a program that packs and a list or
+  graph input, the capacity of its fullest chunk: the chunks stay the size they were (their memory is
+  bounded by the padded rows), only the per-element work shrinks."""
+  chunks = _eval_chunks(_num_examples(split), _eval_chunk_size(split.inputs, config.eval_images))
+  if not (config.pack_lists and getattr(compiled, "packs_lists", False)):
+    return _EvalPlan(chunks, None)
+  lengths = real_elements(split.inputs)
+  if lengths is None:
+    return _EvalPlan(chunks, None)
+  return _EvalPlan(chunks, eval_pack_capacity(lengths, chunks, images_per_example(split.inputs)))
+
+
+def _shared_eval_plans(compiled: Tunable, config: TuneConfig, splits: list[Split]) -> list[_EvalPlan]:
+  """The plans of splits one run evaluates (validation, test), where two have the same input shapes
+  with the larger capacity of the two (None, no packing, if either has none): such splits share one
+  executable unpacked, and would otherwise compile two whenever their fullest chunks fall in different
+  buckets."""
+  plans = [_eval_plan(compiled, config, s) for s in splits]
+  shapes = [(_signature((s.inputs, s.targets)), p.chunks.shape) for s, p in zip(splits, plans)]
+  shared = []
+  for shape, plan in zip(shapes, plans):
+    packs = [p.pack for other, p in zip(shapes, plans) if other == shape]
+    shared.append(plan._replace(pack=None if None in packs else max(packs)))
+  return shared
+
+
 class _Evaluator:
   """Scores variables on one split with the cached evaluation executable(s)."""
 
   def __init__(self, compiled: Tunable, objective: Objective, config: TuneConfig, frozen: Any, table: Any,
-               split: Split, variables: Any):
+               split: Split, variables: Any, plan: _EvalPlan | None = None):
     self.objective = objective
     self.fused = config.fuse_eval if config.fuse_eval is not None else jax.default_backend() != "cpu"
-    chunks = _eval_chunks(_num_examples(split), _eval_chunk_size(split.inputs, config.eval_images))
+    chunks, self.pack = plan if plan is not None else _eval_plan(compiled, config, split)
     self.frozen, self.table, self.split = frozen, table, split
-    # Packed like training (`TuneConfig.pack_lists`), for this split's fullest chunk: the chunks stay the
-    # size they were (their memory is bounded by the padded rows), only the per-element work shrinks.
-    self.pack = None
-    if config.pack_lists and getattr(compiled, "packs_lists", False):
-      lengths = real_elements(split.inputs)
-      if lengths is not None:
-        self.pack = eval_pack_capacity(lengths, chunks, images_per_example(split.inputs))
     if self.fused:
       self.idx = [jax.device_put(chunks)]
     else:
@@ -653,7 +681,9 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   train_exe, compile_seconds = _executable(
       "train_step", (compiled.key, objective, config.learning_rate, config.batch_size, pack),
       lambda: _make_train_step(apply, objective, tx, config.batch_size, pack), (0,), step_args)
-  val_eval = _Evaluator(compiled, objective, config, frozen, table, data.val, variables)
+  # Validation and test splits of the same shapes share one capacity, hence one executable.
+  plans = _shared_eval_plans(compiled, config, [data.val] + ([data.test] if data.test is not None else []))
+  val_eval = _Evaluator(compiled, objective, config, frozen, table, data.val, variables, plans[0])
   compile_seconds += val_eval.compile_seconds
 
   if resume is None:
@@ -735,7 +765,7 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   test_score = None
   if best_vars is not None and data.test is not None and paused is None:
     t0 = time.perf_counter()
-    test_eval = _Evaluator(compiled, objective, config, frozen, table, data.test, best_vars)
+    test_eval = _Evaluator(compiled, objective, config, frozen, table, data.test, best_vars, plans[1])
     compile_seconds += test_eval.compile_seconds
     test_score, _ = test_eval(best_vars)
     eval_seconds += time.perf_counter() - t0 - test_eval.compile_seconds

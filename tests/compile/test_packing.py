@@ -9,7 +9,14 @@ import pytest
 
 from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, evaluate, tune
 from hx.compile.losses import Objective
-from hx.compile.tuning import _eval_chunks, _Evaluator, eval_pack_capacity, pack_capacity
+from hx.compile.tuning import (
+  _eval_chunks,
+  _eval_plan,
+  _Evaluator,
+  _shared_eval_plans,
+  eval_pack_capacity,
+  pack_capacity,
+)
 from hx.compile.values import ListBatch, Split, gather, real_elements, rows, take
 from hx.data import Sources, TaskSizes, build_task, task_spec
 from hx.lang import parse
@@ -155,6 +162,27 @@ def test_eval_pack_capacity_is_the_fullest_chunk_rounded_up_and_counts_chunk_pad
   assert eval_pack_capacity(np.array([1, 1]), np.array([[0, 1]]), 8) == 2  # at least one quantum
   with pytest.raises(ValueError, match="num_chunks, chunk"):
     eval_pack_capacity(lengths, np.arange(3), 8)
+
+
+def _list_split(lengths, pad=8):
+  lengths = np.asarray(lengths)
+  mask = np.arange(pad)[None, :] < lengths[:, None]
+  return Split(ListBatch(np.zeros(mask.shape, np.int32), mask), np.zeros((len(lengths), 1), np.float32))
+
+
+def test_validation_and_test_splits_shaped_alike_share_the_larger_capacity():
+  """One executable for both, as before packing: the capacity is the larger of the two (none if either
+  has none); a split of other shapes keeps its own."""
+  compiled = compile_program(PROGRAM, TYPES, SMALL)
+  config = TuneConfig()
+  val, test = _list_split([6, 7, 6, 6]), _list_split([8, 7, 6, 8])
+  alone = [_eval_plan(compiled, config, s).pack for s in (val, test)]
+  assert alone == [26, 30]  # 32 slots, quantum 2
+  shared = lambda *splits: [p.pack for p in _shared_eval_plans(compiled, config, list(splits))]
+  assert shared(val, test) == [30, 30]
+  assert shared(val, _list_split([8, 8, 8, 8])) == [None, None]
+  assert shared(val, _list_split([8, 7, 6])) == [26, 22]
+  assert _eval_plan(compiled, TuneConfig(pack_lists=False), val).pack is None
 
 
 def _perturbed(variables, seed):
