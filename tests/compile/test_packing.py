@@ -39,6 +39,11 @@ def test_pack_capacity_is_the_fullest_batch_rounded_up_to_a_sixteenth():
   assert pack_capacity(np.array([1, 1, 1, 1]), [np.arange(4)], 4, 8) == 4
   assert pack_capacity(np.full(4, 8), [np.arange(4)], 4, 8) is None  # no padding: nothing to pack
 
+  def orders():
+    yield np.array([1, 4, 0, 2, 3, 5, 6, 7])  # a full batch (5 + 5): nothing to save
+    raise AssertionError("drew the next epoch's order")
+  assert pack_capacity(lengths, orders(), 2, 5) is None
+
 
 def _batch(lengths, pad=5, seed=0):
   rng = np.random.default_rng(seed)
