@@ -548,9 +548,9 @@ def _eval_plan(compiled: Tunable, config: TuneConfig, split: Split) -> _EvalPlan
 
 
 def _shared_eval_plans(compiled: Tunable, config: TuneConfig, splits: list[Split]) -> list[_EvalPlan]:
-  """The plans of splits one run evaluates (validation, test), where two have the same input shapes
-  with the larger capacity of the two (None, no packing, if either has none): such splits share one
-  executable unpacked, and would otherwise compile two whenever their fullest chunks fall in different
+  """The plans of the splits one run evaluates (validation, test); splits of the same shapes get the
+  largest of their capacities (None, no packing, if any has none), so that they share one executable as
+  they did unpacked, instead of compiling one each whenever their fullest chunks fall in different
   buckets."""
   plans = [_eval_plan(compiled, config, s) for s in splits]
   shapes = [(_signature((s.inputs, s.targets)), p.chunks.shape) for s, p in zip(splits, plans)]
