@@ -502,7 +502,10 @@ def eval_pack_capacity(lengths: np.ndarray, chunks: np.ndarray, padded_length: i
   chunks = np.asarray(chunks)
   if chunks.ndim != 2 or chunks.size == 0:
     raise ValueError(f"chunks must be a non-empty (num_chunks, chunk) array, got shape {chunks.shape}")
-  most = int(np.asarray(lengths)[np.maximum(chunks, 0)].sum(axis=1).max())
+  lengths = np.asarray(lengths)
+  if lengths.size == 0:
+    return None  # an empty split: nothing runs to save
+  most = int(lengths[np.maximum(chunks, 0)].sum(axis=1).max())
   return _round_capacity(most, chunks.shape[1] * padded_length)
 
 

@@ -165,6 +165,7 @@ def test_eval_pack_capacity_is_the_fullest_chunk_rounded_up_and_counts_chunk_pad
   assert eval_pack_capacity(lengths, _eval_chunks(6, 3), 8) == 22  # 8 + 6 + 7 = 21 -> 22
   assert eval_pack_capacity(lengths, _eval_chunks(6, 3), 16) == 21  # 48 slots, quantum 3: 21
   assert eval_pack_capacity(np.array([1, 1]), np.array([[0, 1]]), 8) == 2  # at least one quantum
+  assert eval_pack_capacity(np.zeros(0, int), _eval_chunks(0, 3), 8) is None
   with pytest.raises(ValueError, match="num_chunks, chunk"):
     eval_pack_capacity(lengths, np.arange(3), 8)
 
