@@ -230,3 +230,27 @@ def test_packed_evaluation_equals_the_padded_one_on_count_digit():
   np.testing.assert_allclose(run(whole), run(None), rtol=1e-5, atol=1e-6)
   jaxpr = str(jax.make_jaxpr(lambda v: compiled.apply(v, (), x, train=False, pack=whole))(variables))
   assert f"f32[{whole},24,24,4]" in jaxpr and f"f32[{n * 8},24,24,4]" not in jaxpr
+
+
+@pytest.mark.parametrize("fuse", [False, True])
+def test_packed_evaluation_fused_or_not_equals_the_padded_one(fuse):
+  """The chunks of a split in one call (`lax.map`, accelerators' default) or one call each (CPU's): the
+  same capacity for every chunk, the padded evaluation's score and loss (lists of 1-6 real scalars
+  padded to 8; an MLP with running batch statistics, then an LSTM)."""
+  program = parse("compose(nn_a, map_l(nn_b))")
+  types = {"nn_b": T("Tensor<real>[2] -> Tensor<real>[3]"),
+           "nn_a": T("List<Tensor<real>[3]> -> Tensor<real>[1]")}
+  compiled = compile_program(program, types, SMALL)
+  variables = _perturbed(compiled.init(jax.random.key(5)), 2)
+  rng = np.random.default_rng(1)
+  lengths = rng.integers(1, 7, size=45)
+  mask = np.arange(8)[None, :] < lengths[:, None]
+  values = rng.normal(size=(45, 8, 2)).astype(np.float32)
+  split = Split(ListBatch(values, mask), (values[..., 0] * mask).sum(1, keepdims=True).astype(np.float32))
+  objective = Objective("mse", "rmse")
+  configs = [TuneConfig(eval_images=8 * 10, fuse_eval=fuse, pack_lists=p) for p in (False, True)]
+  plan = _eval_plan(compiled, configs[1], split)
+  assert plan.chunks.shape == (5, 9) and plan.pack is not None and plan.pack < 9 * 8
+  (score0, loss0), (score1, loss1) = (evaluate(compiled, variables, (), split, objective, config=c)
+                                      for c in configs)
+  assert score1 == pytest.approx(score0, rel=1e-5) and loss1 == pytest.approx(loss0, rel=1e-5)
