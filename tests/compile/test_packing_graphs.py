@@ -56,8 +56,8 @@ def _batch(task, form):
 
 @pytest.mark.parametrize("form", FORMS)
 def test_apply_with_pack_equals_the_padded_path_in_training(form):
-  """Outputs on real nodes, the loss, every gradient and the CNN's batch statistics (training mode:
-  dropout keys per node, statistics over real nodes only) are those of the padded path."""
+  """Outputs on real nodes, the loss, every gradient and the batch statistics of the MLP after the CNN
+  (training mode: dropout keys per node, statistics over real nodes only) are those of the padded path."""
   task = _task(form)
   compiled = compile_program(PROGRAM, TYPES, SMALL)
   variables = compiled.init(jax.random.key(0))
