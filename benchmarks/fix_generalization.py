@@ -97,7 +97,7 @@ def main() -> None:
   parser.add_argument("--tolerance", type=float, default=FixConfig().tolerance,
                       help="fix's tolerance (on the scaled values)")
   parser.add_argument("--train_horizon", type=int, nargs=2, default=None, metavar=("LO", "HI"),
-                      help="fix's training horizon (FixConfig.train_horizon): each step's cap drawn from LO..HI")
+                      help="fix's training horizon (FixConfig.train_horizon): each step's cap from LO..HI")
   parser.add_argument("--gradient", choices=("implicit", "unrolled"), default=FixConfig().gradient)
   parser.add_argument("--window", type=int, default=FixConfig().window,
                       help="fix's backpropagation window (unrolled)")
@@ -114,8 +114,9 @@ def main() -> None:
                         graph_aggregations=tuple(args.aggregations), fix=fix)
   types = {"nn_k": FunctionType(ListType(STATE), STATE)}
   compiled = {name: compile_program(parse(text), types, config) for name, text in PROGRAMS.items()}
+  horizon = None if args.train_horizon is None else tuple(args.train_horizon)
   train_fix = dataclasses.replace(fix, max_iterations=args.train_max_iterations or args.max_iterations,
-                                  train_horizon=None if args.train_horizon is None else tuple(args.train_horizon))
+                                  train_horizon=horizon)
   training = {"conv_g^10": compiled["conv_g^10"],
               "fix": compile_program(parse(PROGRAMS["fix"]), types,
                                      dataclasses.replace(config, fix=train_fix))}

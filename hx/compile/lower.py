@@ -71,9 +71,11 @@ Combinators:
 
 Padding: padded elements of the input are set to zero on entry (whatever they held, NaN included), and
 every combinator masks them out, so padding never reaches a real output, gradient or statistic.
-`apply(..., pack=k)` goes further for a list input of B lists padded to L: a map over that list runs its
-function on the (at most k) real elements only, gathered into k rows, and the padded elements' outputs
-are zeros (Tune passes the k of its fullest batch: `hx.compile.tuning.pack_capacity`).
+`apply(..., pack=k)` goes further for a list input of B lists padded to L, or a graph input of B graphs
+padded to N nodes: a map over that list (map_l) or over that graph's nodes (map_g) runs its function on
+the (at most k) real elements or nodes only, gathered into k rows, and the padded elements' outputs are
+zeros. It holds in training and in inference alike (Tune passes the k of its fullest training batch,
+`hx.compile.tuning.pack_capacity`, and of its fullest evaluation chunk, `eval_pack_capacity`).
 
 Randomness: `rng` is split into one key per batch row; a list element, a fold step, a repeat iteration
 and a fresh module's call site each fold their index into the row key. A real element's dropout mask therefore
@@ -285,8 +287,9 @@ class _Ctx:
     self.logits = logits
     # The call's typed PRNG key in training (None otherwise): what draws fix's training horizon.
     self.rng = rng
-    # (the input list's mask, capacity): a map over a list carrying that very mask (the input list, or
-    # one mapped or convolved from it) runs on at most `capacity` real elements; no other list is packed.
+    # (the input list's or graph's mask, capacity): a map over a list or graph carrying that very mask
+    # (the input, or a value mapped or convolved from it) runs on at most `capacity` real elements or
+    # nodes; no other value is packed (a value inside a loop carries a new tracer, so it is not either).
     self.pack = pack
 
 
@@ -318,8 +321,8 @@ def _packed_rows(fn: Callable, values: jax.Array, rows: jax.Array, keys: jax.Arr
   """fn applied to the real rows only: values (n, ...) with rows (n,) bool, of which at most `capacity`
   are True (the caller's guarantee: more would be dropped). The real rows are gathered, in order, into
   `capacity` rows (the unused ones masked out of batch statistics), each with its own dropout key, and
-  fn's outputs are scattered back; padded rows get zeros, which every consumer of a list ignores (they
-  would otherwise hold fn of a padding value). Values, batch statistics and gradients are those of fn on
+  fn's outputs are scattered back; padded rows get zeros, which every consumer of a list or graph ignores
+  (they would otherwise hold fn of a padding value). Values, batch statistics and gradients are those of fn on
   all n rows, up to the order of the sums.
   """
   n = rows.shape[0]
@@ -421,7 +424,7 @@ class _Lowering:
       r, length = x.values.shape[:2]
       rows = (x.mask.astype(bool) & mask[:, None]).reshape(-1)
       element_keys = _element_keys(keys, length)
-      if ctx.pack is not None and x.mask is ctx.pack[0]:  # the input list's own mask: at most pack[1] real
+      if ctx.pack is not None and x.mask is ctx.pack[0]:  # the input's own mask: at most pack[1] real
         y = _packed_rows(lambda v, m, k: fn(ctx, v, m, k), _flat(x.values), rows, element_keys, ctx.pack[1])
       else:
         y = fn(ctx, _flat(x.values), rows, element_keys)
@@ -645,11 +648,12 @@ def _lower(key: Hashable) -> tuple[Callable, Callable, str]:
       mask: optional (B,) bool, False for padded batch rows (excluded from batch statistics).
       logits: the terminal module calls skip their sigmoid / softmax (`CompiledProgram.output_logits`
         says whether the whole output is then logits).
-      pack: for a ListBatch x (B rows of length L): the batch has at most this many real elements (the
-        caller's guarantee, e.g. Tune's from the lengths of its batches), and maps over that list run
-        their function on the real elements only, gathered into `pack` rows (`_packed_rows`): the same
-        values and gradients up to rounding, with the padding's share of the work saved. None: every
-        element, padding included.
+      pack: for a ListBatch x (B lists padded to L) or a GraphBatch / EdgeGraphBatch x (B graphs padded
+        to N nodes): the batch has at most this many real elements or nodes (the caller's guarantee,
+        e.g. Tune's from the masks of its batches; more would be dropped), and maps over that list or
+        graph run their function on the real ones only, gathered into `pack` rows (`_packed_rows`), in
+        training and in inference: the same values, batch statistics and gradients up to rounding, with
+        the padding's share of the work saved. None, or a tensor x: every element, padding included.
 
     Returns:
       y (B, ...) or a ListBatch / GraphBatch / EdgeGraphBatch; with train, (y, new_batch_stats).
@@ -661,10 +665,11 @@ def _lower(key: Hashable) -> tuple[Callable, Callable, str]:
     keys = _row_keys(rng, b) if train and random else None
     x = _zero_padding(x)
     packing = None
-    if pack is not None and isinstance(x, ListBatch):
-      if not (isinstance(pack, int) and pack >= 1):
+    if pack is not None:
+      if not (isinstance(pack, int) and not isinstance(pack, bool) and pack >= 1):
         raise ValueError(f"pack must be a positive int, got {pack!r}")
-      packing = (x.mask, pack) if pack < x.mask.size else None
+      if isinstance(x, ELEMENT_BATCHES) and pack < x.mask.size:
+        packing = (x.mask, pack)
     ctx = _Ctx(tuple(variables["params"]), tuple(variables["batch_stats"]), tuple(frozen), bool(train),
                bool(logits), packing, _typed_key(rng) if train else None)
     y = root(ctx, x, mask, keys)

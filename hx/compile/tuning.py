@@ -17,6 +17,10 @@ What it does, per the paper (appendix C) and DESIGN.md "Lowering and training":
   XLA:CPU one call per chunk, as a convolution inside a rolled loop runs 10-40x slower there. The
   parameters of the best validation epoch are kept (early stopping after `patience` epochs without
   improvement); the test split is scored once, at the end, for those parameters.
+- Packing (`TuneConfig.pack_lists`, on by default): a map over the input list's elements or the input
+  graph's nodes runs its network on the real ones only, gathered into as many rows as the fullest
+  training batch of the run, or the fullest chunk of the split evaluated, holds (known on the host from
+  the masks before anything runs); the pack capacity is part of each executable's cache key.
 - A loss that turns NaN or infinite stops the candidate within `nan_check_every` steps: each step
   records the first bad step on the device, and the host reads that flag every `nan_check_every` steps
   and at the end of each epoch (one scalar read; never a sync per step). The candidate comes back
@@ -65,11 +69,11 @@ import optax
 
 from hx.compile.cache import ensure_compilation_cache
 from hx.compile.losses import Objective, finish_metric, item_loss, item_metric
-from hx.compile.values import ELEMENT_BATCHES, ListBatch, Split, gather, images_per_example, take
+from hx.compile.values import ELEMENT_BATCHES, Split, gather, images_per_example, real_elements, take
 
 __all__ = [
   "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "Tunable", "tune", "evaluate",
-  "tune_stats", "clear_tune_caches", "resolve_objective", "pack_capacity",
+  "tune_stats", "clear_tune_caches", "resolve_objective", "pack_capacity", "eval_pack_capacity",
 ]
 
 
@@ -103,12 +107,17 @@ class TuneConfig:
       steps. Each look is one scalar read that waits for the steps before it to finish (the host stops
       queueing steps ahead for that moment), so a look every step would serialise the loop; one every
       few dozen steps keeps the stall rare.
-    pack_lists: for list inputs, run the per-element networks of training steps on the real elements
-      only (`hx.compile.lower`'s `apply(pack=...)`): before training, Tune finds the most real elements
-      any batch of the run will hold (the epochs' permutations are known from the seed) and compiles the
-      step for that many, rounded up to a sixteenth of the padded batch. Same losses, gradients and
-      scores up to rounding; lists of 2-5 padded to 5 save about a quarter of the CNN's work. False:
-      every element, padding included (as before). Evaluation is never packed.
+    pack_lists: for list and graph inputs, run the per-element networks of a map over the input
+      (map_l over its elements, map_g over its nodes) on the real elements or nodes only
+      (`hx.compile.lower`'s `apply(pack=...)`), in training and in evaluation. Before training, Tune
+      finds the most real elements any batch of the run will hold (the epochs' permutations are known
+      from the seed) and compiles the step for that many (`pack_capacity`); for a split it evaluates, the
+      most any evaluation chunk holds (`eval_pack_capacity`; a run's validation and test splits, when
+      shaped alike, share the larger, hence one executable); both rounded up to a sixteenth of the
+      padded batch or chunk, so that runs and splits of similar fill share one executable. Same losses,
+      gradients, batch statistics and scores up to rounding; lists of 2-5 padded to 5 save about a
+      quarter of the CNN's work, validation lists of 6-8 padded to 8 an eighth, random graphs of 30-50
+      nodes padded to 64 about a third. False: every element, padding included (as before).
   """
   learning_rate: float = 1e-3
   batch_size: int = 150
@@ -401,7 +410,9 @@ def _make_train_step(apply: Callable, objective: Objective, tx: optax.GradientTr
   return train_step
 
 
-def _make_eval_chunk(apply: Callable, objective: Objective) -> Callable:
+def _make_eval_chunk(apply: Callable, objective: Objective, pack: int | None = None) -> Callable:
+  packing = {} if pack is None else {"pack": pack}
+
   def eval_chunk(variables, frozen, table, inputs, targets, idx):
     """Sums over the examples idx (chunk,) int32 (-1: padding): (metric sum, metric count, loss sum,
     loss count), float32 scalars."""
@@ -409,7 +420,7 @@ def _make_eval_chunk(apply: Callable, objective: Objective) -> Callable:
     idx = jnp.maximum(idx, 0)
     batch_inputs = _take(inputs, idx)
     x = batch_inputs if table is None else gather(table, batch_inputs)
-    y = _output_values(apply(variables, frozen, x, train=False, rng=None))
+    y = _output_values(apply(variables, frozen, x, train=False, rng=None, **packing))
     t = _targets(objective, targets[idx])
     weight = valid.astype(jnp.float32)
     mask = _item_mask(objective, batch_inputs)
@@ -423,8 +434,8 @@ def _make_eval_chunk(apply: Callable, objective: Objective) -> Callable:
   return eval_chunk
 
 
-def _make_eval(apply: Callable, objective: Objective, fused: bool) -> Callable:
-  eval_chunk = _make_eval_chunk(apply, objective)
+def _make_eval(apply: Callable, objective: Objective, fused: bool, pack: int | None = None) -> Callable:
+  eval_chunk = _make_eval_chunk(apply, objective, pack)
   if not fused:
     def evaluate_chunk(*args):
       _TRACES["eval"] += 1
@@ -446,24 +457,56 @@ def _epoch_order(key: Any, epoch: Any, n: int, total: int) -> Any:
   return jnp.resize(perm, (total,))
 
 
+def _round_capacity(most: int, full: int) -> int | None:
+  """`most` real elements rounded up to a multiple of ceil(full / 16) (so that batches whose fill differs
+  a little share one executable); None when that is no less than `full` (nothing to save)."""
+  quantum = -(-full // 16)
+  capacity = max(quantum, -(-most // quantum) * quantum)
+  return None if capacity >= full else capacity
+
+
 def pack_capacity(lengths: np.ndarray, orders: Any, batch_size: int, padded_length: int) -> int | None:
   """The `pack` of a training run: the most real elements a batch of the run holds, rounded up to a
   multiple of ceil(batch_size * padded_length / 16) (so that runs whose batches differ a little share
   one executable); None when that is no less than the padded batch (nothing to save).
 
   Args:
-    lengths: (n,) real elements of each training example.
+    lengths: (n,) real elements (list elements, graph nodes) of each training example
+      (`hx.compile.values.real_elements`).
     orders: the epochs' example orders, each (steps * batch_size,) (batch s is order[s*B:(s+1)*B]).
-    batch_size, padded_length: B and L of a batch's (B, L) list.
+    batch_size, padded_length: B and L (or N) of a batch's (B, L) list (or (B, N) graph).
   """
   full = batch_size * padded_length
   most = 0
   for order in orders:
     per_batch = lengths[np.asarray(order)].reshape(-1, batch_size).sum(1)
     most = max(most, int(per_batch.max()))
-  quantum = -(-full // 16)
-  capacity = max(quantum, -(-most // quantum) * quantum)
-  return None if capacity >= full else capacity
+    if _round_capacity(most, full) is None:
+      # Nothing to save: the later epochs' orders (a permutation of the training set each, 17 s for 20
+      # epochs of the paper's million grids on 2 cores) need not be drawn.
+      return None
+  return _round_capacity(most, full)
+
+
+def eval_pack_capacity(lengths: np.ndarray, chunks: np.ndarray, padded_length: int) -> int | None:
+  """The `pack` of a split's evaluation: the most real elements an evaluation chunk holds, rounded as in
+  `pack_capacity` (to a sixteenth of the padded chunk); None when nothing would be saved.
+
+  Args:
+    lengths: (n,) real elements (list elements, graph nodes) of each example of the split.
+    chunks: (num_chunks, chunk) example indices, -1 for a chunk's padding slots (`_eval_chunks`). The
+      evaluation fills such a slot with example 0 (scored with weight 0, but run through the network
+      all the same), so it counts example 0's elements there.
+    padded_length: L (or N) of the split's (n, L) lists (or (n, N) graphs).
+  """
+  chunks = np.asarray(chunks)
+  if chunks.ndim != 2 or chunks.size == 0:
+    raise ValueError(f"chunks must be a non-empty (num_chunks, chunk) array, got shape {chunks.shape}")
+  lengths = np.asarray(lengths)
+  if lengths.size == 0:
+    return None  # an empty split: nothing runs to save
+  most = int(lengths[np.maximum(chunks, 0)].sum(axis=1).max())
+  return _round_capacity(most, chunks.shape[1] * padded_length)
 
 
 def _num_examples(split: Split) -> int:
@@ -487,14 +530,48 @@ def _eval_chunks(n: int, max_chunk: int) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------------
 # Public entry points.
 
+class _EvalPlan(NamedTuple):
+  """How a split is evaluated: chunks (num_chunks, chunk) of example indices (-1: padding) and the pack
+  capacity of its fullest chunk (None: not packed)."""
+  chunks: np.ndarray
+  pack: int | None
+
+
+def _eval_plan(compiled: Tunable, config: TuneConfig, split: Split) -> _EvalPlan:
+  """The split's chunks and, packing on (`TuneConfig.pack_lists`) for a program that packs and a list or
+  graph input, the capacity of its fullest chunk: the chunks stay the size they were (their memory is
+  bounded by the padded rows), only the per-element work shrinks."""
+  chunks = _eval_chunks(_num_examples(split), _eval_chunk_size(split.inputs, config.eval_images))
+  if not (config.pack_lists and getattr(compiled, "packs_lists", False)):
+    return _EvalPlan(chunks, None)
+  lengths = real_elements(split.inputs)
+  if lengths is None:
+    return _EvalPlan(chunks, None)
+  return _EvalPlan(chunks, eval_pack_capacity(lengths, chunks, images_per_example(split.inputs)))
+
+
+def _shared_eval_plans(compiled: Tunable, config: TuneConfig, splits: list[Split]) -> list[_EvalPlan]:
+  """The plans of the splits one run evaluates (validation, test); splits of the same shapes get the
+  largest of their capacities (None, no packing, if any has none), so that they share one executable as
+  they did unpacked, instead of compiling one each whenever their fullest chunks fall in different
+  buckets."""
+  plans = [_eval_plan(compiled, config, s) for s in splits]
+  shapes = [(_signature((s.inputs, s.targets)), p.chunks.shape) for s, p in zip(splits, plans)]
+  shared = []
+  for shape, plan in zip(shapes, plans):
+    packs = [p.pack for other, p in zip(shapes, plans) if other == shape]
+    shared.append(plan._replace(pack=None if None in packs else max(packs)))
+  return shared
+
+
 class _Evaluator:
   """Scores variables on one split with the cached evaluation executable(s)."""
 
   def __init__(self, compiled: Tunable, objective: Objective, config: TuneConfig, frozen: Any, table: Any,
-               split: Split, variables: Any):
+               split: Split, variables: Any, plan: _EvalPlan | None = None):
     self.objective = objective
     self.fused = config.fuse_eval if config.fuse_eval is not None else jax.default_backend() != "cpu"
-    chunks = _eval_chunks(_num_examples(split), _eval_chunk_size(split.inputs, config.eval_images))
+    chunks, self.pack = plan if plan is not None else _eval_plan(compiled, config, split)
     self.frozen, self.table, self.split = frozen, table, split
     if self.fused:
       self.idx = [jax.device_put(chunks)]
@@ -503,8 +580,8 @@ class _Evaluator:
     name = "eval_fused" if self.fused else "eval"
     args = (variables, frozen, table, split.inputs, split.targets, self.idx[0])
     self.exe, self.compile_seconds = _executable(
-        name, (compiled.key, objective), lambda: _make_eval(_apply_for(compiled, objective), objective,
-                                                            self.fused), (), args)
+        name, (compiled.key, objective, self.pack),
+        lambda: _make_eval(_apply_for(compiled, objective), objective, self.fused, self.pack), (), args)
 
   def __call__(self, variables: Any) -> tuple[float, float]:
     """(score, mean loss) of `variables` on the split."""
@@ -600,17 +677,21 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   carry = fresh_carry(params, state, opt_state, None if resume is None else resume.loss_sum)
   order = _epoch_order(order_key, 0, n, steps * config.batch_size)
   pack = None
-  if config.pack_lists and getattr(compiled, "packs_lists", False) and isinstance(train.inputs, ListBatch):
-    lengths = np.asarray(jax.device_get(train.inputs.mask)).astype(bool).sum(1)
+  lengths = None
+  if config.pack_lists and getattr(compiled, "packs_lists", False):
+    lengths = real_elements(train.inputs)
+  if lengths is not None:
     # Over the whole run, also when resuming: a paused and resumed run compiles the very step an
     # uninterrupted one does, so it gives the same numbers bit for bit.
     orders = (_epoch_order(order_key, e, n, steps * config.batch_size) for e in range(config.epochs))
-    pack = pack_capacity(lengths, orders, config.batch_size, train.inputs.mask.shape[1])
+    pack = pack_capacity(lengths, orders, config.batch_size, images_per_example(train.inputs))
   step_args = (carry, frozen, table, train.inputs, train.targets, order, step_ids[0], dropout_key)
   train_exe, compile_seconds = _executable(
       "train_step", (compiled.key, objective, config.learning_rate, config.batch_size, pack),
       lambda: _make_train_step(apply, objective, tx, config.batch_size, pack), (0,), step_args)
-  val_eval = _Evaluator(compiled, objective, config, frozen, table, data.val, variables)
+  # Validation and test splits of the same shapes share one capacity, hence one executable.
+  plans = _shared_eval_plans(compiled, config, [data.val] + ([data.test] if data.test is not None else []))
+  val_eval = _Evaluator(compiled, objective, config, frozen, table, data.val, variables, plans[0])
   compile_seconds += val_eval.compile_seconds
 
   if resume is None:
@@ -692,7 +773,7 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   test_score = None
   if best_vars is not None and data.test is not None and paused is None:
     t0 = time.perf_counter()
-    test_eval = _Evaluator(compiled, objective, config, frozen, table, data.test, best_vars)
+    test_eval = _Evaluator(compiled, objective, config, frozen, table, data.test, best_vars, plans[1])
     compile_seconds += test_eval.compile_seconds
     test_score, _ = test_eval(best_vars)
     eval_seconds += time.perf_counter() - t0 - test_eval.compile_seconds

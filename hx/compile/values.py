@@ -34,7 +34,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = ["ListBatch", "GraphBatch", "EdgeGraphBatch", "GraphLayouts", "SharedGraphs", "Split", "gather",
-           "take", "rows", "num_examples", "images_per_example", "index_dtype", "ELEMENT_BATCHES",
+           "take", "rows", "num_examples", "images_per_example", "real_elements", "index_dtype",
+           "ELEMENT_BATCHES",
            "edges_from_table", "table_from_edges", "check_graphs", "pack_graphs", "size_bucket"]
 
 
@@ -203,6 +204,18 @@ def images_per_example(inputs: Any) -> int:
   if isinstance(inputs, (*ELEMENT_BATCHES, SharedGraphs)):
     return int(inputs.values.shape[1])
   return 1
+
+
+def real_elements(inputs: Any) -> np.ndarray | None:
+  """(n,) int64: the real list elements or graph nodes of each example of a split's inputs (a ListBatch,
+  GraphBatch, EdgeGraphBatch or SharedGraphs; NumPy or device arrays, read on the host), the rows a
+  packed map pushes through its function; None for tensor inputs (nothing is padded)."""
+  if isinstance(inputs, SharedGraphs):
+    per_layout = np.asarray(inputs.layouts.mask).astype(bool).sum(axis=1)
+    return per_layout[np.asarray(inputs.layout).astype(np.int64)]
+  if isinstance(inputs, ELEMENT_BATCHES):
+    return np.asarray(inputs.mask).astype(bool).sum(axis=1)
+  return None
 
 
 def gather(table: Any, inputs: Any) -> Any:

@@ -1,15 +1,23 @@
 """Packed lists: maps over a batch's list run on its real elements only (`apply(pack=...)`, Tune's
-`pack_lists`), with the values, batch statistics, gradients, losses and scores of the padded path."""
+`pack_lists`), with the values, batch statistics, gradients, losses and scores of the padded path, in
+training and in evaluation. (Graphs: test_packing_graphs.py.)"""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, tune
+from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, evaluate, tune
 from hx.compile.losses import Objective
-from hx.compile.tuning import pack_capacity
-from hx.compile.values import ListBatch, Split
+from hx.compile.tuning import (
+  _eval_chunks,
+  _eval_plan,
+  _Evaluator,
+  _shared_eval_plans,
+  eval_pack_capacity,
+  pack_capacity,
+)
+from hx.compile.values import ListBatch, Split, gather, real_elements, rows, take
 from hx.data import Sources, TaskSizes, build_task, task_spec
 from hx.lang import parse
 from hx.lang.types import parse_type as T
@@ -30,6 +38,11 @@ def test_pack_capacity_is_the_fullest_batch_rounded_up_to_a_sixteenth():
   assert pack_capacity(lengths, [np.arange(8)], 4, 8) == 14
   assert pack_capacity(np.array([1, 1, 1, 1]), [np.arange(4)], 4, 8) == 4
   assert pack_capacity(np.full(4, 8), [np.arange(4)], 4, 8) is None  # no padding: nothing to pack
+
+  def orders():
+    yield np.array([1, 4, 0, 2, 3, 5, 6, 7])  # a full batch (5 + 5): nothing to save
+    raise AssertionError("drew the next epoch's order")
+  assert pack_capacity(lengths, orders(), 2, 5) is None
 
 
 def _batch(lengths, pad=5, seed=0):
@@ -139,3 +152,105 @@ def test_a_packed_run_paused_and_resumed_equals_the_straight_run_bit_for_bit(mon
   assert seen == [3, 3, 3]  # every epoch's batches, in each of the three calls
   for got, want in zip(jax.tree.leaves(rest.variables), jax.tree.leaves(straight.variables)):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_eval_pack_capacity_is_the_fullest_chunk_rounded_up_and_counts_chunk_padding():
+  lengths = np.array([8, 6, 7, 6, 6, 8, 7])
+  # 7 examples in chunks of at most 3: 3 chunks of 3, the last [6, 7, -1]; its padding slot runs example 0
+  # (8 elements) through the network, so it holds 8 + 7 + 8 = 23; the fullest is 8 + 6 + 7 = 21 or 23.
+  chunks = _eval_chunks(7, 3)
+  assert chunks.tolist() == [[0, 1, 2], [3, 4, 5], [6, -1, -1]]
+  # Chunks of 3 lists padded to 8: 24 slots, quantum 2; the fullest (7 + 8 + 8 = 23) rounds up to 24.
+  assert eval_pack_capacity(lengths, chunks, 8) is None
+  assert eval_pack_capacity(lengths, _eval_chunks(6, 3), 8) == 22  # 8 + 6 + 7 = 21 -> 22
+  assert eval_pack_capacity(lengths, _eval_chunks(6, 3), 16) == 21  # 48 slots, quantum 3: 21
+  assert eval_pack_capacity(np.array([1, 1]), np.array([[0, 1]]), 8) == 2  # at least one quantum
+  assert eval_pack_capacity(np.zeros(0, int), _eval_chunks(0, 3), 8) is None
+  with pytest.raises(ValueError, match="num_chunks, chunk"):
+    eval_pack_capacity(lengths, np.arange(3), 8)
+
+
+def _list_split(lengths, pad=8):
+  lengths = np.asarray(lengths)
+  mask = np.arange(pad)[None, :] < lengths[:, None]
+  return Split(ListBatch(np.zeros(mask.shape, np.int32), mask), np.zeros((len(lengths), 1), np.float32))
+
+
+def test_validation_and_test_splits_shaped_alike_share_the_larger_capacity():
+  """One executable for both, as before packing: the capacity is the larger of the two (none if either
+  has none); a split of other shapes keeps its own."""
+  compiled = compile_program(PROGRAM, TYPES, SMALL)
+  config = TuneConfig()
+  val, test = _list_split([6, 7, 6, 6]), _list_split([8, 7, 6, 8])
+  alone = [_eval_plan(compiled, config, s).pack for s in (val, test)]
+  assert alone == [26, 30]  # 32 slots, quantum 2
+  shared = lambda *splits: [p.pack for p in _shared_eval_plans(compiled, config, list(splits))]
+  assert shared(val, test) == [30, 30]
+  assert shared(val, _list_split([8, 8, 8, 8])) == [None, None]
+  assert shared(val, _list_split([8, 7, 6])) == [26, 22]
+  assert _eval_plan(compiled, TuneConfig(pack_lists=False), val).pack is None
+
+
+def _perturbed(variables, seed):
+  """variables with running batch statistics moved off their initial values (means 0, variances 1), as
+  training leaves them, so that inference's normalisation is not the identity."""
+  leaves, treedef = jax.tree.flatten(variables["batch_stats"])
+  rng = np.random.default_rng(seed)
+  moved = [leaf + np.abs(rng.normal(0.0, 0.3, size=np.shape(leaf))).astype(np.float32) for leaf in leaves]
+  return {"params": variables["params"], "batch_stats": jax.tree.unflatten(treedef, moved)}
+
+
+def test_packed_evaluation_equals_the_padded_one_on_count_digit():
+  """count_digit's validation lists from hx.data (6-8 digits padded to 8), in chunks with padding slots:
+  the packed evaluation (on by default) gives the padded outputs, loss and score; its CNN sees the
+  fullest chunk's real digits, not every slot."""
+  task = build_task(task_spec("count_digit(2)"), Sources(), TaskSizes(lists=(200, 60, 60)), 0)
+  compiled = compile_program(PROGRAM, TYPES, SMALL)
+  variables = _perturbed(compiled.init(jax.random.key(4)), 0)
+  n = 50
+  split = Split(rows(task.val.inputs, slice(0, n)), task.val.targets[:n])
+  lengths = real_elements(split.inputs)
+  assert set(lengths.tolist()) == {6, 7, 8}
+  config = TuneConfig(eval_images=16 * 8)  # chunks of at most 16 lists: 4 chunks of 13, 2 padding slots
+  padded, packed = (TuneConfig(eval_images=config.eval_images, pack_lists=p) for p in (False, True))
+  table, objective = jnp.asarray(task.table), task.objective
+  evaluator = _Evaluator(compiled, objective, packed, (), table, jax.device_put(split), variables)
+  capacity = eval_pack_capacity(lengths, _eval_chunks(n, 16), 8)
+  assert evaluator.pack == capacity and capacity < 13 * 8
+  assert _Evaluator(compiled, objective, padded, (), table, jax.device_put(split), variables).pack is None
+  score0, loss0 = evaluate(compiled, variables, (), split, objective, table=table, config=padded)
+  score1, loss1 = evaluate(compiled, variables, (), split, objective, table=table, config=packed)
+  assert score1 == pytest.approx(score0, rel=1e-5) and loss1 == pytest.approx(loss0, rel=1e-5)
+  assert np.isfinite(score0) and score0 > 0
+
+  # The outputs, example by example, of one packed call over the whole split.
+  x = gather(table, take(split.inputs, np.arange(n)))
+  whole = eval_pack_capacity(lengths, np.arange(n)[None], 8)
+  run = jax.jit(lambda pack: compiled.apply(variables, (), x, train=False, pack=pack), static_argnums=0)
+  np.testing.assert_allclose(run(whole), run(None), rtol=1e-5, atol=1e-6)
+  jaxpr = str(jax.make_jaxpr(lambda v: compiled.apply(v, (), x, train=False, pack=whole))(variables))
+  assert f"f32[{whole},24,24,4]" in jaxpr and f"f32[{n * 8},24,24,4]" not in jaxpr
+
+
+@pytest.mark.parametrize("fuse", [False, True])
+def test_packed_evaluation_fused_or_not_equals_the_padded_one(fuse):
+  """The chunks of a split in one call (`lax.map`, accelerators' default) or one call each (CPU's): the
+  same capacity for every chunk, the padded evaluation's score and loss (lists of 1-6 real scalars
+  padded to 8; an MLP with running batch statistics, then an LSTM)."""
+  program = parse("compose(nn_a, map_l(nn_b))")
+  types = {"nn_b": T("Tensor<real>[2] -> Tensor<real>[3]"),
+           "nn_a": T("List<Tensor<real>[3]> -> Tensor<real>[1]")}
+  compiled = compile_program(program, types, SMALL)
+  variables = _perturbed(compiled.init(jax.random.key(5)), 2)
+  rng = np.random.default_rng(1)
+  lengths = rng.integers(1, 7, size=45)
+  mask = np.arange(8)[None, :] < lengths[:, None]
+  values = rng.normal(size=(45, 8, 2)).astype(np.float32)
+  split = Split(ListBatch(values, mask), (values[..., 0] * mask).sum(1, keepdims=True).astype(np.float32))
+  objective = Objective("mse", "rmse")
+  configs = [TuneConfig(eval_images=8 * 10, fuse_eval=fuse, pack_lists=p) for p in (False, True)]
+  plan = _eval_plan(compiled, configs[1], split)
+  assert plan.chunks.shape == (5, 9) and plan.pack is not None and plan.pack < 9 * 8
+  (score0, loss0), (score1, loss1) = (evaluate(compiled, variables, (), split, objective, config=c)
+                                      for c in configs)
+  assert score1 == pytest.approx(score0, rel=1e-5) and loss1 == pytest.approx(loss0, rel=1e-5)
