@@ -291,6 +291,9 @@ class _Ctx:
     # (the input, or a value mapped or convolved from it) runs on at most `capacity` real elements or
     # nodes; no other value is packed (a value inside a loop carries a new tracer, so it is not either).
     self.pack = pack
+    # Set while repeat's body is traced: module calls there recompute their graph kernels' activations in
+    # the backward pass (`hx.compile.modules.apply_module`'s `recompute`).
+    self.recompute = False
 
 
 def _fold_keys(keys: jax.Array | None, n: Any) -> jax.Array | None:
@@ -366,7 +369,7 @@ class _Lowering:
         train, params, stats = False, ctx.frozen[slot]["params"], ctx.frozen[slot]["batch_stats"]
       k = _fold_keys(keys, site) if train else None
       y, new = apply_module(spec, params, stats, inputs, mask=mask, keys=k, train=train,
-                            logits=terminal and ctx.logits)
+                            logits=terminal and ctx.logits, recompute=ctx.recompute)
       if fresh and train:
         ctx.stats = ctx.stats[:slot] + (new,) + ctx.stats[slot + 1:]
       return y
@@ -541,7 +544,9 @@ class _Lowering:
         v = fn(ctx, v, mask, _fold_keys(keys, i))
         return (v, ctx.stats if train else ()), None
 
+      outer, ctx.recompute = ctx.recompute, True
       (v, stats), _ = lax.scan(body, (_as_float(x), ctx.stats if train else ()), jnp.arange(k))
+      ctx.recompute = outer
       if train:
         ctx.stats = stats
       return v

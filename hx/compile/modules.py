@@ -543,16 +543,18 @@ def _segment_aggregate(m: jax.Array, segments: jax.Array, valid: jax.Array, coun
   return jnp.where(count > 0, r, 0.0)
 
 
-# The graph kernel is rematerialised (`jax.checkpoint`): its backward pass recomputes the pair network
-# from the kernel's inputs instead of keeping its residuals. Those are per pair (the pair network's
-# input, hidden activations and ReLU masks, the messages, ~300 bytes a pair) against a node state of a
-# few floats, so under repeat(10, conv_g(k)) on 150 4x4 grids they came to ~45 MB of stacked scan
-# buffers per training step, and filling fresh buffers of that size (page faults, copies) cost more on
-# XLA:CPU than computing the pair network again: the step measured 1.4-1.7x faster rematerialised
-# (benchmarks/graph_conv.py, kernel step). Values and gradients are unchanged.
+# Inside a loop (`recompute=True`, what the lowering passes in repeat's body) the graph kernel is
+# rematerialised (`jax.checkpoint`): its backward pass recomputes the pair network from the kernel's inputs
+# instead of keeping its residuals. Those are per pair (the pair network's input, hidden activations and
+# ReLU masks, the messages, ~300 bytes a pair) against a node state of a few floats, so under
+# repeat(10, conv_g(k)) on 150 4x4 grids they came to ~45 MB of stacked scan buffers per training step,
+# and filling fresh buffers of that size (page faults, copies) cost more on XLA:CPU than computing the pair
+# network again: the step measured 1.4-1.7x faster rematerialised (benchmarks/graph_conv.py, kernel step).
+# A single call keeps its residuals (rematerialised it measured ~15% slower), and so does fix's body,
+# whose backward pass already recomputes one application at a time (hx.compile.fixpoint). Values and
+# gradients are the same either way.
 
 
-@functools.partial(jax.checkpoint, static_argnums=(0,))
 def _graph_kernel_lists(spec: ModuleSpec, params: dict, values: jax.Array, valid: jax.Array) -> jax.Array:
   """The graph kernel on R lists values (R, K, *elem) with mask (R, K), element 0 the node itself:
   (R, prod(output)) pre-activation; reductions over the K axis."""
@@ -568,7 +570,6 @@ def _graph_kernel_lists(spec: ModuleSpec, params: dict, values: jax.Array, valid
   return own + y if _residual(spec) else y
 
 
-@functools.partial(jax.checkpoint, static_argnums=(0,))
 def _graph_kernel_edges(spec: ModuleSpec, params: dict, nb: Neighbourhoods, mask: jax.Array) -> jax.Array:
   """The graph kernel on neighbour lists given by edges (`Neighbourhoods`): (M, *output) pre-activation."""
   r = nb.nodes.shape[0]
@@ -586,8 +587,12 @@ def _graph_kernel_edges(spec: ModuleSpec, params: dict, nb: Neighbourhoods, mask
   return x + y if _residual(spec) else y
 
 
+
+_RECOMPUTED = {f: jax.checkpoint(f, static_argnums=(0,)) for f in (_graph_kernel_lists, _graph_kernel_edges)}
+
 def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
-                 keys: jax.Array | None, train: bool, logits: bool = False) -> tuple[jax.Array, dict]:
+                 keys: jax.Array | None, train: bool, logits: bool = False,
+                 recompute: bool = False) -> tuple[jax.Array, dict]:
   """Runs the module on R rows.
 
   Args:
@@ -600,6 +605,8 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     train: batch statistics (and, with keys, dropout) if True; running statistics if False.
     logits: skip the output activation (sigmoid / softmax): y is then the pre-activation, for losses
       computed from logits (`hx.compile.losses`, exact gradients for confident mistakes).
+    recompute: the call runs inside a loop (repeat's body): a graph kernel then recomputes its pair
+      network in the backward pass instead of keeping it (the same values and gradients; faster there).
 
   Returns:
     (y, new_stats): y of shape (R, *output shape); new_stats equal to stats unless training with BN.
@@ -653,11 +660,12 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     return activate(y, activation), stats
   if t == "graph_kernel":
     (lb,) = inputs
+    kernel = (lambda f: _RECOMPUTED[f]) if recompute else (lambda f: f)
     if isinstance(lb, Neighbourhoods):
-      y = _graph_kernel_edges(spec, params, lb, mask)
+      y = kernel(_graph_kernel_edges)(spec, params, lb, mask)
       return activate(y.reshape((lb.nodes.shape[0],) + out_shape), activation), stats
     r = lb.values.shape[0]
-    y = _graph_kernel_lists(spec, params, lb.values, lb.mask)
+    y = kernel(_graph_kernel_lists)(spec, params, lb.values, lb.mask)
     return activate(y.reshape((r,) + out_shape), activation), stats
   raise ValueError(f"unknown template {t!r}")
 

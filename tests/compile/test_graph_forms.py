@@ -10,7 +10,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hx.compile import modules
 from hx.compile.modules import ModuleConfig, Neighbourhoods, apply_module, init_module, module_spec
 from hx.compile.reference import RefGraph, reference_apply, to_batch, unbatch
 from hx.compile.values import (
@@ -152,7 +151,7 @@ def test_the_graph_kernel_is_one_function_on_lists_and_on_edges_ties_included():
   receivers = np.repeat(np.arange(r), k - 1)
   edge_mask = mask[:, 1:].reshape(-1)
 
-  def edges(params, values):
+  def edges(params, values, recompute):
     nodes = jnp.concatenate([values[:, 0], values[:, 1:].reshape(-1, 3)])
     nb = Neighbourhoods(nodes, jnp.asarray(senders), jnp.asarray(receivers), jnp.asarray(edge_mask))
     node_mask = jnp.concatenate([jnp.asarray(row_mask), jnp.zeros(r * (k - 1), bool)])
@@ -169,10 +168,10 @@ def test_the_graph_kernel_is_one_function_on_lists_and_on_edges_ties_included():
   assert float(jnp.abs(g0[1][1]).max()) > 0  # the tied row's entries get gradient
 
 
-def test_the_rematerialised_graph_kernel_equals_the_plain_one(monkeypatch):
-  """The graph kernel recomputes its pair network in the backward pass (`jax.checkpoint`): outputs and
-  gradients equal those of the plain computation, on both forms, with tied entries, a padding edge, a
-  padded row and an empty list."""
+def test_the_rematerialised_graph_kernel_equals_the_plain_one():
+  """Inside a loop the graph kernel recomputes its pair network in the backward pass (`jax.checkpoint`):
+  outputs and gradients equal those of the plain computation, on both forms, with tied entries, a padding
+  edge, a padded row and an empty list."""
   spec = module_spec(parse_type(f"List<{R3}> -> {R2}"), ALL_AGGREGATIONS, role="kernel")
   params, _ = init_module(spec, jax.random.key(1))
   rng = np.random.default_rng(7)
@@ -185,29 +184,46 @@ def test_the_rematerialised_graph_kernel_equals_the_plain_one(monkeypatch):
   senders = np.arange(r * (k - 1)) + r
   receivers = np.repeat(np.arange(r), k - 1)
 
-  def lists(params, values):
+  def lists(params, values, recompute):
     y, _ = apply_module(spec, params, {}, (ListBatch(values, jnp.asarray(mask & row_mask[:, None])),),
-                        mask=jnp.asarray(row_mask), keys=None, train=True)
+                        mask=jnp.asarray(row_mask), keys=None, train=True, recompute=recompute)
     return jnp.sum(jnp.sin(y * weights))
 
-  def edges(params, values):
+  def edges(params, values, recompute):
     nodes = jnp.concatenate([values[:, 0], values[:, 1:].reshape(-1, 3)])
     edge_mask = jnp.asarray(mask[:, 1:].reshape(-1))
     nb = Neighbourhoods(nodes, jnp.asarray(senders), jnp.asarray(receivers), edge_mask)
     node_mask = jnp.concatenate([jnp.asarray(row_mask), jnp.zeros(r * (k - 1), bool)])
-    y, _ = apply_module(spec, params, {}, (nb,), mask=node_mask, keys=None, train=True)
+    y, _ = apply_module(spec, params, {}, (nb,), mask=node_mask, keys=None, train=True, recompute=recompute)
     return jnp.sum(jnp.sin(y[:r] * weights))
 
-  def run():
-    return [jax.jit(jax.value_and_grad(f, (0, 1)))(params, values) for f in (lists, edges)]
+  def run(recompute):
+    return [jax.jit(jax.value_and_grad(f, (0, 1)), static_argnums=2)(params, values, recompute)
+            for f in (lists, edges)]
 
-  remat = run()
-  monkeypatch.setattr(modules, "_graph_kernel_lists", modules._graph_kernel_lists.__wrapped__)
-  monkeypatch.setattr(modules, "_graph_kernel_edges", modules._graph_kernel_edges.__wrapped__)
-  plain = run()
+  remat, plain = run(True), run(False)
+  # The recomputed kernel really is a checkpoint (its jaxpr holds one); the plain one is not.
+  for f in (lists, edges):
+    for recompute in (False, True):
+      jaxpr = str(jax.make_jaxpr(lambda p, f=f, recompute=recompute: f(p, values, recompute))(params))
+      assert ("checkpoint" in jaxpr or "remat" in jaxpr) == recompute
   for a, b in zip(remat, plain):
     jax.tree.map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6), a, b)
   assert float(jnp.abs(remat[1][1][1][1]).max()) > 0  # the tied row's entries get gradient
+
+
+@pytest.mark.parametrize("program, recomputed", [
+  (P.Repeat(3, P.Conv("g", F("nn_k"))), True), (P.Conv("g", F("nn_k")), False),
+  (P.Fix(P.Conv("g", F("nn_k"))), False),
+])
+def test_only_a_kernel_inside_repeat_is_rematerialised(program, recomputed):
+  """repeat's body keeps no per-pair activations (they are recomputed); a single conv_g keeps them, and
+  so does fix's body (its backward pass recomputes one application at a time already)."""
+  cp, variables, frozen = build(program, {"nn_k": f"List<{R2}> -> {R2}"}, config=ALL_AGGREGATIONS)
+  x = to_batch([rand_graph(np.random.default_rng(0), (2,), 3, 5)])
+  loss = lambda v: jnp.sum(cp.apply(v, frozen, x, train=True, rng=jax.random.key(0))[0].values)
+  jaxpr = str(jax.make_jaxpr(jax.grad(loss))(variables))
+  assert ("checkpoint" in jaxpr or "remat" in jaxpr) == recomputed
 
 
 def test_edge_lists_agree_with_the_reference_interpreter():
