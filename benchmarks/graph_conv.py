@@ -43,6 +43,7 @@ import numpy as np
 import optax
 from jax import lax
 
+from hx.compile import modules
 from hx.compile.fixpoint import fixed_point
 from hx.compile.lower import compile_program
 from hx.compile.modules import ModuleConfig, Neighbourhoods, apply_module
@@ -172,6 +173,10 @@ def main() -> None:
   parser.add_argument("--batch", type=int, default=150)
   parser.add_argument("--repeats", type=int, default=10)
   parser.add_argument("--skip_gs", action="store_true", help="skip the full GS program (its CNN dominates)")
+  parser.add_argument("--recompute_ab", action="store_true",
+                      help="also time the kernel step with its graph kernel rematerialised inside repeat "
+                           "(the default) against keeping its activations, interleaved over --rounds")
+  parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--json", type=str, default=None)
   args = parser.parse_args()
   rng = np.random.default_rng(0)
@@ -194,6 +199,26 @@ def main() -> None:
     for form, cp, value in (("dense", dense, x), ("table", kernel, x), ("edges", kernel, as_edges(x))):
       results[f"kernel/{name}/{form}"] = time_step(cp, variables, value, targets, None, args.repeats)
       print(f"kernel {name:6s} {form:6s} {results[f'kernel/{name}/{form}']}", flush=True)
+
+  if args.recompute_ab:
+    # The same step with the kernel's activations kept (modules._RECOMPUTED mapped to the plain kernels;
+    # each time_step call traces anew, so the mapping in force at its trace is the one it times).
+    recomputed = dict(modules._RECOMPUTED)
+    for name, table in graphs.items():
+      x, targets = states(rng, table)
+      for form, value in (("table", x), ("edges", as_edges(x))):
+        runs = {"kept": [], "recomputed": []}
+        for _ in range(args.rounds):
+          for variant in runs:  # interleaved, so that a change of load hits both alike
+            plain = variant == "kept"
+            modules._RECOMPUTED.update({f: (f if plain else g) for f, g in recomputed.items()})
+            step = time_step(kernel, variables, value, targets, None, args.repeats)
+            runs[variant].append(step["median_ms"])
+        modules._RECOMPUTED.update(recomputed)
+        kept, rec = statistics.median(runs["kept"]), statistics.median(runs["recomputed"])
+        results[f"recompute/{name}/{form}"] = {"kept_ms": runs["kept"], "recomputed_ms": runs["recomputed"]}
+        print(f"recompute {name:6s} {form:6s} kept {kept:.1f} ms, recomputed {rec:.1f} ms: "
+              f"kept / recomputed {kept / rec:.2f} (rounds {runs})", flush=True)
 
   # fix against repeat(10), on edge lists and tables, from the hand-set relaxation and from random weights.
   fix = compile_program(parse("fix(conv_g(nn_k))"), {"nn_k": kernel_type}, config)
