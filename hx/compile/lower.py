@@ -59,8 +59,8 @@ Combinators:
   fix(e)          e applied until no real element changed by more than `ModuleConfig.fix.tolerance`, or
                   `ModuleConfig.fix.max_iterations` times: one `lax.while_loop`
                   (`hx.compile.fixpoint`), for the whole batch (it stops when every row has converged;
-                  a converged row's value stays put). In training with `ModuleConfig.fix.train_horizon`
-                  set, the cap is drawn per call from the horizon with the call's rng instead. Its
+                  a converged row's value stays put). In training the cap is drawn per call from
+                  `ModuleConfig.fix.train_horizon` (by default 16 to max_iterations) with the call's rng. Its
                   gradient (`ModuleConfig.fix.gradient`) is backpropagation through the last `window`
                   iterations, recomputed from the iterates the loop kept (exact for loops that short,
                   truncated beyond), or implicit, at the fixed point; `hx.compile.fixpoint` has both
@@ -578,7 +578,7 @@ class _Lowering:
       weights = real.reshape(real.shape + (1,) * (values.ndim - real.ndim))
       cap = None
       if train and config.train_horizon is not None:
-        lo, hi = config.train_horizon
+        lo, hi = config.horizon()
         # A fix inside a loop body (repeat, a fold) draws the same n each time: one horizon per call.
         cap = jax.random.randint(jax.random.fold_in(ctx.rng, _FIX_STREAM), (), lo, hi + 1)
       # The batch statistics are state, not parameters: updated per iteration in training, read (running

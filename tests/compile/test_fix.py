@@ -323,8 +323,8 @@ def test_a_fix_body_is_never_a_terminal_call():
   (dict(max_iterations=0), "max_iterations"), (dict(max_iterations=2.5), "max_iterations"),
   (dict(gradient="exact"), "gradient must be one of"), (dict(window=0), "window"),
   (dict(train_horizon=(0, 5)), "train_horizon"), (dict(train_horizon=(6, 5)), "train_horizon"),
-  (dict(train_horizon=(5, 101)), "train_horizon"), (dict(train_horizon=[2, 5]), "train_horizon"),
-  (dict(train_horizon=(2.0, 5)), "train_horizon"),
+  (dict(train_horizon=(None, 5)), "train_horizon"), (dict(train_horizon=[2, 5]), "train_horizon"),
+  (dict(train_horizon=(2.0, 5)), "train_horizon"), (dict(train_horizon=(3,)), "train_horizon"),
 ])
 def test_fix_configuration_is_validated(kwargs, message):
   with pytest.raises(ValueError, match=message):
@@ -360,7 +360,17 @@ def test_the_training_horizon_caps_training_loops_at_a_drawn_count_and_inference
   assert set(drawn) <= set(range(3, 9)) and len(set(drawn)) >= 3, drawn
   np.testing.assert_array_equal(_relaxations(x, fix, config, False)()[..., 1], want)
   # Without a horizon, training runs to convergence too.
-  np.testing.assert_array_equal(_relaxations(x, fix, RELAX_CONFIG, True)(jax.random.key(0))[..., 1], want)
+  unbounded = dataclasses.replace(RELAX_CONFIG, fix=FixConfig(train_horizon=None))
+  np.testing.assert_array_equal(_relaxations(x, fix, unbounded, True)(jax.random.key(0))[..., 1], want)
+
+
+def test_the_default_training_horizon_reaches_the_inference_cap():
+  assert FixConfig().train_horizon == (16, None) and FixConfig().window == FixConfig().max_iterations
+  assert FixConfig().horizon() == (16, 100)
+  assert FixConfig(max_iterations=50).horizon() == (16, 50)
+  assert FixConfig(max_iterations=7).horizon() == (7, 7)  # a cap below the horizon is the cap
+  assert FixConfig(train_horizon=(3, 8), max_iterations=5).horizon() == (3, 5)
+  assert FixConfig(train_horizon=None).horizon() is None
 
 
 @pytest.mark.slow

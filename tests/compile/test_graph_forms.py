@@ -151,7 +151,7 @@ def test_the_graph_kernel_is_one_function_on_lists_and_on_edges_ties_included():
   receivers = np.repeat(np.arange(r), k - 1)
   edge_mask = mask[:, 1:].reshape(-1)
 
-  def edges(params, values, recompute):
+  def edges(params, values):
     nodes = jnp.concatenate([values[:, 0], values[:, 1:].reshape(-1, 3)])
     nb = Neighbourhoods(nodes, jnp.asarray(senders), jnp.asarray(receivers), jnp.asarray(edge_mask))
     node_mask = jnp.concatenate([jnp.asarray(row_mask), jnp.zeros(r * (k - 1), bool)])
