@@ -12,6 +12,12 @@ grids under each program, validated on 4x4 grids, and scored on 4x4, 8x8 and 12x
 programs: RMSE of the distance in cost units (unscaled) over real nodes, and the share of nodes whose
 distance is right to within 0.5. "predict the mean" is the RMSE of the test distances' own mean.
 
+Training under fix uses FixConfig's training horizon (`--train_horizon`, `--no_train_horizon`; by default
+each step's loop is capped at a count drawn from 16 up to the cap). `--train_cost_scale S` multiplies each
+training and validation grid's costs by its own factor from [1, S], so that 3x3 and 4x4 grids also hold
+least costs as large as a 12x12 grid's (test grids keep costs 1..9): it separates the question fix
+answers (how many relaxations a grid needs) from a kernel's extrapolation to distances it never saw.
+
 Prints a Markdown table and, with --json, writes every figure.
 """
 
@@ -97,7 +103,10 @@ def main() -> None:
   parser.add_argument("--tolerance", type=float, default=FixConfig().tolerance,
                       help="fix's tolerance (on the scaled values)")
   parser.add_argument("--train_horizon", type=int, nargs=2, default=None, metavar=("LO", "HI"),
-                      help="fix's training horizon (FixConfig.train_horizon): each step's cap from LO..HI")
+                      help="fix's training horizon (FixConfig.train_horizon: each step's cap from LO..HI); "
+                           "default: FixConfig's")
+  parser.add_argument("--no_train_horizon", action="store_true",
+                      help="train fix to its cap every step (FixConfig.train_horizon=None)")
   parser.add_argument("--gradient", choices=("implicit", "unrolled"), default=FixConfig().gradient)
   parser.add_argument("--window", type=int, default=FixConfig().window,
                       help="fix's backpropagation window (unrolled)")
@@ -114,7 +123,8 @@ def main() -> None:
                         graph_aggregations=tuple(args.aggregations), fix=fix)
   types = {"nn_k": FunctionType(ListType(STATE), STATE)}
   compiled = {name: compile_program(parse(text), types, config) for name, text in PROGRAMS.items()}
-  horizon = None if args.train_horizon is None else tuple(args.train_horizon)
+  horizon = FixConfig().train_horizon if args.train_horizon is None else tuple(args.train_horizon)
+  horizon = None if args.no_train_horizon else horizon
   train_fix = dataclasses.replace(fix, max_iterations=args.train_max_iterations or args.max_iterations,
                                   train_horizon=horizon)
   training = {"conv_g^10": compiled["conv_g^10"],
