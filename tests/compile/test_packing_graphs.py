@@ -55,7 +55,11 @@ def _batch(task, form):
   return gather(jnp.asarray(task.table), take(task.train.inputs, np.asarray(idx)))
 
 
-@pytest.mark.parametrize("form", FORMS)
+# The random-graph (edge-list) cases of the two equality tests are slow: their grid cases stay fast.
+FORMS_RANDOM_SLOW = [pytest.param(f, marks=pytest.mark.slow) if f == "random" else f for f in FORMS]
+
+
+@pytest.mark.parametrize("form", FORMS_RANDOM_SLOW)
 def test_apply_with_pack_equals_the_padded_path_in_training(form):
   """Outputs on real nodes, the loss, every gradient and the batch statistics of the MLP after the CNN
   (training mode: dropout keys per node, statistics over real nodes only) are those of the padded path."""
@@ -117,7 +121,7 @@ def test_the_node_function_sees_capacity_rows_not_every_node_slot(form):
     assert f"f32[{slots},128]" in padded
 
 
-@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("form", FORMS_RANDOM_SLOW)
 def test_packed_evaluation_equals_the_padded_one_on_graphs(form):
   """A validation split of mixed graph sizes in chunks with padding slots: the packed evaluation (on by
   default) gives the padded one's outputs on real nodes, loss and score."""
@@ -181,6 +185,7 @@ def test_tune_packs_graphs_with_the_losses_and_scores_of_the_padded_path(form, m
   assert packed.test_score == pytest.approx(padded.test_score, rel=1e-4)
 
 
+@pytest.mark.slow  # tests/compile/test_packing.py's packed list run checks the same resume path, fast
 def test_a_packed_graph_run_paused_and_resumed_equals_the_straight_run_bit_for_bit(monkeypatch):
   """3x3 and 4x4 grid layouts from hx.data padded to 16 nodes, with synthetic node values (Tune's
   mechanics, not a task): the resumed call sizes its step by the whole run's batches, as the straight run
