@@ -577,9 +577,10 @@ class _Lowering:
         real = mask
       weights = real.reshape(real.shape + (1,) * (values.ndim - real.ndim))
       cap = None
-      if train and config.train_horizon is not None:
+      # A fix inside another fix's body has no key (the body may not close over traced values): it trains
+      # to its cap. A fix inside repeat's body or a fold draws the same n each time: one horizon per call.
+      if train and config.train_horizon is not None and ctx.rng is not None:
         lo, hi = config.horizon()
-        # A fix inside a loop body (repeat, a fold) draws the same n each time: one horizon per call.
         cap = jax.random.randint(jax.random.fold_in(ctx.rng, _FIX_STREAM), (), lo, hi + 1)
       # The batch statistics are state, not parameters: updated per iteration in training, read (running
       # statistics) in inference; never differentiated.

@@ -364,6 +364,18 @@ def test_the_training_horizon_caps_training_loops_at_a_drawn_count_and_inference
   np.testing.assert_array_equal(_relaxations(x, fix, unbounded, True)(jax.random.key(0))[..., 1], want)
 
 
+def test_a_fix_inside_a_fix_trains():
+  """The inner loop runs in the outer one's body, which may not close over the call's key: it trains to
+  its cap instead of a drawn horizon, with finite values and gradients."""
+  config = dataclasses.replace(CFG, mlp_dropout=0.0, fix=FixConfig(max_iterations=5))
+  cp, variables, frozen = build(P.Fix(P.Fix(F("nn_m"))), {"nn_m": f"{R2} -> {R2}"}, config=config)
+  x = np.random.default_rng(2).normal(size=(3, 2)).astype(np.float32)
+  key = jax.random.key(0)
+  loss = lambda p: jnp.sum(cp.apply({**variables, "params": p}, frozen, x, train=True, rng=key)[0])
+  value, grads = jax.value_and_grad(loss)(variables["params"])
+  assert np.isfinite(value) and all(np.all(np.isfinite(g)) for g in jax.tree.leaves(grads))
+
+
 def test_the_default_training_horizon_reaches_the_inference_cap():
   assert FixConfig().train_horizon == (16, None) and FixConfig().window == FixConfig().max_iterations
   assert FixConfig().horizon() == (16, 100)
