@@ -254,7 +254,7 @@ def fixed_point(f: Callable, theta: Any, x0: Any, aux: Any, state: Any, weights:
     weights: pytree with x's structure of bool arrays, each broadcastable to its leaf: the entries whose
       change counts for convergence (padding never keeps a loop running).
     config: tolerance and cap.
-    cap: an int32 scalar (may be traced) below `config.max_iterations`: this call's cap instead (how
+    cap: an int32 scalar (may be traced): this call's cap, at most `config.max_iterations` (how
       `FixConfig.train_horizon` is applied); None: `config.max_iterations`.
 
   Returns:

@@ -561,13 +561,9 @@ def _graph_kernel_lists(spec: ModuleSpec, params: dict, values: jax.Array, valid
   r, k = values.shape[:2]
   x = values.reshape(r, k, -1).astype(jnp.float32)
   own = x[:, 0]
-  pairs = jnp.concatenate([jnp.broadcast_to(own[:, None], x.shape), x], -1)
-  msg = apply_dense(params["pair_out"], jax.nn.relu(apply_dense(params["pair_hidden"], pairs)))
+  msg = _pair_messages(params, jnp.concatenate([jnp.broadcast_to(own[:, None], x.shape), x], -1))
   valid = valid.astype(bool)
-  agg = [_masked_aggregate(msg, valid, how) for how in spec["aggregations"]]
-  z = jnp.concatenate([own] + agg, -1)
-  y = apply_dense(params["node_out"], jax.nn.relu(apply_dense(params["node_hidden"], z)))
-  return own + y if _residual(spec) else y
+  return _node_output(spec, params, own, [_masked_aggregate(msg, valid, how) for how in spec["aggregations"]])
 
 
 def _graph_kernel_edges(spec: ModuleSpec, params: dict, nb: Neighbourhoods, mask: jax.Array) -> jax.Array:
@@ -577,18 +573,30 @@ def _graph_kernel_edges(spec: ModuleSpec, params: dict, nb: Neighbourhoods, mask
   senders, receivers = nb.senders.astype(jnp.int32), nb.receivers.astype(jnp.int32)
   # One pair per node (itself, itself), then one per edge (receiver, sender): the dense form's K entries.
   pairs = jnp.concatenate([jnp.concatenate([x, x], -1), jnp.concatenate([x[receivers], x[senders]], -1)], 0)
-  msg = apply_dense(params["pair_out"], jax.nn.relu(apply_dense(params["pair_hidden"], pairs)))
+  msg = _pair_messages(params, pairs)
   segments = jnp.concatenate([jnp.arange(r, dtype=jnp.int32), receivers])
   valid = jnp.concatenate([mask.astype(bool), nb.edge_mask.astype(bool)])
   count = jax.ops.segment_sum(valid.astype(jnp.float32), jnp.where(valid, segments, r), r + 1)[:r, None]
   agg = [_segment_aggregate(msg, segments, valid, count, r, how) for how in spec["aggregations"]]
-  z = jnp.concatenate([x] + agg, -1)
-  y = apply_dense(params["node_out"], jax.nn.relu(apply_dense(params["node_hidden"], z)))
+  return _node_output(spec, params, x, agg)
+
+
+def _pair_messages(params: dict, pairs: jax.Array) -> jax.Array:
+  """The graph kernel's pair network: (..., 2 * elem) (node, neighbour) pairs -> (..., message)."""
+  return apply_dense(params["pair_out"], jax.nn.relu(apply_dense(params["pair_hidden"], pairs)))
+
+
+def _node_output(spec: ModuleSpec, params: dict, x: jax.Array, agg: list) -> jax.Array:
+  """The graph kernel's node network on a node's value x (M, elem) and its aggregated messages (each
+  (M, message)): (M, prod(output)) pre-activation, plus x for a residual update."""
+  h = jax.nn.relu(apply_dense(params["node_hidden"], jnp.concatenate([x] + agg, -1)))
+  y = apply_dense(params["node_out"], h)
   return x + y if _residual(spec) else y
 
 
-
+# The kernels as called inside a loop (`recompute=True`): rematerialised, see above.
 _RECOMPUTED = {f: jax.checkpoint(f, static_argnums=(0,)) for f in (_graph_kernel_lists, _graph_kernel_edges)}
+
 
 def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
                  keys: jax.Array | None, train: bool, logits: bool = False,
@@ -660,12 +668,13 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     return activate(y, activation), stats
   if t == "graph_kernel":
     (lb,) = inputs
-    kernel = (lambda f: _RECOMPUTED[f]) if recompute else (lambda f: f)
     if isinstance(lb, Neighbourhoods):
-      y = kernel(_graph_kernel_edges)(spec, params, lb, mask)
+      kernel = _RECOMPUTED[_graph_kernel_edges] if recompute else _graph_kernel_edges
+      y = kernel(spec, params, lb, mask)
       return activate(y.reshape((lb.nodes.shape[0],) + out_shape), activation), stats
     r = lb.values.shape[0]
-    y = kernel(_graph_kernel_lists)(spec, params, lb.values, lb.mask)
+    kernel = _RECOMPUTED[_graph_kernel_lists] if recompute else _graph_kernel_lists
+    y = kernel(spec, params, lb.values, lb.mask)
     return activate(y.reshape((r,) + out_shape), activation), stats
   raise ValueError(f"unknown template {t!r}")
 
