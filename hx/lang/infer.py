@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Mapping
+from typing import Callable, Mapping
 
 from hx.lang import program as P
 from hx.lang.errors import HxTypeError
 from hx.lang.types import FunctionType, GraphType, ListType, TensorType, Type, TypeVar, type_variables
 
-__all__ = ["Typing", "infer"]
+__all__ = ["Typing", "infer", "unifies"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,9 +46,17 @@ class Typing:
 
 
 class _Clash(Exception):
-  def __init__(self, detail: str):
-    super().__init__(detail)
-    self.detail = detail
+  """Two types that do not unify; `detail` (printed types) is built only when an error reports it: a
+  search drops ill-typed programs by the hundred thousand, and printing their types cost more than
+  finding the clash."""
+
+  def __init__(self, explain: Callable[[], str]):
+    super().__init__()
+    self._explain = explain
+
+  @property
+  def detail(self) -> str:
+    return self._explain()
 
 
 class _Solver:
@@ -94,9 +102,9 @@ class _Solver:
       self.subst[v.name] = t
       return
     if self.occurs(v.name, t):
-      raise _Clash(f"{v} occurs in {self.resolve(t)} (an infinite type)")
+      raise _Clash(lambda: f"{v} occurs in {self.resolve(t)} (an infinite type)")
     if v.name in self.tensor_only and not isinstance(t, TensorType):
-      raise _Clash(f"{self.resolve(t)} is not a tensor type (lists and graphs hold tensors)")
+      raise _Clash(lambda: f"{self.resolve(t)} is not a tensor type (lists and graphs hold tensors)")
     self.subst[v.name] = t
 
   def unify(self, a: Type, b: Type) -> None:
@@ -108,9 +116,9 @@ class _Solver:
     if isinstance(b, TypeVar):
       return self.bind(b, a)
     if type(a) is not type(b):
-      raise _Clash(f"{self.resolve(a)} vs {self.resolve(b)}")
+      raise _Clash(lambda: f"{self.resolve(a)} vs {self.resolve(b)}")
     if isinstance(a, TensorType):
-      raise _Clash(f"{a} vs {b}")
+      raise _Clash(lambda: f"{a} vs {b}")
     if isinstance(a, (ListType, GraphType)):
       return self.unify(a.elem, b.elem)
     self.unify(a.arg, b.arg)
@@ -234,3 +242,17 @@ def infer(program: P.Program, library_types: Mapping[str, Type] | None = None,
       type=solver.resolve(t),
       fresh={name: solver.resolve(v) for name, v in solver.fresh_vars.items()},
       subterms={pos: solver.resolve(s) for pos, s in sorted(solver.subterms.items())})
+
+
+def unifies(a: Type, b: Type) -> bool:
+  """Whether types `a` and `b` have a common instance, their type variables taken apart (as `infer` takes
+  a library function's type and the type its context requires), with list and graph elements tensors.
+
+  Cheaper than `infer` on a program that fails: no error message is built.
+  """
+  solver = _Solver({}, {})
+  try:
+    solver.unify(solver.instantiate(a, {}), solver.instantiate(b, {}))
+  except _Clash:
+    return False
+  return True

@@ -158,9 +158,17 @@ _CHILD_FIELDS = {
 }
 
 
+# The same fields as getters: `children` runs millions of times in one enumeration of the search space.
+_CHILD_GETTERS = {
+    Compose: lambda p: (p.f, p.g), Map: lambda p: (p.fn,), Fold: lambda p: (p.fn, p.init),
+    Conv: lambda p: (p.fn,), Repeat: lambda p: (p.fn,), Fix: lambda p: (p.fn,),
+}
+
+
 def children(p: Program) -> tuple[Program, ...]:
   """The direct subprograms of `p`, in printed order."""
-  return tuple(getattr(p, f) for f in _CHILD_FIELDS.get(type(p), ()))
+  get = _CHILD_GETTERS.get(type(p))
+  return () if get is None else get(p)
 
 
 def with_children(p: Program, new: tuple[Program, ...]) -> Program:
@@ -168,14 +176,28 @@ def with_children(p: Program, new: tuple[Program, ...]) -> Program:
   fields = _CHILD_FIELDS.get(type(p), ())
   if len(new) != len(fields):
     raise ValueError(f"{type(p).__name__} has {len(fields)} children, got {len(new)}")
-  return dataclasses.replace(p, **dict(zip(fields, new))) if fields else p
+  return _REBUILD[type(p)](p, new) if fields else p
+
+
+# `with_children` without `dataclasses.replace`'s generic path (a million calls in one enumeration); the
+# constructors still run their checks.
+_REBUILD = {
+    Compose: lambda p, k: Compose(k[0], k[1]), Map: lambda p, k: Map(p.adt, k[0]),
+    Fold: lambda p, k: Fold(p.adt, k[0], k[1]), Conv: lambda p, k: Conv(p.adt, k[0]),
+    Repeat: lambda p, k: Repeat(p.k, k[0]), Fix: lambda p, k: Fix(k[0]),
+}
 
 
 def subterms(p: Program, prefix: Position = ()) -> Iterator[tuple[Position, Program]]:
   """Every (position, subterm) of `p` in pre-order, the root first."""
-  yield prefix, p
-  for i, c in enumerate(children(p)):
-    yield from subterms(c, prefix + (i,))
+  # An explicit stack rather than nested generators (one per level), which cost more than the walk.
+  stack = [(prefix, p)]
+  while stack:
+    pos, t = stack.pop()
+    yield pos, t
+    kids = children(t)
+    for i in range(len(kids) - 1, -1, -1):
+      stack.append((pos + (i,), kids[i]))
 
 
 def get(p: Program, pos: Position) -> Program:
@@ -204,7 +226,7 @@ def size(p: Program) -> int:
 
   Holes count 0, so the size of a partial program is a lower bound on that of its completions.
   """
-  return sum(0 if isinstance(t, Hole) else 1 for _, t in subterms(p))
+  return (0 if isinstance(p, Hole) else 1) + sum(size(c) for c in children(p))
 
 
 def holes(p: Program) -> list[tuple[Position, Hole]]:
@@ -222,7 +244,14 @@ def _unique(names: Iterator[str]) -> tuple[str, ...]:
 
 def fresh_names(p: Program) -> tuple[str, ...]:
   """Names of the fresh functions of `p`, each once, in order of first occurrence (pre-order)."""
-  return _unique(t.name for _, t in subterms(p) if isinstance(t, Fresh))
+  return _unique(_fresh_in(p))
+
+
+def _fresh_in(p: Program) -> Iterator[str]:
+  if isinstance(p, Fresh):
+    yield p.name
+  for c in children(p):
+    yield from _fresh_in(c)
 
 
 def library_names(p: Program) -> tuple[str, ...]:

@@ -28,8 +28,8 @@ from typing import Any, Iterator
 
 from hx.lang import program as P
 from hx.lang.errors import HxTypeError
-from hx.lang.infer import infer
-from hx.lang.types import Type
+from hx.lang.infer import infer, unifies
+from hx.lang.types import Type, TypeVar
 from hx.synth.space import Candidate, Completer, SearchSpace, annotate_holes, fillers, priority
 
 __all__ = ["EnumerationStats", "enumerate_programs"]
@@ -152,18 +152,42 @@ def _by_cost(task_type: Type, library: Any, space: SearchSpace, config: Any, max
       continue
     stats.expanded += 1
     pos, hole = holes[0]
-    name = f"nn_{len(P.fresh_names(partial)) + 1}"
+    known = set(P.fresh_names(partial))
+    name = f"nn_{len(known) + 1}"
+    # A hole has size 0, so filling it adds the filler's size and whatever fresh names are new in it.
+    base_size = P.size(partial)
+    context = None  # the type the rest of `partial` allows at `pos`, once a library filler needs it
     for filler in fillers(partial, pos, hole, lib_names, space, name):
       stats.proposed += 1
-      new = P.replace(partial, pos, filler)
-      if P.size(new) > space.max_size or len(P.fresh_names(new)) > space.max_fresh:
+      fresh = len(known.union(P.fresh_names(filler)))
+      if base_size + P.size(filler) > space.max_size or fresh > space.max_fresh:
         stats.too_big += 1
         continue
+      if isinstance(filler, P.Lib):
+        context = context or _context_type(partial, pos, lib_types, task_type)
+        if not unifies(lib_types[filler.name], context):
+          stats.ill_typed += 1
+          continue
+      new = P.replace(partial, pos, filler)
       try:
         typing = infer(new, lib_types, task_type)
       except HxTypeError:
         stats.ill_typed += 1
         continue
       new = annotate_holes(new, typing.subterms)
-      heapq.heappush(queue, (priority(new, costs, bool(lib_names)), len(P.fresh_names(new)), next(seq), new))
+      heapq.heappush(queue, (priority(new, costs, bool(lib_names)), fresh, next(seq), new))
   stats.seconds += time.perf_counter() - clock
+
+
+def _context_type(partial: P.Program, pos: P.Position, lib_types: dict[str, Type], task_type: Type) -> Type:
+  """The most general type the rest of `partial` allows at `pos` (its hole's annotation left out).
+
+  A library function whose type does not unify with it (`hx.lang.infer.unifies`) cannot fill the hole:
+  the filled program's constraints are the rest's and the function's, whose type variables are its own,
+  so `infer` on the whole program would fail too. The search checks that first, without printing the
+  types of a failed inference, and skips most of the whole-program inferences a large library causes
+  (the same programs come out, in the same order: tests/synth/test_topdown.py).
+  """
+  loose = P.replace(partial, pos, P.Hole(TypeVar("v_context")))
+  return infer(loose, lib_types, task_type).subterms[pos]
+

@@ -173,3 +173,37 @@ def test_given_fresh_types_constrain_and_clash():
   assert typing.fresh["nn_a"] == T("List<Tensor<bool>[1]> -> Tensor<real>[1]")
   with pytest.raises(HxTypeError, match="nn_b"):
     infer(count, LIB, COUNT, fresh_types={"nn_b": T("Tensor<real>[10] -> Tensor<bool>[1]")})
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    ("'a -> 'a", "Tensor<real>[1] -> 'b", True),
+    ("'a -> 'a", "Tensor<real>[1] -> Tensor<real>[2]", False),
+    ("List<'a> -> 'a", "List<Tensor<real>[1]> -> Tensor<real>[1]", True),
+    ("List<'a> -> 'a", "List<'b> -> Tensor<real>[1] -> Tensor<real>[1]", False),  # elements are tensors
+    ("Graph<'a> -> Graph<'a>", "List<'b> -> List<'b>", False),
+    ("'a", "'a -> 'a", True),  # the two sides' variables are apart: no infinite type
+    ("Tensor<bool>[1]", "Tensor<real>[1]", False),
+])
+def test_unifies_takes_the_two_types_apart_and_lists_hold_tensors(a, b, expected):
+  from hx.lang.infer import unifies
+  assert unifies(T(a), T(b)) is expected
+  assert unifies(T(b), T(a)) is expected
+
+
+def test_unifies_decides_as_infer_does_for_a_library_function_in_a_context():
+  from hx.lang.infer import unifies
+  contexts = [T(t) for t in (f"{IMAGE} -> 'a", "'a -> Tensor<bool>[1]", "Tensor<real>[1] -> 'a -> 'a",
+                             "List<'a> -> 'a", "'a -> 'a", "Tensor<real>[1024] -> Tensor<real>[1024]",
+                             "List<Tensor<real>[2]> -> Tensor<real>[2]", "'a")]
+  decided = set()
+  for name, t in LIB.items():
+    for context in contexts:
+      try:
+        infer(parse(f"lib.{name}"), LIB, context)
+        typed = True
+      except HxTypeError:
+        typed = False
+      assert unifies(t, context) is typed, (name, context)
+      decided.add(typed)
+  assert decided == {True, False}
+

@@ -192,3 +192,26 @@ def test_the_search_proposes_fix_over_a_graph_convolution_at_the_cost_of_repeat(
   no_fix = SearchSpace(combinators=tuple(c for c in SearchSpace().combinators if c != "fix"))
   assert not any("fix(" in str(c.program) for c in enumerate_programs(task_type("shortest_path_graph_mnist"),
                                                                          lib, space=no_fix, limit=60))
+
+
+def test_the_library_precheck_drops_only_what_inference_drops(monkeypatch):
+  """Library fillers whose type cannot fit their hole are skipped before the whole program is inferred;
+  with that check off (every filler inferred), the same candidates come out in the same order."""
+  import hx.synth.topdown as topdown
+
+  lib = _library("tab:LS2Progs", 3)
+  assert len(lib) >= 4
+  t = [p for p in paper_programs() if p.table == "tab:LS2Progs" and p.task_number == 3][0].type
+
+  def run():
+    stats = EnumerationStats()
+    return [(str(c.program), c.cost, sorted(map(str, c.fresh_types.items())))
+            for c in enumerate_programs(t, lib, stats=stats)], stats
+
+  checked, stats_checked = run()
+  monkeypatch.setattr(topdown, "unifies", lambda a, b: True)
+  inferred, stats_inferred = run()
+  assert checked == inferred and len(checked) >= 30
+  counts = lambda s: (s.proposed, s.ill_typed, s.too_big, s.complete, s.unbuildable)
+  assert counts(stats_checked) == counts(stats_inferred)
+  assert stats_checked.ill_typed > 0
