@@ -17,9 +17,11 @@ Programs (ModuleConfig defaults: graph kernel hidden 32, message 16, min/max/mea
   GS       compose(repeat(10, conv_g(nn_k)), map_g(compose(nn_r, nn_c))) at the paper's sizes: nn_c the
            CNN 3x28x28 -> 1024 features on every node (random images), nn_r an MLP (hidden 1024) -> R2.
   kernel   repeat(10, conv_g(nn_k)) alone on (cost, distance) node states: the graph part of GS, where the
-           forms differ. Three ways: "dense", the graph kernel's masked reductions over the table's K axis
+           forms differ. Four ways: "dense", the graph kernel's masked reductions over the table's K axis
            (how the lowering ran conv_g on a table until this benchmark measured it slower; rebuilt here
-           from `apply_module` on gathered neighbour lists, in a `lax.scan`); "table", the lowering on a
+           from `apply_module` on gathered neighbour lists, in a `lax.scan`); "dense_remat", the same
+           recomputed in the backward pass (`jax.checkpoint`, as the lowering's kernel is inside repeat);
+           "table", the lowering on a
            neighbour table (since then: one edge per table entry, segment operations); "edges", the
            lowering on edge lists.
   fix      fix(conv_g(nn_k)) on the same states, nn_k starting at the hand-set Bellman-Ford weights
@@ -98,8 +100,9 @@ class DenseRepeat:
   """repeat(10, conv_g(nn_k)) with the graph kernel's masked reductions over the neighbour table's K axis
   (`apply_module` on a ListBatch of gathered neighbour lists): the dense form, for comparison."""
 
-  def __init__(self, spec):
+  def __init__(self, spec, remat: bool = False):
     self.spec = spec
+    self.remat = remat  # recompute the kernel in the backward pass, as the lowering does inside repeat
 
   def apply(self, variables, frozen, x, *, train, rng):
     r, n, k = x.neighbours.shape
@@ -107,11 +110,16 @@ class DenseRepeat:
     real = x.mask.astype(bool)
     lists = (x.neighbour_mask.astype(bool) & real[..., None]).reshape(r * n, k)
 
-    def body(v, _):
-      gathered = jax.vmap(lambda a, i: a[i])(v, x.neighbours).reshape(r * n, k, -1)
+    def kernel(params, gathered):
       y, _ = apply_module(self.spec, params, {}, (ListBatch(gathered, lists),), mask=real.reshape(-1),
                           keys=None, train=True)
-      return y.reshape(r, n, -1), None
+      return y
+
+    kernel = jax.checkpoint(kernel) if self.remat else kernel
+
+    def body(v, _):
+      gathered = jax.vmap(lambda a, i: a[i])(v, x.neighbours).reshape(r * n, k, -1)
+      return kernel(params, gathered).reshape(r, n, -1), None
 
     v, _ = lax.scan(body, jnp.asarray(x.values, jnp.float32), None, length=10)
     return x._replace(values=v), variables["batch_stats"]
@@ -196,7 +204,9 @@ def main() -> None:
   dense = DenseRepeat(kernel.specs["nn_k"])
   for name, table in graphs.items():
     x, targets = states(rng, table)
-    for form, cp, value in (("dense", dense, x), ("table", kernel, x), ("edges", kernel, as_edges(x))):
+    forms = (("dense", dense, x), ("dense_remat", DenseRepeat(kernel.specs["nn_k"], remat=True), x),
+             ("table", kernel, x), ("edges", kernel, as_edges(x)))
+    for form, cp, value in forms:
       results[f"kernel/{name}/{form}"] = time_step(cp, variables, value, targets, None, args.repeats)
       print(f"kernel {name:6s} {form:6s} {results[f'kernel/{name}/{form}']}", flush=True)
 

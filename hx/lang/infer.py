@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Union
 
 from hx.lang import program as P
 from hx.lang.errors import HxTypeError
 from hx.lang.types import FunctionType, GraphType, ListType, TensorType, Type, TypeVar, type_variables
 
-__all__ = ["Typing", "infer", "unifies"]
+__all__ = ["Typing", "infer", "typable"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,10 +59,22 @@ class _Clash(Exception):
     return self._explain()
 
 
+# Where a subterm sits, for error messages: a text, or (parent, note) for "its place in PARENT NOTE",
+# printed only when an error is reported (printing every parent on every inference cost more than
+# inferring, in a search).
+_Context = Union[str, tuple]
+
+
+def _where(context: _Context) -> str:
+  return context if isinstance(context, str) else f"its place in {context[0]}{context[1]}"
+
+
 class _Solver:
 
-  def __init__(self, library_types: Mapping[str, Type], fresh_types: Mapping[str, Type]):
+  def __init__(self, library_types: Mapping[str, Type], fresh_types: Mapping[str, Type],
+               explain: bool = True):
     self.library_types = library_types
+    self.explain = explain  # False: a clash stays a _Clash, no HxTypeError (nor its message) is built
     self.fresh_types = fresh_types
     self.subst: dict[str, Type] = {}
     self.tensor_only: set[str] = set()
@@ -143,28 +155,32 @@ class _Solver:
     try:
       return self.instantiate(t, mapping)
     except _Clash as clash:
+      if not self.explain:
+        raise
       raise HxTypeError(f"type error: the type {t} of {node} cannot hold ({clash.detail})",
                         subterm=str(node), expected=str(t), actual=str(t)) from None
 
-  def require(self, node: P.Program, actual: Type, expected: Type | None, context: str) -> None:
+  def require(self, node: P.Program, actual: Type, expected: Type | None, context: _Context) -> None:
     if expected is None:
       return
     try:
       self.unify(expected, actual)
     except _Clash as clash:
+      if not self.explain:
+        raise
       raise HxTypeError(
-          f"type error: {node} has type {self.resolve(actual)}, but {context} requires "
+          f"type error: {node} has type {self.resolve(actual)}, but {_where(context)} requires "
           f"{self.resolve(expected)} ({clash.detail})",
           subterm=str(node), expected=str(self.resolve(expected)),
           actual=str(self.resolve(actual))) from None
 
-  def infer(self, node: P.Program, pos: P.Position, expected: Type | None, context: str) -> Type:
+  def infer(self, node: P.Program, pos: P.Position, expected: Type | None, context: _Context) -> Type:
     t = self.synth(node, pos, expected, context)
     self.require(node, t, expected, context)
     self.subterms[pos] = t
     return t
 
-  def synth(self, node: P.Program, pos: P.Position, expected: Type | None, context: str) -> Type:
+  def synth(self, node: P.Program, pos: P.Position, expected: Type | None, context: _Context) -> Type:
     """The type of `node`; for combinators, `expected` is checked first so errors point at `node`."""
     if isinstance(node, P.Fresh):
       if node.name not in self.fresh_vars:
@@ -180,7 +196,7 @@ class _Solver:
       return self.annotation(node, node.type, self.hole_vars)
     if isinstance(node, P.Zeros):
       return TensorType("real", (node.n,))
-    inside = f"its place in {node}"
+    inside = (node, "")
     if isinstance(node, P.Compose):
       a, b, c = self.var(), self.var(), self.var()
       whole = FunctionType(a, c)
@@ -194,7 +210,7 @@ class _Solver:
       self.require(node, whole, expected, context)
       why = "a function from a type to itself" + (
           ", iterated to a fixed point" if isinstance(node, P.Fix) else "")
-      self.infer(node.fn, pos + (0,), whole, f"{inside} ({why})")
+      self.infer(node.fn, pos + (0,), whole, (node, f" ({why})"))
       return whole
     adt = ListType if node.adt == "l" else GraphType
     a = self.var(tensor=True)
@@ -203,8 +219,8 @@ class _Solver:
       whole = FunctionType(adt(a), b)
       self.require(node, whole, expected, context)
       self.infer(node.fn, pos + (0,), FunctionType(b, FunctionType(a, b)),
-                 inside + " (a step from state and element to state)")
-      self.infer(node.init, pos + (1,), b, inside + " (the start value, of the step's state type)")
+                 (node, " (a step from state and element to state)"))
+      self.infer(node.init, pos + (1,), b, (node, " (the start value, of the step's state type)"))
       return whole
     b = self.var(tensor=True)
     whole = FunctionType(adt(a), adt(b))
@@ -244,15 +260,15 @@ def infer(program: P.Program, library_types: Mapping[str, Type] | None = None,
       subterms={pos: solver.resolve(s) for pos, s in sorted(solver.subterms.items())})
 
 
-def unifies(a: Type, b: Type) -> bool:
-  """Whether types `a` and `b` have a common instance, their type variables taken apart (as `infer` takes
-  a library function's type and the type its context requires), with list and graph elements tensors.
-
-  Cheaper than `infer` on a program that fails: no error message is built.
-  """
-  solver = _Solver({}, {})
+def typable(program: P.Program, library_types: Mapping[str, Type] | None = None,
+            expected: Type | None = None) -> bool:
+  """Whether `infer(program, library_types, expected)` would succeed; cheaper when it would not (no error
+  message is built), for a search that drops ill-typed programs by the hundred thousand."""
+  solver = _Solver(library_types or {}, {}, explain=False)
   try:
-    solver.unify(solver.instantiate(a, {}), solver.instantiate(b, {}))
-  except _Clash:
+    if expected is not None:
+      expected = solver.annotation(program, expected, solver.hole_vars)
+    solver.infer(program, (), expected, "")
+  except (_Clash, HxTypeError):
     return False
   return True

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 from hx.lang import program as P
 from hx.lang.errors import HxTypeError
-from hx.lang.infer import infer, unifies
+from hx.lang.infer import infer, typable
 from hx.lang.types import Type, TypeVar
 from hx.synth.space import Candidate, Completer, SearchSpace, annotate_holes, fillers, priority
 
@@ -156,18 +156,17 @@ def _by_cost(task_type: Type, library: Any, space: SearchSpace, config: Any, max
     name = f"nn_{len(known) + 1}"
     # A hole has size 0, so filling it adds the filler's size and whatever fresh names are new in it.
     base_size = P.size(partial)
-    context = None  # the type the rest of `partial` allows at `pos`, once a library filler needs it
+    context = None  # the type the rest of `partial` allows at `pos`, computed once a filler needs it
     for filler in fillers(partial, pos, hole, lib_names, space, name):
       stats.proposed += 1
       fresh = len(known.union(P.fresh_names(filler)))
       if base_size + P.size(filler) > space.max_size or fresh > space.max_fresh:
         stats.too_big += 1
         continue
-      if isinstance(filler, P.Lib):
-        context = context or _context_type(partial, pos, lib_types, task_type)
-        if not unifies(lib_types[filler.name], context):
-          stats.ill_typed += 1
-          continue
+      context = context or _context_type(partial, pos, lib_types, task_type)
+      if not typable(filler, lib_types, context):
+        stats.ill_typed += 1
+        continue
       new = P.replace(partial, pos, filler)
       try:
         typing = infer(new, lib_types, task_type)
@@ -182,11 +181,12 @@ def _by_cost(task_type: Type, library: Any, space: SearchSpace, config: Any, max
 def _context_type(partial: P.Program, pos: P.Position, lib_types: dict[str, Type], task_type: Type) -> Type:
   """The most general type the rest of `partial` allows at `pos` (its hole's annotation left out).
 
-  A library function whose type does not unify with it (`hx.lang.infer.unifies`) cannot fill the hole:
-  the filled program's constraints are the rest's and the function's, whose type variables are its own,
-  so `infer` on the whole program would fail too. The search checks that first, without printing the
-  types of a failed inference, and skips most of the whole-program inferences a large library causes
-  (the same programs come out, in the same order: tests/synth/test_topdown.py).
+  A filler that cannot have this type (`hx.lang.infer.typable`) cannot fill the hole: the filled
+  program's constraints are the rest's and the filler's, whose type variables (its holes', its library
+  functions' instances, its new fresh function's) are its own, so `infer` on the whole program would fail
+  too. The search checks the filler alone first, without building error messages, and infers the whole
+  program only for fillers that pass: most fillers of a large library's search are ill-typed (the same
+  programs come out, in the same order: tests/synth/test_topdown.py).
   """
   loose = P.replace(partial, pos, P.Hole(TypeVar("v_context")))
   return infer(loose, lib_types, task_type).subterms[pos]

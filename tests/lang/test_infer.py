@@ -2,8 +2,11 @@ import re
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from hx.lang import HxTypeError, infer, parse
+from hx.lang import program as P
+from hx.lang.infer import typable
 from hx.lang.types import ListType, TypeVar, parse_type
 from tests.lang import strategies
 
@@ -175,35 +178,29 @@ def test_given_fresh_types_constrain_and_clash():
     infer(count, LIB, COUNT, fresh_types={"nn_b": T("Tensor<real>[10] -> Tensor<bool>[1]")})
 
 
-@pytest.mark.parametrize("a, b, expected", [
-    ("'a -> 'a", "Tensor<real>[1] -> 'b", True),
-    ("'a -> 'a", "Tensor<real>[1] -> Tensor<real>[2]", False),
-    ("List<'a> -> 'a", "List<Tensor<real>[1]> -> Tensor<real>[1]", True),
-    ("List<'a> -> 'a", "List<'b> -> Tensor<real>[1] -> Tensor<real>[1]", False),  # elements are tensors
-    ("Graph<'a> -> Graph<'a>", "List<'b> -> List<'b>", False),
-    ("'a", "'a -> 'a", True),  # the two sides' variables are apart: no infinite type
-    ("Tensor<bool>[1]", "Tensor<real>[1]", False),
-])
-def test_unifies_takes_the_two_types_apart_and_lists_hold_tensors(a, b, expected):
-  from hx.lang.infer import unifies
-  assert unifies(T(a), T(b)) is expected
-  assert unifies(T(b), T(a)) is expected
+
+# Programs over LIB's functions (so that many type), fresh functions, zeros and annotated holes.
+_LIB_PROGRAMS = st.recursive(
+    st.one_of(strategies.fresh, st.sampled_from(sorted(LIB)).map(P.Lib), st.integers(1, 9).map(P.Zeros),
+              strategies.types.map(P.Hole)),
+    strategies._extend, max_leaves=8)
 
 
-def test_unifies_decides_as_infer_does_for_a_library_function_in_a_context():
-  from hx.lang.infer import unifies
+@given(_LIB_PROGRAMS, st.one_of(st.none(), strategies.types))
+def test_typable_says_whether_infer_succeeds(p, expected):
+  try:
+    infer(p, LIB, expected)
+    typed = True
+  except HxTypeError:
+    typed = False
+  assert typable(p, LIB, expected) is typed
+
+
+def test_typable_on_library_functions_in_contexts():
   contexts = [T(t) for t in (f"{IMAGE} -> 'a", "'a -> Tensor<bool>[1]", "Tensor<real>[1] -> 'a -> 'a",
-                             "List<'a> -> 'a", "'a -> 'a", "Tensor<real>[1024] -> Tensor<real>[1024]",
-                             "List<Tensor<real>[2]> -> Tensor<real>[2]", "'a")]
-  decided = set()
-  for name, t in LIB.items():
-    for context in contexts:
-      try:
-        infer(parse(f"lib.{name}"), LIB, context)
-        typed = True
-      except HxTypeError:
-        typed = False
-      assert unifies(t, context) is typed, (name, context)
-      decided.add(typed)
-  assert decided == {True, False}
-
+                             "List<'a> -> 'a", "Tensor<real>[1024] -> Tensor<real>[1024]", "'a")]
+  got = {(name, str(c)): typable(P.Lib(name), LIB, c) for name in LIB for c in contexts}
+  assert got[("cnn", f"{IMAGE} -> 'a")] and got[("poly", "Tensor<real>[1024] -> Tensor<real>[1024]")]
+  assert not got[("cnn", "'a -> Tensor<bool>[1]")] and not got[("step", "List<'a> -> 'a")]
+  assert got[("kernel", "List<'a> -> 'a")]  # List<Tensor<real>[2]> -> Tensor<real>[2] fits it
+  assert not typable(parse("lib.nope"), LIB)
