@@ -20,18 +20,9 @@ import platform
 import time
 
 from hx.lang import infer
-from hx.lang.paper import default_type_variables, paper_library, paper_programs, paper_tables
+from hx.lang.paper import default_type_variables, paper_library_before, paper_programs, paper_tables
 from hx.synth.space import equivalence_key
 from hx.synth.topdown import EnumerationStats, enumerate_programs
-
-
-def _library(table: str, before_task: int) -> dict:
-  full = paper_library(table)
-  lib = {}
-  for p in paper_programs():
-    if p.table == table and p.rank == 1 and p.task_number < before_task:
-      lib.update({n: full[n] for n in infer(p.program, lib, p.type).fresh})
-  return lib
 
 
 def time_table(table: str) -> dict:
@@ -41,7 +32,7 @@ def time_table(table: str) -> dict:
   start = time.perf_counter()
   missing = 0
   for n in sorted({p.task_number for p in progs}):
-    lib = _library(table, n)
+    lib = paper_library_before(table, n)
     tp = [p for p in progs if p.task_number == n]
     wanted = {equivalence_key(p.program, default_type_variables(infer(p.program, lib, p.type).fresh))
               for p in tp}

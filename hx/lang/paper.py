@@ -29,7 +29,7 @@ from hx.lang.types import Type, TypeVar, function_parts, is_image, parse_type, s
 
 __all__ = [
     "FEATURES", "TASK_TYPES", "PaperProgram", "task_type", "paper_programs", "paper_tables",
-    "paper_library", "default_type_variables", "programs_from_latex",
+    "paper_library", "paper_library_before", "default_type_variables", "programs_from_latex",
 ]
 
 FEATURES = parse_type("Tensor<real>[1024]")
@@ -163,6 +163,17 @@ def paper_library(table: str) -> dict[str, Type]:
       if p.rank == 1:
         learned = default_type_variables(typing.fresh)
     library.update(learned)
+  return library
+
+
+def paper_library_before(table: str, task_number: int) -> dict[str, Type]:
+  """The library when task `task_number` of `table` starts, if each earlier task of the table kept the
+  functions of its rank-1 program: name -> type (from `paper_library`), in the order they were added."""
+  full = paper_library(table)
+  library: dict[str, Type] = {}
+  for p in paper_programs():
+    if p.table == table and p.rank == 1 and p.task_number < task_number:
+      library.update({n: full[n] for n in infer(p.program, library, p.type).fresh})
   return library
 
 

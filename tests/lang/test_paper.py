@@ -79,3 +79,15 @@ def test_unknown_task_and_table_are_errors():
     task_type("juggle(3)")
   with pytest.raises(KeyError, match="no paper table"):
     paper_library("tab:XXProgs")
+
+
+def test_the_library_before_a_task_holds_the_earlier_best_programs_functions():
+  from hx.lang.paper import paper_library, paper_library_before
+
+  assert paper_library_before("tab:SSProgs", 1) == {}
+  before = paper_library_before("tab:SSProgs", 2)
+  assert set(before) == {"nn_ss_1", "nn_ss_2"}
+  assert before == {n: paper_library("tab:SSProgs")[n] for n in before}
+  # Each task adds its rank-1 program's fresh functions to what the earlier ones left.
+  three, four = paper_library_before("tab:CS1Progs", 3), paper_library_before("tab:CS1Progs", 4)
+  assert set(three) < set(four)

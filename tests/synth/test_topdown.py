@@ -7,7 +7,13 @@ import pytest
 
 from hx.compile import compile_program
 from hx.lang import infer, parse, size
-from hx.lang.paper import default_type_variables, paper_library, paper_programs, paper_tables, task_type
+from hx.lang.paper import (
+  default_type_variables,
+  paper_library_before,
+  paper_programs,
+  paper_tables,
+  task_type,
+)
 from hx.lang.types import parse_type
 from hx.synth.space import Completer, SearchSpace, equivalence_key, normal_form
 from hx.synth.topdown import EnumerationStats, enumerate_programs
@@ -17,12 +23,7 @@ T = parse_type
 
 def _library(table: str, before_task: int) -> dict:
   """The paper's library when `table`'s task `before_task` starts: the rank-1 functions of earlier tasks."""
-  full = paper_library(table)
-  lib = {}
-  for p in paper_programs():
-    if p.table == table and p.rank == 1 and p.task_number < before_task:
-      lib.update({n: full[n] for n in infer(p.program, lib, p.type).fresh})
-  return lib
+  return paper_library_before(table, before_task)
 
 
 def _structure(program) -> str:
