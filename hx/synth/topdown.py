@@ -163,7 +163,8 @@ def _by_cost(task_type: Type, library: Any, space: SearchSpace, config: Any, max
       if base_size + P.size(filler) > space.max_size or fresh > space.max_fresh:
         stats.too_big += 1
         continue
-      context = context or _context_type(partial, pos, lib_types, task_type)
+      if context is None:
+        context = _context_type(partial, pos, lib_types, task_type)
       if not typable(filler, lib_types, context):
         stats.ill_typed += 1
         continue

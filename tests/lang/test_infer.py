@@ -178,7 +178,6 @@ def test_given_fresh_types_constrain_and_clash():
     infer(count, LIB, COUNT, fresh_types={"nn_b": T("Tensor<real>[10] -> Tensor<bool>[1]")})
 
 
-
 # Programs over LIB's functions (so that many type), fresh functions, zeros and annotated holes.
 _LIB_PROGRAMS = st.recursive(
     st.one_of(strategies.fresh, st.sampled_from(sorted(LIB)).map(P.Lib), st.integers(1, 9).map(P.Zeros),
