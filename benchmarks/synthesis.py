@@ -233,7 +233,9 @@ def main(argv: list[str] | None = None) -> dict:
             "candidate_epochs": sum(x.epochs_run for x in r.ranked),
             "top_program": str(best.program), "top_val": best.val_score, "top_test": best.test_score,
             "load_at_start": load,
-            "ranked": [(str(x.program), x.status, x.val_score, x.test_score, x.epochs_run) for x in r.ranked],
+            # Per candidate, its times summed over its rungs: seconds in all and compiling.
+            "ranked": [(str(x.program), x.status, x.val_score, x.test_score, x.epochs_run, x.seconds,
+                        x.compile_seconds) for x in r.ranked],
         }
         out["runs"].append(run)
 

@@ -230,6 +230,14 @@ class _Solver:
     return whole
 
 
+def _solve(program: P.Program, solver: _Solver, expected: Type | None) -> tuple[_Solver, Type]:
+  """Runs `solver` on `program` against `expected`: (the solver, the program's type, unresolved)."""
+  if expected is not None:
+    # The expected type's variables share one namespace with the holes' (not with the solver's own).
+    expected = solver.annotation(program, expected, solver.hole_vars)
+  return solver, solver.infer(program, (), expected, "the expected type" if expected is not None else "")
+
+
 def infer(program: P.Program, library_types: Mapping[str, Type] | None = None,
           expected: Type | None = None, fresh_types: Mapping[str, Type] | None = None) -> Typing:
   """Infers the type of `program` (holes allowed) and of each of its fresh functions.
@@ -249,11 +257,7 @@ def infer(program: P.Program, library_types: Mapping[str, Type] | None = None,
   Raises:
     HxTypeError: naming the subterm and the two types that clash, or an unknown library function.
   """
-  solver = _Solver(library_types or {}, fresh_types or {})
-  if expected is not None:
-    # The expected type's variables share one namespace with the holes' (not with the solver's own).
-    expected = solver.annotation(program, expected, solver.hole_vars)
-  t = solver.infer(program, (), expected, "the expected type" if expected is not None else "")
+  solver, t = _solve(program, _Solver(library_types or {}, fresh_types or {}), expected)
   return Typing(
       type=solver.resolve(t),
       fresh={name: solver.resolve(v) for name, v in solver.fresh_vars.items()},
@@ -264,11 +268,8 @@ def typable(program: P.Program, library_types: Mapping[str, Type] | None = None,
             expected: Type | None = None) -> bool:
   """Whether `infer(program, library_types, expected)` would succeed; cheaper when it would not (no error
   message is built), for a search that drops ill-typed programs by the hundred thousand."""
-  solver = _Solver(library_types or {}, {}, explain=False)
   try:
-    if expected is not None:
-      expected = solver.annotation(program, expected, solver.hole_vars)
-    solver.infer(program, (), expected, "")
+    _solve(program, _Solver(library_types or {}, {}, explain=False), expected)
   except (_Clash, HxTypeError):
     return False
   return True
