@@ -79,7 +79,7 @@ def length_batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generato
 
 def _images(table: torch.Tensor, idx: np.ndarray, lengths: np.ndarray, batch: np.ndarray) -> torch.Tensor:
   length = int(lengths[batch[0]])
-  return table[torch.from_numpy(idx[batch, :length].astype(np.int64))]
+  return table[torch.from_numpy(idx[batch, :length].astype(np.int64)).to(table.device)]
 
 
 def train_epoch(model: CountDigit, opt: torch.optim.Optimizer, table: torch.Tensor, idx: np.ndarray,
@@ -91,7 +91,7 @@ def train_epoch(model: CountDigit, opt: torch.optim.Optimizer, table: torch.Tens
   total, steps, images = 0.0, 0, 0
   for batch in length_batches(lengths, batch_size, rng):
     x = _images(table, idx, lengths, batch)
-    loss = loss_fn(model(x), targets[torch.from_numpy(batch)])
+    loss = loss_fn(model(x), targets[torch.from_numpy(batch).to(targets.device)])
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
@@ -109,14 +109,14 @@ def evaluate(model: CountDigit, table: torch.Tensor, idx: np.ndarray, lengths: n
   sq = 0.0
   for batch in length_batches(lengths, batch_size, np.random.default_rng(0)):
     y = model(_images(table, idx, lengths, batch))
-    sq += float(torch.sum((y - targets[torch.from_numpy(batch)]) ** 2))
+    sq += float(torch.sum((y - targets[torch.from_numpy(batch).to(targets.device)]) ** 2))
   return (sq / len(lengths)) ** 0.5
 
 
 def run(table: np.ndarray, train_idx: np.ndarray, train_mask: np.ndarray, train_targets: np.ndarray,
         val_idx: np.ndarray, val_mask: np.ndarray, val_targets: np.ndarray, *, epochs: int = 3,
         batch_size: int = 150, eval_batch_size: int = 1024, threads: int = 2, seed: int = 0,
-        small: bool = False) -> dict:
+        small: bool = False, device: str = "cpu") -> dict:
   """Trains the candidate for `epochs` and scores validation after each; the timings.
 
   Args:
@@ -127,6 +127,9 @@ def run(table: np.ndarray, train_idx: np.ndarray, train_mask: np.ndarray, train_
     val_idx, val_mask, val_targets: the validation split, likewise.
     epochs, batch_size, eval_batch_size, threads, seed: as named (threads: torch.set_num_threads).
     small: tiny sizes (a smoke test), as train_throughput.py --small.
+    device: torch's device ("cpu", or "cuda" where torch has a GPU build: the table, targets and model
+      live there; every step reads its loss back to the host, as on the CPU, which also makes the
+      epoch's wall time include the GPU's work).
 
   Returns:
     {"epoch_train_s": [...], "sec_per_epoch": median, "steps_per_epoch", "images_per_epoch",
@@ -136,12 +139,12 @@ def run(table: np.ndarray, train_idx: np.ndarray, train_mask: np.ndarray, train_
   torch.manual_seed(seed)
   rng = np.random.default_rng(seed)
   sizes = {} if not small else dict(channels=(4, 8), mlp_hidden=32, lstm_hidden=16)
-  model = CountDigit(tuple(table.shape[1:]), **sizes)
+  model = CountDigit(tuple(table.shape[1:]), **sizes).to(device)
   opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-  table_t = torch.from_numpy(np.ascontiguousarray(table, np.float32))
+  table_t = torch.from_numpy(np.ascontiguousarray(table, np.float32)).to(device)
   train_len, val_len = train_mask.sum(1), val_mask.sum(1)
-  train_y = torch.from_numpy(np.asarray(train_targets, np.float32).reshape(-1, 1))
-  val_y = torch.from_numpy(np.asarray(val_targets, np.float32).reshape(-1, 1))
+  train_y = torch.from_numpy(np.asarray(train_targets, np.float32).reshape(-1, 1)).to(device)
+  val_y = torch.from_numpy(np.asarray(val_targets, np.float32).reshape(-1, 1)).to(device)
   epoch_s, val_s, losses, rmses = [], [], [], []
   steps = images = 0
   for _ in range(epochs):
@@ -156,7 +159,8 @@ def run(table: np.ndarray, train_idx: np.ndarray, train_mask: np.ndarray, train_
           "sec_per_epoch": round(statistics.median(epoch_s), 3),
           "steps_per_epoch": steps, "images_per_epoch": images,
           "val_pass_s": round(statistics.median(val_s), 3), "train_loss": [round(v, 4) for v in losses],
-          "val_rmse": [round(v, 4) for v in rmses], "threads": threads, "torch": torch.__version__}
+          "val_rmse": [round(v, 4) for v in rmses], "threads": threads, "device": device,
+          "torch": torch.__version__}
 
 
 def main() -> None:
@@ -164,11 +168,13 @@ def main() -> None:
   parser.add_argument("--epochs", type=int, default=3)
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--small", action="store_true")
+  parser.add_argument("--device", default="cpu", help="torch device: cpu, or cuda with a GPU build of torch")
   args = parser.parse_args()
   from train_throughput import random_data  # the same data train_throughput.py uses (same seed)
   table, train, val = random_data(6000, 2100, 10000)
   train, val = (*train.inputs, train.targets), (*val.inputs, val.targets)
-  for k, v in run(table, *train, *val, epochs=args.epochs, threads=args.threads, small=args.small).items():
+  for k, v in run(table, *train, *val, epochs=args.epochs, threads=args.threads, small=args.small,
+                  device=args.device).items():
     print(f"{k:<18} {v}")
 
 

@@ -23,7 +23,9 @@ most a step made of convolutions and matmuls could reach.
 length), in the same process after hx, and prints both seconds per epoch and their ratio (torch / hx:
 above 1 means hx is faster). --rounds alternates hx and torch that many times, so that both see the same
 load on a shared machine. --threads restricts the process to that many CPUs (sched_setaffinity, before
-JAX starts: XLA's thread pool sizes itself by it) and gives torch as many threads.
+JAX starts: XLA's thread pool sizes itself by it) and gives torch as many threads. --peer_device cuda
+runs the peer on the GPU (torch's CUDA build), beside hx on JAX's GPU backend: both on one GPU, one after
+the other.
 """
 
 from __future__ import annotations
@@ -179,8 +181,14 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--rounds", type=int, default=1, help="with --peer: alternate hx and torch this often")
   parser.add_argument("--threads", type=int, default=2,
                       help="CPUs for the process (affinity) and torch's thread count; 0: all")
+  parser.add_argument("--peer_device", default="cpu",
+                      help="with --peer: torch's device, cpu or cuda (a GPU build of torch; hx then runs on "
+                           "JAX's default backend, which should be the same GPU)")
   parser.add_argument("--json", default=None, help="write the figures to this file")
   args = parser.parse_args(argv)
+  if args.peer and args.peer_device != "cpu":
+    # JAX takes 75% of a GPU's memory at start by default; torch then runs out beside it.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
   if not args.persistent_cache:
     os.environ["HX_COMPILATION_CACHE"] = "0"
@@ -223,7 +231,7 @@ def main(argv: list[str] | None = None) -> dict:
       peer = torch_reference.run(table, *train.inputs, train.targets, *val.inputs, val.targets,
                                  epochs=args.epochs, batch_size=args.batch_size,
                                  eval_batch_size=max(1, args.eval_images // 8), threads=cpus,
-                                 small=args.small)
+                                 small=args.small, device=args.peer_device)
     rounds.append((hx_figures, peer))
 
   first = rounds[0][0]
@@ -266,6 +274,7 @@ def main(argv: list[str] | None = None) -> dict:
       "ratio_per_round (torch s / hx s)": ratios,
       "ratio (torch s / hx s, medians)": round(torch_sec / sec_per_epoch, 2),
       "torch_threads": peers[0]["threads"],
+      "torch_device": peers[0]["device"],
       # The authors' schedule (their code scores validation and test every 1% of the iterations) for one
       # candidate of 20 epochs, projected from the peer's figures: 20 epochs + 100 x (val + test pass,
       # the test split being as large as validation's 2100 lists).

@@ -6,7 +6,11 @@ names load their layer on first use, so parsing and type-checking stay fast to i
 
 import importlib
 
-from hx.lang import (
+from hx.determinism import request_deterministic_gpu_ops
+
+request_deterministic_gpu_ops()  # before any JAX backend starts: XLA reads its flags then
+
+from hx.lang import (  # noqa: E402
   Compose,
   Conv,
   Fix,

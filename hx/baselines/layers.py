@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from hx.compile.modules import activate, batch_norm, row_dropout
+from hx.compile.modules import PRECISION, activate, batch_norm, matmul, row_dropout
 from hx.compile.modules import apply_dense as dense
 
 __all__ = ["dense", "activate", "row_keys", "mlp", "lstm", "init_adapter", "adapter"]
@@ -85,12 +85,13 @@ def lstm(params: dict, values: jax.Array, mask: jax.Array) -> tuple[jax.Array, j
   r, length = values.shape[:2]
   x = values.reshape(r, length, -1).astype(jnp.float32)
   hsz = params["w_h"].shape[0]
-  xw = jnp.einsum("rld,dg->lrg", x, params["w_i"]) + params["b"]  # input projection for all steps at once
+  # The input projection for all steps at once.
+  xw = jnp.einsum("rld,dg->lrg", x, params["w_i"], precision=PRECISION) + params["b"]
 
   def step(carry, inp):
     hh, cc = carry
     g_in, m = inp
-    g = g_in + hh @ params["w_h"]
+    g = g_in + matmul(hh, params["w_h"])
     i, f, gg, o = jnp.split(g, 4, axis=-1)
     c_new = jax.nn.sigmoid(f) * cc + jax.nn.sigmoid(i) * jnp.tanh(gg)
     h_new = jax.nn.sigmoid(o) * jnp.tanh(c_new)
@@ -121,4 +122,4 @@ def init_adapter(rng: jax.Array, n_in: int, width: int, n_out: int | None) -> di
 def adapter(p: dict, h: jax.Array) -> jax.Array:
   """The adapter of `init_adapter` applied to h (R, n_in): (R, n_out), or (R, width) without U."""
   a = jax.nn.relu(dense(p["v"], p["alpha"] * h))
-  return a @ p["u"] if "u" in p else a
+  return matmul(a, p["u"]) if "u" in p else a

@@ -79,7 +79,7 @@ from hx.lang.types import (
 __all__ = [
   "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "module_spec", "init_module",
   "apply_module", "cnn_feature_size", "TEMPLATES", "Neighbourhoods", "apply_dense", "activate",
-  "batch_norm", "row_dropout",
+  "batch_norm", "row_dropout", "PRECISION", "matmul",
 ]
 
 TEMPLATES = ("mlp", "cnn", "lstm", "graph_kernel")
@@ -335,9 +335,21 @@ def init_module(spec: ModuleSpec, rng: jax.Array) -> tuple[dict, dict]:
 # ---------------------------------------------------------------------------------------------------
 # Application.
 
+# Float32 products on every backend. XLA's default precision on NVIDIA GPUs rounds the operands of
+# float32 matmuls and convolutions to TF32 (a 10-bit mantissa): on an H100 that moved the reference
+# tests' outputs by ~1e-3 and broke the graph kernel's exact Bellman-Ford distances
+# (benchmarks/RESULTS.md, "On a GPU"). XLA:CPU computes float32 either way, so CPU results are unchanged.
+PRECISION = lax.Precision.HIGHEST
+
+
+def matmul(a: jax.Array, b: jax.Array) -> jax.Array:
+  """a @ b in float32 on every backend (`PRECISION`)."""
+  return jnp.matmul(a, b, precision=PRECISION)
+
+
 def apply_dense(p: dict, x: jax.Array) -> jax.Array:
   """x (R, n_in) @ w + b -> (R, n_out)."""
-  return x @ p["w"] + p["b"]
+  return matmul(x, p["w"]) + p["b"]
 
 
 def activate(y: jax.Array, activation: str) -> jax.Array:
@@ -423,7 +435,8 @@ def _conv_valid(x: jax.Array, w: jax.Array) -> jax.Array:
   gradient as one matmul of the shifted input windows, which hx used before, is slower than XLA's once
   the CNN runs in slices; benchmarks/RESULTS.md.)
   """
-  return lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+  return lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                  precision=PRECISION)
 
 
 def _reduce_window_max(x: jax.Array, k: int) -> jax.Array:
@@ -650,12 +663,13 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     r, length = lb.values.shape[:2]
     x = lb.values.reshape(r, length, -1).astype(jnp.float32)
     hsz = spec["hidden"]
-    xw = jnp.einsum("rld,dg->lrg", x, params["w_i"]) + params["b"]  # input projection for all steps at once
+    # The input projection for all steps at once.
+    xw = jnp.einsum("rld,dg->lrg", x, params["w_i"], precision=PRECISION) + params["b"]
 
     def step(carry, inp):
       hh, cc = carry
       g_in, m = inp
-      g = g_in + hh @ params["w_h"]
+      g = g_in + matmul(hh, params["w_h"])
       i, f, gg, o = jnp.split(g, 4, axis=-1)
       c_new = jax.nn.sigmoid(f) * cc + jax.nn.sigmoid(i) * jnp.tanh(gg)
       h_new = jax.nn.sigmoid(o) * jnp.tanh(c_new)

@@ -17,6 +17,7 @@ from hx.compile.values import ListBatch
 from hx.lang import parse
 from hx.lang.types import parse_type
 from tests.baselines.tiny import TINY, TUNE, TYPES, task, trivial
+from tests.compile.lowering_helpers import products_and_precisions
 
 ZERO_EPOCHS = dataclasses.replace(TUNE, epochs=0)
 
@@ -195,3 +196,21 @@ def test_the_opened_up_layers_compute_what_the_templates_compute():
   states, last = layers.lstm(lp, values, lmask)
   np.testing.assert_allclose(layers.dense(lp["out"], last), want, rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(states[0, 2], states[0, 3])  # the state holds over padding
+
+
+def test_the_opened_up_layers_ask_for_float32_precision():
+  # As the templates do (tests/compile/test_modules.py): no TF32 products on a GPU.
+  rng = jax.random.key(0)
+  lspec = module_spec(parse_type("List<Tensor<real>[5]> -> Tensor<real>[2]"), TINY)
+  lp, _ = init_module(lspec, rng)
+  values, lmask = jax.random.normal(rng, (3, 4, 5)), jnp.ones((3, 4), bool)
+  ap = layers.init_adapter(rng, 4, 3, 2)
+
+  def loss(lp, ap):
+    _, last = layers.lstm(lp, values, lmask)
+    return jnp.sum(layers.adapter(ap, layers.dense(lp["out"], last) @ jnp.ones((2, 4))) ** 2)
+
+  found = products_and_precisions(jax.grad(loss, argnums=(0, 1)), lp, ap)
+  ours = [p for _, p in found if p is not None]  # the test's own `@ jnp.ones` asks for none
+  assert len(found) - len(ours) == 2 and len(ours) >= 8, found  # 5 matmuls and their gradients
+  assert all(p == "(Precision.HIGHEST, Precision.HIGHEST)" for p in ours), found

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -133,3 +135,17 @@ def assert_resumes_bit_for_bit(compiled, data, objective, config) -> None:
   assert rest.val_score == straight.val_score
   for got, want in zip(jax.tree.leaves(rest.variables), jax.tree.leaves(straight.variables)):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+_PRODUCT = re.compile(r"(dot_general|conv_general_dilated)\[\n(.*?)\n\s*\] ", re.S)
+
+
+def products_and_precisions(fn, *args) -> list[tuple[str, str | None]]:
+  """(primitive, precision) of every matmul and convolution in `fn`'s jaxpr on `args`, nested jaxprs
+  (scan bodies, gradients) included; precision as the jaxpr prints it, None where it names none."""
+  text = str(jax.make_jaxpr(fn)(*args))
+  found = []
+  for name, params in _PRODUCT.findall(text):
+    m = re.search(r"precision=(\(Precision\.\w+, Precision\.\w+\)|Precision\.\w+|None)", params)
+    found.append((name, m.group(1) if m and m.group(1) != "None" else None))
+  return found

@@ -23,7 +23,13 @@ from hx.compile.reference import RefGraph, reference_apply, to_batch, unbatch
 from hx.compile.values import ListBatch
 from hx.lang import program as P
 from hx.lang.types import TensorType, parse_type
-from tests.compile.lowering_helpers import CFG, jit_apply_module, relaxation_params
+from tests.compile.lowering_helpers import (
+  CFG,
+  IMG,
+  jit_apply_module,
+  products_and_precisions,
+  relaxation_params,
+)
 
 T = parse_type
 
@@ -365,3 +371,28 @@ def test_cnn_slices_bound_the_window_buffer_not_the_image_count():
   assert modules._cnn_slice_rows((10, 100, 100, 3), convs(64, 64), 2) == modules.CNN_TRAIN_ROWS
   assert modules._cnn_slices(750, 25) == [(i, i + 25) for i in range(0, 750, 25)]
   assert modules._cnn_slices(750, 88) == [(i, min(i + 84, 750)) for i in range(0, 750, 84)]
+
+
+def test_every_matmul_and_convolution_asks_for_float32_precision():
+  # XLA's default on NVIDIA GPUs is TF32 for float32 products (1e-3 errors; wrong Bellman-Ford distances
+  # on an H100): hx's modules ask for HIGHEST in the forward pass, and the gradients inherit it.
+  from hx.compile.lower import compile_program
+  from hx.lang.parser import parse
+
+  types = {"nn_c": f"{IMG} -> Tensor<real>[8]", "nn_b": "Tensor<real>[8] -> Tensor<bool>[1]",
+           "nn_a": "List<Tensor<bool>[1]> -> Tensor<real>[1]"}
+  compiled = compile_program(parse("compose(nn_a, map_l(compose(nn_b, nn_c)))"),
+                             {k: parse_type(v) for k, v in types.items()}, CFG)
+  variables = compiled.init(jax.random.key(0))
+  x = ListBatch(jnp.ones((2, 3, 1, 12, 12)), jnp.array([[True, True, False], [True, True, True]]))
+
+  def loss(params):
+    y, _ = compiled.apply({"params": params, "batch_stats": variables["batch_stats"]}, (), x, train=True,
+                          rng=jax.random.key(1))
+    return jnp.sum(y ** 2)
+
+  found = products_and_precisions(jax.grad(loss), variables["params"])
+  kinds = {name for name, _ in found}
+  assert kinds == {"dot_general", "conv_general_dilated"}, kinds
+  assert len(found) >= 12  # CNN 2 convolutions, MLP 2 and LSTM 2 matmuls, and their gradients
+  assert all(p == "(Precision.HIGHEST, Precision.HIGHEST)" for _, p in found), found

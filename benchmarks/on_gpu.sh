@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs stages of hx's checks and benchmarks on a GPU machine whose Python already has jax (CUDA), flax,
+# optax, chex, absl-py, numpy, pytest and torch (CUDA), but not mlxtend: its wheel travels in .whl/
+# (see benchmarks/RESULTS.md, "On a GPU"). Output goes under $OUT (default ./out/gpu).
+#
+#     bash benchmarks/on_gpu.sh env tests throughput transfer synthesis
+#
+# Stages:
+#   env         the GPU, the CPU, and the versions of Python's packages
+#   tests       the fast suite (-m "not slow") on the GPU backend, 8 pytest-xdist workers sharing the GPU
+#   slow        the slow suite likewise
+#   throughput  benchmarks/train_throughput.py --peer on the GPU, torch on the same GPU
+#   cputhroughput  the same on 2 of the machine's CPU cores (JAX_PLATFORMS=cpu), torch's CPU threads
+#   transfer    benchmarks/transfer_candidate.py on the GPU
+#   synthesis   benchmarks/synthesis.py, CS1 task 3 at the quick preset, halving against full, cold then warm
+set -u
+OUT=${OUT:-out/gpu}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/.."
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    .whl/*.whl || exit 1
+fi
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+export HX_COMPILATION_CACHE_DIR=${HX_COMPILATION_CACHE_DIR:-/tmp/hx_jax_cache}
+# Several processes (xdist workers; JAX beside torch) share the one GPU.
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+
+stage_env() {
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
+  lscpu | grep -E "Model name|^CPU\(s\)"
+  python3 - <<'EOF'
+import platform, jax, jaxlib, flax, optax, chex, numpy, torch
+print("python", platform.python_version(), "jax", jax.__version__, "jaxlib", jaxlib.__version__,
+      "flax", flax.__version__, "optax", optax.__version__, "chex", chex.__version__,
+      "numpy", numpy.__version__, "torch", torch.__version__)
+print("devices", jax.devices(), "backend", jax.default_backend())
+EOF
+}
+
+stage_tests() {
+  timeout "${TESTS_TIMEOUT:-330}" python3 -m pytest -m "not slow" -n 8 -q -p no:cacheprovider \
+    --durations=15 -W ignore::DeprecationWarning 2>&1 | tee "$OUT/tests.log" | tail -60
+}
+
+stage_slow() {
+  timeout "${TESTS_TIMEOUT:-330}" python3 -m pytest -m slow -n 8 -q -p no:cacheprovider \
+    --durations=15 2>&1 | tee "$OUT/slow.log" | tail -60
+}
+
+stage_throughput() {
+  python3 benchmarks/train_throughput.py --peer --peer_device cuda --threads 0 --epochs 5 --rounds 2 \
+    --json "$OUT/throughput_gpu.json" 2>&1 | tail -45
+}
+
+stage_cputhroughput() {
+  JAX_PLATFORMS=cpu python3 benchmarks/train_throughput.py --peer --threads 2 --epochs 3 \
+    --json "$OUT/throughput_cpu2.json" 2>&1 | tail -45
+}
+
+stage_transfer() {
+  python3 benchmarks/transfer_candidate.py --threads 0 --epochs 5 --json "$OUT/transfer_gpu.json" 2>&1 | tail -30
+}
+
+stage_synthesis() {
+  # Twice: the first run fills the persistent compilation cache (its schedules' figures are then skewed
+  # by which ran first); the second's figures are the warm ones.
+  python3 benchmarks/synthesis.py --task cs1:3 --preset quick --candidates 20 --epochs 20 --executors local \
+    --schedules halving,full --halving_first 2 --library_dir /tmp/hx_libraries \
+    --json "$OUT/synthesis_gpu_cold.json" 2>&1 | tail -12
+  python3 benchmarks/synthesis.py --task cs1:3 --preset quick --candidates 20 --epochs 20 --executors local \
+    --schedules halving,full --halving_first 2 --library_dir /tmp/hx_libraries \
+    --json "$OUT/synthesis_gpu.json" 2>&1 | tail -40
+}
+
+for stage in "$@"; do
+  echo "=== $stage $(date -u +%H:%M:%S)"
+  "stage_$stage"
+done
+echo "=== done $(date -u +%H:%M:%S)"
