@@ -65,12 +65,11 @@ stage_transfer() {
 stage_synthesis() {
   # Twice: the first run fills the persistent compilation cache (its schedules' figures are then skewed
   # by which ran first); the second's figures are the warm ones.
-  python3 benchmarks/synthesis.py --task cs1:3 --preset quick --candidates 20 --epochs 20 --executors local \
-    --schedules halving,full --halving_first 2 --library_dir /tmp/hx_libraries \
-    --json "$OUT/synthesis_gpu_cold.json" 2>&1 | tail -12
-  python3 benchmarks/synthesis.py --task cs1:3 --preset quick --candidates 20 --epochs 20 --executors local \
-    --schedules halving,full --halving_first 2 --library_dir /tmp/hx_libraries \
-    --json "$OUT/synthesis_gpu.json" 2>&1 | tail -40
+  for run in cold warm; do
+    python3 benchmarks/synthesis.py --task cs1:3 --preset quick --candidates 20 --epochs 20 \
+      --executors local --schedules halving,full --halving_first 2 --library_dir /tmp/hx_libraries \
+      --json "$OUT/synthesis_gpu_$run.json" 2>&1 | tail -12
+  done
 }
 
 for stage in "$@"; do
