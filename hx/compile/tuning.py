@@ -46,6 +46,11 @@ What it does, per the paper (appendix C) and DESIGN.md "Lowering and training":
   uninterrupted run gives. A pause in the middle of an epoch scores the parameters reached so far on the
   validation split, and they may be kept as the best (as a check every epoch would keep them); a paused
   run does not score the test split (the run that finishes does).
+- Nothing to train: a program whose variables are empty (only frozen library functions, which run in
+  inference mode) would come out of any number of steps as it went in, so Tune runs none and scores it
+  as it is, as with `epochs=0` (`epochs_run` 0, no history). A synthesis meets such candidates first
+  (`map_g(lib.f)`), and at the paper's sizes their epochs would be the most expensive of all: the
+  library's CNN over every image of every step, for nothing.
 
 A `CompiledProgram` (hx.compile.lower) provides `init(rng) -> variables` (a dict with "params" and other
 collections such as "batch_stats"), `apply(variables, frozen, x, *, train, rng)` returning `(y,
@@ -672,7 +677,9 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   # Where training starts (full epochs and steps into the next) and the step at which it stops.
   first_epoch, first_step = (resume.epoch, resume.step) if resume is not None else (0, 0)
   end = steps * config.epochs
-  if until is not None:
+  if not jax.tree.leaves((params, state)):
+    end = 0  # nothing to train (module docstring)
+  if until is not None and end:
     end = min(end, max(first_epoch * steps + first_step + 1, round(until * steps)))
   carry = fresh_carry(params, state, opt_state, None if resume is None else resume.loss_sum)
   order = _epoch_order(order_key, 0, n, steps * config.batch_size)
@@ -688,7 +695,8 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   step_args = (carry, frozen, table, train.inputs, train.targets, order, step_ids[0], dropout_key)
   train_exe, compile_seconds = _executable(
       "train_step", (compiled.key, objective, config.learning_rate, config.batch_size, pack),
-      lambda: _make_train_step(apply, objective, tx, config.batch_size, pack), (0,), step_args)
+      lambda: _make_train_step(apply, objective, tx, config.batch_size, pack), (0,), step_args
+  ) if end else (None, 0.0)
   # Validation and test splits of the same shapes share one capacity, hence one executable.
   plans = _shared_eval_plans(compiled, config, [data.val] + ([data.test] if data.test is not None else []))
   val_eval = _Evaluator(compiled, objective, config, frozen, table, data.val, variables, plans[0])
@@ -705,7 +713,7 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   paused: TuneState | None = None
   train_seconds = eval_seconds = 0.0
   epochs_run = first_epoch
-  for epoch in range(first_epoch + 1, config.epochs + 1):
+  for epoch in range(first_epoch + 1, config.epochs + 1 if end else 1):
     epochs_run = epoch
     t0 = time.perf_counter()
     order = _epoch_order(order_key, epoch - 1, n, steps * config.batch_size)
@@ -767,7 +775,7 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
     carry = fresh_carry(*carry[:3])
 
   if best_vars is None and failed is None and epochs_run == 0:
-    # No epoch ran (epochs=0): report the initial variables.
+    # No epoch ran (epochs=0, or nothing to train): report the initial variables.
     best_vars = variables
     best_score, _ = val_eval(variables)
   test_score = None

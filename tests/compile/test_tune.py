@@ -384,6 +384,44 @@ def test_real_programs_calling_different_library_functions_share_executables_and
   assert first.val_score != other.val_score
 
 
+def test_a_program_of_library_functions_only_is_scored_without_training():
+  from hx.compile.lower import compile_program
+  from hx.compile.modules import ModuleConfig, init_module, module_spec
+  from hx.lang.parser import parse
+  from hx.lang.types import FunctionType
+
+  real1, bool1 = TensorType("real", (1,)), TensorType("bool", (1,))
+  config = ModuleConfig(mlp_hidden=8, lstm_hidden=8)
+  library = {"nn_f": module_spec(FunctionType(ListType(bool1), real1), config),
+             "nn_g": module_spec(FunctionType(real1, bool1), config)}
+  library_params = {}
+  for i, (name, spec) in enumerate(library.items()):
+    params, stats = init_module(spec, jax.random.key(200 + i))
+    library_params[name] = {"params": params, "batch_stats": stats}
+  program = compile_program(parse("compose(lib.nn_f, map_l(lib.nn_g))"), {}, config, library)
+  frozen = program.make_frozen(library_params)
+  assert not jax.tree.leaves(program.init(jax.random.key(0)))
+
+  rng = np.random.default_rng(5)
+  def split(n):
+    x = rng.normal(size=(n, 4, 1)).astype(np.float32)
+    mask = np.arange(4)[None, :] < rng.integers(1, 5, size=n)[:, None]
+    return Split(ListBatch(x, mask), np.sum((x[..., 0] > 0) & mask, 1, keepdims=True).astype(np.float32))
+  data = TuneData(split(200), split(50), split(50)).on_device()
+  clear_tune_caches()
+  r = tune(program, frozen, data, MSE, TuneConfig(batch_size=50, epochs=3))
+  # Nothing to train: no step is compiled or run, and the scores are the program's as it is.
+  assert "train_step" not in tune_stats()["compiles"]
+  assert r.failed is None and r.epochs_run == 0 and r.steps_run == 0 and r.history == []
+  assert r.state is None and r.train_seconds == 0.0
+  assert r.val_score == evaluate(program, r.variables, frozen, data.val, MSE)[0]
+  assert r.test_score == evaluate(program, r.variables, frozen, data.test, MSE)[0]
+  assert math.isfinite(r.val_score) and r.val_score > 0
+  # A paused schedule (successive halving) gets the finished result at once.
+  paused = tune(program, frozen, data, MSE, TuneConfig(batch_size=50, epochs=3), until=0.5)
+  assert paused.state is None and paused.steps_run == 0 and paused.val_score == r.val_score
+
+
 # ----------------------------------------------------------------------------------------------------
 # NaN within a bounded number of steps, and after a good epoch.
 
