@@ -1,0 +1,116 @@
+"""How far a shortest-path program can get on top of a library regressor: exact Bellman-Ford on its costs.
+
+    python benchmarks/regressor_floor.py --library PATH [--function nn_gs2_1] [--sequence gs2] [--task 2]
+        [--mnist ../shared/data/mnist.pkl.gz] [--preset paper] [--json out.json]
+
+GS1 and GS2 learn a regressor first (regress_speed, regress_mnist: a cell image to its initial
+Bellman-Ford state (cost, initial distance)), and the shortest-path task after it reuses it as
+`map_g(lib.f)` under a learned relaxation (`repeat(10, conv_g(nn_k))`). Whatever that relaxation learns,
+the costs it relaxes are the regressor's. This script applies the library function `--function` (inference
+mode) to every image of the shortest-path task's table, reads the predicted cost of every cell of the
+validation and test grids, and runs the exact relaxation (`hx.data.grids.least_costs`, start top left) on
+those costs, raw and rounded to the nearest cell cost (1, 3, 5, 7, 9). Its distance RMSE is what an
+exact relaxation would score on top of this regressor: a learned kernel can do better only by correcting
+the regressor's costs from the cost alone. Prints, per split, the cost RMSE, the share of cells whose cost
+is off by more than 1, the predicted costs per true cost, and the two distance RMSEs.
+
+The library is one that `hx.Library.save` wrote (e.g. `benchmarks/synthesis.py --library_dir`'s
+`gs2_seed0_paper_upto1_...`); the task is built as `benchmarks/synthesis.py` builds it (same sequence, seed,
+preset and MNIST source), so the grids are those its synthesis scores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+CELL_COST_VALUES = (1, 3, 5, 7, 9)
+
+
+def predicted_outputs(library, name: str, table: np.ndarray, chunk: int = 2048) -> np.ndarray:
+  """float32 (m, 2): the library function `name` on every image of `table` (m, C, H, W), inference mode."""
+  import jax
+  import jax.numpy as jnp
+
+  from hx.compile.modules import apply_module
+
+  spec, var = library.specs()[name], library.variables()[name]
+  f = jax.jit(lambda x: apply_module(spec, var["params"], var.get("batch_stats", {}), (x,),
+                                     mask=jnp.ones(x.shape[0], bool), keys=None, train=False)[0])
+  return np.concatenate([np.asarray(f(jnp.asarray(table[i:i + chunk]))) for i in range(0, len(table), chunk)])
+
+
+def split_floor(outputs: np.ndarray, split, side: int) -> dict:
+  """The figures of one split of side x side grids (see the module docstring)."""
+  from hx.data.grids import least_costs
+
+  real = side * side
+  idx = np.asarray(split.inputs.values).astype(np.int64)[:, :real]
+  target = np.asarray(split.targets).astype(np.float32)[:, :real]
+  cost = outputs[idx][..., 0]
+  err = cost - target[..., 0]
+  values = np.asarray(CELL_COST_VALUES, np.float32)
+  rounded = values[np.abs(cost[..., None] - values).argmin(-1)]
+  out = {"grids": len(idx), "cost_rmse": float(np.sqrt(np.mean(err ** 2))),
+         "cost_off_by_more_than_1": float(np.mean(np.abs(err) > 1)),
+         "cost_rounded_wrong": float(np.mean(rounded != target[..., 0])), "per_cost": {}}
+  for c in CELL_COST_VALUES:
+    p = cost[target[..., 0] == c]
+    if p.size:
+      out["per_cost"][c] = {"cells": int(p.size), "mean": float(p.mean()), "std": float(p.std())}
+  for label, costs in (("raw", np.clip(cost, 1e-3, None)), ("rounded", rounded)):
+    d = least_costs(costs.reshape(-1, side, side)).reshape(-1, real)
+    out[f"distance_rmse_exact_relaxation_{label}"] = float(np.sqrt(np.mean((d - target[..., 1]) ** 2)))
+  return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--library", required=True, help="a saved hx.Library")
+  parser.add_argument("--function", default="nn_gs2_1", help="the regressor's name in the library")
+  parser.add_argument("--sequence", default="gs2")
+  parser.add_argument("--task", type=int, default=2,
+                      help="the shortest-path task's index in the sequence (from 1)")
+  parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--preset", default="paper")
+  parser.add_argument("--mnist", default=None)
+  parser.add_argument("--json", default=None)
+  args = parser.parse_args(argv)
+
+  from hx.data import Sources, TaskSizes, sequence
+  from hx.synth import Library
+
+  library = Library.load(args.library)
+  if args.function not in library.names:
+    raise SystemExit(f"{args.library} has no function {args.function!r}; it has {', '.join(library.names)}")
+  sizes = TaskSizes.preset(args.preset)
+  seq = sequence(args.sequence, seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
+  task = seq.build(args.task - 1)
+  if task.spec.kind not in ("shortest_path_mnist", "shortest_path_street"):
+    raise SystemExit(f"task {args.task} of {args.sequence} is {task.name}, not a grid shortest-path task")
+  outputs = predicted_outputs(library, args.function, np.asarray(task.table))
+  out = {"library": args.library, "function": args.function, "task": task.name, "argv": sys.argv}
+  for name, split, grids in (("val", task.val, sizes.grids_val), ("test", task.test, sizes.grids_test)):
+    (side, _), = grids
+    out[name] = r = split_floor(outputs, split, side)
+    print(f"{name}: {r['grids']} {side}x{side} grids; cost RMSE {r['cost_rmse']:.3f}, off by more than "
+          f"1: {100 * r['cost_off_by_more_than_1']:.1f}%, wrong when rounded: "
+          f"{100 * r['cost_rounded_wrong']:.1f}%; exact relaxation's distance RMSE: raw costs "
+          f"{r['distance_rmse_exact_relaxation_raw']:.3f}, rounded "
+          f"{r['distance_rmse_exact_relaxation_rounded']:.3f}")
+    print("  predicted cost per true cost: " + ", ".join(
+        f"{c}: {v['mean']:.2f} ± {v['std']:.2f}" for c, v in r["per_cost"].items()))
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(out, f, indent=1)
+  return out
+
+
+if __name__ == "__main__":
+  main()
