@@ -344,6 +344,15 @@ def test_default_cache_dir_is_per_user(monkeypatch, tmp_path):
 # ----------------------------------------------------------------------------------------------------
 # With real lowered programs (hx.compile.lower).
 
+def _positive_counts(rng) -> TuneData:
+  """200/50/50 lists of 1-4 reals (padded to 4) labelled with how many are positive, on the device."""
+  def split(n):
+    x = rng.normal(size=(n, 4, 1)).astype(np.float32)
+    mask = np.arange(4)[None, :] < rng.integers(1, 5, size=n)[:, None]
+    return Split(ListBatch(x, mask), np.sum((x[..., 0] > 0) & mask, 1, keepdims=True).astype(np.float32))
+  return TuneData(split(200), split(50), split(50)).on_device()
+
+
 def test_real_programs_calling_different_library_functions_share_executables_and_are_deterministic():
   from hx.compile.lower import compile_program
   from hx.compile.modules import ModuleConfig, init_module, module_spec
@@ -363,12 +372,7 @@ def test_real_programs_calling_different_library_functions_share_executables_and
   b = compile_program(parse("compose(lib.nn_f2, map_l(nn_c))"), fresh_types, config, library)
   assert a.key == b.key and a.apply is b.apply
 
-  rng = np.random.default_rng(3)
-  def split(n):
-    x = rng.normal(size=(n, 4, 1)).astype(np.float32)
-    mask = np.arange(4)[None, :] < rng.integers(1, 5, size=n)[:, None]
-    return Split(ListBatch(x, mask), np.sum((x[..., 0] > 0) & mask, 1, keepdims=True).astype(np.float32))
-  data = TuneData(split(200), split(50), split(50)).on_device()
+  data = _positive_counts(np.random.default_rng(3))
   tune_config = TuneConfig(batch_size=50, epochs=2)
   clear_tune_caches()
   first = tune(a, a.make_frozen(library_params), data, MSE, tune_config)
@@ -402,12 +406,7 @@ def test_a_program_of_library_functions_only_is_scored_without_training():
   frozen = program.make_frozen(library_params)
   assert not jax.tree.leaves(program.init(jax.random.key(0)))
 
-  rng = np.random.default_rng(5)
-  def split(n):
-    x = rng.normal(size=(n, 4, 1)).astype(np.float32)
-    mask = np.arange(4)[None, :] < rng.integers(1, 5, size=n)[:, None]
-    return Split(ListBatch(x, mask), np.sum((x[..., 0] > 0) & mask, 1, keepdims=True).astype(np.float32))
-  data = TuneData(split(200), split(50), split(50)).on_device()
+  data = _positive_counts(np.random.default_rng(5))
   clear_tune_caches()
   r = tune(program, frozen, data, MSE, TuneConfig(batch_size=50, epochs=3))
   # Nothing to train: no step is compiled or run, and the scores are the program's as it is.
