@@ -33,19 +33,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CELL_COST_VALUES = (1, 3, 5, 7, 9)
 
 
-def predicted_outputs(library, name: str, table: np.ndarray, chunk: int = 2048) -> np.ndarray:
-  """float32 (m, 2): the library function `name` on every image of `table` (m, C, H, W), inference mode."""
-  import jax
-  import jax.numpy as jnp
-
-  from hx.compile.modules import apply_module
-
-  spec, var = library.specs()[name], library.variables()[name]
-  f = jax.jit(lambda x: apply_module(spec, var["params"], var.get("batch_stats", {}), (x,),
-                                     mask=jnp.ones(x.shape[0], bool), keys=None, train=False)[0])
-  return np.concatenate([np.asarray(f(jnp.asarray(table[i:i + chunk]))) for i in range(0, len(table), chunk)])
-
-
 def split_floor(outputs: np.ndarray, split, side: int) -> dict:
   """The figures of one split of side x side grids (see the module docstring)."""
   from hx.data.grids import least_costs
@@ -83,6 +70,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--json", default=None)
   args = parser.parse_args(argv)
 
+  from hx.compile.memo import apply_prefix
   from hx.data import Sources, TaskSizes, sequence
   from hx.synth import Library
 
@@ -94,7 +82,8 @@ def main(argv: list[str] | None = None) -> dict:
   task = seq.build(args.task - 1)
   if task.spec.kind not in ("shortest_path_mnist", "shortest_path_street"):
     raise SystemExit(f"task {args.task} of {args.sequence} is {task.name}, not a grid shortest-path task")
-  outputs = predicted_outputs(library, args.function, np.asarray(task.table))
+  # The regressor as synthesis applies a frozen prefix: inference mode, over the whole table.
+  outputs = np.asarray(apply_prefix((args.function,), library.specs(), library.variables(), task.table))
   out = {"library": args.library, "function": args.function, "task": task.name, "argv": sys.argv}
   for name, split, grids in (("val", task.val, sizes.grids_val), ("test", task.test, sizes.grids_test)):
     (side, _), = grids

@@ -676,10 +676,10 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
 
   # Where training starts (full epochs and steps into the next) and the step at which it stops.
   first_epoch, first_step = (resume.epoch, resume.step) if resume is not None else (0, 0)
-  end = steps * config.epochs
-  if not jax.tree.leaves((params, state)):
-    end = 0  # nothing to train (module docstring)
-  if until is not None and end:
+  # Nothing to train (module docstring): no epoch, as with epochs=0.
+  epochs = config.epochs if jax.tree.leaves((params, state)) else 0
+  end = steps * epochs
+  if until is not None:
     end = min(end, max(first_epoch * steps + first_step + 1, round(until * steps)))
   carry = fresh_carry(params, state, opt_state, None if resume is None else resume.loss_sum)
   order = _epoch_order(order_key, 0, n, steps * config.batch_size)
@@ -713,7 +713,7 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   paused: TuneState | None = None
   train_seconds = eval_seconds = 0.0
   epochs_run = first_epoch
-  for epoch in range(first_epoch + 1, config.epochs + 1 if end else 1):
+  for epoch in range(first_epoch + 1, epochs + 1):
     epochs_run = epoch
     t0 = time.perf_counter()
     order = _epoch_order(order_key, epoch - 1, n, steps * config.batch_size)
