@@ -10,8 +10,11 @@ sign, files TTTTT_IIIII.ppm); validation is 10% of the remaining tracks, by `see
 images never straddle two pools.
 
 The maze tasks need speed signs and a start and a goal sign. Their GTSRB classes are fixed in `ROLES`:
-speed limits 30, 50, 70, 80, 100 are classes 1, 2, 4, 5, 7; the start is class 12 (priority road) and the
-goal class 14 (stop) -- our choice, the paper does not say which images mark them.
+speed limits 30, 50, 70, 80, 100 are classes 1, 2, 4, 5, 7; the start is class 26 (traffic signals) and the
+goal class 14 (stop). These are the authors' classes, not our choice: the paper does not say which images
+mark the start and goal, but HOUDINI's `EvaluatorUtils.py` does -- `get_io_examples_regress_speed_street_sign`
+maps classes 1, 2, 4, 5, 7, 26, 14 to costs 9, 7, 5, 3, 1, 1, 1 ("26 for start, 14 for end"), and
+`get_io_examples_shortest_path_street_sign_maze` passes `img_class_start=26, img_class_goal=14`.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ __all__ = ["load_gtsrb", "read_ppm", "write_ppm", "ROLES", "NUM_CLASSES", "FLAG"
 
 FLAG = "--gtsrb (a directory in the official layout; argument `gtsrb` of hx.data.Sources)"
 NUM_CLASSES = 43
-ROLES = {"speed_30": 1, "speed_50": 2, "speed_70": 4, "speed_80": 5, "speed_100": 7, "start": 12, "goal": 14}
+ROLES = {"speed_30": 1, "speed_50": 2, "speed_70": 4, "speed_80": 5, "speed_100": 7, "start": 26, "goal": 14}
 _NAMES = {v: k for k, v in ROLES.items()}
 CLASS_NAMES = tuple(_NAMES.get(c, f"class_{c:02d}") for c in range(NUM_CLASSES))
 

@@ -7,7 +7,9 @@ numbers measured on it say nothing about the real data set.
 Classes (`SIGN_CLASSES`, the roles of `hx.data.gtsrb.ROLES`):
 
   0-4 "speed_30" .. "speed_100"  a white disc in a red ring with the black number (a built-in stroke font)
-  5   "start"                     the priority-road sign: a yellow diamond in a white border, black outline
+  5   "start"                     the traffic-signals sign (German sign 131, GTSRB class 26): a white
+                                  triangle, point up, in a red border, with a black traffic-light housing
+                                  showing red, amber and green lights from top to bottom
   6   "goal"                      the stop sign: a red octagon with a white border and the white word STOP
 
 Each sign face is drawn once per class into an RGBA texture from signed distance fields (anti-aliased edges,
@@ -37,7 +39,8 @@ SIGN_CLASSES = ("speed_30", "speed_50", "speed_70", "speed_80", "speed_100", "st
 _RED = (0.78, 0.08, 0.10)
 _WHITE = (0.94, 0.94, 0.91)
 _BLACK = (0.06, 0.06, 0.07)
-_YELLOW = (0.97, 0.76, 0.06)
+_AMBER = (0.98, 0.62, 0.05)
+_GREEN = (0.05, 0.62, 0.32)
 _TEX = 256  # texture resolution when drawn (then halved)
 _TEX_EXTENT = 1.1  # the texture spans [-1.1, 1.1]^2 in sign units (the sign fits the unit disc)
 _CHUNK = 256  # images rendered per vectorised step, to bound temporary memory
@@ -106,6 +109,22 @@ def _text_sdf(u: np.ndarray, v: np.ndarray, text: str, width: float, height: flo
 
 # ----- the sign faces -----
 
+def _triangle_sdf(u: np.ndarray, v: np.ndarray, half: float) -> np.ndarray:
+  """Signed distance to an equilateral triangle, point up, centroid at the origin, sides 2 * `half` long."""
+  k = np.sqrt(3.0)
+  x, y = np.abs(u) - half, v + half / k
+  fold = x + k * y > 0  # beyond the bisector of the right-hand corner: reflect onto the base's side
+  x, y = np.where(fold, (x - k * y) / 2, x), np.where(fold, (-k * x - y) / 2, y)
+  x = x - np.clip(x, -2 * half, 0)
+  return -np.hypot(x, y) * np.sign(y)
+
+
+def _box_sdf(u: np.ndarray, v: np.ndarray, hw: float, hh: float, r: float) -> np.ndarray:
+  """Signed distance to a rectangle centred at the origin, half-sizes `hw` x `hh`, corners rounded by `r`."""
+  qx, qy = np.abs(u) - (hw - r), np.abs(v) - (hh - r)
+  return np.hypot(np.maximum(qx, 0), np.maximum(qy, 0)) + np.minimum(np.maximum(qx, qy), 0) - r
+
+
 def _face(c: int, u: np.ndarray, v: np.ndarray, px: float) -> np.ndarray:
   """float32 (..., 4) premultiplied RGBA of class `c`'s face at sign coordinates (u, v); px: texel size."""
   rgba = np.zeros(u.shape + (4,), np.float64)
@@ -123,11 +142,16 @@ def _face(c: int, u: np.ndarray, v: np.ndarray, px: float) -> np.ndarray:
       paint(_text_sdf(u, v, number, 1.16, 0.84), _BLACK)
     else:  # three digits: smaller and narrower, as on real 100 signs
       paint(_text_sdf(u, v, number, 1.24, 0.76, glyph_w=3.4), _BLACK)
-  elif c == 5:  # priority road: black outline, white band, yellow diamond
-    diamond = (np.abs(u) + np.abs(v)) / np.sqrt(2)
-    paint(diamond - 1.0 / np.sqrt(2), _BLACK)
-    paint(diamond - 0.95 / np.sqrt(2), _WHITE)
-    paint(diamond - 0.62 / np.sqrt(2), _YELLOW)
+  elif c == 5:  # traffic signals: red-bordered white triangle, black housing, red / amber / green lights
+    # Rounded corners (radius 0.08) whose tips touch the unit circle: 2 * half / sqrt(3) + 0.08 = 1.
+    corner = 0.08
+    half = (1 - corner) * np.sqrt(3) / 2
+    triangle = _triangle_sdf(u, v, half) - corner
+    paint(triangle, _RED)
+    paint(triangle + 0.17, _WHITE)  # the red border is 0.17 wide; the white triangle's inradius is 0.37
+    paint(_box_sdf(u, v - 0.04, 0.12, 0.31, 0.05), _BLACK)  # the housing, y -0.27 .. 0.35
+    for y, colour in ((0.23, _RED), (0.04, _AMBER), (-0.15, _GREEN)):
+      paint(np.hypot(u, v - y) - 0.075, colour)
   else:  # stop: white border, red octagon, STOP
     octagon = np.maximum(np.maximum(np.abs(u), np.abs(v)), (np.abs(u) + np.abs(v)) / np.sqrt(2))
     apothem = np.cos(np.pi / 8)

@@ -73,8 +73,7 @@ class Sequence:
     kinds = {t.kind for t in self.tasks}
     if self.sources.smallnorb is None and kinds & {"count_toy", "recognize_toy"}:
       lines.append("  toys: smallnorb-synthetic (a rendered stand-in, not smallNORB)")
-    if self.sources.gtsrb is None and kinds & {"regress_speed", "shortest_path_street", "regress_mnist",
-                                               "shortest_path_mnist"}:
+    if self.sources.gtsrb is None and kinds & {"regress_speed", "shortest_path_street"}:
       lines.append("  signs: gtsrb-synthetic (a rendered stand-in, not GTSRB)")
     return "\n".join(lines)
 

@@ -18,18 +18,22 @@ follows the authors' implementation:
   images of the other classes. sum_digits: uniform random digits, the label their sum.
 - regress_speed, regress_mnist: one cell image (3x28x28) to its initial Bellman-Ford state (cost,
   initial distance): speed signs 30/50/70/80/100 cost 9/7/5/3/1, digits 9/7/5/3/1 their value, the start
-  and goal signs 1; the initial distance is 1 (= the start's cost, d(start)) for the start sign and 65
+  and goal cells 1; the initial distance is 1 (= the start's cost, d(start)) for the start and 65
   (`DISTANCE_BOUND`) for every other image, as in the authors' `get_io_examples_regress_speed_mnist`.
   Their street-sign version (`get_io_examples_regress_speed_street_sign`) gives the start 65 too; we do
   not copy that: after `map_g(regressor)` the start would then look like every other cost-1 cell, and no
-  order-invariant graph kernel could find the source of a symmetric grid. Every image of the cost
-  classes in each pool, the start and goal images subsampled to the other classes' average count.
+  order-invariant graph kernel could find the source of a symmetric grid. Every image of each pool's
+  cell classes, once (the authors' `get_images_for_regression`).
 - shortest_path_street, shortest_path_mnist: n x n grids of cell images (`hx.data.grids`), start top
   left, goal bottom right; per node (cost, least cost from the start), with d(start) = cost(start) = 1
-  (`hx.data.grids` gives the convention). Train on 3x3 and 4x4, validate and test on 5x5.
+  (`hx.data.grids` gives the convention). Train on 3x3 and 4x4, validate and test on 5x5. The street
+  grids' start and goal are GTSRB signs (`hx.data.gtsrb.ROLES`); the MNIST grids are MNIST digits only,
+  as in the authors' `get_io_examples_shortest_path_mnist_maze`: the start a 0 (`START_DIGIT`), the goal
+  a 1 (`GOAL_DIGIT`: drawn from the same images as the cost-1 cells, which it is one of), so
+  regress_mnist's images are the digits 0, 1, 3, 5, 7 and 9.
 - shortest_path_graph_mnist, shortest_path_geometric_mnist (ours, not the paper's: graphs beyond grids):
   random connected graphs (`hx.data.graphs`: Erdős–Rényi, random geometric), every degree 1-10, whose
-  nodes are MNIST cells as in shortest_path_mnist: node 0 the start sign, the last node the goal sign,
+  nodes are MNIST cells as in shortest_path_mnist: node 0 the start (a 0), the last node the goal (a 1),
   every other node a digit costing its value; per node (cost, least cost from the start) in the grids'
   convention. Train on 10-20 nodes, validate and test on 30-50 (`TaskSizes.graph_nodes`). A graph whose
   farthest node costs more than `DISTANCE_BOUND` is drawn again (about one in seven 30-50-node geometric
@@ -83,6 +87,11 @@ CELL_COSTS = (9, 7, 5, 3, 1, 1, 1)
 """Cost of each cell kind, in `SIGN_ROLES` order: speed 30, 50, 70, 80, 100, start, goal."""
 DIGIT_KINDS = (9, 7, 5, 3, 1)
 """The digit standing for each speed kind in the MNIST grids (a digit costs its value)."""
+START_DIGIT = 0
+"""The digit marking the start of an MNIST grid (the authors' `img_class_start=0`; regressed to (1, 1))."""
+GOAL_DIGIT = 1
+"""The digit marking the goal of an MNIST grid (the authors' `img_class_goal=1`): a cost-1 digit, so the
+goal is drawn from the images of the last speed kind and regresses to (1, 65) like them."""
 DISTANCE_BOUND = 65.0
 """The initial distance a regression task predicts beside the cost of every cell but the start (the
 authors' value: no least cost in a 5x5 grid of costs <= 9 exceeds it)."""
@@ -350,12 +359,18 @@ def _take(split: Split, k: int) -> Split:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class _Images:
-  """A normalized table with each row's class and pool."""
+  """A normalized table with each row's class and pool; for cell images, the class each cell kind
+  (`SIGN_ROLES` order) is drawn from (`kind_classes`, None: the kind is the class)."""
   table: np.ndarray
   labels: np.ndarray
   pools: np.ndarray
   names: tuple[str, ...]
   synthetic: bool
+  kind_classes: tuple[int, ...] | None = None
+
+  def pick_cells(self, rng: np.random.Generator, pool: int, kind: int, shape) -> np.ndarray:
+    """int32 indices of `shape`: images of cell kind `kind`, as `pick` draws them."""
+    return self.pick(rng, pool, kind if self.kind_classes is None else self.kind_classes[kind], shape)
 
   def pick(self, rng: np.random.Generator, pool: int, classes, shape) -> np.ndarray:
     """int32 indices of `shape`, drawn uniformly with replacement from the images of `classes` in `pool`."""
@@ -389,21 +404,19 @@ def _images(which: str, sources: Sources) -> _Images:
   if which in ("digits", "toys"):
     s = digits(sources) if which == "digits" else toys(sources)
     return _Images(_normalized(s), s.labels, s.pools, (_dataset_name(s),), s.synthetic)
-  sg = signs(sources)
-  sign_table = _normalized(sg, size=28)
   if which == "street":
-    return _Images(sign_table, sg.labels, sg.pools, (_dataset_name(sg),), sg.synthetic)
-  # MNIST cells: the digits standing for the five speed kinds (3-channel), and the start and goal signs.
+    sg = signs(sources)
+    return _Images(_normalized(sg, size=28), sg.labels, sg.pools, (_dataset_name(sg),), sg.synthetic)
+  # MNIST cells: the digits of the five speed kinds and the start's (3-channel); the goal is a cost-1 digit.
   d = digits(sources)
-  keep = np.flatnonzero(np.isin(d.labels, DIGIT_KINDS))
+  keep = np.flatnonzero(np.isin(d.labels, DIGIT_KINDS + (START_DIGIT,)))
   kind_of_digit = np.full(10, -1, np.int32)
   kind_of_digit[list(DIGIT_KINDS)] = np.arange(len(DIGIT_KINDS))
+  kind_of_digit[START_DIGIT] = SIGN_ROLES.index("start")
   sub = d._replace(images=d.images[keep], labels=kind_of_digit[d.labels[keep]], pools=d.pools[keep])
-  ends = np.flatnonzero(sg.labels >= len(DIGIT_KINDS))
-  table = np.concatenate([_normalized(sub, channels=3), sign_table[ends]])
-  return _Images(table, np.concatenate([sub.labels, sg.labels[ends]]),
-                 np.concatenate([sub.pools, sg.pools[ends]]), (_dataset_name(d), _dataset_name(sg)),
-                 d.synthetic or sg.synthetic)
+  kind_classes = tuple(range(len(SIGN_ROLES) - 1)) + (DIGIT_KINDS.index(GOAL_DIGIT),)
+  return _Images(_normalized(sub, channels=3), sub.labels, sub.pools, (_dataset_name(d),), d.synthetic,
+                 kind_classes)
 
 
 # --- Splits ------------------------------------------------------------------------------------------
@@ -458,12 +471,8 @@ def _lists(images: _Images, rng, pool: int, n: int, lengths, kind: str, cls: int
 
 
 def _regress(images: _Images, rng, pool: int) -> Split:
-  """Every cost-kind image of the pool, and as many start and goal images as a cost kind has on average."""
-  in_pool = images.pools == pool
-  speed = np.flatnonzero(in_pool & (images.labels < len(DIGIT_KINDS)))
-  per_kind = max(1, len(speed) // len(DIGIT_KINDS))
-  ends = [images.pick(rng, pool, kind, per_kind) for kind in (len(DIGIT_KINDS), len(DIGIT_KINDS) + 1)]
-  idx = rng.permutation(np.concatenate([speed.astype(np.int32)] + ends))
+  """Every image of the pool once (the table holds the cell classes only), in random order."""
+  idx = rng.permutation(np.flatnonzero(images.pools == pool)).astype(np.int32)
   return Split(idx, regression_targets(images.labels[idx]))
 
 
@@ -489,7 +498,7 @@ def _grids(images: _Images, rng, pool: int, sizes) -> Split:
     for kind in np.unique(kinds):
       where = np.zeros((count, nodes), bool)
       where[:, :n * n] = kinds == kind
-      cells[where] = images.pick(rng, pool, int(kind), int(where.sum()))
+      cells[where] = images.pick_cells(rng, pool, int(kind), int(where.sum()))
     costs = np.asarray(CELL_COSTS, np.float32)[kinds].reshape(count, n, n)
     targets = _narrow_targets(grid_targets(costs, nodes))
     parts.append((cells, np.full(count, layout, np.uint8), targets))
@@ -529,7 +538,7 @@ def _random_graphs(images: _Images, rng, pool: int, count: int, nodes: tuple[int
   cells = np.zeros((count, n_pad), index_dtype(len(images.table)))
   for kind in np.unique(node_kinds[node_kinds >= 0]):
     where = node_kinds == kind
-    cells[where] = images.pick(rng, pool, int(kind), int(where.sum()))
+    cells[where] = images.pick_cells(rng, pool, int(kind), int(where.sum()))
   inputs = EdgeGraphBatch(cells, senders, receivers, edge_mask, node_kinds >= 0)
   split = Split(inputs, _narrow_targets(targets))
   check_graphs(split.inputs)

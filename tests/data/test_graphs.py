@@ -146,7 +146,8 @@ def test_shortest_path_graph_tasks(name):
       s, r = x.senders[b, :e].astype(int), x.receivers[b, :e].astype(int)
       assert is_connected(n, s, r) and degrees(n, s, r).max() <= MAX_DEGREE
       kinds = images.labels[x.values[b, :n]]
-      assert kinds[0] == SIGN_ROLES.index("start") and kinds[-1] == SIGN_ROLES.index("goal")
+      # The start a 0 (the start kind), the goal a 1 (the cost-1 digits' kind, as in the MNIST grids).
+      assert kinds[0] == SIGN_ROLES.index("start") and kinds[-1] == SIGN_ROLES.index("speed_100")
       assert np.all(kinds[1:-1] < 5)
       assert np.all(images.pools[x.values[b, :n]] == pool)
       cost = np.asarray(CELL_COSTS, np.float32)[kinds]

@@ -234,7 +234,7 @@ def test_gtsrb_exact(tmp_path):
   s = load_gtsrb(str(tmp_path), size=32)
   assert s.images.shape == (16, 3, 32, 32)
   np.testing.assert_array_equal(s.labels, [1] * 6 + [14] * 6 + [1, 14, 1, 14])
-  assert s.class_names[1] == "speed_30" and s.class_names[14] == "goal" and s.class_names[12] == "start"
+  assert s.class_names[1] == "speed_30" and s.class_names[14] == "goal" and s.class_names[26] == "start"
   px = pixels[(14, 0, 1)]
   h, w = px.shape[:2]
   i = 7  # class 14, track 0, image 1

@@ -15,7 +15,7 @@ from hx.data.smallnorb import write_norb_mat
 
 SIZES = TaskSizes(binary=(40, 20, 20), lists=(16, 9, 9), grids_train=((3, 6), (4, 10)),
                   grids_val=((5, 4),), grids_test=((5, 4),))
-COST = {1: 9, 2: 7, 4: 5, 5: 3, 7: 1, 12: 1, 14: 1}  # GTSRB class -> cell cost
+COST = {1: 9, 2: 7, 4: 5, 5: 3, 7: 1, 26: 1, 14: 1}  # GTSRB class -> cell cost
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,29 @@ def test_street_tasks_from_gtsrb_layout(root):
   np.testing.assert_array_equal(y[..., 0], np.vectorize(COST.get)(cls))
 
 
-def test_mnist_grids_keep_the_synthetic_label_of_stand_in_signs(root):
-  task = build_task(task_spec("shortest_path_mnist"), Sources(mnist=str(root / "mnist"),
-                                                               standin_per_class=(6, 3, 3)), SIZES)
-  assert task.synthetic and "gtsrb-synthetic" in task.name
+def test_mnist_grid_tasks_are_mnist_digits_only(root):
+  """As the authors build them (`get_io_examples_regress_speed_mnist`,
+  `get_io_examples_shortest_path_mnist_maze`): the start a 0, the goal a 1, no sign images, so real
+  MNIST gives real tasks; regress_mnist is every 0, 1, 3, 5, 7 and 9 of each pool, once."""
+  src = Sources(mnist=str(root / "mnist"))  # no GTSRB given, and none needed
+  value = {0: 1, 1: 1, 3: 3, 5: 5, 7: 7, 9: 9}  # digit -> cell cost
+  digits = np.asarray(sorted(value))
+  regress = build_task(task_spec("regress_mnist"), src, SIZES)
+  assert not regress.synthetic and regress.datasets == ("mnist",) and "synthetic" not in regress.name
+  assert regress.table.shape[1:] == (3, 28, 28)
+  counts = []
+  for split in (regress.train, regress.val, regress.test):
+    d = digits[_labels_from_table(regress, split.inputs, digits)]
+    assert len(np.unique(split.inputs)) == len(split.inputs)
+    np.testing.assert_array_equal(split.targets[:, 0], [value[x] for x in d])
+    np.testing.assert_array_equal(split.targets[:, 1], np.where(d == 0, 1.0, 65.0))
+    counts.append(len(d))
+  # The fixture's pools: 500 training, 100 validation and 100 test images, digits cycling 0..9.
+  assert counts == [300, 60, 60]
+  grid = build_task(task_spec("shortest_path_mnist"), src, SIZES)
+  assert not grid.synthetic and grid.datasets == ("mnist",)
+  x, y = take(grid.test.inputs, slice(None)), grid.test.targets
+  d = digits[_labels_from_table(grid, x.values, digits)]
+  assert (d[:, 0] == 0).all() and (d[:, 24] == 1).all() and np.isin(d[:, 1:24], [1, 3, 5, 7, 9]).all()
+  np.testing.assert_array_equal(y[..., 0], np.vectorize(value.get)(d))
+  assert (y[:, 0, 1] == 1).all()

@@ -130,12 +130,64 @@ def test_signs_are_coloured():
   r, g, b = x[:, 0], x[:, 1], x[:, 2]
   # Real colour, not grey repeated: the channels differ pixel by pixel.
   assert np.abs(r - g).mean() > 0.03 and np.abs(r - b).mean() > 0.03
-  # Red rings, red octagons, yellow diamonds: red exceeds blue at the sign (the centre) in nearly every
-  # image, whatever its class; the backgrounds are random colours, with no such bias.
+  # Red rings, red octagons, red-bordered triangles: red exceeds blue at the sign (the centre) in nearly
+  # every image, whatever its class; the backgrounds are random colours, with no such bias.
   centre = (r - b)[:, 4:12, 4:12].mean(axis=(1, 2))
   assert np.median(centre) > 0.04 and (centre > 0).mean() > 0.8
   for c in range(7):
     assert centre[10 * c:10 * c + 10].mean() > 0.02, signs_mod.SIGN_CLASSES[c]
+
+
+def _face_at(c, u, v):
+  """RGBA of class c's face at the sign points (u, v), drawn at the texture's resolution."""
+  return signs_mod._face(c, np.asarray(u, np.float64), np.asarray(v, np.float64), 2.2 / 256)
+
+
+def test_sign_faces_fit_the_unit_disc():
+  coords = (np.arange(256) + 0.5) / 256 * 2.2 - 1.1
+  u, v = np.meshgrid(coords, coords)
+  outside = np.hypot(u, v) > 1 + 2.2 / 256
+  for c in range(7):
+    alpha = signs_mod._face(c, u, v, 2.2 / 256)[..., 3]
+    assert alpha[outside].max() == 0, signs_mod.SIGN_CLASSES[c]
+    assert alpha[~outside].mean() > 0.3, signs_mod.SIGN_CLASSES[c]  # and it is not a speck
+
+
+def test_start_is_the_traffic_signals_sign():
+  """GTSRB class 26 (German sign 131), the authors' start: a white triangle, point up, in a red border, with
+  a black housing of red, amber and green lights from top to bottom."""
+  start = signs_mod.SIGN_CLASSES.index("start")
+  red, amber, green = np.array([0.78, 0.08, 0.10]), np.array([0.98, 0.62, 0.05]), np.array([0.05, 0.62, 0.32])
+  white, black = np.array([0.94, 0.94, 0.91]), np.array([0.06, 0.06, 0.07])
+
+  def near(rgba, colour):
+    return (rgba[..., 3] > 0.99) & (np.abs(rgba[..., :3] - colour).max(axis=-1) < 0.05)
+
+  # The lights, top to bottom, in the housing; white beside it; red along the border and at the corners.
+  pts = {"red light": ((0, 0.23), red), "amber light": ((0, 0.04), amber), "green light": ((0, -0.15), green),
+         "housing": ((0, 0.33), black), "housing side": ((0.1, -0.05), black),
+         "white left": ((-0.2, -0.15), white), "white right": ((0.2, -0.15), white),
+         "white below": ((0, -0.32), white), "white apex": ((0, 0.6), white),
+         "base left": ((-0.72, -0.45), red), "base right": ((0.72, -0.45), red), "apex": ((0, 0.9), red),
+         "base edge": ((0, -0.48), red), "left edge": ((-0.4, 0.2), red)}
+  for name, ((u, v), colour) in pts.items():
+    assert near(_face_at(start, u, v), colour), name
+  # Transparent outside the triangle: beside the apex, below the base, outside the side edges.
+  for u, v in ((0.5, 0.6), (-0.5, 0.6), (0, -0.65), (0.8, -0.2), (-0.9, -0.5)):
+    assert _face_at(start, u, v)[3] == 0, (u, v)
+  # The centre region holds all three light colours; the triangle is symmetric about the vertical axis.
+  coords = np.linspace(-0.3, 0.3, 121)
+  u, v = np.meshgrid(coords * 0.5, coords)
+  centre = _face_at(start, u, v)
+  for colour in (red, amber, green, black, white):
+    assert near(centre, colour).sum() > 50, colour
+  coords = np.linspace(-1, 1, 101)
+  u, v = np.meshgrid(coords, coords)
+  np.testing.assert_allclose(_face_at(start, u, v), _face_at(start, -u, v), atol=1e-6)
+  # Its outline is its own: at (0.85, 0.3) every disc and the octagon are still sign, the triangle is not.
+  for c in range(7):
+    if c != start:
+      assert _face_at(c, 0.85, 0.3)[3] > 0.99 and _face_at(start, 0.85, 0.3)[3] == 0
 
 
 @pytest.mark.parametrize("kind", KINDS)
