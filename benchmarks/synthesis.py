@@ -89,6 +89,25 @@ def _executor(spec: str, ray_address: str | None):
   raise SystemExit(f"unknown executor {spec!r}")
 
 
+def _data_fingerprint(seq, index: int) -> int:
+  """crc32 of tasks 1..index-1's data (image table, every split's inputs and targets): a library cached
+  on disk is reused only for the data it was trained on, so a change to `hx.data` never reuses a stale
+  one."""
+  import zlib
+
+  import jax
+  import numpy as np
+
+  crc = 0
+  for i in range(index - 1):
+    task = seq.build(i)
+    crc = zlib.crc32(np.ascontiguousarray(task.table).tobytes(), crc)
+    for split in (task.train, task.val, task.test):
+      for leaf in jax.tree.leaves(split):
+        crc = zlib.crc32(np.ascontiguousarray(leaf).tobytes(), crc)
+  return crc
+
+
 def _prefix_library(args, seq, index: int, sizes):
   """The library after tasks 1..index-1 of `seq`, synthesized once and kept on disk."""
   import dataclasses
@@ -101,6 +120,7 @@ def _prefix_library(args, seq, index: int, sizes):
     key += f"_e{args.prefix_epochs}"
   if args.mnist:
     key += "_mnist-" + os.path.basename(os.path.normpath(args.mnist))
+  key += f"_data{_data_fingerprint(seq, index):08x}"
   path = os.path.join(args.library_dir, key)
   if os.path.exists(path):
     return Library.load(path), path
