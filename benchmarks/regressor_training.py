@@ -64,12 +64,12 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--json", default=None)
   args = parser.parse_args(argv)
 
-  import jax
   import jax.numpy as jnp
 
   from hx.compile import TuneData, compile_program, tune
   from hx.compile.memo import apply_prefix
   from hx.compile.modules import ModuleConfig
+  from hx.compile.tuning import initial_variables
   from hx.data import Sources, TaskSizes, sequence, training_settings
   from hx.lang import infer, parse
   from hx.lang.paper import default_type_variables
@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> dict:
   if args.bias_from_targets:
     if len(compiled.fresh_slots) != 1:
       raise SystemExit("--bias_from_targets needs a program of one fresh module")
-    # Tune's own initial variables (the same key), with the output bias moved.
-    variables = compiled.init(jax.random.split(jax.random.key(config.seed), 3)[0])
+    # Tune's own initial variables, with the output bias moved.
+    variables = initial_variables(compiled, config)
     first = dict(variables["params"][0])
     mean = np.asarray(task.train.targets, np.float32).mean(0)
     first["out"] = dict(first["out"], b=jnp.asarray(mean))

@@ -79,6 +79,7 @@ from hx.compile.values import ELEMENT_BATCHES, Split, gather, images_per_example
 __all__ = [
   "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "Tunable", "tune", "evaluate",
   "tune_stats", "clear_tune_caches", "resolve_objective", "pack_capacity", "eval_pack_capacity",
+  "initial_variables",
 ]
 
 
@@ -608,6 +609,17 @@ def evaluate(compiled: Tunable, variables: Any, frozen: Any, split: Split, objec
   return _Evaluator(compiled, objective, config, frozen, table, split, variables)(variables)
 
 
+def _run_keys(config: TuneConfig) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """(initialisation, example order, dropout) keys of a run, all from `config.seed`."""
+  return tuple(jax.random.split(jax.random.key(config.seed), 3))
+
+
+def initial_variables(compiled: Tunable, config: TuneConfig) -> Any:
+  """The variables `tune` starts from when given none: `compiled.init` with the key `config.seed` gives it
+  (so a caller can start from them changed, e.g. an output bias moved, and pass them as `variables`)."""
+  return compiled.init(_run_keys(config)[0])
+
+
 def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
          config: TuneConfig = TuneConfig(), *, variables: Any = None, resume: TuneState | None = None,
          until: float | None = None) -> TuneResult:
@@ -643,12 +655,12 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
                        f"{(config.seed, config.batch_size, config.learning_rate)}")
   objective = resolve_objective(compiled, objective)
   apply = _apply_for(compiled, objective)
-  init_key, order_key, dropout_key = jax.random.split(jax.random.key(config.seed), 3)
+  _, order_key, dropout_key = _run_keys(config)
   tx = optax.adam(config.learning_rate)
   start = time.perf_counter()
   if resume is None:
     if variables is None:
-      variables = compiled.init(init_key)
+      variables = initial_variables(compiled, config)
     # A private copy: the training step donates (and so deletes) the buffers it is given.
     variables = jax.tree.map(jnp.copy, jax.device_put(dict(variables)))
     params, state = _split_variables(variables)

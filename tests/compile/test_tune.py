@@ -19,6 +19,7 @@ from hx.compile.tuning import (
   _eval_chunks,
   clear_tune_caches,
   evaluate,
+  initial_variables,
   tune,
   tune_stats,
 )
@@ -114,6 +115,18 @@ def test_deterministic_for_a_seed():
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
   assert [r.val_score for r in a.history] == [r.val_score for r in b.history]
   assert not np.array_equal(np.asarray(a.variables["params"]["w"]), np.asarray(c.variables["params"]["w"]))
+
+
+def test_initial_variables_are_those_tune_starts_from():
+  data = _regression()
+  model = Linear(4, 1)
+  given = tune(model, model.frozen(), data, MSE, FAST, variables=initial_variables(model, FAST))
+  default = tune(model, model.frozen(), data, MSE, FAST)
+  for x, y in zip(jax.tree.leaves(given.variables), jax.tree.leaves(default.variables)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  other = initial_variables(model, dataclass_replace(FAST, seed=1))
+  assert not np.array_equal(np.asarray(other["params"]["w"]),
+                            np.asarray(initial_variables(model, FAST)["params"]["w"]))
 
 
 def dataclass_replace(config, **changes):

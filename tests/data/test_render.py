@@ -157,8 +157,8 @@ def test_start_is_the_traffic_signals_sign():
   """GTSRB class 26 (German sign 131), the authors' start: a white triangle, point up, in a red border, with
   a black housing of red, amber and green lights from top to bottom."""
   start = signs_mod.SIGN_CLASSES.index("start")
-  red, amber, green = np.array([0.78, 0.08, 0.10]), np.array([0.98, 0.62, 0.05]), np.array([0.05, 0.62, 0.32])
-  white, black = np.array([0.94, 0.94, 0.91]), np.array([0.06, 0.06, 0.07])
+  red, amber, green, white, black = (np.array(c) for c in (signs_mod._RED, signs_mod._AMBER, signs_mod._GREEN,
+                                                            signs_mod._WHITE, signs_mod._BLACK))
 
   def near(rgba, colour):
     return (rgba[..., 3] > 0.99) & (np.abs(rgba[..., :3] - colour).max(axis=-1) < 0.05)
