@@ -8,7 +8,9 @@ count_digit(d1) with CS1's tasks 1-2 in the library, SS task 2 sum_digits with c
 functions, GS2 task 2 shortest_path_mnist with regress_mnist's. The tasks before K are synthesized first
 (`--prefix_candidates` candidates each, local executor, the preset's settings) and their library is kept
 in `--library_dir`, so that every run of the benchmark on the same settings starts from the same
-library; that preparation is not timed.
+library; that preparation is not timed. `--bias_from_targets 0` trains every task with output biases
+started at 0 (`hx.compile.TuneConfig.bias_from_targets`; on by default), for before/after comparisons;
+the cached library's name records it.
 
 Each (executor, schedule) pair then runs `hx.synthesize` on task K with the same seed and reports:
 wall time, candidates per hour, the split of the time between search (enumerating programs),
@@ -118,6 +120,7 @@ def _prefix_library(args, seq, index: int, sizes):
   key = f"{seq.name}_seed{args.seed}_{args.preset}_upto{index - 1}_c{args.prefix_candidates}"
   if args.prefix_epochs is not None:
     key += f"_e{args.prefix_epochs}"
+  key += f"_bias{args.bias_from_targets}"
   if args.mnist:
     key += "_mnist-" + os.path.basename(os.path.normpath(args.mnist))
   key += f"_data{_data_fingerprint(seq, index):08x}"
@@ -127,7 +130,8 @@ def _prefix_library(args, seq, index: int, sizes):
   library = Library()
   for i in range(index - 1):
     task = seq.build(i)
-    config = training_settings(task.spec.kind, args.preset).tune_config()
+    config = training_settings(task.spec.kind, args.preset).tune_config(
+        bias_from_targets=bool(args.bias_from_targets))
     if args.prefix_epochs is not None:
       config = dataclasses.replace(config, epochs=args.prefix_epochs)
     start = time.perf_counter()
@@ -194,6 +198,8 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--executors", default="local", help="comma-separated: local, processes, "
                       "processes:WxT, default, ray")
   parser.add_argument("--schedules", default="full", help="comma-separated: full, halving")
+  parser.add_argument("--bias_from_targets", type=int, choices=(0, 1), default=1,
+                      help="TuneConfig.bias_from_targets for every task (0: output biases start at 0)")
   parser.add_argument("--halving_first", type=float, default=2.0)
   parser.add_argument("--halving_eta", type=int, default=3)
   parser.add_argument("--ray_address", default=None)
@@ -228,7 +234,8 @@ def main(argv: list[str] | None = None) -> dict:
   task = seq.build(index - 1)
   if args.fraction < 1:
     task = task.with_fraction(args.fraction)
-  config = training_settings(task.spec.kind, args.preset).tune_config()
+  config = training_settings(task.spec.kind, args.preset).tune_config(
+      bias_from_targets=bool(args.bias_from_targets))
   if args.epochs is not None:
     config = dataclasses.replace(config, epochs=args.epochs)
   print(f"# {task.summary()}\n# library {library!r} ({library_path}); settings {config}; "
@@ -236,8 +243,8 @@ def main(argv: list[str] | None = None) -> dict:
 
   out = {"task": task.name, "sequence": seq.name, "index": index, "seed": args.seed, "preset": args.preset,
          "fraction": args.fraction, "mnist": args.mnist, "prefix_epochs": args.prefix_epochs,
-         "candidates": args.candidates, "epochs": config.epochs,
-         "batch_size": config.batch_size, "library": list(library.names), "argv": sys.argv,
+         "candidates": args.candidates, "epochs": config.epochs, "batch_size": config.batch_size,
+         "bias_from_targets": config.bias_from_targets, "library": list(library.names), "argv": sys.argv,
          "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()},
          "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
          "versions": _versions(), "runs": []}

@@ -8,7 +8,11 @@
 A task is an `hx.Task` or any value with its attributes `name`, `type`, `objective`, `train`, `val`,
 `test` and `table`; the caller passes the same `ModuleConfig` and `TuneConfig` (the task kind's training
 settings) as HOUDINI gets, so every method shares the data, the batches, the optimiser, the epochs and
-the model selection (the best validation epoch, scored once on the test split).
+the model selection (the best validation epoch, scored once on the test split). A standalone network
+and a program trained from scratch start their output bias at the training targets' mean, as HOUDINI's
+fresh candidates do (`TuneConfig.bias_from_targets`, for regressions whose output is a fresh linear
+layer); LLT starts from the earlier weights it transfers, and the progressive and graph RNN networks
+(not compiled programs) from their own initialisation.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from hx.baselines.llt import transfer
 from hx.baselines.networks import Architecture, Network, architecture, count_parameters
 from hx.baselines.pnn import PNN
 from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, tune
+from hx.compile.tuning import output_bias_from_targets
 from hx.lang import program as P
 from hx.lang.types import Type
 
@@ -82,7 +87,11 @@ def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tu
          sources: tuple = ()) -> BaselineResult:
   start = time.perf_counter()
   config = dataclasses.replace(tune_config, seed=seed)
-  init = variables if variables is not None else tunable.init(jax.random.key(seed))
+  init = variables
+  if init is None:
+    init = tunable.init(jax.random.key(seed))
+    if config.bias_from_targets:
+      init = output_bias_from_targets(tunable, init, task.objective, task.train.targets)
   r = tune(tunable, frozen, _data(task), task.objective, config, variables=init)
   network = None
   if r.variables is not None and arch is not None:

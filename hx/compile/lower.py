@@ -144,6 +144,11 @@ class CompiledProgram:
     library_slots: the library function (name without "lib.") in each frozen slot.
     specs: module spec per function: fresh names as they are, library names as "lib.NAME".
     config: the configuration the fresh specs were derived with.
+    output_slot: the fresh slot whose module's linear output layer (a Dense with no activation after it)
+      gives the program's whole output: the program is, through `compose`, that fresh module applied
+      last (`compose(nn_a, map_l(...))`, `nn_1`); None otherwise (a library function, a map, fold,
+      conv or repeat at the output, or an output activation). Tune can start that layer's bias at the
+      targets' mean (`TuneConfig.bias_from_targets`).
   """
   program: P.Program
   structure: P.Program
@@ -155,6 +160,7 @@ class CompiledProgram:
   specs: Mapping[str, ModuleSpec]
   config: ModuleConfig
   output_activation: str = "mixed"
+  output_slot: int | None = None
   # `apply` takes `pack` (Tune passes it to programs that declare this).
   packs_lists: ClassVar[bool] = True
 
@@ -265,7 +271,21 @@ def compile_program(program: P.Program, types: Any, config: ModuleConfig | None 
   init, apply, output_activation = _lower(key)
   return CompiledProgram(program=program, structure=structure, key=key, init=init, apply=apply,
                          fresh_slots=fresh_slots, library_slots=library_slots,
-                         specs=MappingProxyType(specs), config=config, output_activation=output_activation)
+                         specs=MappingProxyType(specs), config=config, output_activation=output_activation,
+                         output_slot=_output_slot(structure, key[1]))
+
+
+def _output_slot(structure: P.Program, fresh_specs: tuple[ModuleSpec, ...]) -> int | None:
+  """`CompiledProgram.output_slot` of a slot structure (`_slot_structure`)."""
+  node = structure
+  while isinstance(node, P.Compose):
+    node = node.f
+  if not isinstance(node, P.Fresh):
+    return None
+  slot = int(node.name[1:])
+  spec = fresh_specs[slot]
+  linear_out = spec.template in ("mlp", "lstm") or (spec.template == "cnn" and spec["output_layer"])
+  return slot if linear_out and spec.activation == "none" else None
 
 
 def lowering_cache_info() -> Any:

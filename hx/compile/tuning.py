@@ -79,7 +79,7 @@ from hx.compile.values import ELEMENT_BATCHES, Split, gather, images_per_example
 __all__ = [
   "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "Tunable", "tune", "evaluate",
   "tune_stats", "clear_tune_caches", "resolve_objective", "pack_capacity", "eval_pack_capacity",
-  "initial_variables",
+  "initial_variables", "output_bias_from_targets",
 ]
 
 
@@ -124,6 +124,15 @@ class TuneConfig:
       gradients, batch statistics and scores up to rounding; lists of 2-5 padded to 5 save about a
       quarter of the CNN's work, validation lists of 6-8 padded to 8 an eighth, random graphs of 30-50
       nodes padded to 64 about a third. False: every element, padding included (as before).
+    bias_from_targets: for an "mse" objective with one output per example (not per list element or
+      graph node) and a program whose output is a fresh module's linear output layer
+      (`CompiledProgram.output_slot`: `nn_1`, `compose(nn_a, map_l(...))`), that layer's bias starts at
+      the mean of the training targets instead of 0 (`initial_variables`). Ours, not the paper's (which
+      says nothing of initialisation) nor the authors' (PyTorch's `nn.Linear` bias starts near 0): Adam
+      moves a parameter about one learning rate per step, so a bias starting at 0 for targets such as
+      regress_mnist's (cost, initial distance) pairs (mean about (3.8, 56)) or sum_digits' sums spends
+      thousands of steps walking to their scale (`benchmarks/regressor_training.py`, RESULTS.md).
+      False: every bias starts at 0, as the module templates initialise them.
   """
   learning_rate: float = 1e-3
   batch_size: int = 150
@@ -134,6 +143,7 @@ class TuneConfig:
   fuse_eval: bool | None = None
   nan_check_every: int = 50
   pack_lists: bool = True
+  bias_from_targets: bool = True
 
   def __post_init__(self):
     for name in ("batch_size", "eval_images", "nan_check_every"):
@@ -614,10 +624,41 @@ def _run_keys(config: TuneConfig) -> tuple[jax.Array, jax.Array, jax.Array]:
   return tuple(jax.random.split(jax.random.key(config.seed), 3))
 
 
-def initial_variables(compiled: Tunable, config: TuneConfig) -> Any:
-  """The variables `tune` starts from when given none: `compiled.init` with the key `config.seed` gives it
-  (so a caller can start from them changed, e.g. an output bias moved, and pass them as `variables`)."""
-  return compiled.init(_run_keys(config)[0])
+def initial_variables(compiled: Tunable, config: TuneConfig, objective: Objective | None = None,
+                      targets: Any = None) -> Any:
+  """The variables `tune` starts from when given none: `compiled.init` with the key `config.seed` gives
+  it, then, given the objective and the training split's targets, the output bias of
+  `output_bias_from_targets` (when `config.bias_from_targets`). A caller can start from them changed and
+  pass them as `variables`."""
+  variables = compiled.init(_run_keys(config)[0])
+  if config.bias_from_targets and objective is not None and targets is not None:
+    variables = output_bias_from_targets(compiled, variables, objective, targets)
+  return variables
+
+
+def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective, targets: Any) -> Any:
+  """`variables` with the output layer's bias of `compiled.output_slot` set to the mean of `targets`
+  (`TuneConfig.bias_from_targets`), or unchanged when that does not apply: not an "mse" objective, a
+  per-element one, a program without an output slot (or not a `CompiledProgram`), or targets of another
+  size than the bias.
+
+  Args:
+    compiled: the program (`CompiledProgram.output_slot` says which slot, if any).
+    variables: {"params": (slot params, ...), ...} as `compiled.init` returns them.
+    objective: the task's objective.
+    targets: (n, *output shape) training targets (host or device).
+  """
+  slot = getattr(compiled, "output_slot", None)
+  if objective.loss != "mse" or objective.per_element or slot is None:
+    return variables
+  bias = variables["params"][slot]["out"]["b"]
+  targets = np.asarray(jax.device_get(targets), np.float64)
+  if targets.ndim < 1 or targets.shape[0] == 0 or targets[0].size != bias.size:
+    return variables
+  mean = jnp.asarray(targets.reshape(targets.shape[0], -1).mean(0), bias.dtype).reshape(bias.shape)
+  params = list(variables["params"])
+  params[slot] = dict(params[slot], out=dict(params[slot]["out"], b=mean))
+  return dict(variables, params=tuple(params))
 
 
 def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
@@ -632,7 +673,9 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
     objective: loss and metric (a task's `objective`, or `hx.compile.losses.objective_for_type`); Tune
       sets `from_logits` itself when the program can give logits (`resolve_objective`).
     config: optimiser, batching, epochs, patience, seed, evaluation chunks and the NaN check interval.
-    variables: initial variables; default `compiled.init(key)` with a key derived from `config.seed`.
+    variables: initial variables; default `initial_variables(compiled, config, objective,
+      data.train.targets)`: `compiled.init(key)` with a key derived from `config.seed`, the output bias
+      from the training targets' mean where that applies (`TuneConfig.bias_from_targets`).
     resume: a paused run's `TuneState` to continue from (then `variables` must be None, and `config`'s
       seed, batch size and learning rate must be those it was trained with).
     until: pause after this many epochs in all (a positive float; the steps are rounded to the nearest
@@ -660,7 +703,7 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   start = time.perf_counter()
   if resume is None:
     if variables is None:
-      variables = initial_variables(compiled, config)
+      variables = initial_variables(compiled, config, objective, data.train.targets)
     # A private copy: the training step donates (and so deletes) the buffers it is given.
     variables = jax.tree.map(jnp.copy, jax.device_put(dict(variables)))
     params, state = _split_variables(variables)
