@@ -214,3 +214,17 @@ def test_the_opened_up_layers_ask_for_float32_precision():
   ours = [p for _, p in found if p is not None]  # the test's own `@ jnp.ones` asks for none
   assert len(found) - len(ours) == 2 and len(ours) >= 8, found  # 5 matmuls and their gradients
   assert all(p == "(Precision.HIGHEST, Precision.HIGHEST)" for p in ours), found
+
+
+def test_standalone_starts_a_regression_output_at_the_targets_mean():
+  """As HOUDINI's fresh candidates (`TuneConfig.bias_from_targets`): the standalone network's output
+  layer starts at the training targets' mean on a regression, at 0 with the option off, and a
+  classifier's stays at 0."""
+  regress = task("regress")
+  mean = np.asarray(regress.train.targets, np.float64).mean(0)
+  start = baselines.standalone(regress, TINY, ZERO_EPOCHS, seed=0)
+  np.testing.assert_allclose(np.asarray(start.network.modules[MLP]["params"]["out"]["b"]), mean, rtol=1e-6)
+  off = baselines.standalone(regress, TINY, dataclasses.replace(ZERO_EPOCHS, bias_from_targets=False), seed=0)
+  np.testing.assert_array_equal(np.asarray(off.network.modules[MLP]["params"]["out"]["b"]), np.zeros(2))
+  classifier = baselines.standalone(task("recognize"), TINY, ZERO_EPOCHS, seed=0)
+  np.testing.assert_array_equal(np.asarray(classifier.network.modules[MLP]["params"]["out"]["b"]), [0.0])
