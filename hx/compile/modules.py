@@ -273,7 +273,8 @@ def module_spec(fn_type: Type, config: ModuleConfig = ModuleConfig(), *, role: s
 # ---------------------------------------------------------------------------------------------------
 # Initialisation. Weights: LeCun normal (flax's Dense/Conv default), biases zero (Tune may then start
 # the output layer of a regression's last module at the targets' mean: TuneConfig.bias_from_targets),
-# LSTM recurrent weights orthogonal per gate. Never jit(vmap(...)) the LSTM init (DESIGN.md: QR deadlock on 2 CPUs).
+# LSTM recurrent weights orthogonal per gate. Never jit(vmap(...)) the LSTM init (DESIGN.md: QR
+# deadlock on 2 CPUs).
 
 def _size(t: Type) -> int:
   return math.prod(t.shape)

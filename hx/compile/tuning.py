@@ -639,8 +639,8 @@ def initial_variables(compiled: Tunable, config: TuneConfig, objective: Objectiv
 def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective, targets: Any) -> Any:
   """`variables` with the output layer's bias of `compiled.output_slot` set to the mean of `targets`
   (`TuneConfig.bias_from_targets`), or unchanged when that does not apply: not an "mse" objective, a
-  per-element one, a program without an output slot (or not a `CompiledProgram`), or targets of another
-  size than the bias.
+  per-element one, a program without an output slot (or not a `CompiledProgram`), or targets that are
+  not one array of the bias's size per example.
 
   Args:
     compiled: the program (`CompiledProgram.output_slot` says which slot, if any).
@@ -649,7 +649,7 @@ def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective
     targets: (n, *output shape) training targets (host or device).
   """
   slot = getattr(compiled, "output_slot", None)
-  if objective.loss != "mse" or objective.per_element or slot is None:
+  if objective.loss != "mse" or objective.per_element or slot is None or not hasattr(targets, "shape"):
     return variables
   bias = variables["params"][slot]["out"]["b"]
   targets = np.asarray(jax.device_get(targets), np.float64)

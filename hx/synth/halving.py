@@ -13,7 +13,11 @@ Why first = 2 by default: candidates that learn slowly but end best (a fresh CNN
 worst after one epoch. Measured on CS1's count_digit and SS's sum_digits with 20 epochs per candidate
 (benchmarks/RESULTS.md, "Successive halving"), first = 1 dropped count_digit's best program in its second
 rung, while first = 2 kept the full run's top program on both tasks for 2.9x (count_digit) and 2.8-4.9x
-(sum_digits) less wall time.
+(sum_digits) less wall time. Since regressions start their output bias at the targets' mean
+(`hx.compile.TuneConfig.bias_from_targets`), both tasks' full-run winners learn late (count_digit's is
+18th of 20 after 2 epochs, best after 20), and neither first = 2 nor 4, eta = 2 nor 3 keeps them
+(RESULTS.md, "Output biases started at the targets' mean"): halving then returns a good program, not
+the best one; train fully when the best matters.
 
 A survivor continues where it paused (`hx.compile.TuneState`: parameters, batch statistics, optimiser
 state, position), so it gets exactly the steps, batches and dropout keys it would have had without

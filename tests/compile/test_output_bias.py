@@ -107,6 +107,8 @@ def test_untouched_where_it_does_not_apply():
     assert output_bias_from_targets(compiled, variables, objective, data.train.targets) is variables
   # Targets of another size than the output.
   assert output_bias_from_targets(compiled, variables, MSE, np.zeros((5, 3), np.float32)) is variables
+  # Targets that are not one array (a pytree).
+  assert output_bias_from_targets(compiled, variables, MSE, (data.train.targets,)) is variables
   mapped = _compiled("map_l(nn_1)", {"nn_1": "Tensor<real>[3] -> Tensor<real>[1]"})
   values = mapped.init(jax.random.key(0))
   assert output_bias_from_targets(mapped, values, MSE, np.ones((4, 5, 1), np.float32)) is values
