@@ -73,9 +73,10 @@ def test_paper_transfer_program_learns_shortest_paths_through_a_frozen_regressor
   compose(conv_g^10(nn_gs2_3), map_g(lib.nn_gs2_1 . lib.nn_gs2_2)) on small shortest_path_mnist grids
   built by hx.data. The frozen regressor runs once over the image table and conv_g^10(nn_gs2_3) trains on
   its outputs, as synthesis trains such a candidate (`hx.compile.memo`; tests/compile/test_memo.py shows
-  it trains as the whole program does, to rounding). Measured: test RMSE 3.6 against 9.7 for predicting the
-  mean distance (3.3 when the whole program trained inline; 22 s in all, against 54 s inline); with the
-  start's initial distance at 65 (the bug this guards against) the inline run reached only 7.8."""
+  it trains as the whole program does, to rounding). Measured (before the authors' construction and the
+  output bias from the targets' mean): test RMSE 3.6 against 9.7 for predicting the mean distance (3.3
+  when the whole program trained inline; 22 s in all, against 54 s inline); with the start's initial
+  distance at 65 (the bug this guards against) the inline run reached only 7.8."""
   config = ModuleConfig(mlp_hidden=64, cnn_channels=(8, 16), mlp_dropout=0.0, cnn_dropout=0.0,
                         graph_hidden=32, graph_message=16)
   sizes = TaskSizes(grids_train=((3, 300), (4, 600)), grids_val=((5, 100),), grids_test=((5, 300),))
@@ -85,7 +86,9 @@ def test_paper_transfer_program_learns_shortest_paths_through_a_frozen_regressor
   regressor = compile_program(program, types, config)
   fit = tune(regressor, (), TuneData(regress.train, regress.val, regress.test, regress.table),
              regress.objective, TuneConfig(epochs=20, batch_size=32, learning_rate=1e-2))
-  assert fit.failed is None and fit.test_score < 3.0, fit.test_score  # measured 1.2
+  # Measured (2026-11-23, on the authors' all-MNIST construction): 3.03 with the output bias from the
+  # targets' mean (Tune's default), 2.78 from zero; predicting the targets' mean scores about 17.
+  assert fit.failed is None and fit.test_score < 4.0, fit.test_score
 
   library_types = {name: types[name] for name in regressor.fresh_slots}
   grids = build_task(task_spec("shortest_path_mnist"), Sources(), sizes, 0)

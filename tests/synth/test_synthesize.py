@@ -62,8 +62,11 @@ def test_topdown_finds_a_summing_program_within_a_few_candidates():
   assert best.status == "trained" and best.rank == 1
   scores = [x.val_score for x in r.ranked if x.status == "trained"]
   assert scores == sorted(scores)
-  # A fold or the LSTM over the numbers: map-free programs aggregate the list directly.
-  assert "fold_l" in str(best.program) or str(best.program) == "nn_1"
+  # A program that aggregates the numbers without mapping a network over them first: the LSTM over
+  # them, over a convolution of them, or a fold. Measured: `compose(nn_1, conv_l(nn_2))` 0.036 and `nn_1`
+  # 0.039 test RMSE with the output bias from the targets' mean (Tune's default); from zero, `nn_1` 0.072
+  # and the convolution 0.58 (`compose(nn_1, map_l(nn_2))`: 0.094 and 0.110).
+  assert str(best.program) in ("nn_1", "compose(nn_1, conv_l(nn_2))") or "fold_l" in str(best.program)
   assert best.test_score < 0.25 * trivial_rmse(task.test)
   # The winner's functions join the library under the default sequence name, the top 3 named.
   assert isinstance(r.library, Library) and len(r.library) == len(best.fresh_types)
