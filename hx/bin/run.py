@@ -51,6 +51,8 @@ _EXAMPLES = flags.DEFINE_list("examples", None, "train,val,test examples of the 
                               "(default: the preset's).")
 _MODULE = flags.DEFINE_list("module", None, "Module sizes to change, e.g. mlp_hidden=16,cnn_channels=4:8,"
                             "lstm_hidden=8 (hx.compile.ModuleConfig fields).")
+_BIAS = flags.DEFINE_boolean("bias_from_targets", True, "A regression's fresh output layer starts at the "
+                             "training targets' mean (ours); --nobias_from_targets: at 0, as the authors'.")
 _OUTPUT = flags.DEFINE_string("output_dir", None, "Where to write (default: runs/<sequence>-<preset>).")
 _TIME_BUDGET = flags.DEFINE_float("time_budget", None, "Stop starting new work after this many seconds; run "
                                   "again to continue.")
@@ -111,7 +113,8 @@ def config_from_flags() -> EvalConfig:
       fractions=_numbers("fractions", _FRACTIONS.value, float), seeds=_numbers("seeds", _SEEDS.value, int),
       tasks=_TASKS.value, candidates=_CANDIDATES.value, seconds=_BUDGET_SECONDS.value, epochs=_EPOCHS.value,
       module_overrides=_module_overrides(_MODULE.value),
-      examples=tuple(examples) if examples is not None else None, sources=sources_from_flags(0))
+      examples=tuple(examples) if examples is not None else None, sources=sources_from_flags(0),
+      bias_from_targets=_BIAS.value)
 
 
 def main(argv: list[str]) -> int:

@@ -38,6 +38,8 @@ _LR = flags.DEFINE_float("learning_rate", None, "Adam's learning rate (default: 
 _PATIENCE = flags.DEFINE_integer("patience", None, "Stop after this many epochs without improvement.")
 _FRACTION = flags.DEFINE_float("fraction", 1.0, "Share of the training split to train on (0, 1].")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the data and of training.")
+_BIAS = flags.DEFINE_boolean("bias_from_targets", True, "A regression's fresh output layer starts at the "
+                             "training targets' mean (ours); --nobias_from_targets: at 0, as the authors'.")
 _GRIDS = flags.DEFINE_integer("grids_4x4", None,
                               "4x4 training grids of the shortest-path tasks (default: the preset's).")
 
@@ -58,7 +60,7 @@ def main(argv: list[str]) -> int:
     overrides = {k: f.value for k, f in (("epochs", _EPOCHS), ("batch_size", _BATCH),
                                          ("learning_rate", _LR), ("patience", _PATIENCE))
                  if f.value is not None}
-    config = settings.tune_config(seed=_SEED.value, **overrides)
+    config = settings.tune_config(seed=_SEED.value, bias_from_targets=_BIAS.value, **overrides)
     task = build_task(spec, sources_from_flags(_SEED.value), sizes, _SEED.value)
   except (ValueError, HxTypeError, NoTemplateError, DataError) as err:  # ParseError is a ValueError
     kind = "parse error" if isinstance(err, ParseError) else "error"
@@ -71,7 +73,8 @@ def main(argv: list[str]) -> int:
   for name in compiled.fresh_slots:
     print(f"  {name}: {compiled.specs[name].template} {compiled.specs[name].type}")
   print(f"preset  {settings.preset}: epochs {config.epochs}, batch {config.batch_size}, Adam learning rate "
-        f"{config.learning_rate}, patience {config.patience}")
+        f"{config.learning_rate}, patience {config.patience}, output bias from the targets' mean "
+        f"{config.bias_from_targets}")
   for setting, where in settings.sources:
     if setting not in overrides:
       print(f"  {setting}: {where}")

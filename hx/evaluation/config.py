@@ -168,7 +168,8 @@ class EvalConfig:
            seeds: Sequence[int] | None = None, tasks: int | None = None, candidates: int | None = None,
            seconds: float | None = None, epochs: int | None = None,
            module_overrides: Mapping[str, Any] | None = None,
-           examples: tuple[int, int, int] | None = None, sources: Sources = Sources()) -> EvalConfig:
+           examples: tuple[int, int, int] | None = None, sources: Sources = Sources(),
+           bias_from_targets: bool = True) -> EvalConfig:
     """A checked configuration: the preset's defaults with these overrides.
 
     Args:
@@ -183,6 +184,9 @@ class EvalConfig:
       module_overrides: ModuleConfig fields to change, e.g. {"mlp_hidden": 16}.
       examples: (train, val, test) examples of the recognize and list tasks (default the preset's).
       sources: data sources.
+      bias_from_targets: `TuneConfig.bias_from_targets` of every task (ours, on by default: a
+        regression's fresh output layer starts at the training targets' mean); False: at 0, as in the
+        authors' code.
 
     Raises:
       ConfigError: anything that cannot work, in one line naming the setting.
@@ -256,6 +260,8 @@ class EvalConfig:
         changes["epochs"] = e
       if _group(kind) in dict(p.batch_sizes):
         changes["batch_size"] = dict(p.batch_sizes)[_group(kind)]
+      if not bias_from_targets:
+        changes["bias_from_targets"] = False
       configs.append((kind, training_settings(kind, p.training).tune_config(**changes)))
     return cls(sequence=key, methods=tuple(ordered), fractions=fractions, seeds=seeds, preset=preset,
                tasks=tasks, budget=budget, module_config=module_config, sizes=sizes, sources=sources,

@@ -67,6 +67,17 @@ def test_a_sequence_script_runs_its_sequence_only(tmp_path):
            "hx-cs1 runs CS1; for --sequence=cs2 use hx-run")
 
 
+@pytest.mark.parametrize("flag, expected", [("--nobias_from_targets", "[False]"),
+                                            ("--sequence=gs2", "[True]")])
+def test_the_output_bias_flag_reaches_every_tasks_training(flag, expected):
+  code = ("import sys; from absl import flags; from hx.bin.run import config_from_flags; "
+          "flags.FLAGS(sys.argv); "
+          "print(sorted({t.bias_from_targets for _, t in config_from_flags().tune_configs}))")
+  out = _run("--sequence=gs2", flag, code=code)
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.strip().splitlines()[-1] == expected
+
+
 def test_the_report_binary_needs_records(tmp_path):
   _refused(_run(str(tmp_path), module="hx.bin.report"), "holds no evaluation records")
   _refused(_run(module="hx.bin.report"), "usage: python -m hx.bin.report DIR")

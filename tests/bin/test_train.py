@@ -20,6 +20,7 @@ def test_trains_a_paper_program_on_the_default_data():
   # The settings come from the paper preset, each with its source; --epochs overrides the preset's.
   assert "preset  paper: epochs 2, batch 150, Adam learning rate 0.001" in out.stdout
   assert "learning_rate: authors' code" in out.stdout
+  assert "output bias from the targets' mean True" in out.stdout
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,5 +1,6 @@
 """The report from records alone (hand-written records: no training), and the configurations' checks."""
 
+import dataclasses
 import json
 
 import pytest
@@ -101,6 +102,11 @@ def test_presets_and_their_checks():
                            module_overrides={"mlp_hidden": 8}, examples=(10, 5, 5))
   assert custom.methods == ("houdini_topdown", "llt") and custom.fractions == (0.5, 1.0)
   assert custom.module_config.mlp_hidden == 8 and custom.sizes.lists == (10, 5, 5)
+  assert quick.tune_config("count_digit").bias_from_targets  # Tune's default
+  authors_bias = EvalConfig.make("gs2", bias_from_targets=False)
+  assert not any(c.bias_from_targets for _, c in authors_bias.tune_configs)
+  default = dict(EvalConfig.make("gs2").tune_configs)
+  assert {k: dataclasses.replace(c, bias_from_targets=True) for k, c in authors_bias.tune_configs} == default
   for kwargs, message in [
       (dict(seeds=[0, 0]), "seeds must be distinct"), (dict(candidates=0), "Budget.candidates"),
       (dict(module_overrides={"mlp_dropout": 1.5}), "module sizes: mlp_dropout must be in"),
