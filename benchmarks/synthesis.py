@@ -10,7 +10,8 @@ functions, GS2 task 2 shortest_path_mnist with regress_mnist's. The tasks before
 in `--library_dir`, so that every run of the benchmark on the same settings starts from the same
 library; that preparation is not timed. `--bias_from_targets 0` trains every task with output biases
 started at 0 (`hx.compile.TuneConfig.bias_from_targets`; on by default), for before/after comparisons;
-the cached library's name records it.
+the cached library's name records it, as it records `--prefix_cnn_dropout` (the tasks before K trained
+with another CNN dropout rate: a diagnosis of GS2's regressor, not the paper's setting).
 
 Each (executor, schedule) pair then runs `hx.synthesize` on task K with the same seed and reports:
 wall time, candidates per hour, the split of the time between search (enumerating programs),
@@ -121,6 +122,8 @@ def _prefix_library(args, seq, index: int, sizes):
   if args.prefix_epochs is not None:
     key += f"_e{args.prefix_epochs}"
   key += f"_bias{args.bias_from_targets}"
+  if args.prefix_cnn_dropout is not None:
+    key += f"_cnndrop{args.prefix_cnn_dropout:g}"
   if args.mnist:
     key += "_mnist-" + os.path.basename(os.path.normpath(args.mnist))
   key += f"_data{_data_fingerprint(seq, index):08x}"
@@ -135,8 +138,12 @@ def _prefix_library(args, seq, index: int, sizes):
     if args.prefix_epochs is not None:
       config = dataclasses.replace(config, epochs=args.prefix_epochs)
     start = time.perf_counter()
+    modules = None
+    if args.prefix_cnn_dropout is not None:
+      from hx.compile import ModuleConfig
+      modules = ModuleConfig(cnn_dropout=args.prefix_cnn_dropout)
     r = synthesize(task, library, budget=Budget(candidates=args.prefix_candidates), seed=args.seed,
-                   tune_config=config, sequence=seq.name)
+                   tune_config=config, module_config=modules, sequence=seq.name)
     print(f"# library: task {i + 1} {task.name}: {r.best.program} test {r.best.test_score:.4g} "
           f"({time.perf_counter() - start:.0f} s)", flush=True)
     library = r.library
@@ -200,6 +207,9 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--schedules", default="full", help="comma-separated: full, halving")
   parser.add_argument("--bias_from_targets", type=int, choices=(0, 1), default=1,
                       help="TuneConfig.bias_from_targets for every task (0: output biases start at 0)")
+  parser.add_argument("--prefix_cnn_dropout", type=float, default=None,
+                      help="the CNNs' dropout rate in the tasks before K (default: ModuleConfig's 0.5); a "
+                      "diagnosis, not the paper's setting")
   parser.add_argument("--halving_first", type=float, default=2.0)
   parser.add_argument("--halving_eta", type=int, default=3)
   parser.add_argument("--ray_address", default=None)
