@@ -1,7 +1,7 @@
 """How far a shortest-path program can get on top of a library regressor: exact Bellman-Ford on its costs.
 
-    python benchmarks/regressor_floor.py --library PATH [--function nn_gs2_1] [--sequence gs2] [--task 2]
-        [--mnist ../shared/data/mnist.pkl.gz] [--preset paper] [--json out.json]
+    python benchmarks/regressor_floor.py --library PATH [--function nn_gs2_1[,nn_gs2_2]] [--sequence gs2]
+        [--task 2] [--mnist ../shared/data/mnist.pkl.gz] [--preset paper] [--json out.json]
 
 GS1 and GS2 learn a regressor first (regress_speed, regress_mnist: a cell image to its initial
 Bellman-Ford state (cost, initial distance)), and the shortest-path task after it reuses it as
@@ -60,7 +60,10 @@ def split_floor(outputs: np.ndarray, split, side: int) -> dict:
 def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--library", required=True, help="a saved hx.Library")
-  parser.add_argument("--function", default="nn_gs2_1", help="the regressor's name in the library")
+  parser.add_argument("--function", default="nn_gs2_1",
+                      help="the regressor's name in the library, or a composition of library functions as "
+                      "NAME,NAME (compose order: the last is applied first, e.g. nn_gs2_1,nn_gs2_2 for "
+                      "nn_gs2_1 . nn_gs2_2)")
   parser.add_argument("--sequence", default="gs2")
   parser.add_argument("--task", type=int, default=2,
                       help="the shortest-path task's index in the sequence (from 1)")
@@ -75,15 +78,17 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.synth import Library
 
   library = Library.load(args.library)
-  if args.function not in library.names:
-    raise SystemExit(f"{args.library} has no function {args.function!r}; it has {', '.join(library.names)}")
+  names = tuple(n.strip() for n in args.function.split(","))
+  missing = [n for n in names if n not in library.names]
+  if missing:
+    raise SystemExit(f"{args.library} has no function {missing[0]!r}; it has {', '.join(library.names)}")
   sizes = TaskSizes.preset(args.preset)
   seq = sequence(args.sequence, seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
   task = seq.build(args.task - 1)
   if task.spec.kind not in ("shortest_path_mnist", "shortest_path_street"):
     raise SystemExit(f"task {args.task} of {args.sequence} is {task.name}, not a grid shortest-path task")
   # The regressor as synthesis applies a frozen prefix: inference mode, over the whole table.
-  outputs = np.asarray(apply_prefix((args.function,), library.specs(), library.variables(), task.table))
+  outputs = np.asarray(apply_prefix(names, library.specs(), library.variables(), task.table))
   out = {"library": args.library, "function": args.function, "task": task.name, "argv": sys.argv}
   for name, split, grids in (("val", task.val, sizes.grids_val), ("test", task.test, sizes.grids_test)):
     (side, _), = grids
