@@ -284,9 +284,11 @@ def main(argv: list[str] | None = None) -> dict:
             "candidate_epochs": sum(x.epochs_run for x in r.ranked),
             "top_program": str(best.program), "top_val": best.val_score, "top_test": best.test_score,
             "load_at_start": load,
-            # Per candidate, its times summed over its rungs: seconds in all and compiling.
+            # Per candidate, its times summed over its rungs: seconds in all and compiling; then its
+            # validation score after each full epoch and its place in the search's order (what
+            # benchmarks/halving_replay.py replays).
             "ranked": [(str(x.program), x.status, x.val_score, x.test_score, x.epochs_run, x.seconds,
-                        x.compile_seconds) for x in r.ranked],
+                        x.compile_seconds, list(x.val_history), x.order) for x in r.ranked],
         }
         out["runs"].append(run)
 

@@ -90,6 +90,9 @@ class JobResult:
     state: the `hx.compile.TuneState` (host NumPy arrays) to continue from when the job paused
       (`Job.until`), else None.
     attempts: how many times it was started (more than 1 when a worker died under it).
+    val_history: the validation score after each full epoch trained, from the first (all of them when
+      the job resumed a paused run: `hx.compile.TuneState.history` carries the earlier ones); a learning
+      curve, for reports and for studying budget schedules (benchmarks/halving_replay.py).
   """
   job: Job
   status: str
@@ -105,6 +108,7 @@ class JobResult:
   seconds: float = 0.0
   state: Any = None
   attempts: int = 1
+  val_history: tuple[float, ...] = ()
 
   @property
   def candidate(self) -> Candidate:
@@ -182,7 +186,8 @@ def _result(job: Job, compiled: Any, r: Any, seconds: float) -> JobResult:
       test_score=None if r.test_score is None else float(r.test_score), variables=variables,
       epochs_run=r.epochs_run, best_epoch=r.best_epoch, compile_seconds=r.compile_seconds,
       train_seconds=r.train_seconds + r.init_seconds, eval_seconds=r.eval_seconds, seconds=seconds,
-      state=None if r.state is None else r.state.on_host())
+      state=None if r.state is None else r.state.on_host(),
+      val_history=tuple(float(e.val_score) for e in r.history))
 
 
 def failed_result(job: Job, reason: str, seconds: float = 0.0, attempts: int = 1) -> JobResult:

@@ -40,7 +40,7 @@ from typing import Callable, Sequence
 from hx.synth.executors import Job, JobResult, job_seed
 from hx.synth.space import Candidate
 
-__all__ = ["Halving", "Rung", "successive_halving"]
+__all__ = ["Halving", "Rung", "replay", "successive_halving"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +90,13 @@ def _score(r: JobResult) -> float:
   return r.val_score if r.ok else math.inf
 
 
+def _best(scores: Sequence[float], keep: int) -> list[int]:
+  """The indices of the `keep` lowest finite scores, best first (ties: the earlier candidate); a failed
+  or untrained candidate (inf or nan) never goes on."""
+  ranked = sorted((i for i, v in enumerate(scores) if math.isfinite(v)), key=lambda i: (scores[i], i))
+  return ranked[:keep]
+
+
 def _combine(before: JobResult | None, after: JobResult) -> JobResult:
   """The candidate's result after another rung: the new outcome, with the times of all its rungs."""
   if before is None:
@@ -128,11 +135,9 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
     if k > 0:
       if out_of_time():
         break
-      # The best `keep` by validation score go on (failed ones never); those already finished (early
-      # stopping) keep their places but need no more training.
-      ranked = sorted((i for i in range(len(jobs)) if latest[i] is not None and latest[i].ok),
-                      key=lambda i: (_score(latest[i]), i))
-      active = [i for i in ranked[:rung.keep] if latest[i].state is not None]
+      # Those already finished (early stopping) keep their places but need no more training.
+      best = _best([_score(r) if r is not None else math.inf for r in latest], rung.keep)
+      active = [i for i in best if latest[i].state is not None]
     if not active:
       break
     until = None if rung.until >= epochs else rung.until
@@ -143,3 +148,47 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
       latest[i] = _combine(latest[i], got[jobs[i].index])
   # Reported with the plain job and without the paused states (their arrays are not needed any more).
   return [dataclasses.replace(r, job=jobs[i], state=None) for i, r in enumerate(latest) if r is not None]
+
+
+def replay(histories: Sequence[Sequence[float]], schedule: Halving, epochs: int) -> tuple[int, ...]:
+  """The epochs each candidate would train under `schedule`, from learning curves of training them all.
+
+  Because a survivor resumes exactly where it paused, its validation scores under halving are the first
+  ones of its uninterrupted run, so the curves of one full run (`Ranked.val_history`, in the search's
+  order) say what any schedule would have done, without training again: which candidates go on at each
+  rung (the same choice as `successive_halving`: the best score so far, ties to the earlier candidate)
+  and how far each trains. A curve shorter than `epochs` is a candidate that stopped early: it trains no
+  further than its curve. Pass an empty curve for a candidate that failed (a failed candidate never
+  goes on, whatever its clean epochs scored).
+
+  Args:
+    histories: per candidate, its validation score after each full epoch, from the first.
+    schedule: the schedule to replay; every rung must end on a whole epoch (validation scores are
+      recorded per epoch).
+    epochs: the epochs of a full run (the task's `TuneConfig.epochs`).
+
+  Returns:
+    Per candidate, the epochs it trains under `schedule` (as `Ranked.epochs_run` would report). With
+    `val_score = min(history[:n])` for those n epochs, the synthesis's winner is the lowest.
+
+  Raises:
+    ValueError: a rung ending inside an epoch, or a curve longer than `epochs`.
+  """
+  for i, h in enumerate(histories):
+    if len(h) > epochs:
+      raise ValueError(f"candidate {i}'s curve has {len(h)} epochs, more than the run's {epochs}")
+  rungs = schedule.rungs(epochs, len(histories))
+  for rung in rungs:
+    if rung.until != int(rung.until):
+      raise ValueError(f"a rung of {schedule} ends at {rung.until} epochs, inside an epoch: curves "
+                       "recorded per epoch cannot replay it")
+  trained = [0] * len(histories)
+  active = list(range(len(histories)))
+  for k, rung in enumerate(rungs):
+    if k > 0:
+      scores = [min(h[:n]) if n else math.inf for h, n in zip(histories, trained)]
+      active = [i for i in _best(scores, rung.keep) if trained[i] < len(histories[i])
+                and trained[i] < epochs]
+    for i in active:
+      trained[i] = min(int(rung.until), len(histories[i]))
+  return tuple(trained)

@@ -77,6 +77,7 @@ class Ranked:
     named: the program as the library names it after `Library.add` (nn_<sequence>_<k>), for the
       reported ranks; else None.
     epochs_run: epochs it trained (fewer than the task's when early stopping or halving stopped it).
+    val_history: its validation score after each full epoch, from the first (its learning curve).
   """
   rank: int
   program: P.Program
@@ -93,6 +94,7 @@ class Ranked:
   order: int
   named: P.Program | None = None
   epochs_run: int = 0
+  val_history: tuple[float, ...] = ()
 
   def __str__(self) -> str:
     test = "-" if self.test_score is None else f"{self.test_score:.4g}"
@@ -299,7 +301,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
         reason=r.reason, val_score=r.val_score, test_score=r.test_score,
         variables=r.variables if rank <= keep else None, seconds=r.seconds, compile_seconds=r.compile_seconds,
         train_seconds=r.train_seconds, eval_seconds=r.eval_seconds, order=r.job.index, named=named,
-        epochs_run=r.epochs_run))
+        epochs_run=r.epochs_run, val_history=r.val_history))
   if strategy == "evolutionary":
     for dup, rep in equivalent:
       out.append(Ranked(rank=len(out) + 1, program=dup.program, fresh_types=dup.fresh_types,
