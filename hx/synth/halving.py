@@ -29,6 +29,11 @@ candidate by its last score puts those that trained furthest first.
 
 Only the survivors of the last rung are scored on the test split (a paused run is not): the test set is
 scored once, for the chosen parameters.
+
+Since a survivor's curve is the start of its uninterrupted one, one run that trains every candidate to
+the end (each `Ranked.val_history`) tells what any schedule with whole-epoch rungs would have chosen
+and trained: `replay` computes it without training again (benchmarks/halving_replay.py runs it over
+schedules on a synthesis benchmark's output).
 """
 
 from __future__ import annotations
