@@ -25,6 +25,11 @@ Executors: "local" (in this process), "processes" (worker processes: one per cor
 (every candidate to the end) and "halving" (`hx.synth.halving.Halving(first=--halving_first,
 eta=--halving_eta)`).
 
+`--program TEXT` trains only that candidate of task K (as the search prints it), with the seed a synthesis
+gives it, and reports its validation score per epoch and its test score: one program's learning curve on
+the cached library (e.g. GS2's `compose(repeat(10, conv_g(nn_1)), map_g(...))` for more epochs than a
+synthesis can afford).
+
 The persistent compilation cache is JAX's default for hx (`~/.cache/hx/jax`) unless `--cache_dir`
 names another (a new empty directory measures cold compilation). Figures, commands and machines go to
 benchmarks/RESULTS.md by hand.
@@ -187,6 +192,38 @@ def _isolated(args, argv: list[str], runs: list[tuple[str, str]]) -> dict:
   return merged
 
 
+def _one_program(args, task, library, config, out: dict) -> dict:
+  """--program: trains that one candidate as synthesis would (same seed), reports its curve."""
+  from hx.synth.executors import Job, job_seed, run_job
+  from hx.synth.synthesize import _context
+  from hx.synth.topdown import enumerate_programs
+
+  limit = 10_000
+  found = next(((i, c) for i, c in enumerate(enumerate_programs(task.type, library, limit=limit))
+                if str(c.program) == args.program), None)
+  if found is None:
+    raise SystemExit(f"--program {args.program!r} is not among task {task.name}'s first {limit} candidates")
+  order, cand = found
+  start = time.perf_counter()
+  r = run_job(_context(task, library, None, config), Job(order, cand, job_seed(args.seed, cand)))
+  wall = time.perf_counter() - start
+  run = {"program": args.program, "order": order, "status": r.status, "reason": r.reason,
+         "val_history": list(r.val_history), "val": r.val_score, "test": r.test_score,
+         "wall_seconds": wall, "compile_seconds": r.compile_seconds, "train_seconds": r.train_seconds,
+         "eval_seconds": r.eval_seconds, "epochs_run": r.epochs_run, "best_epoch": r.best_epoch}
+  out["runs"].append(run)
+  print(f"# {args.program} (candidate {order + 1} of the search): {r.status} {r.reason or ''}\n"
+        f"# validation per epoch {[round(v, 4) for v in r.val_history]}; best epoch {r.best_epoch}, "
+        f"val {r.val_score:.4g}, test {r.test_score if r.test_score is None else round(r.test_score, 4)}; "
+        f"{wall:.0f} s (compile {r.compile_seconds:.0f}, train {r.train_seconds:.0f}, "
+        f"eval {r.eval_seconds:.0f})", flush=True)
+  out["machine"]["load_after"] = os.getloadavg()
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(out, f, indent=1, default=str)
+  return out
+
+
 def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--task", default="cs1:3", help="SEQUENCE:K, task K (from 1) of a paper sequence")
@@ -216,6 +253,10 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--library_dir", default=os.path.join(os.path.expanduser("~"), ".cache", "hx",
                                                             "bench_libraries"))
   parser.add_argument("--cache_dir", default=None, help="persistent compilation cache directory")
+  parser.add_argument("--program", default=None,
+                      help="train only this candidate of task K (its text as the search prints it, the first "
+                           "of that text in the search's order), with the seed synthesis gives it: one "
+                           "program's learning curve on the cached library")
   parser.add_argument("--json", default=None, help="write the figures here")
   parser.add_argument("--in_process", action="store_true",
                       help="run every (executor, schedule) in this process (default: each in a new process, "
@@ -258,6 +299,8 @@ def main(argv: list[str] | None = None) -> dict:
          "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()},
          "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
          "versions": _versions(), "runs": []}
+  if args.program:
+    return _one_program(args, task, library, config, out)
   header = ("| executor | schedule | wall s | candidates/h | search | compile | train | eval | worker s | "
             "cand-epochs | top program | val | test |")
   print(header)
