@@ -204,19 +204,28 @@ def _one_program(args, task, library, config, out: dict) -> dict:
   if found is None:
     raise SystemExit(f"--program {args.program!r} is not among task {task.name}'s first {limit} candidates")
   order, cand = found
-  start = time.perf_counter()
-  r = run_job(_context(task, library, None, config), Job(order, cand, job_seed(args.seed, cand)))
-  wall = time.perf_counter() - start
-  run = {"program": args.program, "order": order, "status": r.status, "reason": r.reason,
-         "val_history": list(r.val_history), "val": r.val_score, "test": r.test_score,
-         "wall_seconds": wall, "compile_seconds": r.compile_seconds, "train_seconds": r.train_seconds,
-         "eval_seconds": r.eval_seconds, "epochs_run": r.epochs_run, "best_epoch": r.best_epoch}
-  out["runs"].append(run)
-  print(f"# {args.program} (candidate {order + 1} of the search): {r.status} {r.reason or ''}\n"
-        f"# validation per epoch {[round(v, 4) for v in r.val_history]}; best epoch {r.best_epoch}, "
-        f"val {r.val_score:.4g}, test {r.test_score if r.test_score is None else round(r.test_score, 4)}; "
-        f"{wall:.0f} s (compile {r.compile_seconds:.0f}, train {r.train_seconds:.0f}, "
-        f"eval {r.eval_seconds:.0f})", flush=True)
+  context = _context(task, library, None, config)
+  seeds = [args.seed] if args.program_seeds is None else [int(x) for x in args.program_seeds.split(",")]
+  for seed in seeds:
+    start = time.perf_counter()
+    r = run_job(context, Job(order, cand, job_seed(seed, cand)))
+    wall = time.perf_counter() - start
+    run = {"program": args.program, "order": order, "training_seed": seed, "status": r.status,
+           "reason": r.reason, "val_history": list(r.val_history), "val": r.val_score, "test": r.test_score,
+           "wall_seconds": wall, "compile_seconds": r.compile_seconds, "train_seconds": r.train_seconds,
+           "eval_seconds": r.eval_seconds, "epochs_run": r.epochs_run, "best_epoch": r.best_epoch}
+    out["runs"].append(run)
+    test = r.test_score if r.test_score is None else round(r.test_score, 4)
+    print(f"# {args.program} (candidate {order + 1} of the search), training seed {seed}: {r.status} "
+          f"{r.reason or ''}\n# validation per epoch {[round(v, 4) for v in r.val_history]}; best epoch "
+          f"{r.best_epoch}, val {r.val_score:.4g}, test {test}; {wall:.0f} s (compile "
+          f"{r.compile_seconds:.0f}, train {r.train_seconds:.0f}, eval {r.eval_seconds:.0f})", flush=True)
+  tests = [x["test"] for x in out["runs"] if x["test"] is not None]
+  if len(tests) > 1:
+    import numpy as np
+
+    print(f"# test over {len(tests)} training seeds: mean {np.mean(tests):.4g}, std "
+          f"{np.std(tests, ddof=1):.4g}, min {min(tests):.4g}, max {max(tests):.4g}")
   out["machine"]["load_after"] = os.getloadavg()
   if args.json:
     with open(args.json, "w") as f:
@@ -257,6 +266,10 @@ def main(argv: list[str] | None = None) -> dict:
                       help="train only this candidate of task K (its text as the search prints it, the first "
                            "of that text in the search's order), with the seed synthesis gives it: one "
                            "program's learning curve on the cached library")
+  parser.add_argument("--program_seeds", default=None,
+                      help="with --program: comma-separated synthesis seeds to train it with, one run each "
+                           "(job_seed(seed, candidate), as a synthesis with that seed would; the data stay "
+                           "--seed's): how much its scores move with the training seed")
   parser.add_argument("--json", default=None, help="write the figures here")
   parser.add_argument("--in_process", action="store_true",
                       help="run every (executor, schedule) in this process (default: each in a new process, "
