@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> dict:
                       help="the CNNs' dropout rate in the tasks before K (default: ModuleConfig's 0.5); a "
                       "diagnosis, not the paper's setting")
   parser.add_argument("--halving_first", type=float, default=2.0)
-  parser.add_argument("--halving_eta", type=int, default=3)
+  parser.add_argument("--halving_eta", type=int, default=4)
   parser.add_argument("--ray_address", default=None)
   parser.add_argument("--library_dir", default=os.path.join(os.path.expanduser("~"), ".cache", "hx",
                                                             "bench_libraries"))

@@ -33,7 +33,7 @@ _MAX_RETRIES = flags.DEFINE_integer("max_retries", 2, "Times a candidate whose w
 _HALVING = flags.DEFINE_boolean("halving", False, "Successive halving: every candidate trains "
                                 "--halving_first epochs, the best 1/--halving_eta go on, ...")
 _HALVING_FIRST = flags.DEFINE_float("halving_first", 2.0, "Epochs of the first halving rung (0.5: half one).")
-_HALVING_ETA = flags.DEFINE_integer("halving_eta", 3, "Each halving rung keeps 1/eta of the candidates.")
+_HALVING_ETA = flags.DEFINE_integer("halving_eta", 4, "Each halving rung keeps 1/eta of the candidates.")
 
 
 def executor_from_flags() -> Any:

@@ -30,3 +30,6 @@ def test_schedule_from_flags():
   assert executor_flags.schedule_from_flags() is None
   with flagsaver.flagsaver(halving=True, halving_first=0.5, halving_eta=2):
     assert executor_flags.schedule_from_flags() == Halving(first=0.5, eta=2)
+  # The flags' defaults are Halving's own (first 2 epochs, eta 4).
+  with flagsaver.flagsaver(halving=True):
+    assert executor_flags.schedule_from_flags() == Halving() == Halving(first=2.0, eta=4)

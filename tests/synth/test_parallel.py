@@ -115,11 +115,11 @@ def test_default_executor_is_local_up_to_two_cores_and_workers_of_two_cores_beyo
 
 def test_halving_rungs():
   assert Halving(first=1, eta=3).rungs(20, 20) == (Rung(1, 20), Rung(3, 6), Rung(9, 2), Rung(20, 1))
-  # The defaults (first rung 2 epochs: see hx.synth.halving): 90 candidate-epochs of 400.
+  # The defaults (first rung 2 epochs, eta 4: see hx.synth.halving): 82 candidate-epochs of 400.
   default = Halving().rungs(20, 20)
-  assert default == (Rung(2, 20), Rung(6, 6), Rung(18, 2), Rung(20, 1))
+  assert default == (Rung(2, 20), Rung(8, 5), Rung(20, 1))
   untils = [0.0] + [r.until for r in default]
-  assert sum((untils[i + 1] - untils[i]) * r.keep for i, r in enumerate(default)) == 90
+  assert sum((untils[i + 1] - untils[i]) * r.keep for i, r in enumerate(default)) == 82
   assert Halving(first=0.5, eta=2, min_keep=2).rungs(3, 5) == (Rung(0.5, 5), Rung(1, 2), Rung(2, 2),
                                                                Rung(3, 2))
   assert Halving(first=5).rungs(4, 7) == (Rung(4, 7),)  # the first rung is already the end
