@@ -71,8 +71,9 @@ def _score(x: float | None) -> float | str | None:
 
 def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fraction: float, seed: int,
            library_before: Any) -> dict:
-  """The JSON record of one synthesis run: task, fraction, every candidate with its scores and times, the
-  library's version before and after, and where the data came from (synthetic stand-ins say so)."""
+  """The JSON record of one synthesis run: task, fraction, every candidate with its scores, times, epochs
+  and learning curve (validation score per epoch), the library's version before and after, and where the
+  data came from (synthetic stand-ins say so)."""
   return {
       "record_version": RECORD_VERSION,
       "sequence": sequence, "task_index": index, "task": task.name, "task_kind": task.spec.kind,
@@ -91,7 +92,8 @@ def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fra
           "fresh_types": {n: str(t) for n, t in r.fresh_types.items()}, "status": r.status,
           "reason": r.reason, "val": _score(r.val_score), "test": _score(r.test_score),
           "seconds": r.seconds, "compile_seconds": r.compile_seconds, "train_seconds": r.train_seconds,
-          "eval_seconds": r.eval_seconds, "order": r.order} for r in result.ranked],
+          "eval_seconds": r.eval_seconds, "order": r.order, "epochs_run": r.epochs_run,
+          "val_history": [float(v) for v in r.val_history]} for r in result.ranked],
   }
 
 

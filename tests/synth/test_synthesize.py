@@ -203,6 +203,8 @@ def test_a_lifelong_run_interrupted_after_its_first_task_resumes_to_the_same_res
   saved = json.loads((tmp_path / "b" / "records" / "03_count_digit(0)" / "fraction_1.json").read_text())
   assert saved["data"]["datasets"] == ["mnist-5k"] and saved["data"]["synthetic"] is False
   assert saved["library_functions_before"] and saved["ranked"][0]["status"] == "trained"
+  for x in saved["ranked"]:  # each trained candidate's learning curve: one epoch here, its best score
+    assert x["epochs_run"] == 1 and (x["val_history"] == [x["val"]] or x["status"] != "trained")
   with pytest.raises(SettingsMismatch, match="budget"):
     run_sequence(seq, tmp_path / "b", **{**kw, "budget": Budget(candidates=3)})
   with pytest.raises(SettingsMismatch, match="holds no hx run"):
