@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _full_run(data: dict) -> dict:
-  runs = [r for r in data["runs"] if r["schedule"] == "full"]
+  runs = [r for r in data["runs"] if r.get("schedule") == "full"]
   if not runs:
     raise SystemExit("the JSON has no run with schedule 'full' (run benchmarks/synthesis.py --schedules "
                      "full)")
