@@ -18,7 +18,9 @@ that winner is mostly its seed's luck), for 3.2x (count_digit) and 3.9x (sum_dig
 measured. The default before, eta = 3, did not keep sum_digits' winner (its pick: 7.6 against 4.3 over
 seeds). Slow learners are the risk of any first rung: count_digit's full-run winner scores 2.5-3.0
 (15th-18th of 20) for four epochs before it falls to 0.56, and no schedule at 3x keeps it. Chosen on two
-tasks; train fully (no schedule) when the single best candidate matters.
+tasks, and not a guarantee: on a third, CS2's count_digit(1), first = 2 with eta = 3 or 4 returns a program
+that starts best and plateaus (test RMSE 1.55) where the full run's late learner reaches 0.49. Train fully
+(no schedule) when the best candidate matters.
 
 A survivor continues where it paused (`hx.compile.TuneState`: parameters, batch statistics, optimiser
 state, position), so it gets exactly the steps, batches and dropout keys it would have had without
