@@ -195,8 +195,7 @@ def replay(histories: Sequence[Sequence[float]], schedule: Halving, epochs: int)
   for k, rung in enumerate(rungs):
     if k > 0:
       scores = [min(h[:n]) if n else math.inf for h, n in zip(histories, trained)]
-      active = [i for i in _best(scores, rung.keep) if trained[i] < len(histories[i])
-                and trained[i] < epochs]
+      active = [i for i in _best(scores, rung.keep) if trained[i] < len(histories[i])]
     for i in active:
       trained[i] = min(int(rung.until), len(histories[i]))
   return tuple(trained)

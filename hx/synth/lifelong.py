@@ -93,7 +93,7 @@ def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fra
           "reason": r.reason, "val": _score(r.val_score), "test": _score(r.test_score),
           "seconds": r.seconds, "compile_seconds": r.compile_seconds, "train_seconds": r.train_seconds,
           "eval_seconds": r.eval_seconds, "order": r.order, "epochs_run": r.epochs_run,
-          "val_history": [float(v) for v in r.val_history]} for r in result.ranked],
+          "val_history": list(r.val_history)} for r in result.ranked],
   }
 
 
