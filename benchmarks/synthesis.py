@@ -195,7 +195,7 @@ def _isolated(args, argv: list[str], runs: list[tuple[str, str]]) -> dict:
 def _one_program(args, task, library, config, out: dict) -> dict:
   """--program: trains that one candidate as synthesis would (same seed), reports its curve."""
   from hx.synth.executors import Job, job_seed, run_job
-  from hx.synth.synthesize import _context
+  from hx.synth.synthesize import task_context
   from hx.synth.topdown import enumerate_programs
 
   limit = 10_000
@@ -204,7 +204,7 @@ def _one_program(args, task, library, config, out: dict) -> dict:
   if found is None:
     raise SystemExit(f"--program {args.program!r} is not among task {task.name}'s first {limit} candidates")
   order, cand = found
-  context = _context(task, library, None, config)
+  context = task_context(task, library, None, config)
   seeds = [args.seed] if args.program_seeds is None else [int(x) for x in args.program_seeds.split(",")]
   for seed in seeds:
     start = time.perf_counter()

@@ -1,7 +1,7 @@
 """Tune runs that survive interruption: a run saved to disk as it trains, and resumed from the file.
 
     result = tune_checkpointed(compiled, frozen, data, objective, config,
-                               Checkpoint("runs/ckpt/regress.npz", key="regress_mnist compose(nn_1, nn_2) seed 0"))
+                               Checkpoint("runs/ckpt/regress.npz", key="regress_mnist nn_1 seed 0"))
 
 The paper trains its regressions for 1,000 epochs (hours to days on a CPU: RESULTS.md, "GS2 task 2"). A
 process that dies in the middle of such a run would otherwise lose all of it. `tune_checkpointed` trains
@@ -40,8 +40,15 @@ import jax
 import numpy as np
 import optax
 
-from hx.compile.tuning import (EpochRecord, TuneConfig, TuneData, TuneResult, TuneState, resolve_objective,
-                               tune)
+from hx.compile.tuning import (
+  EpochRecord,
+  TuneConfig,
+  TuneData,
+  TuneResult,
+  TuneState,
+  resolve_objective,
+  tune,
+)
 
 __all__ = ["Checkpoint", "CheckpointError", "load_checkpoint", "save_checkpoint", "tune_checkpointed"]
 
@@ -143,7 +150,8 @@ def _records(history: Any) -> list[list]:
 
 
 def _unrecords(rows: list) -> list[EpochRecord]:
-  return [EpochRecord(int(e), float(t), float(v), float(vl), float(ts), float(vs)) for e, t, v, vl, ts, vs in rows]
+  return [EpochRecord(int(e), float(t), float(v), float(vl), float(ts), float(vs))
+          for e, t, v, vl, ts, vs in rows]
 
 
 def save_checkpoint(path: os.PathLike | str, key: str, run: TuneState | TuneResult) -> None:
@@ -161,7 +169,8 @@ def save_checkpoint(path: os.PathLike | str, key: str, run: TuneState | TuneResu
     put("opt_state", run.opt_state)
     if run.best_variables is not None:
       put("best", dict(run.best_variables))
-    meta = {"kind": "paused", "epoch": run.epoch, "step": run.step, "loss_sum": float(np.asarray(run.loss_sum)),
+    meta = {"kind": "paused", "epoch": run.epoch, "step": run.step,
+            "loss_sum": float(np.asarray(run.loss_sum)),
             "score": _float(run.score), "best_score": _float(run.best_score), "best_epoch": run.best_epoch,
             "has_best": run.best_variables is not None, "since_best": run.since_best,
             "history": _records(run.history), "steps_run": run.steps_run, "seed": run.seed,
@@ -197,8 +206,8 @@ def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
   except (OSError, ValueError, KeyError) as err:
     raise CheckpointError(path, f"not a Tune checkpoint ({type(err).__name__}: {err})") from None
   if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-    raise CheckpointError(path, f"not a Tune checkpoint (format {meta.get('format') if isinstance(meta, dict) else None!r}, "
-                                f"expected {_FORMAT!r})")
+    found = meta.get("format") if isinstance(meta, dict) else None
+    raise CheckpointError(path, f"not a Tune checkpoint (format {found!r}, expected {_FORMAT!r})")
   if meta.get("key") != key:
     raise CheckpointError(path, f"saved for {meta.get('key')!r}, not for {key!r}")
   shapes = _group_shapes(compiled, config)

@@ -10,6 +10,7 @@ lifelong runner.
 
 from hx.synth.evolution import EvolutionConfig, Generation, evolve
 from hx.synth.executors import (
+  Checkpoints,
   Executor,
   Job,
   JobResult,
@@ -24,7 +25,7 @@ from hx.synth.halving import Halving
 from hx.synth.library import FORMAT_VERSION, Added, Entry, Library, LibraryError, Provenance, Trained
 from hx.synth.lifelong import SequenceRun, SettingsMismatch, run_sequence
 from hx.synth.space import COMBINATORS, Candidate, Costs, SearchSpace, equivalence_key, normal_form
-from hx.synth.synthesize import STRATEGIES, Budget, Ranked, SynthesisResult, synthesize
+from hx.synth.synthesize import STRATEGIES, Budget, Ranked, SynthesisResult, synthesize, task_context
 from hx.synth.topdown import EnumerationStats, enumerate_programs
 
 enumerate = enumerate_programs  # noqa: A001 -- the issue's name for it: hx.synth.enumerate(...)
@@ -34,8 +35,9 @@ __all__ = [
     "COMBINATORS", "Candidate", "Costs", "SearchSpace", "equivalence_key", "normal_form",
     "EnumerationStats", "enumerate", "enumerate_programs",
     "EvolutionConfig", "Generation", "evolve",
-    "Executor", "Job", "JobResult", "LocalExecutor", "TaskContext", "job_seed", "train_program",
+    "Checkpoints", "Executor", "Job", "JobResult", "LocalExecutor", "TaskContext", "job_seed",
+    "train_program",
     "make_executor", "default_executor", "Halving",
-    "STRATEGIES", "Budget", "Ranked", "SynthesisResult", "synthesize",
+    "STRATEGIES", "Budget", "Ranked", "SynthesisResult", "synthesize", "task_context",
     "SequenceRun", "SettingsMismatch", "run_sequence",
 ]

@@ -31,8 +31,9 @@ from hx.lang import program as P
 from hx.lang.types import Type
 from hx.synth.space import Candidate
 
-__all__ = ["TaskContext", "Job", "JobResult", "Executor", "LocalExecutor", "job_seed", "train_program",
-           "run_job", "failed_result", "make_executor", "EXECUTORS", "default_executor"]
+__all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "Executor", "LocalExecutor",
+           "job_seed", "train_program", "run_job", "failed_result", "make_executor", "EXECUTORS",
+           "default_executor"]
 
 EXECUTORS = ("local", "processes", "ray")
 
@@ -53,6 +54,58 @@ class TaskContext:
   library: Any
   module_config: Any
   tune_config: Any
+  checkpoints: Checkpoints | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpoints:
+  """Where a task's candidates are saved as they train, so that a synthesis interrupted midway resumes
+  them (`hx.compile.checkpoint`): a candidate trained straight to the end (not one of successive
+  halving's, which pause and resume in memory) is written to `directory` every `every_seconds` and when
+  it finishes; run again, a finished candidate's file gives
+  its result without training, an unfinished one's continues where it was saved, to the same result.
+
+  Attributes:
+    directory: one file per candidate (`file_for`); must be reachable from every worker (on a cluster,
+      a shared file system).
+    task_key: what the task is (`task_key`: its name and a fingerprint of its data); a candidate's key adds
+      its program, fresh types, seed, training and module settings and the library's versions.
+    every_seconds: how often a training candidate is saved.
+  """
+  directory: str
+  task_key: str
+  every_seconds: float = 120.0
+
+  def for_job(self, job: Job, context: TaskContext) -> Any:
+    """The `hx.compile.checkpoint.Checkpoint` of `job` in `context`."""
+    import hashlib
+    import os
+
+    from hx.compile.checkpoint import Checkpoint
+
+    library = context.library.versions() if context.library is not None else {}
+    fresh = sorted((k, str(t)) for k, t in job.candidate.fresh_types.items())
+    config = dataclasses.replace(context.tune_config, seed=job.seed)
+    key = (f"{self.task_key} | program {job.candidate.program} | fresh {fresh} | {config} | "
+           f"{context.module_config} | library {sorted(library.items())}")
+    name = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+    return Checkpoint(os.path.join(self.directory, f"{name}.npz"), key, self.every_seconds)
+
+
+def task_key(name: str, data: Any) -> str:
+  """`name` and a fingerprint of `data` (every array's dtype, shape and bytes): the task part of a
+  checkpoint key, so that a directory of checkpoints is never resumed on other data."""
+  import hashlib
+
+  import jax
+  import numpy as np
+
+  digest = hashlib.blake2b(digest_size=16)
+  for leaf in jax.tree.leaves(jax.device_get(data)):
+    a = np.ascontiguousarray(np.asarray(leaf))
+    digest.update(f"{a.dtype}{a.shape}".encode())
+    digest.update(memoryview(a).cast("B"))
+  return f"task {name} | data {digest.hexdigest()}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +179,8 @@ def job_seed(seed: int, candidate: Candidate) -> int:
 
 def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: TaskContext, *,
                   seed: int, frozen_variables: Mapping[str, Any] | None = None,
-                  prefixes: Any = None, until: float | None = None, resume: Any = None) -> tuple[Any, Any]:
+                  prefixes: Any = None, until: float | None = None, resume: Any = None,
+                  checkpoint: Any = None) -> tuple[Any, Any]:
   """Compiles `program` (its fresh functions of the given types) and trains it with Tune.
 
   Library functions the program applies first to every input image (its frozen prefix,
@@ -144,6 +198,8 @@ def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: 
     prefixes: an `hx.compile.memo.PrefixTables` to share prefix tables between candidates; default: one
       for this call only.
     until, resume: pause after `until` epochs, continue a paused run (see `hx.compile.tune`).
+    checkpoint: an `hx.compile.checkpoint.Checkpoint` to save the run to and resume it from (used only
+      when the run trains to the end: neither `until` nor `resume`).
 
   Returns:
     (compiled, tune_result): the `hx.compile.CompiledProgram` trained (the program without its frozen
@@ -164,6 +220,10 @@ def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: 
   variables = frozen_variables if frozen_variables is not None else library.variables()
   frozen = make_frozen(compiled, variables)
   config = dataclasses.replace(context.tune_config, seed=seed)
+  if checkpoint is not None and until is None and resume is None:
+    from hx.compile.checkpoint import tune_checkpointed
+
+    return compiled, tune_checkpointed(compiled, frozen, data, context.objective, config, checkpoint)
   return compiled, tune(compiled, frozen, data, context.objective, config, until=until, resume=resume)
 
 
@@ -198,13 +258,19 @@ def failed_result(job: Job, reason: str, seconds: float = 0.0, attempts: int = 1
 
 def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] | None = None,
             prefixes: Any = None) -> JobResult:
-  """Trains one job; an error while compiling or training becomes a failed result with the reason."""
+  """Trains one job; an error while compiling or training becomes a failed result with the reason (but
+  a checkpoint file that cannot be used raises its `hx.compile.checkpoint.CheckpointError`)."""
+  from hx.compile.checkpoint import CheckpointError
+
   start = time.perf_counter()
   c = job.candidate
   try:
+    checkpoint = context.checkpoints.for_job(job, context) if context.checkpoints is not None else None
     compiled, r = train_program(c.program, c.fresh_types, context, seed=job.seed,
                                 frozen_variables=frozen_variables, prefixes=prefixes, until=job.until,
-                                resume=job.resume)
+                                resume=job.resume, checkpoint=checkpoint)
+  except CheckpointError:
+    raise  # a file to look at, not a candidate that failed
   except (ValueError, TypeError, NotImplementedError, FloatingPointError) as err:
     return failed_result(job, f"{type(err).__name__}: {err}", time.perf_counter() - start)
   return _result(job, compiled, r, time.perf_counter() - start)

@@ -12,7 +12,15 @@ among them). Every run's record is written as JSON and the library is saved afte
     DIR/libraries/after_TT/                 the library after task TT (`hx.Library.save`)
 
 Started again on the same directory, `run_sequence` loads the library saved after the last finished
-task and carries on from the next one; a task interrupted midway is run again from its start. Every
+task and carries on from the next one. A task interrupted midway is searched again from its start, but
+its candidates are saved as they train (`hx.synthesize`'s `checkpoint_dir`):
+
+    DIR/checkpoints/TT_TASK/fraction_F/     one file per candidate, removed once task TT is saved
+
+so the candidates it had finished give their results without training, and the one it was training
+continues from its last file (saved about every two minutes of training), to the results an
+uninterrupted run gives: an interruption costs at most a few minutes, not a task (the paper's
+regressions train for 1,000 epochs, hours here). Every
 seed derives from the run's seed, the task's position and the fraction, never from the clock, and the
 library's provenance time is the run's start time recorded in settings.json, so a resumed run ends with
 the same programs, scores and library as an uninterrupted one. A directory holding a run with other
@@ -27,6 +35,7 @@ import json
 import math
 import os
 import re
+import shutil
 import zlib
 from pathlib import Path
 from typing import Any, Sequence
@@ -143,7 +152,7 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
                  space: SearchSpace = SearchSpace(), module_config: Any = None, preset: str = "paper",
                  tune_configs: dict | None = None, evolution: EvolutionConfig = EvolutionConfig(),
                  executor: Any = None, keep: int = 3, progress: bool = False,
-                 stop_after: int | None = None) -> SequenceRun:
+                 stop_after: int | None = None, checkpoints: bool = True) -> SequenceRun:
   """Runs HOUDINI over `sequence` (an `hx.data.Sequence`), writing into `directory` (see the module doc).
 
   Args:
@@ -155,6 +164,8 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
     tune_configs: task kind -> `hx.compile.TuneConfig`, overriding the preset's.
     progress: show progress bars.
     stop_after: stop after this many tasks are finished in all (for tests of resuming); None: all.
+    checkpoints: save candidates as they train under DIR/checkpoints (module docstring); False: a task
+      interrupted midway trains all its candidates again.
 
   Raises:
     SettingsMismatch: `directory` holds another run, or is not empty and holds no run.
@@ -204,10 +215,11 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
       task = full if f == 1.0 else full.with_fraction(f)
       seed = _seed(sequence.seed, i, f)
       logging.info("%s task %d/%d %s, fraction %g", sequence.name, i + 1, len(sequence), task.name, f)
+      saving = directory / "checkpoints" / _task_dir(i + 1, full.name) / f"fraction_{f:g}"
       result = synthesize(task, library, strategy=strategy, budget=budget, seed=seed, space=space,
                           module_config=module_config, tune_config=configs[full.spec.kind],
                           evolution=evolution, executor=executor, sequence=sequence.name, keep=keep,
-                          progress=progress, when=started)
+                          progress=progress, when=started, checkpoint_dir=saving if checkpoints else None)
       rec = record(result, task, sequence=sequence.name, index=i + 1, fraction=f, seed=seed,
                    library_before=library)
       write_json(directory / "records" / _task_dir(i + 1, full.name) / f"fraction_{f:g}.json", rec)
@@ -215,4 +227,6 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
       extend_from = result  # fractions ascend: the last is the largest (1.0 when present)
     library = extend_from.library
     library.save(directory / "libraries" / f"after_{i + 1:02d}")
+    # The task's records and library are saved: its candidates' files are no longer needed.
+    shutil.rmtree(directory / "checkpoints" / _task_dir(i + 1, full.name), ignore_errors=True)
   return SequenceRun(directory, tuple(records), library, done)

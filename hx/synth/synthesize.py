@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 from typing import Any, Callable, Sequence
 
@@ -29,7 +30,7 @@ from hx.synth.halving import Halving, successive_halving
 from hx.synth.space import Candidate, SearchSpace
 from hx.synth.topdown import EnumerationStats, enumerate_programs
 
-__all__ = ["Budget", "Ranked", "SynthesisResult", "synthesize", "STRATEGIES"]
+__all__ = ["Budget", "Ranked", "SynthesisResult", "synthesize", "task_context", "STRATEGIES"]
 
 STRATEGIES = ("topdown", "evolutionary")
 
@@ -148,14 +149,28 @@ def _sort_key(r: JobResult) -> tuple:
   return (not r.ok, score, r.job.index)
 
 
-def _context(task: Any, library: Any, module_config: Any, tune_config: Any) -> TaskContext:
+def task_context(task: Any, library: Any = None, module_config: Any = None, tune_config: Any = None, *,
+                 checkpoint_dir: os.PathLike | str | None = None,
+                 checkpoint_seconds: float = 120.0) -> TaskContext:
+  """What every candidate of `task` shares (`hx.synth.executors.TaskContext`): its data put on the device
+  once, its objective, the library (default: empty), module sizes (default: the paper's) and training
+  settings; with `checkpoint_dir`, where its candidates are saved as they train (`Checkpoints`, keyed by
+  the task's name and a fingerprint of its data). `synthesize` builds one per call; build one yourself
+  to train a single candidate as a synthesis would (`run_job`, `Job`, `job_seed`)."""
   from hx.compile import ModuleConfig, TuneData
+  from hx.synth.executors import Checkpoints, task_key
   from hx.synth.library import Library
 
+  if tune_config is None:
+    raise ValueError(f"task_context needs the training settings of task {task.name} (tune_config)")
   data = TuneData(task.train, task.val, task.test, task.table).on_device()
+  checkpoints = None
+  if checkpoint_dir is not None:
+    checkpoints = Checkpoints(os.fspath(checkpoint_dir), task_key(task.name, data), checkpoint_seconds)
   return TaskContext(data=data, objective=task.objective,
                      library=library if library is not None else Library(),
-                     module_config=module_config or ModuleConfig(), tune_config=tune_config)
+                     module_config=module_config or ModuleConfig(), tune_config=tune_config,
+                     checkpoints=checkpoints)
 
 
 class _Progress:
@@ -191,7 +206,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
                seed: int = 0, space: SearchSpace = SearchSpace(), module_config: Any = None,
                tune_config: Any = None, evolution: EvolutionConfig = EvolutionConfig(),
                executor: Executor | str | None = None, sequence: str | None = None, keep: int = 3,
-               progress: bool = False, when: str | None = None) -> SynthesisResult:
+               progress: bool = False, when: str | None = None,
+               checkpoint_dir: os.PathLike | str | None = None) -> SynthesisResult:
   """Searches programs for `task`, trains them, ranks them and extends the library with the winner.
 
   Args:
@@ -214,6 +230,11 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
       tables name their top 3).
     progress: show a progress bar (logging goes through absl either way).
     when: the time recorded in the new library entries' provenance (ISO text; default: now).
+    checkpoint_dir: save every candidate trained to the end here as it trains (`hx.compile.checkpoint`;
+      one file per candidate, keyed by the task's data, the program, its seed and settings, and the
+      library): called again after an interruption, finished candidates give their results without
+      training and the unfinished continue from their files, to the results of an uninterrupted run.
+      Successive halving's candidates (paused and resumed in memory) are not saved. None: no files.
 
   Returns:
     A `SynthesisResult`.
@@ -233,7 +254,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     if kind is None:
       raise ValueError(f"task {task.name} has no kind to take training settings from: pass tune_config")
     tune_config = training_settings(kind).tune_config()
-  context = _context(task, library, module_config, tune_config)
+  context = task_context(task, library, module_config, tune_config, checkpoint_dir=checkpoint_dir)
   library = context.library
   owned = executor is None or isinstance(executor, str)
   executor = make_executor(executor)

@@ -12,7 +12,13 @@ import pytest
 
 import hx.compile.checkpoint as ck
 from hx.compile import compile_program
-from hx.compile.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint, tune_checkpointed
+from hx.compile.checkpoint import (
+  Checkpoint,
+  CheckpointError,
+  load_checkpoint,
+  save_checkpoint,
+  tune_checkpointed,
+)
 from hx.compile.losses import objective_for_type
 from hx.compile.tuning import TuneConfig, TuneResult, TuneState, tune
 from hx.lang import infer, parse
@@ -91,7 +97,8 @@ def test_failures_and_early_stops_are_finished_results_too(tmp_path):
   assert (loaded.variables is None) == (failed.variables is None)
   assert math.isnan(loaded.val_score) == math.isnan(failed.val_score)
   patient = dataclasses.replace(CONFIG, epochs=50, patience=1, learning_rate=0.5)
-  stopped = tune_checkpointed(model, model.frozen(), data, MSE, patient, Checkpoint(tmp_path / "p.npz", "k", 0))
+  stopped = tune_checkpointed(model, model.frozen(), data, MSE, patient,
+                              Checkpoint(tmp_path / "p.npz", "k", 0))
   straight = tune(model, model.frozen(), data, MSE, patient)
   assert stopped.epochs_run < 50
   _same_result(stopped, straight)

@@ -200,6 +200,8 @@ def test_a_lifelong_run_interrupted_after_its_first_task_resumes_to_the_same_res
 
   assert essence(rest.records) == essence(whole.records) and len(whole.records) == 6
   assert rest.library.version == whole.library.version
+  # Each finished task's candidate files are removed once its library is saved.
+  assert [p for p in (tmp_path / "b" / "checkpoints").rglob("*") if p.is_file()] == []
   saved = json.loads((tmp_path / "b" / "records" / "03_count_digit(0)" / "fraction_1.json").read_text())
   assert saved["data"]["datasets"] == ["mnist-5k"] and saved["data"]["synthetic"] is False
   assert saved["library_functions_before"] and saved["ranked"][0]["status"] == "trained"

@@ -1,0 +1,92 @@
+"""A synthesis interrupted midway resumes its candidates from their checkpoint files (`checkpoint_dir`)."""
+
+import os
+
+import pytest
+
+import hx.compile.checkpoint as ck
+from hx.compile import TuneConfig
+from hx.compile.checkpoint import CheckpointError
+from hx.synth.synthesize import Budget, synthesize, task_context
+from tests.synth.test_synthesize import TINY, sum_task
+
+KW = dict(budget=Budget(candidates=3), module_config=TINY, tune_config=TuneConfig(epochs=3, batch_size=50),
+          seed=4)
+
+
+class Interrupt(Exception):
+  pass
+
+
+def _count_tune(monkeypatch, stop_after: int | None = None):
+  """Counts checkpoint's calls of tune; raises Interrupt on the call after `stop_after`."""
+  real, count = ck.tune, [0]
+
+  def counted(*args, **kwargs):
+    count[0] += 1
+    if stop_after is not None and count[0] > stop_after:
+      raise Interrupt()
+    return real(*args, **kwargs)
+  monkeypatch.setattr(ck, "tune", counted)
+  return count
+
+
+def _essence(result):
+  return [(str(x.program), x.status, x.val_score, x.test_score, x.epochs_run, x.val_history)
+          for x in result.ranked]
+
+
+def test_an_interrupted_synthesis_resumes_its_candidates_to_the_uninterrupted_result(tmp_path, monkeypatch):
+  task = sum_task(n=300)
+  straight = synthesize(task, None, **KW)
+  # Each candidate trains in two chunks (one epoch to measure its pace, then the rest: a file after
+  # each); the fourth call is the second candidate's second chunk.
+  _count_tune(monkeypatch, stop_after=3)
+  with pytest.raises(Interrupt):
+    synthesize(task, None, checkpoint_dir=tmp_path, **KW)
+  assert len([f for f in os.listdir(tmp_path) if f.endswith(".npz")]) == 2
+  monkeypatch.undo()
+  count = _count_tune(monkeypatch)
+  resumed = synthesize(task, None, checkpoint_dir=tmp_path, **KW)
+  # The first candidate's finished file is its result; the second goes on from epoch 1 (again one
+  # epoch to measure the pace, then the rest); the third trains.
+  assert count[0] == 2 + 2
+  assert _essence(resumed) == _essence(straight)
+  assert resumed.library.version == straight.library.version
+  count[0] = 0
+  again = synthesize(task, None, checkpoint_dir=tmp_path, **KW)
+  assert count[0] == 0 and _essence(again) == _essence(straight)
+  assert sorted(os.listdir(tmp_path)) == sorted(f for f in os.listdir(tmp_path) if f.endswith(".npz"))
+
+
+def test_files_are_keyed_by_the_tasks_data_and_settings(tmp_path, monkeypatch):
+  synthesize(sum_task(n=300, seed=0), None, checkpoint_dir=tmp_path, **KW)
+  assert len(os.listdir(tmp_path)) == 3
+  count = _count_tune(monkeypatch)
+  other = synthesize(sum_task(n=300, seed=1), None, checkpoint_dir=tmp_path, **KW)
+  assert count[0] == 3 * 2 and len(os.listdir(tmp_path)) == 6  # other data: nothing reused
+  monkeypatch.undo()
+  assert _essence(other) == _essence(synthesize(sum_task(n=300, seed=1), None, **KW))
+  longer = dict(KW, tune_config=TuneConfig(epochs=4, batch_size=50))
+  synthesize(sum_task(n=300, seed=0), None, checkpoint_dir=tmp_path, **longer)
+  assert len(os.listdir(tmp_path)) == 9  # other settings: nothing reused
+
+
+def test_a_damaged_file_stops_the_synthesis_with_its_path(tmp_path):
+  task = sum_task(n=300)
+  synthesize(task, None, checkpoint_dir=tmp_path, **KW)
+  victim = sorted(os.listdir(tmp_path))[0]
+  (tmp_path / victim).write_bytes(b"garbage")
+  with pytest.raises(CheckpointError, match=f"{victim}: not a Tune checkpoint"):
+    synthesize(task, None, checkpoint_dir=tmp_path, **KW)
+
+
+def test_task_context_names_what_it_needs():
+  with pytest.raises(ValueError, match="training settings of task sum_numbers"):
+    task_context(sum_task(n=50))
+  context = task_context(sum_task(n=50), tune_config=TuneConfig(epochs=1), checkpoint_dir="somewhere")
+  assert context.checkpoints.directory == "somewhere"
+  assert context.checkpoints.task_key.startswith("task sum_numbers | data ")
+  assert (task_context(sum_task(n=50), tune_config=TuneConfig()).checkpoints is None)
+  assert (task_context(sum_task(n=50, seed=1), tune_config=TuneConfig(), checkpoint_dir="x")
+          .checkpoints.task_key != context.checkpoints.task_key)
