@@ -12,6 +12,11 @@ library; that preparation is not timed. `--bias_from_targets 0` trains every tas
 started at 0 (`hx.compile.TuneConfig.bias_from_targets`; on by default), for before/after comparisons;
 the cached library's name records it, as it records `--prefix_cnn_dropout` (the tasks before K trained
 with another CNN dropout rate: a diagnosis of GS2's regressor, not the paper's setting).
+`--prefix_program 'P1;P2;...'` trains the given program for each task before K instead of searching (one
+candidate each, with the seed and settings a synthesis would give it: e.g. GS2 task 1's paper program
+`compose(nn_1, nn_2)` for the paper's 1,000 epochs). The tasks before K save their candidates as they
+train (`hx.synthesize`'s `checkpoint_dir`, next to the cached library): a preparation interrupted midway
+and started again with the same arguments resumes where its files left it.
 
 Each (executor, schedule) pair then runs `hx.synthesize` on task K with the same seed and reports:
 wall time, candidates per hour, the split of the time between search (enumerating programs),
@@ -119,11 +124,21 @@ def _data_fingerprint(seq, index: int) -> int:
 def _prefix_library(args, seq, index: int, sizes):
   """The library after tasks 1..index-1 of `seq`, synthesized once and kept on disk."""
   import dataclasses
+  import zlib
 
   from hx.data.settings import training_settings
   from hx.synth import Budget, Library, synthesize
 
+  programs = None
+  if args.prefix_program is not None:
+    programs = [p.strip() for p in args.prefix_program.split(";")]
+    if len(programs) != index - 1:
+      raise SystemExit(f"--prefix_program gives {len(programs)} programs for the {index - 1} tasks before "
+                       f"task {index}")
   key = f"{seq.name}_seed{args.seed}_{args.preset}_upto{index - 1}_c{args.prefix_candidates}"
+  if programs is not None:
+    key = (f"{seq.name}_seed{args.seed}_{args.preset}_upto{index - 1}"
+           f"_prog{zlib.crc32(';'.join(programs).encode()):08x}")
   if args.prefix_epochs is not None:
     key += f"_e{args.prefix_epochs}"
   key += f"_bias{args.bias_from_targets}"
@@ -135,6 +150,9 @@ def _prefix_library(args, seq, index: int, sizes):
   path = os.path.join(args.library_dir, key)
   if os.path.exists(path):
     return Library.load(path), path
+  # Candidates are saved as they train (the paper's regressions train for 1,000 epochs, hours here): an
+  # interrupted preparation, started again with the same arguments, resumes them.
+  checkpoints = path + ".checkpoints"
   library = Library()
   for i in range(index - 1):
     task = seq.build(i)
@@ -147,13 +165,58 @@ def _prefix_library(args, seq, index: int, sizes):
     if args.prefix_cnn_dropout is not None:
       from hx.compile import ModuleConfig
       modules = ModuleConfig(cnn_dropout=args.prefix_cnn_dropout)
-    r = synthesize(task, library, budget=Budget(candidates=args.prefix_candidates), seed=args.seed,
-                   tune_config=config, module_config=modules, sequence=seq.name)
-    print(f"# library: task {i + 1} {task.name}: {r.best.program} test {r.best.test_score:.4g} "
-          f"({time.perf_counter() - start:.0f} s)", flush=True)
-    library = r.library
+    if programs is not None:
+      library = _train_into(library, task, programs[i], args.seed, config, modules, seq.name, checkpoints)
+    else:
+      r = synthesize(task, library, budget=Budget(candidates=args.prefix_candidates), seed=args.seed,
+                     tune_config=config, module_config=modules, sequence=seq.name,
+                     checkpoint_dir=os.path.join(checkpoints, f"task{i + 1}"))
+      print(f"# library: task {i + 1} {task.name}: {r.best.program} test {r.best.test_score:.4g} "
+            f"({time.perf_counter() - start:.0f} s)", flush=True)
+      library = r.library
   library.save(path)
+  import shutil
+
+  shutil.rmtree(checkpoints, ignore_errors=True)
   return library, path
+
+
+def _find(task, library, text: str):
+  """(place in the search's order, candidate) of the program printed as `text`, or SystemExit."""
+  from hx.synth.topdown import enumerate_programs
+
+  limit = 10_000
+  found = next(((i, c) for i, c in enumerate(enumerate_programs(task.type, library, limit=limit))
+                if str(c.program) == text), None)
+  if found is None:
+    raise SystemExit(f"{text!r} is not among task {task.name}'s first {limit} candidates")
+  return found
+
+
+def _train_into(library, task, text: str, seed: int, config, modules, sequence: str, checkpoints: str):
+  """`library` with the fresh functions of program `text` trained on `task` (`--prefix_program`): that
+  one candidate trained as a synthesis would train it (its seed, a checkpoint file), not a search."""
+  from hx.compile import compile_program
+  from hx.synth import Library, Trained
+  from hx.synth.executors import Job, job_seed, train_program
+  from hx.synth.synthesize import task_context
+
+  start = time.perf_counter()
+  order, cand = _find(task, library, text)
+  context = task_context(task, library, modules, config, checkpoint_dir=checkpoints)
+  job = Job(order, cand, job_seed(seed, cand))
+  compiled, r = train_program(cand.program, cand.fresh_types, context, seed=job.seed,
+                              checkpoint=context.checkpoints.for_job(job, context))
+  if r.variables is None:
+    raise SystemExit(f"--prefix_program {text} failed on {task.name}: {r.failed}")
+  print(f"# library: {task.name}: {text} (candidate {order + 1}) trained alone, best epoch {r.best_epoch} "
+        f"of {r.epochs_run}, val {r.val_score:.4g}, test {r.test_score:.4g} "
+        f"({time.perf_counter() - start:.0f} s)", flush=True)
+  assert isinstance(library, Library)
+  # The whole program (train_program may have trained it without a frozen prefix of library functions).
+  compiled = compile_program(cand.program, cand.fresh_types, context.module_config, library.specs())
+  trained = Trained(compiled, r.variables, validation=r.val_score, test=r.test_score)
+  return library.add(trained, sequence=sequence, task=task.name).library
 
 
 def _isolated(args, argv: list[str], runs: list[tuple[str, str]]) -> dict:
@@ -196,14 +259,8 @@ def _one_program(args, task, library, config, out: dict) -> dict:
   """--program: trains that one candidate as synthesis would (same seed), reports its curve."""
   from hx.synth.executors import Job, job_seed, run_job
   from hx.synth.synthesize import task_context
-  from hx.synth.topdown import enumerate_programs
 
-  limit = 10_000
-  found = next(((i, c) for i, c in enumerate(enumerate_programs(task.type, library, limit=limit))
-                if str(c.program) == args.program), None)
-  if found is None:
-    raise SystemExit(f"--program {args.program!r} is not among task {task.name}'s first {limit} candidates")
-  order, cand = found
+  order, cand = _find(task, library, args.program)
   context = task_context(task, library, None, config)
   seeds = [args.seed] if args.program_seeds is None else [int(x) for x in args.program_seeds.split(",")]
   for seed in seeds:
@@ -246,6 +303,9 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--prefix_epochs", type=int, default=None,
                       help="epochs per candidate of the earlier tasks (default: the preset's; GS2's "
                            "regression takes 1,000 at the paper's settings)")
+  parser.add_argument("--prefix_program", default=None,
+                      help="instead of synthesizing the tasks before K, train these programs (one per task, "
+                           "separated by ';', as the search prints them) and add their functions")
   parser.add_argument("--prefix_candidates", type=int, default=2,
                       help="candidates per earlier task when building the library")
   parser.add_argument("--executors", default="local", help="comma-separated: local, processes, "
