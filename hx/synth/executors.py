@@ -104,7 +104,7 @@ def task_key(name: str, data: Any) -> str:
   for leaf in jax.tree.leaves(jax.device_get(data)):
     a = np.ascontiguousarray(np.asarray(leaf))
     digest.update(f"{a.dtype}{a.shape}".encode())
-    digest.update(memoryview(a).cast("B"))
+    digest.update(a.reshape(-1).view(np.uint8))
   return f"task {name} | data {digest.hexdigest()}"
 
 

@@ -90,3 +90,17 @@ def test_task_context_names_what_it_needs():
   assert (task_context(sum_task(n=50), tune_config=TuneConfig()).checkpoints is None)
   assert (task_context(sum_task(n=50, seed=1), tune_config=TuneConfig(), checkpoint_dir="x")
           .checkpoints.task_key != context.checkpoints.task_key)
+
+
+def test_task_key_fingerprints_every_array_with_its_shape():
+  import numpy as np
+
+  from hx.synth.executors import task_key
+
+  base = {"a": np.zeros((0, 3), np.float32), "b": np.asarray(1.0), "c": np.ones((2, 2), bool)}
+  key = task_key("t", base)
+  assert key == task_key("t", dict(base))
+  assert key != task_key("t", {**base, "b": np.asarray(2.0)})
+  assert key != task_key("t", {**base, "a": np.zeros((3, 0), np.float32)})  # same bytes, other shape
+  assert key != task_key("t", {**base, "c": np.ones((2, 2), np.uint8)})  # same bytes, other dtype
+  assert key != task_key("u", base)
