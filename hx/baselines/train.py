@@ -13,11 +13,17 @@ and a program trained from scratch start their output bias at the training targe
 fresh candidates do (`TuneConfig.bias_from_targets`, for regressions whose output is a fresh linear
 layer); LLT starts from the earlier weights it transfers, and the progressive and graph RNN networks
 (not compiled programs) from their own initialisation.
+
+Each function takes `checkpoint_dir`: with it, the training is saved there as it goes and resumed from
+there if the file exists (`hx.compile.checkpoint`; the key holds the method, task, network, settings,
+and fingerprints of the data and of the starting and frozen variables), to the result an uninterrupted
+run gives. The evaluation runner passes one per record and removes it once the record is written.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from typing import Any, Mapping, Sequence
 
@@ -29,6 +35,7 @@ from hx.baselines.llt import transfer
 from hx.baselines.networks import Architecture, Network, architecture, count_parameters
 from hx.baselines.pnn import PNN
 from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, tune
+from hx.compile.checkpoint import checkpoint_in, fingerprint, tune_checkpointed
 from hx.compile.tuning import output_bias_from_targets
 from hx.lang import program as P
 from hx.lang.types import Type
@@ -84,7 +91,7 @@ def _host(tree: Any) -> Any:
 
 def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tune_config: TuneConfig,
          seed: int, variables: Any, to_modules: Any, arch: Architecture | None, column: int | None = None,
-         sources: tuple = ()) -> BaselineResult:
+         sources: tuple = (), checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   start = time.perf_counter()
   config = dataclasses.replace(tune_config, seed=seed)
   init = variables
@@ -92,7 +99,14 @@ def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tu
     init = tunable.init(jax.random.key(seed))
     if config.bias_from_targets:
       init = output_bias_from_targets(tunable, init, task.objective, task.train.targets)
-  r = tune(tunable, frozen, _data(task), task.objective, config, variables=init)
+  data = _data(task)
+  if checkpoint_dir is None:
+    r = tune(tunable, frozen, data, task.objective, config, variables=init)
+  else:
+    key = (f"baseline {method} | task {task.name} | {description} | {config} | data {fingerprint(data)} | "
+           f"start {fingerprint(init)} | frozen {fingerprint(frozen)}")
+    r = tune_checkpointed(tunable, frozen, data, task.objective, config, checkpoint_in(checkpoint_dir, key),
+                          variables=init)
   network = None
   if r.variables is not None and arch is not None:
     network = Network(method, task.name, arch, _host(to_modules(r.variables)), column)
@@ -135,7 +149,8 @@ def _from_modules(compiled: Any, modules: Mapping[str, Any]) -> dict:
 
 
 def standalone(task: Any, config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
-               element: Type | None = None, regressor: Network | None = None) -> BaselineResult:
+               element: Type | None = None, regressor: Network | None = None,
+               checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   """A new network for `task`, from random weights (the paper's "standalone" baseline).
 
   Args:
@@ -162,10 +177,11 @@ def standalone(task: Any, config: ModuleConfig, tune_config: TuneConfig, *, seed
     def modules(v):
       return {**dict(regressor.modules), **_per_role(v)}
 
-    return _run("standalone", task, arch.description, net, frozen, tune_config, seed, None, modules, arch)
+    return _run("standalone", task, arch.description, net, frozen, tune_config, seed, None, modules, arch,
+                checkpoint_dir=checkpoint_dir)
   compiled = _compiled(arch, config)
   return _run("standalone", task, arch.description, compiled, (), tune_config, seed, None,
-              compiled.fresh_variables, arch)
+              compiled.fresh_variables, arch, checkpoint_dir=checkpoint_dir)
 
 
 def _check_regressor(arch: Architecture, regressor: Network) -> None:
@@ -178,7 +194,7 @@ def _check_regressor(arch: Architecture, regressor: Network) -> None:
 
 
 def llt(task: Any, history: Sequence[Network], config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
-        element: Type | None = None) -> BaselineResult:
+        element: Type | None = None, checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   """The task's standalone architecture, started from the earlier tasks' weights (`hx.baselines.llt`)
   and fine-tuned, all of it.
 
@@ -194,14 +210,15 @@ def llt(task: Any, history: Sequence[Network], config: ModuleConfig, tune_config
     variables = {"params": {r: m["params"] for r, m in modules.items()},
                  "batch_stats": {r: m["batch_stats"] for r, m in modules.items()}}
     return _run("llt", task, arch.description, net, {}, tune_config, seed, variables, _per_role, arch,
-                sources=sources)
+                sources=sources, checkpoint_dir=checkpoint_dir)
   compiled = _compiled(arch, config)
   return _run("llt", task, arch.description, compiled, (), tune_config, seed,
-              _from_modules(compiled, modules), compiled.fresh_variables, arch, sources=sources)
+              _from_modules(compiled, modules), compiled.fresh_variables, arch, sources=sources,
+              checkpoint_dir=checkpoint_dir)
 
 
 def pnn(task: Any, columns: Sequence[Network], config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
-        element: Type | None = None) -> BaselineResult:
+        element: Type | None = None, checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   """A progressive network (`hx.baselines.pnn`): a new column for `task`, with lateral connections from
   the earlier tasks' columns, which stay frozen.
 
@@ -218,7 +235,7 @@ def pnn(task: Any, columns: Sequence[Network], config: ModuleConfig, tune_config
   k = len(columns)
   description = f"pnn(column {k + 1} of {k + 1}: {arch.description})"
   return _run("pnn", task, description, net, frozen, tune_config, seed, None, _per_role_lateral, arch,
-              column=k)
+              column=k, checkpoint_dir=checkpoint_dir)
 
 
 def _per_role_lateral(variables: Any) -> dict:
@@ -236,7 +253,8 @@ def _freshen(program: P.Program, prefix: str) -> P.Program:
 
 def from_scratch(task: Any, program: P.Program, fresh_types: Mapping[str, Type],
                  library_types: Mapping[str, Type], config: ModuleConfig, tune_config: TuneConfig, *,
-                 seed: int, method: str = "standalone_with_fold") -> BaselineResult:
+                 seed: int, method: str = "standalone_with_fold",
+                 checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   """`program` with every library function replaced by a fresh one of the same type, trained from random
   weights: the paper's "standalone_with_fold" baseline (appendix "Summing Experiment": it "reuses the
   program found by HOUDINI, but trains the parameter from a random initialization").
@@ -254,4 +272,5 @@ def from_scratch(task: Any, program: P.Program, fresh_types: Mapping[str, Type],
       raise ValueError(f"no type for library function lib.{name} of {program}")
     types[prefix + name] = library_types[name]
   compiled = compile_program(scratch, types, config)
-  return _run(method, task, str(scratch), compiled, (), tune_config, seed, None, lambda v: {}, None)
+  return _run(method, task, str(scratch), compiled, (), tune_config, seed, None, lambda v: {}, None,
+              checkpoint_dir=checkpoint_dir)

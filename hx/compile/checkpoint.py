@@ -28,6 +28,7 @@ the new one, never a part of one.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -50,7 +51,8 @@ from hx.compile.tuning import (
   tune,
 )
 
-__all__ = ["Checkpoint", "CheckpointError", "load_checkpoint", "save_checkpoint", "tune_checkpointed"]
+__all__ = ["Checkpoint", "CheckpointError", "checkpoint_in", "fingerprint", "load_checkpoint",
+           "save_checkpoint", "tune_checkpointed"]
 
 _FORMAT = "hx-tune-checkpoint/1"
 
@@ -80,6 +82,24 @@ class Checkpoint:
   def __post_init__(self):
     if not self.every_seconds >= 0:
       raise ValueError(f"Checkpoint.every_seconds must be >= 0, got {self.every_seconds}")
+
+
+def checkpoint_in(directory: os.PathLike | str, key: str, every_seconds: float = 120.0) -> Checkpoint:
+  """The checkpoint of the run `key` in `directory`: its file is named by a hash of the key, so that one
+  directory holds the files of many runs (a synthesis's candidates) without clashes."""
+  name = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+  return Checkpoint(os.path.join(os.fspath(directory), f"{name}.npz"), key, every_seconds)
+
+
+def fingerprint(tree: Any) -> str:
+  """A hash of every array of `tree` (a pytree: task data, variables) with its dtype and shape, for
+  checkpoint keys: a run is never resumed on other data or from other starting variables."""
+  digest = hashlib.blake2b(digest_size=16)
+  for leaf in jax.tree.leaves(jax.device_get(tree)):
+    a = np.ascontiguousarray(np.asarray(leaf))
+    digest.update(f"{a.dtype}{a.shape}".encode())
+    digest.update(a.reshape(-1).view(np.uint8))
+  return digest.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -239,9 +259,11 @@ def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
 # Training in chunks.
 
 def tune_checkpointed(compiled: Any, frozen: Any, data: TuneData, objective: Any, config: TuneConfig,
-                      checkpoint: Checkpoint) -> TuneResult:
-  """`tune(compiled, frozen, data, objective, config)`, saved to `checkpoint.path` as it trains and resumed
-  from it when the file exists (module docstring). The same result as the uninterrupted `tune`.
+                      checkpoint: Checkpoint, *, variables: Any = None) -> TuneResult:
+  """`tune(compiled, frozen, data, objective, config, variables=variables)`, saved to `checkpoint.path` as it
+  trains and resumed from it when the file exists (module docstring). The same result as the
+  uninterrupted `tune`. (`variables`, the starting point, is used only when there is no file: make the
+  key say what they are, e.g. with `fingerprint`.)
 
   The returned result's seconds (init, compile, train, eval) are those of this call's chunks; its
   history holds every epoch, those of earlier calls included. A finished file returns its result
@@ -256,7 +278,9 @@ def tune_checkpointed(compiled: Any, frozen: Any, data: TuneData, objective: Any
   while True:
     done = 0 if state is None else state.epoch
     start = time.perf_counter()
-    r = tune(compiled, frozen, data, objective, config, resume=state, until=done + chunk)
+    start_from = variables if state is None else None
+    r = tune(compiled, frozen, data, objective, config, variables=start_from, resume=state,
+             until=done + chunk)
     elapsed = time.perf_counter() - start
     for name in seconds:
       seconds[name] += getattr(r, name)

@@ -18,7 +18,10 @@ Every seed derives from the instance, the task's position and the fraction, neve
 every record is written atomically once its training is done, so a run started again on the same
 directory (with the same settings) carries on where it stopped and ends with the results an
 uninterrupted run would have: HOUDINI resumes through `run_sequence`, a baseline skips the records that
-exist and loads the networks later tasks need.
+exist and loads the networks later tasks need. Within a record, training is saved as it goes
+(`hx.compile.checkpoint`: HOUDINI's candidates under `<method>/seed_S/checkpoints/` by `run_sequence`, a
+baseline's network under the same folder of its method), so an interrupted record resumes within a few
+minutes of where it stopped; the files go once the record is written.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import dataclasses
 import datetime
 import json
 import math
+import shutil
 import time
 import zlib
 from pathlib import Path
@@ -206,6 +210,10 @@ class _Runner:
     tune_config = c.tune_config(kind)
     seed = training_seed(instance, index, fraction)
     element = self.element(full.spec)
+    # Where the network is saved as it trains (resumed if the run was interrupted), removed once its
+    # record is written.
+    saving = (self.method_dir(method, instance) / "checkpoints" / task_dir(index + 1, full.name)
+              / f"fraction_{fraction:g}")
     extra: dict = {}
     starts_from: list[dict] = []
 
@@ -238,18 +246,20 @@ class _Runner:
                              "is missing")
         starts_from = [source(regressor)]
       result = baselines.standalone(task, c.module_config, tune_config, seed=seed, element=element,
-                                    regressor=regressor)
+                                    regressor=regressor, checkpoint_dir=saving)
     elif method == "llt":
       history = [n for j in range(index) if (n := self.network("llt", instance, j, seq)) is not None]
-      result = baselines.llt(task, history, c.module_config, tune_config, seed=seed, element=element)
+      result = baselines.llt(task, history, c.module_config, tune_config, seed=seed, element=element,
+                             checkpoint_dir=saving)
       used = {s for _, s in result.sources if not s.startswith("fresh")}
       starts_from = [source(n) for n in history if n.task in used]
     elif method == "pnn":
       columns = [n for j in range(index) if (n := self.network("pnn", instance, j, seq)) is not None]
-      result = baselines.pnn(task, columns, c.module_config, tune_config, seed=seed, element=element)
+      result = baselines.pnn(task, columns, c.module_config, tune_config, seed=seed, element=element,
+                             checkpoint_dir=saving)
       starts_from = [source(n) for n in columns]
     elif method == "standalone_with_fold":
-      result, extra = self.from_scratch(instance, seq, index, fraction, task, tune_config, seed)
+      result, extra = self.from_scratch(instance, seq, index, fraction, task, tune_config, seed, saving)
     else:
       raise ValueError(f"unknown baseline {method!r}")
     if fraction == self.largest and result.network is not None and method != "standalone_with_fold":
@@ -258,9 +268,10 @@ class _Runner:
                           index=index + 1, fraction=fraction, seed=seed, tune_config=tune_config,
                           starts_from=starts_from, extra=extra)
     self.write(method, instance, index, fraction, full, rec)
+    shutil.rmtree(saving, ignore_errors=True)
 
   def from_scratch(self, instance: int, seq: Any, index: int, fraction: float, task: Any, tune_config: Any,
-                   seed: int) -> tuple[Any, dict]:
+                   seed: int, saving: Path | None = None) -> tuple[Any, dict]:
     """standalone_with_fold: HOUDINI's best program for this task and fraction, every function fresh."""
     from hx.lang import parse, parse_type
     from hx.synth.library import Library
@@ -281,7 +292,7 @@ class _Runner:
     program = parse(best["program"])
     fresh = {n: parse_type(t) for n, t in best["fresh_types"].items()}
     result = baselines.from_scratch(task, program, fresh, library.types(), c.module_config, tune_config,
-                                    seed=seed)
+                                    seed=seed, checkpoint_dir=saving)
     return result, {"structure_from": {"method": houdini, "program": best["named"] or best["program"]}}
 
   def write(self, method: str, instance: int, index: int, fraction: float, full: Any, rec: dict) -> None:

@@ -78,34 +78,22 @@ class Checkpoints:
 
   def for_job(self, job: Job, context: TaskContext) -> Any:
     """The `hx.compile.checkpoint.Checkpoint` of `job` in `context`."""
-    import hashlib
-    import os
-
-    from hx.compile.checkpoint import Checkpoint
+    from hx.compile.checkpoint import checkpoint_in
 
     library = context.library.versions() if context.library is not None else {}
     fresh = sorted((k, str(t)) for k, t in job.candidate.fresh_types.items())
     config = dataclasses.replace(context.tune_config, seed=job.seed)
     key = (f"{self.task_key} | program {job.candidate.program} | fresh {fresh} | {config} | "
            f"{context.module_config} | library {sorted(library.items())}")
-    name = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
-    return Checkpoint(os.path.join(self.directory, f"{name}.npz"), key, self.every_seconds)
+    return checkpoint_in(self.directory, key, self.every_seconds)
 
 
 def task_key(name: str, data: Any) -> str:
   """`name` and a fingerprint of `data` (every array's dtype, shape and bytes): the task part of a
   checkpoint key, so that a directory of checkpoints is never resumed on other data."""
-  import hashlib
+  from hx.compile.checkpoint import fingerprint
 
-  import jax
-  import numpy as np
-
-  digest = hashlib.blake2b(digest_size=16)
-  for leaf in jax.tree.leaves(jax.device_get(data)):
-    a = np.ascontiguousarray(np.asarray(leaf))
-    digest.update(f"{a.dtype}{a.shape}".encode())
-    digest.update(a.reshape(-1).view(np.uint8))
-  return f"task {name} | data {digest.hexdigest()}"
+  return f"task {name} | data {fingerprint(data)}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -228,3 +228,43 @@ def test_standalone_starts_a_regression_output_at_the_targets_mean():
   np.testing.assert_array_equal(np.asarray(off.network.modules[MLP]["params"]["out"]["b"]), np.zeros(2))
   classifier = baselines.standalone(task("recognize"), TINY, ZERO_EPOCHS, seed=0)
   np.testing.assert_array_equal(np.asarray(classifier.network.modules[MLP]["params"]["out"]["b"]), [0.0])
+
+
+def test_an_interrupted_baseline_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+  import os
+
+  import hx.compile.checkpoint as ck
+
+  short = dataclasses.replace(TUNE, epochs=3)
+  real = ck.tune
+
+  def stop_at_second_chunk(*args, **kwargs):
+    if kwargs.get("resume") is not None:
+      raise KeyboardInterrupt
+    return real(*args, **kwargs)
+
+  def same(a, b):
+    assert (a.val_score, a.test_score, a.epochs_run, a.best_epoch) == (b.val_score, b.test_score,
+                                                                      b.epochs_run, b.best_epoch)
+    assert _equal(dict(a.network.modules), dict(b.network.modules))
+
+  recognize = task("recognize")
+  straight = baselines.standalone(recognize, TINY, short, seed=0)
+  monkeypatch.setattr(ck, "tune", stop_at_second_chunk)
+  with pytest.raises(KeyboardInterrupt):
+    baselines.standalone(recognize, TINY, short, seed=0, checkpoint_dir=tmp_path / "s")
+  monkeypatch.undo()
+  assert len(os.listdir(tmp_path / "s")) == 1  # the first epoch's file
+  same(baselines.standalone(recognize, TINY, short, seed=0, checkpoint_dir=tmp_path / "s"), straight)
+  # A progressive column (frozen earlier column, lateral connections): the same.
+  count = task("count")
+  column = baselines.pnn(count, [straight.network], TINY, short, seed=0)
+  monkeypatch.setattr(ck, "tune", stop_at_second_chunk)
+  with pytest.raises(KeyboardInterrupt):
+    baselines.pnn(count, [straight.network], TINY, short, seed=0, checkpoint_dir=tmp_path / "p")
+  monkeypatch.undo()
+  same(baselines.pnn(count, [straight.network], TINY, short, seed=0, checkpoint_dir=tmp_path / "p"), column)
+  # Another starting point (LLT from other earlier weights) is another run: its own file.
+  baselines.llt(recognize, [straight.network], TINY, short, seed=0, checkpoint_dir=tmp_path / "p")
+  baselines.llt(recognize, [column.network], TINY, short, seed=0, checkpoint_dir=tmp_path / "p")
+  assert len(os.listdir(tmp_path / "p")) == 3

@@ -41,6 +41,9 @@ def test_a_graph_sequence_shares_the_first_tasks_regressor(tmp_path):
   report = outcome.report.read_text()
   assert "SYNTHETIC stand-in data (gtsrb-synthetic)" in report and "the paper's graph table (RMSE)" in report
   assert run(config, tmp_path).already_finished
+  # Every method's networks and candidates were saved as they trained, and removed once recorded.
+  assert list(tmp_path.glob("*/seed_0/checkpoints")) and [p for p in tmp_path.rglob("checkpoints/**/*")
+                                                         if p.is_file()] == []
 
 
 @pytest.mark.slow
