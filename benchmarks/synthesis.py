@@ -27,8 +27,9 @@ top program with its validation and test error.
 Executors: "local" (in this process), "processes" (worker processes: one per core, one core each),
 "processes:WxT" (W workers of T cores each), "default" (`hx.synth.executors.default_executor()`), "ray"
 (a local Ray with every core, a job per core; `--ray_address` joins a cluster). Schedules: "full"
-(every candidate to the end) and "halving" (`hx.synth.halving.Halving(first=--halving_first,
-eta=--halving_eta)`).
+(every candidate to the end), "halving" (`hx.synth.halving.Halving(first=--halving_first,
+eta=--halving_eta)`) and "patience:N" (every candidate to the end or to its early stop: the task's
+settings with `TuneConfig.patience = N`, not the paper's, which train every epoch).
 
 `--program TEXT` trains only that candidate of task K (as the search prints it), with the seed a synthesis
 gives it, and reports its validation score per epoch and its test score: one program's learning curve on
@@ -310,7 +311,9 @@ def main(argv: list[str] | None = None) -> dict:
                       help="candidates per earlier task when building the library")
   parser.add_argument("--executors", default="local", help="comma-separated: local, processes, "
                       "processes:WxT, default, ray")
-  parser.add_argument("--schedules", default="full", help="comma-separated: full, halving")
+  parser.add_argument("--schedules", default="full",
+                      help="comma-separated: full, halving, patience:N (every candidate to the end but for "
+                           "early stopping after N epochs without a better validation score)")
   parser.add_argument("--bias_from_targets", type=int, choices=(0, 1), default=1,
                       help="TuneConfig.bias_from_targets for every task (0: output biases start at 0)")
   parser.add_argument("--prefix_cnn_dropout", type=float, default=None,
@@ -382,12 +385,16 @@ def main(argv: list[str] | None = None) -> dict:
     executor, label = _executor(spec.strip(), args.ray_address)
     try:
       for schedule_name in args.schedules.split(","):
-        schedule = None
+        schedule, run_config = None, config
         if schedule_name.strip() == "halving":
           schedule = Halving(first=args.halving_first, eta=args.halving_eta)
+        elif schedule_name.strip().startswith("patience:"):
+          run_config = dataclasses.replace(config, patience=int(schedule_name.strip().split(":")[1]))
+        elif schedule_name.strip() != "full":
+          raise SystemExit(f"unknown schedule {schedule_name!r}: full, halving or patience:N")
         load = os.getloadavg()[0]
         r = synthesize(task, library, budget=Budget(candidates=args.candidates, schedule=schedule),
-                       seed=args.seed, tune_config=config, executor=executor, sequence=seq.name)
+                       seed=args.seed, tune_config=run_config, executor=executor, sequence=seq.name)
         worker = r.compile_seconds + r.train_seconds + r.eval_seconds
         best = r.ranked[0]
         run = {

@@ -48,7 +48,7 @@ from typing import Callable, Sequence
 from hx.synth.executors import Job, JobResult, job_seed
 from hx.synth.space import Candidate
 
-__all__ = ["Halving", "Rung", "replay", "successive_halving"]
+__all__ = ["Halving", "Rung", "replay", "stop_by_patience", "successive_halving"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,3 +199,24 @@ def replay(histories: Sequence[Sequence[float]], schedule: Halving, epochs: int)
     for i in active:
       trained[i] = min(int(rung.until), len(histories[i]))
   return tuple(trained)
+
+
+def stop_by_patience(curve: Sequence[float], patience: int | None) -> tuple[float, ...]:
+  """The start of a full run's learning curve that the same candidate trains with
+  `TuneConfig.patience = patience`: Tune stops after `patience` epochs in a row without a validation
+  score below the best so far (an equal score is no better), so the curve ends at that epoch. With
+  `replay`, what early stopping (alone, or within halving's rungs) would have trained and chosen, from
+  one full run's curves. None: no early stopping, the whole curve."""
+  if patience is None:
+    return tuple(curve)
+  if patience < 1:
+    raise ValueError(f"patience must be >= 1 or None, got {patience}")
+  best, since = math.inf, 0
+  for i, v in enumerate(curve):
+    if v < best:
+      best, since = v, 0
+    else:
+      since += 1
+      if since >= patience:
+        return tuple(curve[:i + 1])
+  return tuple(curve)

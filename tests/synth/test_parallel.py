@@ -344,3 +344,26 @@ def test_ray_reports_a_job_lost_past_its_retries(ray_cluster):
   assert len(killer.killed) == 1 and len(result.ranked) == 4
   failed = [x for x in result.ranked if x.status == "failed"]
   assert len(failed) == 1 and failed[0].reason.startswith("Ray worker lost 1 times")
+
+
+def test_stop_by_patience_cuts_a_full_curve_where_tune_stops():
+  from hx.compile.tuning import tune
+  from hx.synth.halving import stop_by_patience
+  from tests.compile.test_tune import MSE, Linear, _regression
+
+  assert stop_by_patience([3.0, 2.0, 2.0, 2.5, 1.0], 2) == (3.0, 2.0, 2.0, 2.5)  # equal is no better
+  assert stop_by_patience([3.0, 2.0, 2.0, 2.5, 1.0], 3) == (3.0, 2.0, 2.0, 2.5, 1.0)
+  assert stop_by_patience([3.0, 2.0], None) == (3.0, 2.0) and stop_by_patience([], 1) == ()
+  with pytest.raises(ValueError, match="patience must be >= 1"):
+    stop_by_patience([1.0], 0)
+  # What Tune really does: a noisy run (a large step) trained to the end, and again with patience.
+  data, model = _regression(), Linear(4, 1)
+  config = TuneConfig(learning_rate=0.5, batch_size=32, epochs=30)
+  full = [r.val_score for r in tune(model, model.frozen(), data, MSE, config).history]
+  stopped_somewhere = False
+  for patience in (1, 2, 3):
+    cut = tune(model, model.frozen(), data, MSE, TuneConfig(learning_rate=0.5, batch_size=32, epochs=30,
+                                                             patience=patience))
+    assert tuple(r.val_score for r in cut.history) == stop_by_patience(full, patience)
+    stopped_somewhere |= cut.epochs_run < 30
+  assert stopped_somewhere
