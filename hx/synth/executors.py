@@ -62,11 +62,11 @@ class Checkpoints:
   """Where a task's candidates are saved as they train, so that a synthesis interrupted midway resumes
   them (`hx.compile.checkpoint`): a candidate trained straight to the end (not one of successive
   halving's, which pause and resume in memory) is written to `directory` every `every_seconds` and when
-  it finishes; run again, a finished candidate's file gives
-  its result without training, an unfinished one's continues where it was saved, to the same result.
+  it finishes. Run again, a finished candidate's file gives its result without training, and an
+  unfinished one's continues where it was saved, to the result of an uninterrupted run.
 
   Attributes:
-    directory: one file per candidate (`file_for`); must be reachable from every worker (on a cluster,
+    directory: one file per candidate (`for_job`); must be reachable from every worker (on a cluster,
       a shared file system).
     task_key: what the task is (`task_key`: its name and a fingerprint of its data); a candidate's key adds
       its program, fresh types, seed, training and module settings and the library's versions.
