@@ -20,7 +20,10 @@ seeds). Slow learners are the risk of any first rung: count_digit's full-run win
 (15th-18th of 20) for four epochs before it falls to 0.56, and no schedule at 3x keeps it. Chosen on two
 tasks, and not a guarantee: on a third, CS2's count_digit(1), first = 2 with eta = 3 or 4 returns a program
 that starts best and plateaus (test RMSE 1.55) where the full run's late learner reaches 0.49. Train fully
-(no schedule) when the best candidate matters.
+(no schedule) when the best candidate matters: with early stopping (`TuneConfig.patience = 2`), which
+only stops candidates whose curves flatten, that cost 1.6-2.6x less than every epoch of every candidate
+and returned the full run's winner, with its scores, on all three tasks (RESULTS.md, "Early stopping
+instead of halving"; `stop_by_patience` replays it on a full run's curves).
 
 A survivor continues where it paused (`hx.compile.TuneState`: parameters, batch statistics, optimiser
 state, position), so it gets exactly the steps, batches and dropout keys it would have had without
