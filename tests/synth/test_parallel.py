@@ -236,6 +236,24 @@ def test_worker_processes_give_the_local_results():
 
 
 @pytest.mark.slow
+def test_worker_processes_save_candidates_where_this_process_finds_them(tmp_path, monkeypatch):
+  import hx.compile.checkpoint as ck
+
+  local = run("local")
+  with ProcessExecutor(workers=2, threads=1) as pool:
+    saved = synthesize(sum_task(n=300), None, budget=Budget(candidates=4), module_config=TINY,
+                       tune_config=CONFIG, seed=1, executor=pool, checkpoint_dir=tmp_path)
+  assert essence(saved) == essence(local) and len(os.listdir(tmp_path)) == 4
+  # The workers' files have the keys this process computes: a local run finds every result in them.
+  def no_training(*args, **kwargs):
+    raise AssertionError("trained again")
+  monkeypatch.setattr(ck, "tune", no_training)
+  again = synthesize(sum_task(n=300), None, budget=Budget(candidates=4), module_config=TINY,
+                     tune_config=CONFIG, seed=1, checkpoint_dir=tmp_path)
+  assert essence(again) == essence(local)
+
+
+@pytest.mark.slow
 def test_worker_processes_with_halving_move_paused_candidates_between_workers():
   schedule = Halving(first=0.5, eta=2)
   local = run("local", candidates=5, schedule=schedule)
