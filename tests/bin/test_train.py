@@ -35,3 +35,21 @@ def test_bad_input_is_a_clear_error(args, message):
   assert out.returncode == 1
   assert message in out.stderr
   assert "Traceback" not in out.stderr
+
+
+def test_a_checkpointed_training_resumes_and_then_gives_its_saved_result(tmp_path):
+  args = ("--task=recognize_digit(3)", "--program=nn_a . nn_b", "--preset=quick", "--epochs=2",
+          "--fraction=0.2", f"--checkpoint_dir={tmp_path}")
+  first = _run(*args)
+  assert first.returncode == 0, first.stderr
+  assert "resuming" not in first.stdout and len(list(tmp_path.glob("*.npz"))) == 1
+  again = _run(*args)
+  assert again.returncode == 0, again.stderr
+  (saved,) = tmp_path.glob("*.npz")
+  assert f"resuming {saved}: finished" in again.stdout
+  assert again.stdout.strip().splitlines()[-1] == first.stdout.strip().splitlines()[-1]  # the same scores
+  for f in tmp_path.glob("*.npz"):
+    f.write_bytes(b"garbage")
+  broken = _run(*args)
+  assert broken.returncode == 1 and "not a Tune checkpoint" in broken.stderr
+  assert "Traceback" not in broken.stderr
