@@ -219,9 +219,9 @@ def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
     raise CheckpointError(path, f"not a Tune checkpoint (format {found!r}, expected {_FORMAT!r})")
   if meta.get("key") != key:
     raise CheckpointError(path, f"saved for {meta.get('key')!r}, not for {key!r}")
-  shapes = _group_shapes(compiled, config)
   if meta.get("kind") not in ("paused", "finished"):
     raise CheckpointError(path, f"kind {meta.get('kind')!r} is neither 'paused' nor 'finished'")
+  shapes = _group_shapes(compiled, config)
   try:
     if meta["kind"] == "finished":
       variables = _fill(path, "variables", shapes["variables"], arrays) if meta["has_variables"] else None
