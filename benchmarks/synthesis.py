@@ -333,6 +333,8 @@ def main(argv: list[str] | None = None) -> dict:
                       help="with --program: comma-separated synthesis seeds to train it with, one run each "
                            "(job_seed(seed, candidate), as a synthesis with that seed would; the data stay "
                            "--seed's): how much its scores move with the training seed")
+  parser.add_argument("--patience", type=int, default=None,
+                      help="with --program: TuneConfig.patience of its training (default: none, every epoch)")
   parser.add_argument("--json", default=None, help="write the figures here")
   parser.add_argument("--in_process", action="store_true",
                       help="run every (executor, schedule) in this process (default: each in a new process, "
@@ -376,6 +378,9 @@ def main(argv: list[str] | None = None) -> dict:
          "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
          "versions": _versions(), "runs": []}
   if args.program:
+    if args.patience is not None:
+      config = dataclasses.replace(config, patience=args.patience)
+      out["patience"] = args.patience
     return _one_program(args, task, library, config, out)
   header = ("| executor | schedule | wall s | candidates/h | search | compile | train | eval | worker s | "
             "cand-epochs | top program | val | test |")
