@@ -367,6 +367,8 @@ def main(argv: list[str] | None = None) -> dict:
       bias_from_targets=bool(args.bias_from_targets))
   if args.epochs is not None:
     config = dataclasses.replace(config, epochs=args.epochs)
+  if args.program and args.patience is not None:
+    config = dataclasses.replace(config, patience=args.patience)
   print(f"# {task.summary()}\n# library {library!r} ({library_path}); settings {config}; "
         f"prepared in {time.perf_counter() - t0:.0f} s", flush=True)
 
@@ -378,9 +380,6 @@ def main(argv: list[str] | None = None) -> dict:
          "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
          "versions": _versions(), "runs": []}
   if args.program:
-    if args.patience is not None:
-      config = dataclasses.replace(config, patience=args.patience)
-      out["patience"] = args.patience
     return _one_program(args, task, library, config, out)
   header = ("| executor | schedule | wall s | candidates/h | search | compile | train | eval | worker s | "
             "cand-epochs | top program | val | test |")
