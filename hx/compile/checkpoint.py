@@ -39,6 +39,7 @@ from typing import Any
 import jax
 import numpy as np
 import optax
+from absl import logging
 
 from hx.atomic import write_atomically
 from hx.compile.tuning import (
@@ -51,8 +52,8 @@ from hx.compile.tuning import (
   tune,
 )
 
-__all__ = ["Checkpoint", "CheckpointError", "checkpoint_in", "fingerprint", "load_checkpoint",
-           "save_checkpoint", "tune_checkpointed"]
+__all__ = ["Checkpoint", "CheckpointError", "checkpoint_in", "describe_checkpoint", "fingerprint",
+           "load_checkpoint", "save_checkpoint", "tune_checkpointed"]
 
 _FORMAT = "hx-tune-checkpoint/1"
 
@@ -200,14 +201,8 @@ def save_checkpoint(path: os.PathLike | str, key: str, run: TuneState | TuneResu
   _write_npz(path, arrays)
 
 
-def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
-                    config: TuneConfig) -> TuneState | TuneResult | None:
-  """The run saved at `path`: a `TuneState` to resume, a finished `TuneResult` (without `objective`), or
-  None if there is no file. CheckpointError if the file is not a checkpoint, was saved under another key,
-  or holds arrays that do not fit `compiled`'s variables (or Adam's state for them)."""
-  path = Path(path)
-  if not path.exists():
-    return None
+def _read(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+  """(meta, arrays) of a checkpoint file; CheckpointError if it is not one."""
   try:
     with np.load(path, allow_pickle=False) as f:
       arrays = {k: f[k] for k in f.files}
@@ -217,10 +212,35 @@ def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
   if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
     found = meta.get("format") if isinstance(meta, dict) else None
     raise CheckpointError(path, f"not a Tune checkpoint (format {found!r}, expected {_FORMAT!r})")
-  if meta.get("key") != key:
-    raise CheckpointError(path, f"saved for {meta.get('key')!r}, not for {key!r}")
   if meta.get("kind") not in ("paused", "finished"):
     raise CheckpointError(path, f"kind {meta.get('kind')!r} is neither 'paused' nor 'finished'")
+  return meta, arrays
+
+
+def describe_checkpoint(path: os.PathLike | str) -> dict:
+  """What a checkpoint file holds, without the program: {"key", "kind" ("paused" or "finished"),
+  "epochs" (full epochs done), "val_history" (the validation score after each), "best_val",
+  "best_epoch"}: how far a long run has come. CheckpointError if the file is not a checkpoint."""
+  meta, _ = _read(Path(path))
+  history = [float(r[2]) for r in meta.get("history", [])]
+  best = min(history) if history else math.nan
+  return {"key": meta.get("key"), "kind": meta["kind"],
+          "epochs": meta["epoch"] if meta["kind"] == "paused" else meta.get("epochs_run", len(history)),
+          "val_history": history, "best_val": best,
+          "best_epoch": 1 + history.index(best) if history else 0}
+
+
+def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
+                    config: TuneConfig) -> TuneState | TuneResult | None:
+  """The run saved at `path`: a `TuneState` to resume, a finished `TuneResult` (without `objective`), or
+  None if there is no file. CheckpointError if the file is not a checkpoint, was saved under another key,
+  or holds arrays that do not fit `compiled`'s variables (or Adam's state for them)."""
+  path = Path(path)
+  if not path.exists():
+    return None
+  meta, arrays = _read(path)
+  if meta.get("key") != key:
+    raise CheckpointError(path, f"saved for {meta.get('key')!r}, not for {key!r}")
   shapes = _group_shapes(compiled, config)
   try:
     if meta["kind"] == "finished":
@@ -279,6 +299,8 @@ def tune_checkpointed(compiled: Any, frozen: Any, data: TuneData, objective: Any
       return result
     save_checkpoint(checkpoint.path, checkpoint.key, r.state)
     state = r.state
+    logging.info("%s: %d of %d epochs, validation %.4g (best %.4g at epoch %d)", checkpoint.path, state.epoch,
+                 config.epochs, state.score, state.best_score, state.best_epoch)
     # Epochs per chunk from this chunk's pace (its compilation left out), so a file is written about
     # every `every_seconds`.
     per_epoch = max(elapsed - r.compile_seconds, 1e-6) / max(state.epoch - done, 1)

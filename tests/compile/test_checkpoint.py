@@ -195,3 +195,22 @@ def test_chunks_grow_with_every_seconds(tmp_path, monkeypatch):
   count[0] = 0
   tune_checkpointed(model, model.frozen(), data, MSE, config, Checkpoint(tmp_path / "b.npz", "k", 1e6))
   assert count[0] == 2  # one epoch to measure the pace, then the rest in one chunk
+
+
+def test_describe_checkpoint_says_how_far_a_run_has_come(tmp_path):
+  from hx.compile.checkpoint import describe_checkpoint
+
+  data, model = _regression(), Linear(4, 1)
+  paused = tune(model, model.frozen(), data, MSE, CONFIG, until=2)
+  save_checkpoint(tmp_path / "p.npz", "k", paused.state)
+  d = describe_checkpoint(tmp_path / "p.npz")
+  scores = [r.val_score for r in paused.history]
+  assert (d["key"], d["kind"], d["epochs"], d["val_history"]) == ("k", "paused", 2, scores)
+  assert d["best_val"] == min(scores) and d["best_epoch"] == 1 + scores.index(min(scores))
+  done = tune_checkpointed(model, model.frozen(), data, MSE, CONFIG, Checkpoint(tmp_path / "f.npz", "k"))
+  d = describe_checkpoint(tmp_path / "f.npz")
+  assert (d["kind"], d["epochs"], d["best_epoch"], d["best_val"]) == ("finished", 5, done.best_epoch,
+                                                                      done.val_score)
+  (tmp_path / "x.npz").write_bytes(b"no")
+  with pytest.raises(CheckpointError, match="not a Tune checkpoint"):
+    describe_checkpoint(tmp_path / "x.npz")
