@@ -137,9 +137,19 @@ def main(argv: list[str]) -> int:
 
   try:
     config = config_from_flags()
+  except (ConfigError, _FlagError) as err:
+    print(f"error: {err}", file=sys.stderr)
+    return 1
+  try:
+    executor = executor_from_flags()
+  except (ValueError, ImportError, ConnectionError) as err:  # bad worker settings, no Ray, no cluster
+    print(f"error: --executor: {err}", file=sys.stderr)
+    return 1
+  try:
     directory = Path(_OUTPUT.value or f"runs/{config.sequence}-{config.preset}")
     check_directory(config, directory)
-  except (ConfigError, _FlagError) as err:
+  except ConfigError as err:
+    executor.close()
     print(f"error: {err}", file=sys.stderr)
     return 1
   print(f"hx: {config.sequence.upper()}, preset {config.preset}; methods "
@@ -147,7 +157,6 @@ def main(argv: list[str]) -> int:
         f"{', '.join(f'{100 * f:g}%' for f in config.fractions)}; instantiations (seeds) "
         f"{', '.join(map(str, config.seeds))}; writing to {directory}", flush=True)
   start = time.perf_counter()
-  executor = executor_from_flags()
   try:
     outcome = run(config, directory, time_budget=_TIME_BUDGET.value, progress=lambda s: print(s, flush=True),
                   executor=executor)

@@ -45,6 +45,8 @@ def _refused(out, message):
     (("--sequence=cs1", "--halving", "--strategy=topdown,evolutionary"),
      "successive halving is for the top-down strategy"),
     (("--sequence=cs1", "--patience=0"), "patience must be >= 1, got 0"),
+    (("--sequence=cs1", "--executor=ray", "--ray_address=nowhere"),
+     "error: --executor: a Ray address is 'auto' or HOST:PORT"),
 ]))
 def test_bad_flags_are_one_line_before_any_work(tmp_path, args, message):
   out_dir = tmp_path / "out"
