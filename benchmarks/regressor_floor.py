@@ -2,6 +2,7 @@
 
     python benchmarks/regressor_floor.py --library PATH [--function nn_gs2_1[,nn_gs2_2]] [--sequence gs2]
         [--task 2] [--mnist ../shared/data/mnist.pkl.gz] [--preset paper] [--json out.json]
+    python benchmarks/regressor_floor.py --checkpoint FILE.npz [--program 'compose(nn_1, nn_2)'] ...
 
 GS1 and GS2 learn a regressor first (regress_speed, regress_mnist: a cell image to its initial
 Bellman-Ford state (cost, initial distance)), and the shortest-path task after it reuses it as
@@ -14,6 +15,11 @@ exact relaxation would score on top of this regressor: a learned kernel can do b
 the regressor's costs from the cost alone. Prints, per split, the cost RMSE, the share of cells whose cost
 is off by more than 1, the predicted costs per true cost, and the two distance RMSEs.
 
+`--checkpoint` takes the regressor from a Tune checkpoint instead (`hx.compile.checkpoint`, e.g. the file
+of a 1,000-epoch task-1 training that `benchmarks/synthesis.py --prefix_program` is still running): the
+variables of its best epoch so far, for `--program` on the sequence's first task: how far a regressor
+has come while it trains.
+
 The library is one that `hx.Library.save` wrote (e.g. `benchmarks/synthesis.py --library_dir`'s
 `gs2_seed0_paper_upto1_...`); the task is built as `benchmarks/synthesis.py` builds it (same sequence, seed,
 preset and MNIST source), so the grids are those its synthesis scores.
@@ -24,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -59,7 +66,12 @@ def split_floor(outputs: np.ndarray, split, side: int) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--library", required=True, help="a saved hx.Library")
+  parser.add_argument("--library", default=None, help="a saved hx.Library")
+  parser.add_argument("--checkpoint", default=None,
+                      help="instead of --library: a Tune checkpoint of --program trained on the sequence's "
+                           "first task (its best epoch so far)")
+  parser.add_argument("--program", default="compose(nn_1, nn_2)",
+                      help="with --checkpoint: the program it trains (the paper's regressor: MLP . CNN)")
   parser.add_argument("--function", default="nn_gs2_1",
                       help="the regressor's name in the library, or a composition of library functions as "
                       "NAME,NAME (compose order: the last is applied first, e.g. nn_gs2_1,nn_gs2_2 for "
@@ -77,19 +89,24 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.data import Sources, TaskSizes, sequence
   from hx.synth import Library
 
-  library = Library.load(args.library)
+  if (args.library is None) == (args.checkpoint is None):
+    raise SystemExit("give --library or --checkpoint")
+  sizes = TaskSizes.preset(args.preset)
+  seq = sequence(args.sequence, seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
+  if args.checkpoint is not None:
+    library, args.function, where = _from_checkpoint(args, seq)
+  else:
+    library, where = Library.load(args.library), args.library
   names = tuple(n.strip() for n in args.function.split(","))
   missing = [n for n in names if n not in library.names]
   if missing:
-    raise SystemExit(f"{args.library} has no function {missing[0]!r}; it has {', '.join(library.names)}")
-  sizes = TaskSizes.preset(args.preset)
-  seq = sequence(args.sequence, seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
+    raise SystemExit(f"{where} has no function {missing[0]!r}; it has {', '.join(library.names)}")
   task = seq.build(args.task - 1)
   if task.spec.kind not in ("shortest_path_mnist", "shortest_path_street"):
     raise SystemExit(f"task {args.task} of {args.sequence} is {task.name}, not a grid shortest-path task")
   # The regressor as synthesis applies a frozen prefix: inference mode, over the whole table.
   outputs = np.asarray(apply_prefix(names, library.specs(), library.variables(), task.table))
-  out = {"library": args.library, "function": args.function, "task": task.name, "argv": sys.argv}
+  out = {"library": where, "function": args.function, "task": task.name, "argv": sys.argv}
   for name, split, grids in (("val", task.val, sizes.grids_val), ("test", task.test, sizes.grids_test)):
     (side, _), = grids
     out[name] = r = split_floor(outputs, split, side)
@@ -104,6 +121,36 @@ def main(argv: list[str] | None = None) -> dict:
     with open(args.json, "w") as f:
       json.dump(out, f, indent=1)
   return out
+
+
+def _from_checkpoint(args, seq):
+  """(library, function, description) of the best variables so far in `args.checkpoint`."""
+  from hx.compile import compile_program
+  from hx.compile.checkpoint import describe_checkpoint, load_checkpoint
+  from hx.data.settings import training_settings
+  from hx.lang import infer, parse
+  from hx.lang.paper import default_type_variables
+  from hx.synth import Library, Trained
+
+  info = describe_checkpoint(args.checkpoint)
+  spec = seq.tasks[0]
+  program = parse(args.program)
+  compiled = compile_program(program, default_type_variables(infer(program, {}, spec.type).fresh))
+  config = training_settings(spec.kind, "paper").tune_config()
+  run = load_checkpoint(args.checkpoint, info["key"], compiled, config)
+  variables = getattr(run, "best_variables", None) if info["kind"] == "paused" else run.variables
+  if variables is None:
+    raise SystemExit(f"{args.checkpoint} holds no finished epoch yet")
+  added = Library().add(Trained(compiled, variables), sequence=seq.name, task=spec.name)
+  # The frozen program in compose order (the last applied first), as --function takes it.
+  frozen = str(added.frozen)
+  names = re.findall(r"lib\.(\w+)", frozen)
+  if re.sub(r"lib\.\w+|compose|[(), ]", "", frozen):
+    raise SystemExit(f"--program {args.program}: only compositions of fresh functions can be read back")
+  names = ",".join(names)
+  print(f"# {args.checkpoint}: {args.program}, {info['kind']} after {info['epochs']} epochs, best validation "
+        f"{info['best_val']:.4g} at epoch {info['best_epoch']}")
+  return added.library, names, f"{args.checkpoint} (best of {info['epochs']} epochs)"
 
 
 if __name__ == "__main__":
