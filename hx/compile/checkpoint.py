@@ -268,11 +268,13 @@ def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
 # Training in chunks.
 
 def tune_checkpointed(compiled: Any, frozen: Any, data: TuneData, objective: Any, config: TuneConfig,
-                      checkpoint: Checkpoint, *, variables: Any = None) -> TuneResult:
+                      checkpoint: Checkpoint, *, variables: Any = None,
+                      resume: TuneState | None = None) -> TuneResult:
   """`tune(compiled, frozen, data, objective, config, variables=variables)`, saved to `checkpoint.path` as it
   trains and resumed from it when the file exists (module docstring). The same result as the
   uninterrupted `tune`. (`variables`, the starting point, is used only when there is no file: make the
-  key say what they are, e.g. with `fingerprint`.)
+  key say what they are, e.g. with `fingerprint`.) `resume`: a run paused in memory (successive
+  halving's last rung) to continue, unless the file holds the same run further on.
 
   The returned result's seconds (init, compile, train, eval) are those of this call's chunks; its
   history holds every epoch, those of earlier calls included. A finished file returns its result
@@ -282,6 +284,8 @@ def tune_checkpointed(compiled: Any, frozen: Any, data: TuneData, objective: Any
   if isinstance(saved, TuneResult):
     return dataclasses.replace(saved, objective=resolve_objective(compiled, objective))
   state: TuneState | None = saved
+  if resume is not None and (saved is None or resume.position > saved.position):
+    state = resume
   seconds = dict(init_seconds=0.0, compile_seconds=0.0, train_seconds=0.0, eval_seconds=0.0)
   chunk = 1
   while True:

@@ -60,10 +60,10 @@ class TaskContext:
 @dataclasses.dataclass(frozen=True)
 class Checkpoints:
   """Where a task's candidates are saved as they train, so that a synthesis interrupted midway resumes
-  them (`hx.compile.checkpoint`): a candidate trained straight to the end (not one of successive
-  halving's, which pause and resume in memory) is written to `directory` every `every_seconds` and when
-  it finishes. Run again, a finished candidate's file gives its result without training, and an
-  unfinished one's continues where it was saved, to the result of an uninterrupted run.
+  them (`hx.compile.checkpoint`): a candidate trained to the end is written to `directory` every
+  `every_seconds` and when it finishes (under successive halving, in its last rung only: the earlier
+  rungs pause and resume in memory). Run again, a finished candidate's file gives its result without
+  training, and an unfinished one's continues where it was saved, to the result of an uninterrupted run.
 
   Attributes:
     directory: one file per candidate (`for_job`); must be reachable from every worker (on a cluster,
@@ -85,6 +85,8 @@ class Checkpoints:
     config = dataclasses.replace(context.tune_config, seed=job.seed)
     key = (f"{self.task_key} | program {job.candidate.program} | fresh {fresh} | {config} | "
            f"{context.module_config} | library {sorted(library.items())}")
+    if job.schedule is not None:
+      key += f" | schedule {job.schedule}"
     return checkpoint_in(self.directory, key, self.every_seconds)
 
 
@@ -106,12 +108,15 @@ class Job:
     seed: seeds its training (`job_seed`).
     until: pause after this many epochs (a float; `hx.compile.tune`'s `until`); None: train to the end.
     resume: a paused run's `hx.compile.TuneState` (host arrays) to continue from; None: start afresh.
+    schedule: the successive-halving schedule it is part of (its text), or None. A run paused inside an
+      epoch scores an extra validation there, so a halved candidate's checkpoint is keyed by it.
   """
   index: int
   candidate: Candidate
   seed: int
   until: float | None = None
   resume: Any = dataclasses.field(default=None, compare=False, repr=False)
+  schedule: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -187,7 +192,7 @@ def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: 
       for this call only.
     until, resume: pause after `until` epochs, continue a paused run (see `hx.compile.tune`).
     checkpoint: an `hx.compile.checkpoint.Checkpoint` to save the run to and resume it from (used only
-      when the run trains to the end: neither `until` nor `resume`).
+      when the run trains to the end, `until` None; from `resume` or its file, whichever is further).
 
   Returns:
     (compiled, tune_result): the `hx.compile.CompiledProgram` trained (the program without its frozen
@@ -208,10 +213,11 @@ def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: 
   variables = frozen_variables if frozen_variables is not None else library.variables()
   frozen = make_frozen(compiled, variables)
   config = dataclasses.replace(context.tune_config, seed=seed)
-  if checkpoint is not None and until is None and resume is None:
+  if checkpoint is not None and until is None:
     from hx.compile.checkpoint import tune_checkpointed
 
-    return compiled, tune_checkpointed(compiled, frozen, data, context.objective, config, checkpoint)
+    return compiled, tune_checkpointed(compiled, frozen, data, context.objective, config, checkpoint,
+                                       resume=resume)
   return compiled, tune(compiled, frozen, data, context.objective, config, until=until, resume=resume)
 
 

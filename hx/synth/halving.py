@@ -139,7 +139,8 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
   Returns:
     One JobResult per candidate: its last rung's outcome, with its times summed over its rungs.
   """
-  jobs = [Job(first_index + i, c, job_seed(seed, c)) for i, c in enumerate(candidates)]
+  jobs = [Job(first_index + i, c, job_seed(seed, c), schedule=repr(schedule))
+          for i, c in enumerate(candidates)]
   latest: list[JobResult | None] = [None] * len(jobs)
   active = list(range(len(jobs)))
   for k, rung in enumerate(schedule.rungs(epochs, len(jobs))):

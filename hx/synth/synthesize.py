@@ -234,7 +234,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
       one file per candidate, keyed by the task's data, the program, its seed and settings, and the
       library): called again after an interruption, finished candidates give their results without
       training and the unfinished continue from their files, to the results of an uninterrupted run.
-      Successive halving's candidates (paused and resumed in memory) are not saved. None: no files.
+      Under successive halving a candidate is saved in its last rung only (the earlier rungs pause and
+      resume in memory), keyed by the schedule too. None: no files.
 
   Returns:
     A `SynthesisResult`.

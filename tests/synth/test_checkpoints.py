@@ -104,3 +104,31 @@ def test_task_key_fingerprints_every_array_with_its_shape():
   assert key != task_key("t", {**base, "a": np.zeros((3, 0), np.float32)})  # same bytes, other shape
   assert key != task_key("t", {**base, "c": np.ones((2, 2), np.uint8)})  # same bytes, other dtype
   assert key != task_key("u", base)
+
+
+def test_halving_saves_its_last_rung_and_resumes_it(tmp_path, monkeypatch):
+  from hx.synth.halving import Halving
+
+  # 4 candidates, 6 epochs: rungs to 1, 2 and 4 epochs in memory, then the last from 4 to 6, saved.
+  kw = dict(KW, budget=Budget(candidates=4, schedule=Halving(first=1, eta=2)),
+            tune_config=TuneConfig(epochs=6, batch_size=50))
+  task = sum_task(n=300)
+  straight = synthesize(task, None, **kw)
+  # The last rung trains one epoch to measure its pace, saves, then the rest: stop before the rest.
+  _count_tune(monkeypatch, stop_after=1)
+  with pytest.raises(Interrupt):
+    synthesize(task, None, checkpoint_dir=tmp_path, **kw)
+  monkeypatch.undo()
+  (saved,) = tmp_path.glob("*.npz")
+  from hx.compile.checkpoint import describe_checkpoint
+
+  assert describe_checkpoint(saved)["kind"] == "paused" and describe_checkpoint(saved)["epochs"] == 5
+  assert "schedule Halving(first=1" in describe_checkpoint(saved)["key"]
+  count = _count_tune(monkeypatch)
+  resumed = synthesize(task, None, checkpoint_dir=tmp_path, **kw)
+  assert count[0] == 1  # from the file's epoch 5, not from the rung's epoch 4
+  assert _essence(resumed) == _essence(straight)
+  # A straight run of the same candidates is another run: its files are its own.
+  monkeypatch.undo()
+  synthesize(task, None, checkpoint_dir=tmp_path, **dict(kw, budget=Budget(candidates=4)))
+  assert len(list(tmp_path.glob("*.npz"))) == 1 + 4
