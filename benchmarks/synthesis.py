@@ -199,22 +199,18 @@ def _train_into(library, task, text: str, seed: int, config, modules, sequence: 
   one candidate trained as a synthesis would train it (its seed, a checkpoint file), not a search."""
   from hx.compile import compile_program
   from hx.synth import Library, Trained
-  from hx.synth.executors import Job, job_seed, train_program
+  from hx.synth.executors import Job, job_seed, run_job
   from hx.synth.synthesize import task_context
 
-  start = time.perf_counter()
   order, cand = _find(task, library, text)
   context = task_context(task, library, modules, config, checkpoint_dir=checkpoints)
-  job = Job(order, cand, job_seed(seed, cand))
-  compiled, r = train_program(cand.program, cand.fresh_types, context, seed=job.seed,
-                              checkpoint=context.checkpoints.for_job(job, context))
-  if r.variables is None:
-    raise SystemExit(f"--prefix_program {text} failed on {task.name}: {r.failed}")
+  r = run_job(context, Job(order, cand, job_seed(seed, cand)))
+  if not r.ok:
+    raise SystemExit(f"--prefix_program {text} failed on {task.name}: {r.reason}")
   print(f"# library: {task.name}: {text} (candidate {order + 1}) trained alone, best epoch {r.best_epoch} "
-        f"of {r.epochs_run}, val {r.val_score:.4g}, test {r.test_score:.4g} "
-        f"({time.perf_counter() - start:.0f} s)", flush=True)
+        f"of {r.epochs_run}, val {r.val_score:.4g}, test {r.test_score:.4g} ({r.seconds:.0f} s)", flush=True)
   assert isinstance(library, Library)
-  # The whole program (train_program may have trained it without a frozen prefix of library functions).
+  # The whole program (run_job may have trained it without a frozen prefix of library functions).
   compiled = compile_program(cand.program, cand.fresh_types, context.module_config, library.specs())
   trained = Trained(compiled, r.variables, validation=r.val_score, test=r.test_score)
   return library.add(trained, sequence=sequence, task=task.name).library

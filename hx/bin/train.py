@@ -22,6 +22,7 @@ training (the paper's regressions train for 1,000 epochs).
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 
 from absl import app, flags, logging
@@ -31,8 +32,8 @@ from hx.compile import NoTemplateError, TuneData, compile_program, tune
 from hx.compile.checkpoint import (
   CheckpointError,
   checkpoint_in,
+  describe_checkpoint,
   fingerprint,
-  load_checkpoint,
   tune_checkpointed,
 )
 from hx.data import PRESETS, DataError, build_task, task_spec, training_settings
@@ -99,10 +100,10 @@ def main(argv: list[str]) -> int:
     where = checkpoint_in(_CHECKPOINT.value, f"train {task.name} | program {program} | {config} | "
                                              f"data {fingerprint(data)}")
     try:
-      saved = load_checkpoint(where.path, where.key, compiled, config)
-      if saved is not None:
-        done = getattr(saved, "epoch", None)
-        print(f"resuming {where.path}: " + (f"{done} epochs done" if done is not None else "finished"))
+      if os.path.exists(where.path):
+        saved = describe_checkpoint(where.path)
+        print(f"resuming {where.path}: " + (f"{saved['epochs']} epochs done" if saved["kind"] == "paused"
+                                             else "finished"))
       result = tune_checkpointed(compiled, (), data, task.objective, config, where)
     except CheckpointError as err:
       print(f"error: {err}", file=sys.stderr)

@@ -106,18 +106,14 @@ def fingerprint(tree: Any) -> str:
 # ---------------------------------------------------------------------------------------------------
 # The file: arrays in groups, everything else as one JSON text.
 
-def _variable_shapes(compiled: Any) -> Any:
-  return jax.eval_shape(compiled.init, jax.random.key(0))
-
-
 def _group_shapes(compiled: Any, config: TuneConfig) -> dict[str, Any]:
-  """The tree each array group of a checkpoint must fill, as shape-dtype structures."""
-  variables = _variable_shapes(compiled)
+  """The tree each array group of a checkpoint must fill, as shape-dtype structures ("variables" is the
+  shape of both a paused run's best variables and a finished run's chosen ones)."""
+  variables = jax.eval_shape(compiled.init, jax.random.key(0))
   params = variables["params"]
   collections = {k: v for k, v in variables.items() if k != "params"}
   return {"params": params, "collections": collections,
-          "opt_state": jax.eval_shape(optax.adam(config.learning_rate).init, params),
-          "best": variables, "variables": variables}
+          "opt_state": jax.eval_shape(optax.adam(config.learning_rate).init, params), "variables": variables}
 
 
 def _to_host(tree: Any) -> list[np.ndarray]:
@@ -255,7 +251,7 @@ def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
         opt_state=_fill(path, "opt_state", shapes["opt_state"], arrays),
         epoch=meta["epoch"], step=meta["step"], loss_sum=np.float32(meta["loss_sum"]),
         score=float(meta["score"]),
-        best_variables=_fill(path, "best", shapes["best"], arrays) if meta["has_best"] else None,
+        best_variables=_fill(path, "best", shapes["variables"], arrays) if meta["has_best"] else None,
         best_score=float(meta["best_score"]), best_epoch=meta["best_epoch"], since_best=meta["since_best"],
         history=tuple(_unrecords(meta["history"])), steps_run=meta["steps_run"], seed=meta["seed"],
         batch_size=meta["batch_size"], learning_rate=meta["learning_rate"],
