@@ -1,0 +1,196 @@
+"""How fast GS2 task 2's learned relaxation learns, on a regressor's cell states or on exact ones.
+
+    python benchmarks/relaxation_learning.py --checkpoint FILE.npz [--program 'compose(nn_1, nn_2)']
+        [--mnist ../shared/data/mnist.pkl.gz] [--every 0.1] [--epochs 1] [--json out.json]
+    python benchmarks/relaxation_learning.py --library PATH [--function nn_gs2_1,nn_gs2_2] ...
+    python benchmarks/relaxation_learning.py --exact ...
+
+The paper's program for GS2 task 2 is `compose(repeat(10, conv_g(nn_1)), map_g(compose(lib.nn_gs2_1,
+lib.nn_gs2_2)))`: the library regressor gives every cell its initial Bellman-Ford state (cost, initial
+distance), which synthesis computes once per image of the task's table (the frozen prefix,
+`hx.compile.memo`), and the fresh graph kernel `nn_1`, applied 10 times, must relax it to the least
+distances. This script trains that kernel as a synthesis would (`hx.synth.executors.train_program`, the
+task's paper settings: batch 150, Adam 1e-3, the synthesis seed of the program at `--seed`), pausing every
+`--every` of an epoch to score the validation grids, and scores the test grids with the best variables at
+the end. The cell states come from:
+
+- `--checkpoint` (a Tune checkpoint of the regressor still training, its best epoch so far) or `--library`
+  (a saved library): the regressor's predictions, as synthesis would use them;
+- `--exact` (a diagnosis, not a program the search could find): every image's true state, from the grid
+  targets (a cell's cost is its target's first component; an image placed at a grid's start, the top-left
+  cell, has initial distance `START_DISTANCE`, every other `DISTANCE_BOUND`): how fast the kernel learns
+  when its inputs are right, so how much of the error is the regressor's and how much the relaxation's.
+
+`benchmarks/regressor_floor.py` gives the other bound: exact Bellman-Ford on the regressor's costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+PAPER_PROGRAM = "compose(repeat(10, conv_g(nn_1)), map_g(compose(lib.nn_gs2_1, lib.nn_gs2_2)))"
+
+
+def exact_states(task) -> np.ndarray:
+  """(table rows, 2) float32: every image's true (cost, initial distance), read from the grid splits.
+
+  Images on no grid keep (0, DISTANCE_BOUND); an image that is a start cell of one grid and another cell
+  of another would be ambiguous, and is refused.
+  """
+  from hx.data.tasks import DISTANCE_BOUND, START_DISTANCE
+
+  rows = int(np.asarray(task.table).shape[0])
+  cost = np.zeros(rows, np.float32)
+  start = np.zeros(rows, bool)
+  other = np.zeros(rows, bool)
+  for split in (task.train, task.val, task.test):
+    idx = np.asarray(split.inputs.values).astype(np.int64)
+    target = np.asarray(split.targets, np.float32)
+    real = np.asarray(split.inputs.layouts.mask, bool)[np.asarray(split.inputs.layout)]
+    cost[idx[real]] = target[..., 0][real]
+    start[idx[:, 0]] = True
+    rest = real.copy()
+    rest[:, 0] = False
+    other[idx[rest]] = True
+  if np.any(start & other):
+    raise ValueError(f"{int(np.sum(start & other))} images are a start cell in one grid and another cell "
+                     "in another: their initial distance is ambiguous")
+  distance = np.where(start, START_DISTANCE, DISTANCE_BOUND).astype(np.float32)
+  return np.stack([cost, distance], axis=-1)
+
+
+class _FixedTable:
+  """A stand-in for `hx.compile.memo.PrefixTables` whose prefix table is given."""
+
+  def __init__(self, table):
+    self._table = table
+
+  def table(self, library, names, table):
+    return self._table
+
+
+def main(argv: list[str] | None = None) -> dict:
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  source = parser.add_mutually_exclusive_group(required=True)
+  source.add_argument("--checkpoint", default=None, help="a Tune checkpoint of --regressor on task 1")
+  source.add_argument("--library", default=None, help="a saved hx.Library holding the regressor")
+  source.add_argument("--exact", action="store_true", help="the true cell states (a diagnosis)")
+  parser.add_argument("--regressor", default="compose(nn_1, nn_2)",
+                      help="with --checkpoint: the program it trains (the paper's regressor: MLP . CNN)")
+  parser.add_argument("--function", default="nn_gs2_1,nn_gs2_2",
+                      help="with --library: the regressor's functions in compose order (regressor_floor.py)")
+  parser.add_argument("--program", default=None,
+                      help="the program trained (default: the paper's, over the regressor's functions)")
+  parser.add_argument("--every", type=float, default=0.1, help="score validation this often (epochs)")
+  parser.add_argument("--epochs", type=int, default=1)
+  parser.add_argument("--seed", type=int, default=0, help="the sequence's seed (its data)")
+  parser.add_argument("--mnist", default=None)
+  parser.add_argument("--json", default=None)
+  args = parser.parse_args(argv)
+
+  import jax.numpy as jnp
+
+  from benchmarks.regressor_floor import _from_checkpoint
+  from hx.compile.memo import apply_prefix, frozen_prefix
+  from hx.data import Sources, TaskSizes, sequence, training_settings
+  from hx.lang import infer, parse
+  from hx.lang.paper import default_type_variables
+  from hx.synth import Library, task_context
+  from hx.synth.executors import job_seed, train_program
+  from hx.synth.space import Candidate, equivalence_key
+
+  sizes = TaskSizes.preset("paper")
+  seq = sequence("gs2", seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
+  if args.checkpoint is not None:
+    ns = argparse.Namespace(checkpoint=args.checkpoint, program=args.regressor)
+    library, function, where = _from_checkpoint(ns, seq)
+  elif args.library is not None:
+    library, function, where = Library.load(args.library), args.function, args.library
+  else:
+    # The exact states stand in for a regressor: the program still names two library functions of the
+    # regressor's types, so a library of that shape is needed for typing; any will do, as its outputs are
+    # replaced (an untrained MLP . CNN).
+    library, function, where = _untrained_regressor(seq), "nn_gs2_1,nn_gs2_2", "exact cell states"
+  names = tuple(n.strip() for n in function.split(","))
+  program_text = args.program or (
+      "compose(repeat(10, conv_g(nn_1)), map_g(" + _compose(names) + "))")
+  task = seq.build(1)
+  program = parse(program_text)
+  prefix_names, _ = frozen_prefix(program)
+  if prefix_names != tuple(f"lib.{n}" for n in names) and prefix_names != names:
+    raise SystemExit(f"{program_text}: its frozen prefix is {prefix_names}, not the regressor {names}")
+  typing = infer(program, library.types(), task.spec.type)
+  fresh = default_type_variables(typing.fresh)
+  config = training_settings(task.spec.kind, "paper").tune_config(epochs=args.epochs)
+  context = task_context(task, library, tune_config=config)
+  if args.exact:
+    table = jnp.asarray(exact_states(task))
+  else:
+    table = apply_prefix(names, library.specs(), library.variables(), task.table)
+  prefixes = _FixedTable(table)
+  # The seed a synthesis seeded with --seed trains this program with.
+  seed = job_seed(args.seed, Candidate(program, tuple(fresh.items()), 0.0, equivalence_key(program, fresh)))
+  out = {"states": where, "program": program_text, "seed": seed, "argv": sys.argv, "every": args.every,
+         "batch_size": config.batch_size, "learning_rate": config.learning_rate, "curve": []}
+  print(f"# {where}; {program_text}; seed {seed}; batch {config.batch_size}; validation every {args.every}")
+  start = time.perf_counter()
+  resume = None
+  steps = 0
+  while True:
+    steps += 1
+    until = min(args.epochs, steps * args.every)
+    final = until >= args.epochs
+    compiled, r = train_program(program, fresh, context, seed=seed, prefixes=prefixes,
+                                until=None if final else until, resume=resume)
+    if r.failed:
+      raise SystemExit(f"training failed: {r.failed}")
+    wall = time.perf_counter() - start
+    score = r.history[-1].val_score if final else r.state.score
+    out["curve"].append({"epochs": until, "val_rmse": float(score), "seconds": wall})
+    print(f"epoch {until:5.2f}  val RMSE {score:.3f}  ({wall:.0f} s)", flush=True)
+    if final:
+      break
+    resume = r.state
+  out.update(test_rmse=float(r.test_score), best_val=float(r.val_score), best_epoch=r.best_epoch,
+             seconds=time.perf_counter() - start)
+  print(f"best validation {r.val_score:.3f}; test RMSE {r.test_score:.3f}; {out['seconds']:.0f} s")
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(out, f, indent=1)
+  return out
+
+
+def _compose(names: tuple[str, ...]) -> str:
+  """`compose(lib.a, compose(lib.b, lib.c))` for names a, b, c (compose order)."""
+  text = f"lib.{names[-1]}"
+  for n in reversed(names[:-1]):
+    text = f"compose(lib.{n}, {text})"
+  return text
+
+
+def _untrained_regressor(seq):
+  """A library of an untrained MLP . CNN regressor under GS2's names (typing only; see main)."""
+  import jax
+
+  from hx.compile import compile_program
+  from hx.lang import infer, parse
+  from hx.lang.paper import default_type_variables
+  from hx.synth import Library, Trained
+
+  spec = seq.tasks[0]
+  program = parse("compose(nn_1, nn_2)")
+  compiled = compile_program(program, default_type_variables(infer(program, {}, spec.type).fresh))
+  return Library().add(Trained(compiled, compiled.init(jax.random.PRNGKey(0))), sequence=seq.name,
+                       task=spec.name).library
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,34 @@
+"""benchmarks/relaxation_learning.py's exact cell states: read back from the grids hx.data builds, they are
+every used image's regression target, and exact Bellman-Ford on them gives the grids' distance targets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.relaxation_learning import exact_states
+from hx.data import Sources, TaskSizes, build_task, regression_targets, task_spec
+from hx.data.grids import least_costs
+from hx.data.tasks import KINDS, _images
+
+SOURCES = Sources(standin_per_class=(30, 12, 12))
+SIZES = TaskSizes(grids_train=((3, 60), (4, 40)), grids_val=((5, 10),), grids_test=((5, 40),))
+
+
+@pytest.mark.parametrize("grid_task", ["shortest_path_street",
+                                       pytest.param("shortest_path_mnist", marks=pytest.mark.slow)])
+def test_exact_states_are_the_regression_targets_of_the_grids_images(grid_task):
+  task = build_task(task_spec(grid_task), SOURCES, SIZES, 0)
+  states = exact_states(task)
+  assert states.shape == (np.asarray(task.table).shape[0], 2)
+  truth = regression_targets(_images(KINDS[grid_task].images, SOURCES).labels)
+  for split, ((side, _),) in ((task.val, SIZES.grids_val), (task.test, SIZES.grids_test)):
+    idx = np.asarray(split.inputs.values).astype(np.int64)[:, :side * side]
+    np.testing.assert_array_equal(states[idx], truth[idx])
+    distances = least_costs(states[idx][..., 0].reshape(-1, side, side)).reshape(len(idx), -1)
+    np.testing.assert_array_equal(distances, np.asarray(split.targets, np.float32)[:, :side * side, 1])
+  # Every image on a real node of any split (the training grids mix sizes, padded to one).
+  used = np.unique(np.concatenate([
+      np.asarray(s.inputs.values).astype(np.int64)[np.asarray(s.inputs.layouts.mask)[np.asarray(s.inputs.layout)]]
+      for s in (task.train, task.val, task.test)]))
+  np.testing.assert_array_equal(states[used], truth[used])
