@@ -481,7 +481,8 @@ def _round_capacity(most: int, full: int) -> int | None:
   return None if capacity >= full else capacity
 
 
-def pack_capacity(lengths: np.ndarray, orders: Any, batch_size: int, padded_length: int) -> int | None:
+def pack_capacity(lengths: np.ndarray, orders: Any, batch_size: int, padded_length: int,
+                  steps: int | None = None) -> int | None:
   """The `pack` of a training run: the most real elements a batch of the run holds, rounded up to a
   multiple of ceil(batch_size * padded_length / 16) (so that runs whose batches differ a little share
   one executable); None when that is no less than the padded batch (nothing to save).
@@ -489,10 +490,24 @@ def pack_capacity(lengths: np.ndarray, orders: Any, batch_size: int, padded_leng
   Args:
     lengths: (n,) real elements (list elements, graph nodes) of each training example
       (`hx.compile.values.real_elements`).
-    orders: the epochs' example orders, each (steps * batch_size,) (batch s is order[s*B:(s+1)*B]).
+    orders: the epochs' example orders, each (steps * batch_size,) (batch s is order[s*B:(s+1)*B]); an
+      iterable, drawn from only as far as needed.
     batch_size, padded_length: B and L (or N) of a batch's (B, L) list (or (B, N) graph).
+    steps: the batches of an epoch, if known: then None is returned without drawing any order when even
+      an epoch's average batch leaves nothing to save (the same answer, as the fullest batch holds at
+      least the average).
   """
   full = batch_size * padded_length
+  lengths = np.asarray(lengths)
+  if steps is not None and lengths.size:
+    # An epoch's batches hold every example once and the first steps * B - n again (`_epoch_order`), so
+    # its fullest batch holds at least this many elements.
+    extra = steps * batch_size - lengths.size
+    least = -(-(int(lengths.sum()) + extra * int(lengths.min())) // steps)
+    if _round_capacity(least, full) is None:
+      # E.g. GS2's million 4x4 grids among 70,000 3x3 ones: drawing an epoch's order costs ~1 s, paid by
+      # every call to tune (each halving rung, each resumed chunk).
+      return None
   most = 0
   for order in orders:
     per_batch = lengths[np.asarray(order)].reshape(-1, batch_size).sum(1)
@@ -721,7 +736,15 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   steps = max(1, math.ceil(n / config.batch_size))
   if resume is not None and resume.steps_per_epoch != steps:
     raise ValueError(f"resuming a run of {resume.steps_per_epoch} steps per epoch on data of {steps}")
-  step_ids = [jax.device_put(np.int32(s)) for s in range(steps)]
+  # Each step's index on the device, made when first needed and reused by later epochs: making all of
+  # them up front cost ~1 s per call at GS2's 7,134 steps an epoch, paid again by every short halving rung.
+  step_ids: dict[int, jax.Array] = {}
+
+  def step_id(s: int) -> jax.Array:
+    if s not in step_ids:
+      step_ids[s] = jax.device_put(np.int32(s))
+    return step_ids[s]
+
   zero, minus_one = jax.device_put(np.float32(0.0)), jax.device_put(np.int32(-1))
 
   def fresh_carry(params, state, opt_state, loss_sum=None):
@@ -737,7 +760,13 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   if until is not None:
     end = min(end, max(first_epoch * steps + first_step + 1, round(until * steps)))
   carry = fresh_carry(params, state, opt_state, None if resume is None else resume.loss_sum)
-  order = _epoch_order(order_key, 0, n, steps * config.batch_size)
+
+  def epoch_order(e: int) -> jax.Array:
+    # The order of the first epoch this call trains is drawn once (a permutation of the training set:
+    # ~1 s for GS2's million grids on 2 cores) and shared by the packing, the compilation and the loop.
+    return first_order if e == first_epoch else _epoch_order(order_key, e, n, steps * config.batch_size)
+
+  first_order = _epoch_order(order_key, first_epoch, n, steps * config.batch_size)
   pack = None
   lengths = None
   if config.pack_lists and getattr(compiled, "packs_lists", False):
@@ -745,9 +774,9 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   if lengths is not None:
     # Over the whole run, also when resuming: a paused and resumed run compiles the very step an
     # uninterrupted one does, so it gives the same numbers bit for bit.
-    orders = (_epoch_order(order_key, e, n, steps * config.batch_size) for e in range(config.epochs))
-    pack = pack_capacity(lengths, orders, config.batch_size, images_per_example(train.inputs))
-  step_args = (carry, frozen, table, train.inputs, train.targets, order, step_ids[0], dropout_key)
+    pack = pack_capacity(lengths, (epoch_order(e) for e in range(config.epochs)), config.batch_size,
+                         images_per_example(train.inputs), steps=steps)
+  step_args = (carry, frozen, table, train.inputs, train.targets, first_order, step_id(0), dropout_key)
   train_exe, compile_seconds = _executable(
       "train_step", (compiled.key, objective, config.learning_rate, config.batch_size, pack),
       lambda: _make_train_step(apply, objective, tx, config.batch_size, pack), (0,), step_args
@@ -771,13 +800,13 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   for epoch in range(first_epoch + 1, epochs + 1):
     epochs_run = epoch
     t0 = time.perf_counter()
-    order = _epoch_order(order_key, epoch - 1, n, steps * config.batch_size)
+    order = epoch_order(epoch - 1)
     epoch_key = jax.random.fold_in(dropout_key, epoch)
     bad_step = -1
     begin = first_step if epoch == first_epoch + 1 else 0
     stop = min(steps, end - (epoch - 1) * steps)
     for s in range(begin, stop):
-      carry = train_exe(carry, frozen, table, train.inputs, train.targets, order, step_ids[s], epoch_key)
+      carry = train_exe(carry, frozen, table, train.inputs, train.targets, order, step_id(s), epoch_key)
       steps_run += 1
       if (s + 1) % config.nan_check_every == 0 and s + 1 < stop:
         # One scalar read: it waits for the steps so far, so a bad candidate stops within

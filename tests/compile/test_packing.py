@@ -46,6 +46,26 @@ def test_pack_capacity_is_the_fullest_batch_rounded_up_to_a_sixteenth():
   assert pack_capacity(lengths, orders(), 2, 5) is None
 
 
+def test_pack_capacity_given_the_steps_answers_alike_and_skips_the_orders_when_the_average_fills_up():
+  rng = np.random.default_rng(0)
+  for n, batch, pad in [(8, 2, 5), (30, 4, 8), (37, 5, 6), (100, 10, 16), (61, 7, 9)]:
+    steps = -(-n // batch)
+    for low in (1, pad // 2, pad - 1, pad):
+      lengths = rng.integers(low, pad + 1, size=n)
+      orders = [np.resize(rng.permutation(n), steps * batch) for _ in range(3)]
+      assert pack_capacity(lengths, orders, batch, pad, steps=steps) == pack_capacity(lengths, orders, batch,
+                                                                                       pad)
+
+  def never():
+    raise AssertionError("drew an order")
+    yield
+
+  # GS2's mix in miniature: 1 3x3 grid (9 nodes) to 14 4x4 ones (16), batches of 150 padded to 16:
+  # every batch holds more than 15/16 of its slots, so there is nothing to pack, and no order is drawn.
+  lengths = np.where(np.arange(1500) % 15 == 0, 9, 16)
+  assert pack_capacity(lengths, never(), 150, 16, steps=10) is None
+
+
 def _batch(lengths, pad=5, seed=0):
   rng = np.random.default_rng(seed)
   lengths = np.asarray(lengths)
@@ -129,10 +149,10 @@ def test_a_packed_run_paused_and_resumed_equals_the_straight_run_bit_for_bit(mon
 
   seen = []
 
-  def recording(lengths, orders, batch_size, padded_length):
+  def recording(lengths, orders, batch_size, padded_length, steps=None):
     orders = list(orders)
     seen.append(len(orders))
-    return pack_capacity(lengths, orders, batch_size, padded_length)
+    return pack_capacity(lengths, orders, batch_size, padded_length, steps=steps)
 
   monkeypatch.setattr(tuning, "pack_capacity", recording)
   program = parse("compose(nn_a, map_l(nn_b))")

@@ -161,8 +161,8 @@ def test_tune_packs_graphs_with_the_losses_and_scores_of_the_padded_path(form, m
 
   capacities = []
 
-  def recording(*args):
-    capacities.append(pack_capacity(*args))
+  def recording(*args, **kwargs):
+    capacities.append(pack_capacity(*args, **kwargs))
     return capacities[-1]
 
   monkeypatch.setattr(tuning, "pack_capacity", recording)
@@ -194,9 +194,9 @@ def test_a_packed_graph_run_paused_and_resumed_equals_the_straight_run_bit_for_b
 
   seen = []
 
-  def recording(lengths, orders, batch_size, padded_length):
+  def recording(lengths, orders, batch_size, padded_length, steps=None):
     orders = list(orders)
-    capacity = pack_capacity(lengths, orders, batch_size, padded_length)
+    capacity = pack_capacity(lengths, orders, batch_size, padded_length, steps=steps)
     seen.append((len(orders), capacity))
     return capacity
 
