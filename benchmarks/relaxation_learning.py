@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> dict:
   steps = 0
   while True:
     steps += 1
-    until = min(args.epochs, steps * args.every)
+    until = round(min(args.epochs, steps * args.every), 6)
     final = until >= args.epochs
     compiled, r = train_program(program, fresh, context, seed=seed, prefixes=prefixes,
                                 until=None if final else until, resume=resume)
