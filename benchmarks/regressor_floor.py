@@ -38,11 +38,13 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CELL_COST_VALUES = (1, 3, 5, 7, 9)
+ROUNDS = 10  # the paper's program: repeat(10, conv_g(nn))
 
 
 def split_floor(outputs: np.ndarray, split, side: int) -> dict:
   """The figures of one split of side x side grids (see the module docstring)."""
   from hx.data.grids import least_costs
+  from hx.data.tasks import DISTANCE_BOUND, START_DISTANCE
 
   real = side * side
   idx = np.asarray(split.inputs.values).astype(np.int64)[:, :real]
@@ -58,10 +60,51 @@ def split_floor(outputs: np.ndarray, split, side: int) -> dict:
     p = cost[target[..., 0] == c]
     if p.size:
       out["per_cost"][c] = {"cells": int(p.size), "mean": float(p.mean()), "std": float(p.std())}
+  # The predicted initial distance of the start (top-left, true START_DISTANCE) and of the other cells
+  # (true DISTANCE_BOUND), with the share of other cells read below the bound by more than 10.
+  distance = outputs[idx][..., 1]
+  midway = (START_DISTANCE + DISTANCE_BOUND) / 2
+  out["start_distance"] = {"mean": float(distance[:, 0].mean()), "std": float(distance[:, 0].std()),
+                           "rmse": float(np.sqrt(np.mean((distance[:, 0] - START_DISTANCE) ** 2))),
+                           "above_midway": float(np.mean(distance[:, 0] > midway)),
+                           "off_by_more_than_2": float(np.mean(np.abs(distance[:, 0] - START_DISTANCE) > 2))}
+  rest = distance[:, 1:]
+  out["other_distance"] = {"mean": float(rest.mean()), "std": float(rest.std()),
+                           "below_bound_by_more_than_10": float(np.mean(rest < DISTANCE_BOUND - 10))}
   for label, costs in (("raw", np.clip(cost, 1e-3, None)), ("rounded", rounded)):
     d = least_costs(costs.reshape(-1, side, side)).reshape(-1, real)
     out[f"distance_rmse_exact_relaxation_{label}"] = float(np.sqrt(np.mean((d - target[..., 1]) ** 2)))
+  # The program's own structure: the exact kernel applied ROUNDS times from initial states, the true ones
+  # (what the program can reach with an exact regressor) and the regressor's, its predicted initial
+  # distance included (what the costs-only floor above leaves out: a start read as 3 instead of 1 shifts
+  # its whole grid by 2; a cell read far below 65 is a second source).
+  true_start = np.where(np.arange(real) == 0, START_DISTANCE, DISTANCE_BOUND).astype(np.float32)
+  states = {"true_states": (target[..., 0], np.broadcast_to(true_start, target[..., 0].shape)),
+            "regressor_states": (cost, outputs[idx][..., 1])}
+  for label, (c, d0) in states.items():
+    for rounds, name in ((ROUNDS, f"{ROUNDS}_rounds"), (None, "converged")):
+      d = relax(c.reshape(-1, side, side), d0.reshape(-1, side, side), rounds).reshape(-1, real)
+      out[f"distance_rmse_kernel_{name}_{label}"] = float(np.sqrt(np.mean((d - target[..., 1]) ** 2)))
   return out
+
+
+def relax(costs: np.ndarray, distances: np.ndarray, rounds: int | None) -> np.ndarray:
+  """The exact relaxation kernel (`hx.data.grids`' convention) applied to (g, n, n) grid states:
+  d(u) <- min(d(u), c(u) + min over u's 4 neighbours v of d(v)), `rounds` times, or None: until nothing
+  changes (at most 4 n^2 times). Returns float32 (g, n, n)."""
+  c = np.asarray(costs, np.float64)
+  d = np.asarray(distances, np.float64).copy()
+  for _ in range(rounds if rounds is not None else 4 * c.shape[1] * c.shape[2]):
+    near = np.full(d.shape, np.inf)
+    near[:, 1:, :] = np.minimum(near[:, 1:, :], d[:, :-1, :])
+    near[:, :-1, :] = np.minimum(near[:, :-1, :], d[:, 1:, :])
+    near[:, :, 1:] = np.minimum(near[:, :, 1:], d[:, :, :-1])
+    near[:, :, :-1] = np.minimum(near[:, :, :-1], d[:, :, 1:])
+    new = np.minimum(d, c + near)
+    if rounds is None and np.array_equal(new, d):
+      break
+    d = new
+  return d.astype(np.float32)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -87,6 +130,7 @@ def main(argv: list[str] | None = None) -> dict:
 
   from hx.compile.memo import apply_prefix
   from hx.data import Sources, TaskSizes, sequence
+  from hx.data.tasks import DISTANCE_BOUND
   from hx.synth import Library
 
   if (args.library is None) == (args.checkpoint is None):
@@ -117,6 +161,17 @@ def main(argv: list[str] | None = None) -> dict:
           f"{r['distance_rmse_exact_relaxation_rounded']:.3f}")
     print("  predicted cost per true cost: " + ", ".join(
         f"{c}: {v['mean']:.2f} ± {v['std']:.2f}" for c, v in r["per_cost"].items()))
+    print(f"  predicted initial distance: start {r['start_distance']['mean']:.2f} ± "
+          f"{r['start_distance']['std']:.2f} (RMSE {r['start_distance']['rmse']:.2f}; "
+          f"{100 * r['start_distance']['off_by_more_than_2']:.2f}% off by more than 2, "
+          f"{100 * r['start_distance']['above_midway']:.2f}% read nearer the bound), other cells "
+          f"{r['other_distance']['mean']:.2f} ± {r['other_distance']['std']:.2f} "
+          f"({100 * r['other_distance']['below_bound_by_more_than_10']:.2f}% below {DISTANCE_BOUND - 10:g})")
+    print(f"  the exact kernel from the true states: {ROUNDS} rounds "
+          f"{r[f'distance_rmse_kernel_{ROUNDS}_rounds_true_states']:.3f}, converged "
+          f"{r['distance_rmse_kernel_converged_true_states']:.3f}; from the regressor's (cost and initial "
+          f"distance): {ROUNDS} rounds {r[f'distance_rmse_kernel_{ROUNDS}_rounds_regressor_states']:.3f}, "
+          f"converged {r['distance_rmse_kernel_converged_regressor_states']:.3f}")
   if args.json:
     with open(args.json, "w") as f:
       json.dump(out, f, indent=1)
