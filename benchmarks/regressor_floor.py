@@ -15,6 +15,13 @@ exact relaxation would score on top of this regressor: a learned kernel can do b
 the regressor's costs from the cost alone. Prints, per split, the cost RMSE, the share of cells whose cost
 is off by more than 1, the predicted costs per true cost, and the two distance RMSEs.
 
+That floor relaxes the regressor's costs from the true start; the program relaxes its whole states,
+whose initial distances are predicted too (1 for the start, 65 for every other cell). So the script also
+prints how the start's initial distance is read, and the distance RMSE of the exact kernel applied 10
+times (the paper's `repeat(10, conv_g(...))`) and to convergence from the regressor's whole states, and
+from the true states (the program's own limit). On GS2's regressors so far the start's distance, not the
+costs, is what bounds the exact kernel (benchmarks/RESULTS.md).
+
 `--checkpoint` takes the regressor from a Tune checkpoint instead (`hx.compile.checkpoint`, e.g. the file
 of a 1,000-epoch task-1 training that `benchmarks/synthesis.py --prefix_program` is still running): the
 variables of its best epoch so far, for `--program` on the sequence's first task: how far a regressor
