@@ -4,6 +4,7 @@
         [--mnist ../shared/data/mnist.pkl.gz] [--every 0.1] [--epochs 1] [--json out.json]
     python benchmarks/relaxation_learning.py --library PATH [--function nn_gs2_1,nn_gs2_2] ...
     python benchmarks/relaxation_learning.py --exact ...
+    python benchmarks/relaxation_learning.py --checkpoint FILE.npz --true distances ...
 
 The paper's program for GS2 task 2 is `compose(repeat(10, conv_g(nn_1)), map_g(compose(lib.nn_gs2_1,
 lib.nn_gs2_2)))`: the library regressor gives every cell its initial Bellman-Ford state (cost, initial
@@ -19,7 +20,10 @@ the end. The cell states come from:
 - `--exact` (a diagnosis, not a program the search could find): every image's true state, from the grid
   targets (a cell's cost is its target's first component; an image placed at a grid's start, the top-left
   cell, has initial distance `START_DISTANCE`, every other `DISTANCE_BOUND`): how fast the kernel learns
-  when its inputs are right, so how much of the error is the regressor's and how much the relaxation's.
+  when its inputs are right, so how much of the error is the regressor's and how much the relaxation's;
+- `--true costs` or `--true distances` with either of the first two: the regressor's states with one
+  component (the cost, or the initial distance) replaced by the true one (a diagnosis): which of the
+  regressor's errors the relaxation pays for.
 
 `benchmarks/regressor_floor.py` gives the other bound: exact Bellman-Ford on the regressor's costs.
 """
@@ -83,6 +87,9 @@ def main(argv: list[str] | None = None) -> dict:
   source.add_argument("--checkpoint", default=None, help="a Tune checkpoint of --regressor on task 1")
   source.add_argument("--library", default=None, help="a saved hx.Library holding the regressor")
   source.add_argument("--exact", action="store_true", help="the true cell states (a diagnosis)")
+  parser.add_argument("--true", choices=("costs", "distances"), default=None,
+                      help="with --checkpoint or --library: replace this component of the regressor's "
+                      "states by the true one (a diagnosis)")
   parser.add_argument("--regressor", default="compose(nn_1, nn_2)",
                       help="with --checkpoint: the program it trains (the paper's regressor: MLP . CNN)")
   parser.add_argument("--function", default="nn_gs2_1,nn_gs2_2",
@@ -95,6 +102,8 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--mnist", default=None)
   parser.add_argument("--json", default=None)
   args = parser.parse_args(argv)
+  if args.exact and args.true is not None:
+    parser.error("--true replaces part of a regressor's states: give --checkpoint or --library with it")
 
   import jax.numpy as jnp
 
@@ -135,6 +144,12 @@ def main(argv: list[str] | None = None) -> dict:
     table = jnp.asarray(exact_states(task))
   else:
     table = apply_prefix(names, library.specs(), library.variables(), task.table)
+    if args.true is not None:
+      # One component of the regressor's states replaced by the truth (a diagnosis): which of its errors
+      # the relaxation pays for.
+      column = {"costs": 0, "distances": 1}[args.true]
+      table = table.at[:, column].set(jnp.asarray(exact_states(task))[:, column])
+      where += f", with the true {args.true}"
   prefixes = _FixedTable(table)
   # The seed a synthesis seeded with --seed trains this program with.
   seed = job_seed(args.seed, Candidate(program, tuple(fresh.items()), 0.0, equivalence_key(program, fresh)))
