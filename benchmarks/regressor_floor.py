@@ -20,7 +20,8 @@ whose initial distances are predicted too (1 for the start, 65 for every other c
 prints how the start's initial distance is read, and the distance RMSE of the exact kernel applied 10
 times (the paper's `repeat(10, conv_g(...))`) and to convergence from the regressor's whole states, and
 from the true states (the program's own limit). On GS2's regressors so far the start's distance, not the
-costs, is what bounds the exact kernel (benchmarks/RESULTS.md).
+costs, is what hurts the exact kernel; a learned kernel pays for the costs instead, so the costs-only
+figure is the one to watch (benchmarks/RESULTS.md, "The floor revisited").
 
 `--checkpoint` takes the regressor from a Tune checkpoint instead (`hx.compile.checkpoint`, e.g. the file
 of a 1,000-epoch task-1 training that `benchmarks/synthesis.py --prefix_program` is still running): the
