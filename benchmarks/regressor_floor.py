@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> dict:
   sizes = TaskSizes.preset(args.preset)
   seq = sequence(args.sequence, seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
   if args.checkpoint is not None:
-    library, args.function, where = _from_checkpoint(args, seq)
+    library, args.function, where = regressor_from_checkpoint(args, seq)
   else:
     library, where = Library.load(args.library), args.library
   names = tuple(n.strip() for n in args.function.split(","))
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> dict:
   return out
 
 
-def _from_checkpoint(args, seq):
+def regressor_from_checkpoint(args, seq):
   """(library, function, description) of the best variables so far in `args.checkpoint`."""
   from hx.compile import compile_program
   from hx.compile.checkpoint import describe_checkpoint, load_checkpoint

@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> dict:
 
   import jax.numpy as jnp
 
-  from benchmarks.regressor_floor import _from_checkpoint
+  from benchmarks.regressor_floor import regressor_from_checkpoint
   from hx.compile.memo import apply_prefix, frozen_prefix
   from hx.data import Sources, TaskSizes, sequence, training_settings
   from hx.lang import infer, parse
@@ -120,14 +120,14 @@ def main(argv: list[str] | None = None) -> dict:
   seq = sequence("gs2", seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
   if args.checkpoint is not None:
     ns = argparse.Namespace(checkpoint=args.checkpoint, program=args.regressor)
-    library, function, where = _from_checkpoint(ns, seq)
+    library, function, where = regressor_from_checkpoint(ns, seq)
   elif args.library is not None:
     library, function, where = Library.load(args.library), args.function, args.library
   else:
     # The exact states stand in for a regressor: the program still names two library functions of the
     # regressor's types, so a library of that shape is needed for typing; any will do, as its outputs are
     # replaced (an untrained MLP . CNN).
-    library, function, where = _untrained_regressor(seq), "nn_gs2_1,nn_gs2_2", "exact cell states"
+    library, function, where = untrained_regressor(seq), "nn_gs2_1,nn_gs2_2", "exact cell states"
   names = tuple(n.strip() for n in function.split(","))
   program_text = args.program or (
       "compose(repeat(10, conv_g(nn_1)), map_g(" + _compose(names) + "))")
@@ -191,7 +191,7 @@ def _compose(names: tuple[str, ...]) -> str:
   return text
 
 
-def _untrained_regressor(seq):
+def untrained_regressor(seq):
   """A library of an untrained MLP . CNN regressor under GS2's names (typing only; see main)."""
   import jax
 

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> dict:
 
   import jax.numpy as jnp
 
-  from benchmarks.relaxation_learning import _untrained_regressor, exact_states
+  from benchmarks.relaxation_learning import exact_states, untrained_regressor
   from hx.compile import compile_program, make_frozen, tune
   from hx.compile.memo import frozen_prefix
   from hx.data import Sources, TaskSizes, sequence, training_settings
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.synth import task_context
 
   seq = sequence("gs2", seed=0, sizes=TaskSizes.preset("paper"), sources=Sources(mnist=args.mnist))
-  library = _untrained_regressor(seq)
+  library = untrained_regressor(seq)
   task = seq.build(1)
   program = parse("compose(repeat(10, conv_g(nn_1)), map_g(compose(lib.nn_gs2_1, lib.nn_gs2_2)))")
   fresh = default_type_variables(infer(program, library.types(), task.spec.type).fresh)
