@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> dict:
   task = seq.build(1)
   program = parse(program_text)
   prefix_names, _ = frozen_prefix(program)
-  if prefix_names != tuple(f"lib.{n}" for n in names) and prefix_names != names:
+  if prefix_names != names:
     raise SystemExit(f"{program_text}: its frozen prefix is {prefix_names}, not the regressor {names}")
   typing = infer(program, library.types(), task.spec.type)
   fresh = default_type_variables(typing.fresh)

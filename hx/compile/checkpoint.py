@@ -218,12 +218,13 @@ def describe_checkpoint(path: os.PathLike | str) -> dict:
   "epochs" (full epochs done), "val_history" (the validation score after each), "best_val",
   "best_epoch"}: how far a long run has come. CheckpointError if the file is not a checkpoint."""
   meta, _ = _read(Path(path))
-  history = [float(r[2]) for r in meta.get("history", [])]
-  best = min(history) if history else math.nan
+  paused = meta["kind"] == "paused"
+  # The best as Tune chose it (a pause inside an epoch may hold it), not recomputed from the history.
+  best = _unfloat(meta["best_score"] if paused else meta["val_score"])
   return {"key": meta.get("key"), "kind": meta["kind"],
-          "epochs": meta["epoch"] if meta["kind"] == "paused" else meta.get("epochs_run", len(history)),
-          "val_history": history, "best_val": best,
-          "best_epoch": 1 + history.index(best) if history else 0}
+          "epochs": meta["epoch"] if paused else meta["epochs_run"],
+          "val_history": [float(r[2]) for r in meta.get("history", [])],
+          "best_val": math.nan if best is None else best, "best_epoch": meta["best_epoch"]}
 
 
 def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
