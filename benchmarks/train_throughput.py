@@ -97,30 +97,43 @@ def _peak_rss_mb() -> int:
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024  # KiB on Linux
 
 
-def _flop_rate(sec_per_step: float) -> dict:
-  """XLA's count of the training step's floating-point operations (`cost_analysis`), the rate a step
-  reaches, and the rate of a large float32 matmul on this machine (what the step's convolutions and
-  matmuls could reach at most): how far a faster epoch can go."""
-  import jax
-  import jax.numpy as jnp
-
+def last_step_flops() -> float | None:
+  """XLA's count (`cost_analysis`) of the floating-point operations of the training step Tune compiled
+  last in this process, or None if it has compiled none."""
   from hx.compile import tuning
 
   steps = [exe for (name, *_), exe in tuning._EXECUTABLES.items() if name == "train_step"]
   if not steps:
-    return {}
+    return None
   cost = steps[-1].cost_analysis()
   cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-  flops = float(cost.get("flops", 0.0))
-  a = jnp.ones((2048, 2048), jnp.float32)
+  return float(cost.get("flops", 0.0))
+
+
+def matmul_rate(n: int = 2048, repeats: int = 10) -> float:
+  """Floating-point operations per second of an n x n float32 matmul on this process's threads (best of
+  `repeats`): the most a step made of convolutions and matmuls could reach on this machine."""
+  import jax
+  import jax.numpy as jnp
+
+  a = jnp.ones((n, n), jnp.float32)
   matmul = jax.jit(lambda x: x @ x)
   matmul(a).block_until_ready()
   times = []
-  for _ in range(10):
+  for _ in range(repeats):
     t0 = time.perf_counter()
     matmul(a).block_until_ready()
     times.append(time.perf_counter() - t0)
-  peak = 2 * 2048 ** 3 / min(times)
+  return 2 * n ** 3 / min(times)
+
+
+def _flop_rate(sec_per_step: float) -> dict:
+  """XLA's count of the training step's floating-point operations, the rate a step reaches, and the rate
+  of a large float32 matmul on this machine: how far a faster epoch can go."""
+  flops = last_step_flops()
+  if flops is None:
+    return {}
+  peak = matmul_rate()
   return {"train_step_gflop (XLA cost_analysis)": round(flops / 1e9, 2),
           "train_step_gflop_per_s": round(flops / sec_per_step / 1e9, 1),
           "matmul_2048_gflop_per_s (float32, best of 10)": round(peak / 1e9, 1)}

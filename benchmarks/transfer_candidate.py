@@ -19,13 +19,17 @@ no prefix table computed before it):
            on the 1024-feature table.
 
 Printed: seconds per epoch of training (median), one validation pass, compile time, the prefix table's
-seconds (memo), the whole candidate's wall time for --epochs epochs, and the ratios inline / memo.
+seconds (memo), the whole candidate's wall time for --epochs epochs, and the ratios inline / memo. Also
+each training step's floating-point operations as XLA counts them, a large float32 matmul's rate on the
+same threads, and from them the memoised epoch's floor: its step's operations at that rate, the fastest
+any implementation of the same step could run here (`arithmetic_floor`).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import os
 import platform
 import statistics
@@ -35,7 +39,14 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from train_throughput import _cpu_model, _restrict_cpus, random_data, report  # noqa: E402
+from train_throughput import (  # noqa: E402
+  _cpu_model,
+  _restrict_cpus,
+  last_step_flops,
+  matmul_rate,
+  random_data,
+  report,
+)
 
 
 def _library(module_config, features):
@@ -65,6 +76,24 @@ def _figures(result, total: float) -> dict:
     "val_score": round(float(result.val_score), 4),
     "candidate_s": round(total, 2),
   }
+
+
+def arithmetic_floor(inline_flops: float, memo_flops: float, peak: float, steps: int,
+                     inline_sec_per_epoch: float) -> dict:
+  """How fast the memoised candidate's epoch could be at most: its training step's floating-point
+  operations (XLA's count) x `steps` per epoch at `peak` operations per second (a large matmul's rate on
+  this machine), and what that allows against the inline candidate's `inline_sec_per_epoch`.
+
+  A memoised table removes the frozen CNN's work and nothing else: the fresh functions' forward and
+  backward remain, and no implementation computing the same step runs them faster than the machine's
+  matmul rate. So `best_ratio` bounds the speed-up any such implementation reaches here.
+  """
+  floor = memo_flops * steps / peak
+  return {"inline_step_gflop": round(inline_flops / 1e9, 2), "memo_step_gflop": round(memo_flops / 1e9, 2),
+          "arithmetic ratio (inline / memo step flops)": round(inline_flops / memo_flops, 2),
+          "matmul_2048_gflop_per_s": round(peak / 1e9, 1),
+          "memo floor sec_per_epoch (its flops at the matmul rate)": round(floor, 3),
+          "best ratio sec_per_epoch (inline / memo floor)": round(inline_sec_per_epoch / floor, 2)}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -115,6 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
   compiled = compile_program(program, types, module_config, library.specs())
   result = tune(compiled, make_frozen(compiled, library.variables()), data, objective, config)
   inline = _figures(result, time.perf_counter() - start)
+  inline_flops = last_step_flops()
 
   prefixes = PrefixTables()
   t0 = time.perf_counter()
@@ -125,6 +155,7 @@ def main(argv: list[str] | None = None) -> dict:
   _, result = train_program(program, types, context, seed=0, prefixes=prefixes)
   memo = _figures(result, time.perf_counter() - start + prefix_s)
   memo["prefix_table_s"] = round(prefix_s, 2)
+  memo_flops = last_step_flops()
 
   figures = {
     "program": str(program), "module_config": "small" if args.small else "paper",
@@ -133,6 +164,8 @@ def main(argv: list[str] | None = None) -> dict:
     "inline": inline, "memo": memo,
     "ratio sec_per_epoch (inline / memo)": round(inline["sec_per_epoch"] / memo["sec_per_epoch"], 1),
     "ratio candidate_s (inline / memo)": round(inline["candidate_s"] / memo["candidate_s"], 1),
+    **arithmetic_floor(inline_flops, memo_flops, matmul_rate(), math.ceil(args.train_lists / args.batch_size),
+                       inline["sec_per_epoch"]),
     "backend": jax.default_backend(), "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "cpus_used": cpus,
     "loadavg_1min_start": round(load_start, 2), "loadavg_1min_end": round(os.getloadavg()[0], 2),
     "versions": {"python": platform.python_version(), "jax": jax.__version__, "jaxlib": jaxlib.__version__,
