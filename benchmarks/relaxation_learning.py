@@ -25,6 +25,13 @@ the end. The cell states come from:
   component (the cost, or the initial distance) replaced by the true one (a diagnosis): which of the
   regressor's errors the relaxation pays for.
 
+- `--exact --cost_errors F [--errors_in unseen]` (a diagnosis): the true states with a share F of the
+  images' costs misread as another cell cost (uniformly among the other values of `CELL_COST_VALUES`),
+  on every image or only on images no training grid uses (`unseen`: as a regressor that fit its training
+  images would err, on the validation and test grids only). It also prints the exact relaxation's RMSE on
+  the same misread costs (`regressor_floor.split_floor`): how much more than that floor a learned
+  relaxation pays for wrong costs, and whether training on them changes that.
+
 `benchmarks/regressor_floor.py` gives the other bound: exact Bellman-Ford on the regressor's costs.
 """
 
@@ -71,6 +78,29 @@ def exact_states(task) -> np.ndarray:
   return np.stack([cost, distance], axis=-1)
 
 
+def misread_costs(states: np.ndarray, fraction: float, rows: np.ndarray, seed: int = 0) -> np.ndarray:
+  """states (table rows, 2) with the cost of a share `fraction` of `rows` (indices into the table) replaced
+  by another cell cost, drawn uniformly among the other values of `CELL_COST_VALUES`; the initial
+  distances are kept. The rows misread are drawn without replacement with `seed`."""
+  from benchmarks.regressor_floor import CELL_COST_VALUES
+
+  values = np.asarray(CELL_COST_VALUES, np.float32)
+  rng = np.random.default_rng(seed)
+  rows = np.asarray(rows, np.int64)
+  chosen = rng.choice(rows, size=int(round(fraction * len(rows))), replace=False)
+  out = np.array(states, np.float32, copy=True)
+  for r in chosen:
+    out[r, 0] = rng.choice(values[values != out[r, 0]])
+  return out
+
+
+def split_rows(split) -> np.ndarray:
+  """The table rows (image indices) the real cells of a grid split use, sorted, each once."""
+  idx = np.asarray(split.inputs.values).astype(np.int64)
+  real = np.asarray(split.inputs.layouts.mask, bool)[np.asarray(split.inputs.layout)]
+  return np.unique(idx[real])
+
+
 class _FixedTable:
   """A stand-in for `hx.compile.memo.PrefixTables` whose prefix table is given."""
 
@@ -90,6 +120,10 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--true", choices=("costs", "distances"), default=None,
                       help="with --checkpoint or --library: replace this component of the regressor's "
                       "states by the true one (a diagnosis)")
+  parser.add_argument("--cost_errors", type=float, default=0.0,
+                      help="with --exact: the share of images whose cost is misread (a diagnosis)")
+  parser.add_argument("--errors_in", choices=("all", "unseen"), default="all",
+                      help="with --cost_errors: misread any image, or only those no training grid uses")
   parser.add_argument("--regressor", default="compose(nn_1, nn_2)",
                       help="with --checkpoint: the program it trains (the paper's regressor: MLP . CNN)")
   parser.add_argument("--function", default="nn_gs2_1,nn_gs2_2",
@@ -104,6 +138,10 @@ def main(argv: list[str] | None = None) -> dict:
   args = parser.parse_args(argv)
   if args.exact and args.true is not None:
     parser.error("--true replaces part of a regressor's states: give --checkpoint or --library with it")
+  if args.cost_errors and not args.exact:
+    parser.error("--cost_errors misreads the true states: give --exact with it")
+  if not 0.0 <= args.cost_errors <= 1.0:
+    parser.error(f"--cost_errors {args.cost_errors} is outside [0, 1]")
 
   import jax.numpy as jnp
 
@@ -140,8 +178,27 @@ def main(argv: list[str] | None = None) -> dict:
   fresh = default_type_variables(typing.fresh)
   config = training_settings(task.spec.kind, "paper").tune_config(epochs=args.epochs)
   context = task_context(task, library, tune_config=config)
+  floors = {}
   if args.exact:
-    table = jnp.asarray(exact_states(task))
+    states = exact_states(task)
+    if args.cost_errors:
+      from benchmarks.regressor_floor import split_floor
+
+      held_out, train_rows = np.union1d(split_rows(task.val), split_rows(task.test)), split_rows(task.train)
+      if args.errors_in == "all":
+        rows = np.union1d(held_out, train_rows)
+      else:
+        rows = np.setdiff1d(held_out, train_rows)
+      states = misread_costs(states, args.cost_errors, rows, seed=args.seed)
+      where += f", {args.cost_errors:.1%} of the costs of {args.errors_in} images misread"
+      for name, split in (("val", task.val), ("test", task.test)):
+        side = int(round(np.sqrt(np.asarray(split.inputs.layouts.mask).sum(-1).max())))
+        f = split_floor(states, split, side)
+        floors[name] = {"cost_rounded_wrong": f["cost_rounded_wrong"],
+                        "exact_relaxation_rmse": f["distance_rmse_exact_relaxation_raw"]}
+        print(f"# {name}: {f['cost_rounded_wrong']:.2%} of cells misread; exact relaxation on these costs: "
+              f"RMSE {f['distance_rmse_exact_relaxation_raw']:.3f}")
+    table = jnp.asarray(states)
   else:
     table = apply_prefix(names, library.specs(), library.variables(), task.table)
     if args.true is not None:
@@ -154,7 +211,8 @@ def main(argv: list[str] | None = None) -> dict:
   # The seed a synthesis seeded with --seed trains this program with.
   seed = job_seed(args.seed, Candidate(program, tuple(fresh.items()), 0.0, equivalence_key(program, fresh)))
   out = {"states": where, "program": program_text, "seed": seed, "argv": sys.argv, "every": args.every,
-         "batch_size": config.batch_size, "learning_rate": config.learning_rate, "curve": []}
+         "batch_size": config.batch_size, "learning_rate": config.learning_rate, "curve": [],
+         "exact_relaxation_floors": floors}
   print(f"# {where}; {program_text}; seed {seed}; batch {config.batch_size}; validation every {args.every}")
   start = time.perf_counter()
   resume = None

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.relaxation_learning import exact_states
+from benchmarks.regressor_floor import CELL_COST_VALUES
+from benchmarks.relaxation_learning import exact_states, misread_costs, split_rows
 from hx.data import Sources, TaskSizes, build_task, regression_targets, task_spec
 from hx.data.grids import least_costs
 from hx.data.tasks import KINDS, _images
@@ -32,3 +33,24 @@ def test_exact_states_are_the_regression_targets_of_the_grids_images(grid_task):
       np.asarray(s.inputs.values).astype(np.int64)[np.asarray(s.inputs.layouts.mask)[np.asarray(s.inputs.layout)]]
       for s in (task.train, task.val, task.test)]))
   np.testing.assert_array_equal(states[used], truth[used])
+
+
+def test_misread_costs_change_exactly_the_share_asked_of_the_rows_given_and_nothing_else():
+  rng = np.random.default_rng(3)
+  costs = rng.choice(CELL_COST_VALUES, 400).astype(np.float32)
+  states = np.stack([costs, np.full(400, 65.0, np.float32)], -1)
+  rows = np.arange(100, 300)
+  out = misread_costs(states, 0.25, rows, seed=1)
+  changed = np.flatnonzero(out[:, 0] != states[:, 0])
+  assert len(changed) == 50 and np.all((changed >= 100) & (changed < 300))
+  assert set(out[changed, 0].tolist()) <= set(CELL_COST_VALUES)  # another cell cost, never the true one
+  np.testing.assert_array_equal(out[:, 1], states[:, 1])
+  np.testing.assert_array_equal(misread_costs(states, 0.25, rows, seed=1), out)  # seeded
+  np.testing.assert_array_equal(misread_costs(states, 0.0, rows), states)
+
+
+def test_split_rows_are_the_images_of_real_cells():
+  task = build_task(task_spec("shortest_path_street"), SOURCES, SIZES, 0)
+  (side, _), = SIZES.grids_test
+  idx = np.asarray(task.test.inputs.values).astype(np.int64)
+  np.testing.assert_array_equal(split_rows(task.test), np.unique(idx[:, :side * side]))
