@@ -25,8 +25,8 @@ the end. The cell states come from:
   component (the cost, or the initial distance) replaced by the true one (a diagnosis): which of the
   regressor's errors the relaxation pays for.
 
-- `--exact --cost_errors F [--errors_in unseen]` (a diagnosis): the true states with a share F of the
-  images' costs misread as another cell cost (uniformly among the other values of `CELL_COST_VALUES`),
+- `--exact --cost_errors F [--misread_to adjacent] [--errors_in unseen]` (a diagnosis): the true states
+  with a share F of the images' costs misread as another cell cost (any other, or an adjacent one),
   on every image or only on images no training grid uses (`unseen`: as a regressor that fit its training
   images would err, on the validation and test grids only). It also prints the exact relaxation's RMSE on
   the same misread costs (`regressor_floor.split_floor`): how much more than that floor a learned
@@ -78,19 +78,26 @@ def exact_states(task) -> np.ndarray:
   return np.stack([cost, distance], axis=-1)
 
 
-def misread_costs(states: np.ndarray, fraction: float, rows: np.ndarray, seed: int = 0) -> np.ndarray:
+def misread_costs(states: np.ndarray, fraction: float, rows: np.ndarray, seed: int = 0,
+                  to: str = "any") -> np.ndarray:
   """states (table rows, 2) with the cost of a share `fraction` of `rows` (indices into the table) replaced
-  by another cell cost, drawn uniformly among the other values of `CELL_COST_VALUES`; the initial
+  by another cell cost of `CELL_COST_VALUES` (1, 3, 5, 7, 9): with `to="any"` drawn uniformly among the
+  other four, with `to="adjacent"` among the one or two next to it (a 5 read as 3 or 7). The initial
   distances are kept. The rows misread are drawn without replacement with `seed`."""
   from benchmarks.regressor_floor import CELL_COST_VALUES
 
+  if to not in ("any", "adjacent"):
+    raise ValueError(f"misread costs to 'any' or 'adjacent' values, not {to!r}")
   values = np.asarray(CELL_COST_VALUES, np.float32)
   rng = np.random.default_rng(seed)
   rows = np.asarray(rows, np.int64)
   chosen = rng.choice(rows, size=int(round(fraction * len(rows))), replace=False)
   out = np.array(states, np.float32, copy=True)
   for r in chosen:
-    out[r, 0] = rng.choice(values[values != out[r, 0]])
+    i = int(np.flatnonzero(values == out[r, 0])[0])
+    near = [j for j in (i - 1, i + 1) if 0 <= j < len(values)]
+    others = np.delete(values, i) if to == "any" else values[near]
+    out[r, 0] = rng.choice(others)
   return out
 
 
@@ -122,6 +129,8 @@ def main(argv: list[str] | None = None) -> dict:
                       "states by the true one (a diagnosis)")
   parser.add_argument("--cost_errors", type=float, default=0.0,
                       help="with --exact: the share of images whose cost is misread (a diagnosis)")
+  parser.add_argument("--misread_to", choices=("any", "adjacent"), default="any",
+                      help="with --cost_errors: a misread cost is any other cell cost, or an adjacent one")
   parser.add_argument("--errors_in", choices=("all", "unseen"), default="all",
                       help="with --cost_errors: misread any image, or only those no training grid uses")
   parser.add_argument("--regressor", default="compose(nn_1, nn_2)",
@@ -189,8 +198,9 @@ def main(argv: list[str] | None = None) -> dict:
         rows = np.union1d(held_out, train_rows)
       else:
         rows = np.setdiff1d(held_out, train_rows)
-      states = misread_costs(states, args.cost_errors, rows, seed=args.seed)
-      where += f", {args.cost_errors:.1%} of the costs of {args.errors_in} images misread"
+      states = misread_costs(states, args.cost_errors, rows, seed=args.seed, to=args.misread_to)
+      where += (f", {args.cost_errors:.1%} of the costs of {args.errors_in} images misread as "
+                f"{args.misread_to} other value")
       for name, split in (("val", task.val), ("test", task.test)):
         side = int(round(np.sqrt(np.asarray(split.inputs.layouts.mask).sum(-1).max())))
         f = split_floor(states, split, side)

@@ -47,6 +47,10 @@ def test_misread_costs_change_exactly_the_share_asked_of_the_rows_given_and_noth
   np.testing.assert_array_equal(out[:, 1], states[:, 1])
   np.testing.assert_array_equal(misread_costs(states, 0.25, rows, seed=1), out)  # seeded
   np.testing.assert_array_equal(misread_costs(states, 0.0, rows), states)
+  adjacent = misread_costs(states, 1.0, np.arange(400), seed=2, to="adjacent")
+  assert np.all(np.abs(adjacent[:, 0] - states[:, 0]) == 2)  # the next cost up or down, never further
+  assert set(adjacent[states[:, 0] == 1, 0].tolist()) == {3.0}
+  assert set(adjacent[states[:, 0] == 5, 0].tolist()) == {3.0, 7.0}
 
 
 def test_split_rows_are_the_images_of_real_cells():
