@@ -30,7 +30,8 @@ the end. The cell states come from:
   on every image or only on images no training grid uses (`unseen`: as a regressor that fit its training
   images would err, on the validation and test grids only). It also prints the exact relaxation's RMSE on
   the same misread costs (`regressor_floor.split_floor`): how much more than that floor a learned
-  relaxation pays for wrong costs, and whether training on them changes that.
+  relaxation pays for wrong costs, and whether training on them changes that. `--cost_jitter S` adds
+  Gaussian noise of standard deviation S to the same images' costs.
 
 `benchmarks/regressor_floor.py` gives the other bound: exact Bellman-Ford on the regressor's costs.
 """
@@ -108,6 +109,15 @@ def split_rows(split) -> np.ndarray:
   return np.unique(idx[real])
 
 
+def jitter_costs(states: np.ndarray, sigma: float, rows: np.ndarray, seed: int = 0) -> np.ndarray:
+  """states (table rows, 2) with Gaussian noise of standard deviation `sigma` added to the costs of `rows`
+  (as a regressor's continuous outputs scatter around the true cost); the initial distances are kept."""
+  out = np.array(states, np.float32, copy=True)
+  rows = np.asarray(rows, np.int64)
+  out[rows, 0] += np.random.default_rng(seed).normal(0.0, sigma, len(rows)).astype(np.float32)
+  return out
+
+
 class _FixedTable:
   """A stand-in for `hx.compile.memo.PrefixTables` whose prefix table is given."""
 
@@ -129,10 +139,12 @@ def main(argv: list[str] | None = None) -> dict:
                       "states by the true one (a diagnosis)")
   parser.add_argument("--cost_errors", type=float, default=0.0,
                       help="with --exact: the share of images whose cost is misread (a diagnosis)")
+  parser.add_argument("--cost_jitter", type=float, default=0.0,
+                      help="with --exact: Gaussian noise of this deviation on the same images' costs")
   parser.add_argument("--misread_to", choices=("any", "adjacent"), default="any",
                       help="with --cost_errors: a misread cost is any other cell cost, or an adjacent one")
   parser.add_argument("--errors_in", choices=("all", "unseen"), default="all",
-                      help="with --cost_errors: misread any image, or only those no training grid uses")
+                      help="change any image's cost, or only those of images no training grid uses")
   parser.add_argument("--regressor", default="compose(nn_1, nn_2)",
                       help="with --checkpoint: the program it trains (the paper's regressor: MLP . CNN)")
   parser.add_argument("--function", default="nn_gs2_1,nn_gs2_2",
@@ -147,8 +159,8 @@ def main(argv: list[str] | None = None) -> dict:
   args = parser.parse_args(argv)
   if args.exact and args.true is not None:
     parser.error("--true replaces part of a regressor's states: give --checkpoint or --library with it")
-  if args.cost_errors and not args.exact:
-    parser.error("--cost_errors misreads the true states: give --exact with it")
+  if (args.cost_errors or args.cost_jitter) and not args.exact:
+    parser.error("--cost_errors and --cost_jitter change the true states: give --exact with it")
   if not 0.0 <= args.cost_errors <= 1.0:
     parser.error(f"--cost_errors {args.cost_errors} is outside [0, 1]")
 
@@ -190,7 +202,7 @@ def main(argv: list[str] | None = None) -> dict:
   floors = {}
   if args.exact:
     states = exact_states(task)
-    if args.cost_errors:
+    if args.cost_errors or args.cost_jitter:
       from benchmarks.regressor_floor import split_floor
 
       held_out, train_rows = np.union1d(split_rows(task.val), split_rows(task.test)), split_rows(task.train)
@@ -199,8 +211,9 @@ def main(argv: list[str] | None = None) -> dict:
       else:
         rows = np.setdiff1d(held_out, train_rows)
       states = misread_costs(states, args.cost_errors, rows, seed=args.seed, to=args.misread_to)
+      states = jitter_costs(states, args.cost_jitter, rows, seed=args.seed + 1)
       where += (f", {args.cost_errors:.1%} of the costs of {args.errors_in} images misread as "
-                f"{args.misread_to} other value")
+                f"{args.misread_to} other value, jitter {args.cost_jitter}")
       for name, split in (("val", task.val), ("test", task.test)):
         side = int(round(np.sqrt(np.asarray(split.inputs.layouts.mask).sum(-1).max())))
         f = split_floor(states, split, side)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from benchmarks.regressor_floor import CELL_COST_VALUES
-from benchmarks.relaxation_learning import exact_states, misread_costs, split_rows
+from benchmarks.relaxation_learning import exact_states, jitter_costs, misread_costs, split_rows
 from hx.data import Sources, TaskSizes, build_task, regression_targets, task_spec
 from hx.data.grids import least_costs
 from hx.data.tasks import KINDS, _images
@@ -58,3 +58,11 @@ def test_split_rows_are_the_images_of_real_cells():
   (side, _), = SIZES.grids_test
   idx = np.asarray(task.test.inputs.values).astype(np.int64)
   np.testing.assert_array_equal(split_rows(task.test), np.unique(idx[:, :side * side]))
+
+
+def test_jitter_moves_only_the_costs_of_the_rows_given():
+  states = np.stack([np.full(1000, 5.0, np.float32), np.full(1000, 65.0, np.float32)], -1)
+  out = jitter_costs(states, 0.5, np.arange(500), seed=0)
+  np.testing.assert_array_equal(out[500:], states[500:])
+  np.testing.assert_array_equal(out[:, 1], states[:, 1])
+  assert abs(float(np.std(out[:500, 0])) - 0.5) < 0.05 and abs(float(np.mean(out[:500, 0])) - 5.0) < 0.05
