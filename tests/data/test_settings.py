@@ -68,3 +68,15 @@ def test_settings_import_no_jax():
           "print('jax' in sys.modules)")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
   assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("kind", ["count_digit", "regress_mnist", "shortest_path_mnist", "recognize_digit"])
+def test_only_the_authors_preset_scores_validation_within_epochs(kind):
+  # The authors' code scores validation every 1% of the training iterations; the paper's words select
+  # the best epoch; the quick preset is ours.
+  authors = training_settings(kind, "authors")
+  assert authors.val_every == 0.01 and authors.tune_config().val_every == 0.01
+  assert authors.source("val_every").startswith("authors' code")
+  for preset in ("paper", "quick"):
+    s = training_settings(kind, preset)
+    assert s.val_every is None and s.tune_config().val_every is None and s.source("val_every")
