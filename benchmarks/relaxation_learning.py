@@ -151,7 +151,11 @@ def main(argv: list[str] | None = None) -> dict:
                       help="with --library: the regressor's functions in compose order (regressor_floor.py)")
   parser.add_argument("--program", default=None,
                       help="the program trained (default: the paper's, over the regressor's functions)")
-  parser.add_argument("--every", type=float, default=0.1, help="score validation this often (epochs)")
+  parser.add_argument("--every", type=float, default=0.1,
+                      help="pause and score validation this often (epochs)")
+  parser.add_argument("--val_every", type=float, default=None,
+                      help="TuneConfig.val_every: also score validation every this share of the run's steps "
+                           "within each call (no pause: the best point is kept, its curve not printed)")
   parser.add_argument("--epochs", type=int, default=1)
   parser.add_argument("--seed", type=int, default=0, help="the sequence's seed (its data)")
   parser.add_argument("--mnist", default=None)
@@ -197,7 +201,8 @@ def main(argv: list[str] | None = None) -> dict:
     raise SystemExit(f"{program_text}: its frozen prefix is {prefix_names}, not the regressor {names}")
   typing = infer(program, library.types(), task.spec.type)
   fresh = default_type_variables(typing.fresh)
-  config = training_settings(task.spec.kind, "paper").tune_config(epochs=args.epochs)
+  config = training_settings(task.spec.kind, "paper").tune_config(
+      epochs=args.epochs, val_every=args.val_every)
   context = task_context(task, library, tune_config=config)
   floors = {}
   if args.exact:

@@ -331,6 +331,9 @@ def main(argv: list[str] | None = None) -> dict:
                            "--seed's): how much its scores move with the training seed")
   parser.add_argument("--patience", type=int, default=None,
                       help="with --program: TuneConfig.patience of its training (default: none, every epoch)")
+  parser.add_argument("--val_every", type=float, default=None,
+                      help="TuneConfig.val_every of task K's trainings: also score validation every this "
+                           "share of a run's steps (default: the preset's; the authors' code: 0.01)")
   parser.add_argument("--json", default=None, help="write the figures here")
   parser.add_argument("--in_process", action="store_true",
                       help="run every (executor, schedule) in this process (default: each in a new process, "
@@ -365,6 +368,8 @@ def main(argv: list[str] | None = None) -> dict:
     config = dataclasses.replace(config, epochs=args.epochs)
   if args.program and args.patience is not None:
     config = dataclasses.replace(config, patience=args.patience)
+  if args.val_every is not None:
+    config = dataclasses.replace(config, val_every=args.val_every)
   print(f"# {task.summary()}\n# library {library!r} ({library_path}); settings {config}; "
         f"prepared in {time.perf_counter() - t0:.0f} s", flush=True)
 
