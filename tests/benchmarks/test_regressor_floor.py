@@ -4,8 +4,9 @@ and an error in the start's initial distance moves every distance of its grid by
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from benchmarks.regressor_floor import relax
+from benchmarks.regressor_floor import cost_accuracy, relax
 from hx.data.grids import least_costs
 from hx.data.tasks import DISTANCE_BOUND, START_DISTANCE
 
@@ -34,3 +35,13 @@ def test_an_error_in_the_start_distance_shifts_its_whole_grid():
   shifted = start.copy()
   shifted[:, 0, 0] += 2.0
   np.testing.assert_allclose(relax(costs, shifted, None), least_costs(costs) + 2.0)
+
+
+def test_cost_accuracy_of_the_rows_given():
+  truth = np.stack([np.array([1, 3, 5, 7, 9, 9], np.float32), np.full(6, 65.0, np.float32)], -1)
+  outputs = truth.copy()
+  outputs[:, 0] += np.array([0.4, -1.2, 0.0, 2.0, 0.0, 0.5], np.float32)  # rows 1 and 3 round wrong
+  r = cost_accuracy(outputs, truth, np.array([0, 1, 2, 3]))
+  assert r["images"] == 4 and r["cost_rounded_wrong"] == 0.5
+  assert r["cost_rmse"] == pytest.approx(np.sqrt((0.16 + 1.44 + 0 + 4) / 4))
+  assert cost_accuracy(outputs, truth, np.array([4, 5]))["cost_rounded_wrong"] == 0.0
