@@ -24,7 +24,6 @@ the end. The cell states come from:
 - `--true costs` or `--true distances` with either of the first two: the regressor's states with one
   component (the cost, or the initial distance) replaced by the true one (a diagnosis): which of the
   regressor's errors the relaxation pays for.
-
 - `--exact --cost_errors F [--misread_to adjacent] [--errors_in unseen]` (a diagnosis): the true states
   with a share F of the images' costs misread as another cell cost (any other, or an adjacent one),
   on every image or only on images no training grid uses (`unseen`: as a regressor that fit its training
@@ -32,6 +31,9 @@ the end. The cell states come from:
   the same misread costs (`regressor_floor.split_floor`): how much more than that floor a learned
   relaxation pays for wrong costs, and whether training on them changes that. `--cost_jitter S` adds
   Gaussian noise of standard deviation S to the same images' costs.
+
+`--val_every S` sets `TuneConfig.val_every`: validation is also scored every share S of the run's steps
+within each call, and the best point kept (without `--every` pauses, one call: `--every` >= `--epochs`).
 
 `benchmarks/regressor_floor.py` gives the other bound: exact Bellman-Ford on the regressor's costs.
 """
@@ -224,8 +226,8 @@ def main(argv: list[str] | None = None) -> dict:
         f = split_floor(states, split, side)
         floors[name] = {"cost_rounded_wrong": f["cost_rounded_wrong"],
                         "exact_relaxation_rmse": f["distance_rmse_exact_relaxation_raw"]}
-        print(f"# {name}: {f['cost_rounded_wrong']:.2%} of cells misread; exact relaxation on these costs: "
-              f"RMSE {f['distance_rmse_exact_relaxation_raw']:.3f}")
+        print(f"# {name}: {f['cost_rounded_wrong']:.2%} of cells' costs wrong when rounded; exact relaxation "
+              f"on these costs: RMSE {f['distance_rmse_exact_relaxation_raw']:.3f}")
     table = jnp.asarray(states)
   else:
     table = apply_prefix(names, library.specs(), library.variables(), task.table)
