@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from benchmarks.regressor_floor import CELL_COST_VALUES
-from benchmarks.relaxation_learning import exact_states, jitter_costs, misread_costs, split_rows
+from benchmarks.relaxation_learning import (
+  exact_states,
+  jitter_costs,
+  misread_costs,
+  scale_costs,
+  split_rows,
+)
 from hx.data import Sources, TaskSizes, build_task, regression_targets, task_spec
 from hx.data.grids import least_costs
 from hx.data.tasks import KINDS, _images
@@ -66,3 +72,9 @@ def test_jitter_moves_only_the_costs_of_the_rows_given():
   np.testing.assert_array_equal(out[500:], states[500:])
   np.testing.assert_array_equal(out[:, 1], states[:, 1])
   assert abs(float(np.std(out[:500, 0])) - 0.5) < 0.05 and abs(float(np.mean(out[:500, 0])) - 5.0) < 0.05
+
+
+def test_scale_multiplies_only_the_costs_of_the_rows_given():
+  states = np.stack([np.array([1, 3, 5, 9], np.float32), np.full(4, 65.0, np.float32)], -1)
+  out = scale_costs(states, 0.5, np.array([1, 3]))
+  np.testing.assert_array_equal(out, [[1, 65], [1.5, 65], [5, 65], [4.5, 65]])
