@@ -694,6 +694,17 @@ def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective
   return dict(variables, params=tuple(params))
 
 
+_Best = tuple[Any, float, int]
+
+
+def _keep_best(best: _Best, variables: Any, score: float, epoch: int) -> _Best:
+  """best = (variables, score, epoch) so far, or the given ones if `score` is lower. Kept variables are
+  copies: the carry's buffers are donated to (and overwritten by) the next training step."""
+  if score < best[1]:
+    return jax.tree.map(jnp.copy, variables), score, epoch
+  return best
+
+
 def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
          config: TuneConfig = TuneConfig(), *, variables: Any = None, resume: TuneState | None = None,
          until: float | None = None) -> TuneResult:
@@ -829,9 +840,9 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
     for s in range(begin, stop):
       carry = train_exe(carry, frozen, table, train.inputs, train.targets, order, step_id(s), epoch_key)
       steps_run += 1
-      # The epoch's last step and a pause point are scored below in any case.
-      score_here = every is not None and ((epoch - 1) * steps + s + 1) % every == 0 and s + 1 < stop
-      if score_here or ((s + 1) % config.nan_check_every == 0 and s + 1 < stop):
+      inside = s + 1 < stop  # the epoch's last step and a pause point are scored below in any case
+      score_here = inside and every is not None and ((epoch - 1) * steps + s + 1) % every == 0
+      if score_here or (inside and (s + 1) % config.nan_check_every == 0):
         # One scalar read: it waits for the steps so far, so a bad candidate stops within
         # nan_check_every steps instead of running out its epoch.
         bad_step = int(jax.device_get(carry[4]))
@@ -844,9 +855,8 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
         if not math.isfinite(score):
           failed = f"validation score became {score} at epoch {epoch} step {s + 1}"
           break
-        if score < best_score:
-          # A copy: the carry's buffers are donated to (and overwritten by) the next step.
-          best_vars, best_score, best_epoch = jax.tree.map(jnp.copy, current), score, epoch
+        best_vars, best_score, best_epoch = _keep_best((best_vars, best_score, best_epoch), current, score,
+                                                       epoch)
         within += time.perf_counter() - v0
     loss_sum, bad_step, bad_loss = (float(v) for v in jax.device_get(carry[3:]))
     t1 = time.perf_counter()
@@ -867,8 +877,8 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
     if stop < steps:
       # A pause in the middle of the epoch: its parameters were scored, and may be the best so far, but
       # the epoch is not over (no record, no patience count).
-      if val_score < best_score:
-        best_vars, best_score, best_epoch = jax.tree.map(jnp.copy, current), val_score, epoch
+      best_vars, best_score, best_epoch = _keep_best((best_vars, best_score, best_epoch), current, val_score,
+                                                     epoch)
       paused = TuneState(
           params=carry[0], collections=carry[1], opt_state=carry[2], epoch=epoch - 1, step=stop,
           loss_sum=carry[3], score=val_score, best_variables=best_vars, best_score=best_score,
@@ -878,11 +888,10 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
       break
     history.append(EpochRecord(epoch, loss_sum / steps, val_score, val_loss, t1 - t0 - within,
                                t2 - t1 + within))
-    if val_score < best_score:
-      # A copy: the carry's buffers are donated to (and overwritten by) the next step.
-      best_vars, best_score, best_epoch, since_best = jax.tree.map(jnp.copy, current), val_score, epoch, 0
-    elif best_epoch == epoch:
-      since_best = 0  # the best was scored within this epoch (val_every, or a pause in it)
+    best_vars, best_score, best_epoch = _keep_best((best_vars, best_score, best_epoch), current, val_score,
+                                                   epoch)
+    if best_epoch == epoch:
+      since_best = 0  # the best was scored in this epoch: at its end, or within it (val_every, a pause)
     else:
       since_best += 1
       if config.patience is not None and since_best >= config.patience:
