@@ -170,6 +170,11 @@ def main(argv: list[str] | None = None) -> dict:
                       help="TuneConfig.val_every: also score validation every this share of the run's steps "
                            "within each call (no pause: the best point is kept, its curve not printed)")
   parser.add_argument("--epochs", type=int, default=1)
+  parser.add_argument("--update", choices=("replace", "residual"), default=None,
+                      help="the graph kernel's node update (ModuleConfig.graph_update; default: ModuleConfig's)")
+  parser.add_argument("--aggregations", nargs="+", default=None,
+                      help="the graph kernel's aggregations (ModuleConfig.graph_aggregations; default: "
+                           "ModuleConfig's)")
   parser.add_argument("--seed", type=int, default=0, help="the sequence's seed (its data)")
   parser.add_argument("--mnist", default=None)
   parser.add_argument("--json", default=None)
@@ -216,7 +221,8 @@ def main(argv: list[str] | None = None) -> dict:
   fresh = default_type_variables(typing.fresh)
   config = training_settings(task.spec.kind, "paper").tune_config(
       epochs=args.epochs, val_every=args.val_every)
-  context = task_context(task, library, tune_config=config)
+  modules = module_config(args.update, args.aggregations)
+  context = task_context(task, library, tune_config=config, module_config=modules)
   floors = {}
   if args.exact:
     states = exact_states(task)
@@ -254,8 +260,10 @@ def main(argv: list[str] | None = None) -> dict:
   seed = job_seed(args.seed, Candidate(program, tuple(fresh.items()), 0.0, equivalence_key(program, fresh)))
   out = {"states": where, "program": program_text, "seed": seed, "argv": sys.argv, "every": args.every,
          "batch_size": config.batch_size, "learning_rate": config.learning_rate, "curve": [],
-         "exact_relaxation_floors": floors}
-  print(f"# {where}; {program_text}; seed {seed}; batch {config.batch_size}; validation every {args.every}")
+         "exact_relaxation_floors": floors, "graph_update": modules.graph_update,
+         "graph_aggregations": list(modules.graph_aggregations)}
+  print(f"# {where}; {program_text}; seed {seed}; batch {config.batch_size}; validation every {args.every}; "
+        f"kernel {modules.graph_update}, {'/'.join(modules.graph_aggregations)}")
   start = time.perf_counter()
   resume = None
   steps = 0
@@ -281,6 +289,19 @@ def main(argv: list[str] | None = None) -> dict:
     with open(args.json, "w") as f:
       json.dump(out, f, indent=1)
   return out
+
+
+def module_config(update: str | None = None, aggregations: list[str] | None = None):
+  """The paper's module sizes (`ModuleConfig()`) with the graph kernel's node update and aggregations
+  replaced where given (None keeps ModuleConfig's default)."""
+  from hx.compile import ModuleConfig
+
+  changes = {}
+  if update is not None:
+    changes["graph_update"] = update
+  if aggregations is not None:
+    changes["graph_aggregations"] = tuple(aggregations)
+  return ModuleConfig(**changes)
 
 
 def _compose(names: tuple[str, ...]) -> str:
