@@ -78,3 +78,43 @@ def test_scale_multiplies_only_the_costs_of_the_rows_given():
   states = np.stack([np.array([1, 3, 5, 9], np.float32), np.full(4, 65.0, np.float32)], -1)
   out = scale_costs(states, 0.5, np.array([1, 3]))
   np.testing.assert_array_equal(out, [[1, 65], [1.5, 65], [5, 65], [4.5, 65]])
+
+
+def test_grid_errors_are_the_exact_kernels_misses_and_split_by_start_finds_the_grids_without_a_source():
+  """On hx.data's street grids with the hand-set relaxation kernel: grid_errors is the squared distance
+  error of 10 exact rounds (regressor_floor.relax) at every real node, 0 at padding; a start whose
+  initial distance is set to the bound is counted as misread, and its grid carries the error."""
+  from benchmarks.regressor_floor import relax
+  from benchmarks.relaxation_learning import grid_errors, split_by_start
+  from tests.integration.test_shortest_paths import NO_WEIGHTS, _relaxation
+
+  task = build_task(task_spec("shortest_path_street"), SOURCES, SIZES, 0)
+  states = exact_states(task)
+  program, frozen = _relaxation(10)
+  split, side = task.test, SIZES.grids_test[0][0]
+  idx = np.asarray(split.inputs.values).astype(np.int64)[:, :side * side]
+  target = np.asarray(split.targets, np.float32)[:, :side * side, 1]
+
+  def expected(s):
+    d = relax(s[idx][..., 0].reshape(-1, side, side), s[idx][..., 1].reshape(-1, side, side), 10)
+    return (d.reshape(len(idx), -1) - target) ** 2
+
+  errors = grid_errors(program, NO_WEIGHTS, frozen, states, split, chunk=7)
+  assert errors.shape == np.asarray(split.targets).shape[:2]
+  np.testing.assert_allclose(errors[:, :side * side], expected(states), atol=1e-3)
+  np.testing.assert_array_equal(errors[:, side * side:], 0.0)
+  clean = split_by_start(errors, states, split)
+  assert clean["start_misread"] == 0 and clean["misread_mse_share"] == 0.0
+  assert clean["rmse"] == pytest.approx(np.sqrt(expected(states).mean()), abs=1e-3)
+
+  # Grid 3's start image read at the bound: no source in grid 3 (or in any grid sharing that image).
+  missed = states.copy()
+  missed[idx[3, 0], 1] = 65.0
+  hit = idx[:, 0] == idx[3, 0]
+  errors = grid_errors(program, NO_WEIGHTS, frozen, missed, split)
+  np.testing.assert_allclose(errors[:, :side * side], expected(missed), atol=1e-3)
+  b = split_by_start(errors, missed, split)
+  assert b["start_misread"] == int(hit.sum()) >= 1
+  assert b["misread_mse_share"] == pytest.approx(errors[hit].sum() / errors.sum())
+  assert b["misread_mse_share"] > 0.5
+  assert b["rmse_rest"] == pytest.approx(np.sqrt(expected(missed)[~hit].mean()), abs=1e-3)
