@@ -28,7 +28,8 @@ figure is the one to watch (benchmarks/RESULTS.md, "The floor revisited").
 `--checkpoint` takes the regressor from a Tune checkpoint instead (`hx.compile.checkpoint`, e.g. the file
 of a 1,000-epoch task-1 training that `benchmarks/synthesis.py --prefix_program` is still running): the
 variables of its best epoch so far, for `--program` on the sequence's first task: how far a regressor
-has come while it trains.
+has come while it trains. With `--save_library PATH` that regressor is also saved as an `hx.Library`
+(under the sequence's names, e.g. nn_gs2_1, nn_gs2_2), for `benchmarks/synthesis.py --library PATH`.
 
 The library is one that `hx.Library.save` wrote (e.g. `benchmarks/synthesis.py --library_dir`'s
 `gs2_seed0_paper_upto1_...`); the task is built as `benchmarks/synthesis.py` builds it (same sequence, seed,
@@ -147,6 +148,9 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--preset", default="paper")
   parser.add_argument("--mnist", default=None)
   parser.add_argument("--json", default=None)
+  parser.add_argument("--save_library", default=None,
+                      help="with --checkpoint: also save its regressor as an hx.Library here (for "
+                           "`benchmarks/synthesis.py --library`)")
   args = parser.parse_args(argv)
 
   from hx.compile.memo import apply_prefix
@@ -158,8 +162,13 @@ def main(argv: list[str] | None = None) -> dict:
     raise SystemExit("give --library or --checkpoint")
   sizes = TaskSizes.preset(args.preset)
   seq = sequence(args.sequence, seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
+  if args.save_library is not None and args.checkpoint is None:
+    raise SystemExit("--save_library saves a checkpoint's regressor: give --checkpoint")
   if args.checkpoint is not None:
     library, args.function, where = regressor_from_checkpoint(args, seq)
+    if args.save_library is not None:
+      library.save(args.save_library)
+      print(f"# saved as {args.save_library}: {', '.join(library.names)}")
   else:
     library, where = Library.load(args.library), args.library
   names = tuple(n.strip() for n in args.function.split(","))

@@ -31,6 +31,12 @@ Executors: "local" (in this process), "processes" (worker processes: one per cor
 eta=--halving_eta)`) and "patience:N" (every candidate to the end or to its early stop: the task's
 settings with `TuneConfig.patience = N`, not the paper's, which train every epoch).
 
+`--library PATH` takes the tasks before K's library from a saved `hx.Library` instead of preparing it
+(e.g. a GS2 regressor still training, saved from its checkpoint's best epoch by `regressor_floor.py
+--checkpoint FILE --save_library PATH`). `--graph_update residual` gives task K's fresh graph kernels the
+residual node update (`hx.compile.ModuleConfig.graph_update`, ours, not the paper's: the paper does not
+give the kernel's architecture).
+
 `--program TEXT` trains only that candidate of task K (as the search prints it), with the seed a synthesis
 gives it, and reports its validation score per epoch and its test score: one program's learning curve on
 the cached library (e.g. GS2's `compose(repeat(10, conv_g(nn_1)), map_g(...))` for more epochs than a
@@ -252,13 +258,13 @@ def _isolated(args, argv: list[str], runs: list[tuple[str, str]]) -> dict:
   return merged
 
 
-def _one_program(args, task, library, config, out: dict) -> dict:
+def _one_program(args, task, library, config, out: dict, modules=None) -> dict:
   """--program: trains that one candidate as synthesis would (same seed), reports its curve."""
   from hx.synth.executors import Job, job_seed, run_job
   from hx.synth.synthesize import task_context
 
   order, cand = _find(task, library, args.program)
-  context = task_context(task, library, None, config)
+  context = task_context(task, library, modules, config)
   seeds = [args.seed] if args.program_seeds is None else [int(x) for x in args.program_seeds.split(",")]
   for seed in seeds:
     start = time.perf_counter()
@@ -315,6 +321,13 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--prefix_cnn_dropout", type=float, default=None,
                       help="the CNNs' dropout rate in the tasks before K (default: ModuleConfig's 0.5); a "
                       "diagnosis, not the paper's setting")
+  parser.add_argument("--library", default=None,
+                      help="a saved hx.Library to use as the tasks before K's instead of preparing one "
+                           "(e.g. `regressor_floor.py --checkpoint FILE --save_library PATH`: a regressor "
+                           "still training, its best epoch so far)")
+  parser.add_argument("--graph_update", choices=("replace", "residual"), default=None,
+                      help="ModuleConfig.graph_update of task K's fresh graph kernels (default: "
+                           "ModuleConfig's)")
   parser.add_argument("--halving_first", type=float, default=2.0)
   parser.add_argument("--halving_eta", type=int, default=4)
   parser.add_argument("--ray_address", default=None)
@@ -358,7 +371,17 @@ def main(argv: list[str] | None = None) -> dict:
   sizes = TaskSizes.preset(args.preset)
   seq = sequence(name, seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
   t0 = time.perf_counter()
-  library, library_path = _prefix_library(args, seq, index, sizes)
+  if args.library is not None:
+    from hx.synth import Library
+
+    library, library_path = Library.load(args.library), args.library
+  else:
+    library, library_path = _prefix_library(args, seq, index, sizes)
+  modules = None
+  if args.graph_update is not None:
+    from hx.compile import ModuleConfig
+
+    modules = ModuleConfig(graph_update=args.graph_update)
   task = seq.build(index - 1)
   if args.fraction < 1:
     task = task.with_fraction(args.fraction)
@@ -377,11 +400,12 @@ def main(argv: list[str] | None = None) -> dict:
          "fraction": args.fraction, "mnist": args.mnist, "prefix_epochs": args.prefix_epochs,
          "candidates": args.candidates, "epochs": config.epochs, "batch_size": config.batch_size,
          "bias_from_targets": config.bias_from_targets, "library": list(library.names), "argv": sys.argv,
+         "library_path": library_path, "graph_update": args.graph_update,
          "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()},
          "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
          "versions": _versions(), "runs": []}
   if args.program:
-    return _one_program(args, task, library, config, out)
+    return _one_program(args, task, library, config, out, modules)
   header = ("| executor | schedule | wall s | candidates/h | search | compile | train | eval | worker s | "
             "cand-epochs | top program | val | test |")
   print(header)
@@ -399,7 +423,8 @@ def main(argv: list[str] | None = None) -> dict:
           raise SystemExit(f"unknown schedule {schedule_name!r}: full, halving or patience:N")
         load = os.getloadavg()[0]
         r = synthesize(task, library, budget=Budget(candidates=args.candidates, schedule=schedule),
-                       seed=args.seed, tune_config=run_config, executor=executor, sequence=seq.name)
+                       seed=args.seed, tune_config=run_config, module_config=modules, executor=executor,
+                       sequence=seq.name)
         worker = r.compile_seconds + r.train_seconds + r.eval_seconds
         best = r.ranked[0]
         run = {
