@@ -289,10 +289,16 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.compile import make_frozen
 
   frozen = make_frozen(compiled, library.variables())
+  truth = exact_states(task)
   out["by_start"] = {}
   for name, split in (("val", task.val), ("test", task.test)):
     errors = grid_errors(compiled, r.variables, frozen, table, split)
     out["by_start"][name] = b = split_by_start(errors, np.asarray(table), split)
+    c = split_by_costs(errors, np.asarray(table), truth, split)
+    out["by_costs"] = {**out.get("by_costs", {}), name: c}
+    print(f"{name}: {c['clean_share']:.1%} of grids have every cost right when rounded: learned RMSE "
+          f"{c['rmse_clean']:.3f} there (exact relaxation on the same costs {c['exact_clean']:.3f}), "
+          f"{c['rmse_rest']:.3f} on the others (exact {c['exact_rest']:.3f})")
     print(f"{name}: RMSE {b['rmse']:.3f}; the {b['start_misread']} grids ({b['start_misread_share']:.2%}) "
           f"whose start the states read nearer the bound than START_DISTANCE give "
           f"{b['misread_mse_share']:.1%} of the squared error (RMSE {b['rmse_misread']:.3f}); the rest RMSE "
@@ -338,6 +344,34 @@ def split_by_start(errors: np.ndarray, states: np.ndarray, split) -> dict:
           "start_misread_share": float(missed.mean()),
           "misread_mse_share": float(errors[missed].sum() / max(errors.sum(), 1e-30)),
           "rmse_misread": rmse(missed) if missed.any() else float("nan"), "rmse_rest": rmse(~missed)}
+
+
+def split_by_costs(errors: np.ndarray, states: np.ndarray, truth: np.ndarray, split) -> dict:
+  """The distance RMSE of `errors` (grids, nodes) from `grid_errors` on the grids of `split` whose every
+  real cell's cost in `states` (table rows, 2) rounds to its true one in `truth` (rows, 2) (`clean`), and
+  on the others, beside the exact relaxation's on the same costs from the true start (the floor,
+  `regressor_floor.split_floor`'s raw figure) on each part. The split's grids must all be n x n."""
+  from benchmarks.regressor_floor import CELL_COST_VALUES
+  from hx.data.grids import least_costs
+
+  mask = np.asarray(split.inputs.layouts.mask, bool)[np.asarray(split.inputs.layout)]
+  real = int(mask.sum(-1).max())
+  side = int(round(np.sqrt(real)))
+  if side * side != real or not mask[:, :real].all():
+    sizes = sorted(set(mask.sum(-1).tolist()))
+    raise ValueError(f"split_by_costs needs grids of one size n x n; this split has {sizes} real nodes")
+  idx = np.asarray(split.inputs.values).astype(np.int64)[:, :real]
+  cost = states[idx][..., 0]
+  values = np.asarray(CELL_COST_VALUES, np.float32)
+  rounded = values[np.abs(cost[..., None] - values).argmin(-1)]
+  clean = np.all(rounded == truth[idx][..., 0], axis=-1)
+  target = np.asarray(split.targets, np.float32)[:, :real, 1]
+  exact = (least_costs(np.clip(cost, 1e-3, None).reshape(-1, side, side)).reshape(len(idx), -1) - target) ** 2
+  rmse = lambda e, rows: float(np.sqrt(e[rows].mean())) if rows.any() else float("nan")
+  learned = errors[:, :real]
+  return {"clean_share": float(clean.mean()), "rmse_clean": rmse(learned, clean),
+          "rmse_rest": rmse(learned, ~clean), "exact_clean": rmse(exact, clean),
+          "exact_rest": rmse(exact, ~clean)}
 
 
 def module_config(update: str | None = None, aggregations: list[str] | None = None):

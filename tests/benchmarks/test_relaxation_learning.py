@@ -118,3 +118,31 @@ def test_grid_errors_are_the_exact_kernels_misses_and_split_by_start_finds_the_g
   assert b["misread_mse_share"] == pytest.approx(errors[hit].sum() / errors.sum())
   assert b["misread_mse_share"] > 0.5
   assert b["rmse_rest"] == pytest.approx(np.sqrt(expected(missed)[~hit].mean()), abs=1e-3)
+
+
+def test_split_by_costs_separates_the_grids_with_a_misread_cost_and_scores_the_floor_on_each():
+  """The exact states are all clean and the hand-set kernel's 10 rounds score the floor there; a cost read
+  wrong in one image moves exactly the grids that use it to the other part, where the exact relaxation on
+  the misread cost (the floor) is off."""
+  from benchmarks.relaxation_learning import grid_errors, split_by_costs
+  from tests.integration.test_shortest_paths import NO_WEIGHTS, _relaxation
+
+  task = build_task(task_spec("shortest_path_street"), SOURCES, SIZES, 0)
+  truth = exact_states(task)
+  program, frozen = _relaxation(24)  # enough rounds for any 5x5 path: the kernel is the exact relaxation
+  split = task.test
+  errors = grid_errors(program, NO_WEIGHTS, frozen, truth, split)
+  c = split_by_costs(errors, truth, truth, split)
+  assert c["clean_share"] == 1.0 and c["rmse_clean"] == pytest.approx(0.0, abs=1e-3)
+  assert c["exact_clean"] == 0.0 and np.isnan(c["rmse_rest"]) and np.isnan(c["exact_rest"])
+  idx = np.asarray(split.inputs.values).astype(np.int64)[:, :25]
+  image = idx[2, 12]  # the centre of grid 2
+  wrong = truth.copy()
+  wrong[image, 0] = 9.0 if truth[image, 0] != 9.0 else 1.0
+  hit = np.any(idx == image, axis=1)
+  errors = grid_errors(program, NO_WEIGHTS, frozen, wrong, split)
+  c = split_by_costs(errors, wrong, truth, split)
+  assert c["clean_share"] == pytest.approx(1 - hit.mean())
+  assert c["rmse_clean"] == pytest.approx(0.0, abs=1e-3) and c["exact_clean"] == 0.0
+  # The exact relaxation on the misread cost is the same kernel, run to convergence: the two agree.
+  assert c["exact_rest"] > 0.1 and c["rmse_rest"] == pytest.approx(c["exact_rest"], rel=1e-3)
