@@ -173,6 +173,11 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--update", choices=("replace", "residual"), default=None,
                       help="the graph kernel's node update (ModuleConfig.graph_update; default: "
                            "ModuleConfig's)")
+  parser.add_argument("--kernel", choices=("pairs", "slots"), default=None,
+                      help="the graph kernel's template (ModuleConfig.graph_kernel; default: ModuleConfig's)")
+  parser.add_argument("--slot_hidden", type=int, default=None,
+                      help="the slot kernel's width (ModuleConfig.graph_slot_hidden; default: the "
+                           "authors' 100)")
   parser.add_argument("--aggregations", nargs="+", default=None,
                       help="the graph kernel's aggregations (ModuleConfig.graph_aggregations; default: "
                            "ModuleConfig's)")
@@ -222,7 +227,7 @@ def main(argv: list[str] | None = None) -> dict:
   fresh = default_type_variables(typing.fresh)
   config = training_settings(task.spec.kind, "paper").tune_config(
       epochs=args.epochs, val_every=args.val_every)
-  modules = module_config(args.update, args.aggregations)
+  modules = module_config(args.update, args.aggregations, args.kernel, args.slot_hidden)
   context = task_context(task, library, tune_config=config, module_config=modules)
   floors = {}
   if args.exact:
@@ -262,9 +267,12 @@ def main(argv: list[str] | None = None) -> dict:
   out = {"states": where, "program": program_text, "seed": seed, "argv": sys.argv, "every": args.every,
          "batch_size": config.batch_size, "learning_rate": config.learning_rate, "curve": [],
          "exact_relaxation_floors": floors, "graph_update": modules.graph_update,
-         "graph_aggregations": list(modules.graph_aggregations)}
+         "graph_aggregations": list(modules.graph_aggregations),
+         "graph_kernel": modules.graph_kernel, "graph_slot_hidden": modules.graph_slot_hidden}
   print(f"# {where}; {program_text}; seed {seed}; batch {config.batch_size}; validation every {args.every}; "
-        f"kernel {modules.graph_update}, {'/'.join(modules.graph_aggregations)}")
+        f"kernel {modules.graph_kernel}, {modules.graph_update}, "
+        + (f"width {modules.graph_slot_hidden}" if modules.graph_kernel == "slots"
+           else "/".join(modules.graph_aggregations)))
   start = time.perf_counter()
   resume = None
   steps = 0
@@ -374,12 +382,17 @@ def split_by_costs(errors: np.ndarray, states: np.ndarray, truth: np.ndarray, sp
           "exact_rest": rmse(exact, ~clean)}
 
 
-def module_config(update: str | None = None, aggregations: list[str] | None = None):
-  """The paper's module sizes (`ModuleConfig()`) with the graph kernel's node update and aggregations
-  replaced where given (None keeps ModuleConfig's default)."""
+def module_config(update: str | None = None, aggregations: list[str] | None = None, kernel: str | None = None,
+                  slot_hidden: int | None = None):
+  """The paper's module sizes (`ModuleConfig()`) with the graph kernel's node update, aggregations,
+  template and slot width replaced where given (None keeps ModuleConfig's default)."""
   from hx.compile import ModuleConfig
 
   changes = {}
+  if kernel is not None:
+    changes["graph_kernel"] = kernel
+  if slot_hidden is not None:
+    changes["graph_slot_hidden"] = slot_hidden
   if update is not None:
     changes["graph_update"] = update
   if aggregations is not None:

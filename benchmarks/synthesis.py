@@ -35,7 +35,8 @@ settings with `TuneConfig.patience = N`, not the paper's, which train every epoc
 (e.g. a GS2 regressor still training, saved from its checkpoint's best epoch by `regressor_floor.py
 --checkpoint FILE --save_library PATH`). `--graph_update residual` gives task K's fresh graph kernels the
 residual node update (`hx.compile.ModuleConfig.graph_update`, ours, not the paper's: the paper does not
-give the kernel's architecture).
+give the kernel's architecture); `--graph_kernel slots` the authors' grid kernel, a network over the
+neighbour slots by direction (`--graph_slot_hidden` its width, the authors' 100).
 
 `--program TEXT` trains only that candidate of task K (as the search prints it), with the seed a synthesis
 gives it, and reports its validation score per epoch and its test score: one program's learning curve on
@@ -328,6 +329,12 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--graph_update", choices=("replace", "residual"), default=None,
                       help="ModuleConfig.graph_update of task K's fresh graph kernels (default: "
                            "ModuleConfig's)")
+  parser.add_argument("--graph_kernel", choices=("pairs", "slots"), default=None,
+                      help="ModuleConfig.graph_kernel of task K's fresh graph kernels (default: "
+                           "ModuleConfig's)")
+  parser.add_argument("--graph_slot_hidden", type=int, default=None,
+                      help="ModuleConfig.graph_slot_hidden (the slot kernel's width; default: the "
+                           "authors' 100)")
   parser.add_argument("--halving_first", type=float, default=2.0)
   parser.add_argument("--halving_eta", type=int, default=4)
   parser.add_argument("--ray_address", default=None)
@@ -378,10 +385,12 @@ def main(argv: list[str] | None = None) -> dict:
   else:
     library, library_path = _prefix_library(args, seq, index, sizes)
   modules = None
-  if args.graph_update is not None:
+  changes = {k: v for k, v in (("graph_update", args.graph_update), ("graph_kernel", args.graph_kernel),
+                               ("graph_slot_hidden", args.graph_slot_hidden)) if v is not None}
+  if changes:
     from hx.compile import ModuleConfig
 
-    modules = ModuleConfig(graph_update=args.graph_update)
+    modules = ModuleConfig(**changes)
   task = seq.build(index - 1)
   if args.fraction < 1:
     task = task.with_fraction(args.fraction)
@@ -400,7 +409,7 @@ def main(argv: list[str] | None = None) -> dict:
          "fraction": args.fraction, "mnist": args.mnist, "prefix_epochs": args.prefix_epochs,
          "candidates": args.candidates, "epochs": config.epochs, "batch_size": config.batch_size,
          "bias_from_targets": config.bias_from_targets, "library": list(library.names), "argv": sys.argv,
-         "library_path": library_path, "graph_update": args.graph_update,
+         "library_path": library_path, "module_changes": changes,
          "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()},
          "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
          "versions": _versions(), "runs": []}

@@ -522,6 +522,10 @@ class _Lowering:
                                x.neighbour_mask[:, :, 1:].reshape(r, -1), x.mask)
         return x._replace(values=self._edge_conv(ctx, module, edges, real, keys))
       if isinstance(x, EdgeGraphBatch):
+        if module is not None and module.spec.template == "slot_kernel":
+          raise NotImplementedError(
+            "conv_g over edge lists with a slot kernel: edge lists have no slot order (directions); use "
+            "ModuleConfig.graph_kernel='pairs' on edge-list graphs")
         if not segments:
           what = "a composition" if module is None else f"a {module.spec.template} module"
           raise NotImplementedError(

@@ -41,6 +41,23 @@ Templates (B below is the number of rows a module is called on; types exclude th
                 its self pair, and the reductions are segment operations (`jax.ops.segment_min` /
                 `segment_max` / `segment_sum`) over the receivers.
 
+  slot_kernel   `List<T> -> U` in the kernel position of conv_g / conv_l when `ModuleConfig.graph_kernel` is
+                "slots": a network over the neighbour list in its slot order, as the authors' grid kernel
+                (their `NetGRAPHNew`: a 3x3 convolution with its corners held at zero over the (cost,
+                distance) grid, then 1x1 convolutions of 100 channels, ReLU after each, then a 1x1
+                convolution to the new distance). With K = `graph_slots` slots (a grid's neighbour table:
+                the node, up, down, left, right; `hx.data.grids`) and H = `graph_slot_hidden`:
+                  h = ReLU(Dense(H)(concat(x_1 .. x_K, m_1 .. m_K))), then `graph_slot_layers` - 1 times
+                  h = ReLU(Dense(H)(h)), out = activation(Dense(U)(h)),
+                x_k the k-th entry of the list (zero where the slot is empty: the authors' zero padding)
+                and m_k 1 where it is filled (ours: so that a value 0 and an empty slot differ). The slots
+                are directions, so the kernel tells a cell's up neighbour from its down one and a grid's
+                corners apart (the start of a shortest-path grid is the top-left one), which no
+                order-invariant reduction can. With `graph_update="residual"` and U the element type,
+                out = activation(x_1 + Dense(U)(h)), the last Dense starting at zero. Only on neighbour
+                lists whose slots mean something (a grid's table, conv_l's windows of K elements): edge
+                lists have no slot order and are refused. No batch norm, no dropout.
+
 Output activation from the output type: `Tensor<bool>[1]` sigmoid, `Tensor<bool>[k]` (k > 1) softmax
 over the k entries, any other bool shape elementwise sigmoid, `real` none.
 
@@ -77,14 +94,15 @@ from hx.lang.types import (
 )
 
 __all__ = [
-  "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "module_spec", "init_module",
-  "apply_module", "cnn_feature_size", "TEMPLATES", "Neighbourhoods", "apply_dense", "activate",
+  "GRAPH_KERNELS", "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "module_spec",
+  "init_module", "apply_module", "cnn_feature_size", "TEMPLATES", "Neighbourhoods", "apply_dense", "activate",
   "batch_norm", "row_dropout", "PRECISION", "matmul",
 ]
 
-TEMPLATES = ("mlp", "cnn", "lstm", "graph_kernel")
+TEMPLATES = ("mlp", "cnn", "lstm", "graph_kernel", "slot_kernel")
 AGGREGATIONS = ("min", "max", "mean", "sum")
 GRAPH_UPDATES = ("replace", "residual")
+GRAPH_KERNELS = ("pairs", "slots")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +123,16 @@ class ModuleConfig:
     graph_update: "replace" (default: the kernel's output is the node network's) or "residual": where a
       kernel's output type is its element type (as under repeat and fix), the node's own value plus the
       node network's output, whose last layer starts at zero, so that a fresh kernel starts as the
-      identity (ours, not the paper's; see the graph_kernel template above).
+      identity (ours, not the paper's; see the graph_kernel template above). Applies to both kernels.
+    graph_kernel: the kernel template of conv_g / conv_l: "pairs" (default: `graph_kernel`, an
+      order-invariant pair network and reductions; ours) or "slots" (`slot_kernel`: a network over the
+      neighbour list's slots in order, the authors' grid kernel; the paper does not give the kernel's
+      architecture).
+    graph_slots: K, the slots of the slot kernel's lists (5: a grid's node and its 4 directions,
+      `hx.data.grids.K`; conv_l's window has 2 * conv_window + 1).
+    graph_slot_hidden: width of the slot kernel's hidden layers (the authors': 100 channels).
+    graph_slot_layers: hidden layers of the slot kernel (the authors': 5, the 3x3 and four 1x1
+      convolutions before the output one).
     conv_window: p of conv_l: the window is 2p+1 elements with clamped ends (paper: p > 0; 1).
     bn_momentum: running-statistics momentum (torch's 0.1 in flax's convention).
     bn_epsilon: batch-norm epsilon.
@@ -122,6 +149,10 @@ class ModuleConfig:
   graph_message: int = 16
   graph_aggregations: tuple[str, ...] = ("min", "max", "mean")
   graph_update: str = "replace"
+  graph_kernel: str = "pairs"
+  graph_slots: int = 5
+  graph_slot_hidden: int = 100
+  graph_slot_layers: int = 5
   conv_window: int = 1
   bn_momentum: float = 0.9
   bn_epsilon: float = 1e-5
@@ -134,6 +165,11 @@ class ModuleConfig:
                        f"{self.graph_aggregations!r}")
     if self.graph_update not in GRAPH_UPDATES:
       raise ValueError(f"graph_update must be one of {GRAPH_UPDATES}, got {self.graph_update!r}")
+    if self.graph_kernel not in GRAPH_KERNELS:
+      raise ValueError(f"graph_kernel must be one of {GRAPH_KERNELS}, got {self.graph_kernel!r}")
+    for name in ("graph_slots", "graph_slot_hidden", "graph_slot_layers"):
+      if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
+        raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
     if self.conv_window < 1:
       raise ValueError(f"conv_window (p) must be >= 1, got {self.conv_window}")
     for name in ("mlp_dropout", "cnn_dropout"):
@@ -154,7 +190,7 @@ class ModuleSpec:
   """Everything needed to build a module, nothing about parameter values. Frozen and hashable.
 
   Attributes:
-    template: "mlp" | "cnn" | "lstm" | "graph_kernel".
+    template: "mlp" | "cnn" | "lstm" | "graph_kernel" | "slot_kernel".
     inputs: the argument types, in order (two for a fold step `S -> A -> S`).
     output: the result type (a tensor type).
     activation: "sigmoid" | "softmax" | "none", from the output type.
@@ -254,12 +290,17 @@ def module_spec(fn_type: Type, config: ModuleConfig = ModuleConfig(), *, role: s
     return ModuleSpec("mlp", tuple(args), out, act, tuple(sorted(hyper.items())))
   if len(args) == 1 and isinstance(args[0], ListType) and _is_vector_like(args[0].elem):
     if role == "kernel":
-      hyper = dict(hidden=c.graph_hidden, message=c.graph_message,
-                   aggregations=tuple(c.graph_aggregations))
+      if c.graph_kernel == "slots":
+        hyper = dict(hidden=c.graph_slot_hidden, layers=c.graph_slot_layers, slots=c.graph_slots)
+        template = "slot_kernel"
+      else:
+        hyper = dict(hidden=c.graph_hidden, message=c.graph_message,
+                     aggregations=tuple(c.graph_aggregations))
+        template = "graph_kernel"
       if c.graph_update == "residual" and out == args[0].elem:
         # Recorded only when it applies, so that the default's specs (and library entries) are unchanged.
         hyper["update"] = "residual"
-      return ModuleSpec("graph_kernel", (args[0],), out, act, tuple(sorted(hyper.items())))
+      return ModuleSpec(template, (args[0],), out, act, tuple(sorted(hyper.items())))
     return ModuleSpec("lstm", (args[0],), out, act, (("hidden", c.lstm_hidden),))
   if any(isinstance(a, FunctionType) for a in args):
     raise refuse("it takes a function")
@@ -331,6 +372,12 @@ def init_module(spec: ModuleSpec, rng: jax.Array) -> tuple[dict, dict]:
     return {"pair_hidden": _dense(keys[0], 2 * d, h), "pair_out": _dense(keys[1], h, m),
             "node_hidden": _dense(keys[2], d + n_agg * m, h),
             "node_out": _dense(keys[3], h, _size(spec.output), zero=_residual(spec))}, {}
+  if t == "slot_kernel":
+    d, h = _size(spec.inputs[0].elem), spec["hidden"]
+    sizes = [spec["slots"] * (d + 1)] + [h] * spec["layers"]
+    hidden = tuple(_dense(jax.random.fold_in(keys[0], i), a, b)
+                   for i, (a, b) in enumerate(zip(sizes, sizes[1:])))
+    return {"hidden": hidden, "out": _dense(keys[1], h, _size(spec.output), zero=_residual(spec))}, {}
   raise ValueError(f"unknown template {t!r}")
 
 
@@ -609,6 +656,23 @@ def _node_output(spec: ModuleSpec, params: dict, x: jax.Array, agg: list) -> jax
   return x + y if _residual(spec) else y
 
 
+def _slot_kernel(spec: ModuleSpec, params: dict, values: jax.Array, valid: jax.Array) -> jax.Array:
+  """The slot kernel on R lists values (R, K, *elem) with mask (R, K), slot 0 the node itself:
+  (R, prod(output)) pre-activation (see the slot_kernel template)."""
+  r, k = values.shape[:2]
+  if k != spec["slots"]:
+    raise ValueError(f"a slot kernel built for lists of {spec['slots']} slots (ModuleConfig.graph_slots) got "
+                     f"lists of {k}: conv_g on a grid's neighbour table has 5 (hx.data.grids.K), conv_l's "
+                     "window 2 * conv_window + 1")
+  valid = valid.astype(bool)
+  x = jnp.where(valid[..., None], values.reshape(r, k, -1).astype(jnp.float32), 0.0)
+  h = jnp.concatenate([x.reshape(r, -1), valid.astype(jnp.float32)], -1)
+  for layer in params["hidden"]:
+    h = jax.nn.relu(apply_dense(layer, h))
+  y = apply_dense(params["out"], h)
+  return x[:, 0] + y if _residual(spec) else y
+
+
 # The kernels as called inside a loop (`recompute=True`): rematerialised, see above.
 _RECOMPUTED = {f: jax.checkpoint(f, static_argnums=(0,)) for f in (_graph_kernel_lists, _graph_kernel_edges)}
 
@@ -692,5 +756,12 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     kernel = _RECOMPUTED[_graph_kernel_lists] if recompute else _graph_kernel_lists
     y = kernel(spec, params, lb.values, lb.mask)
     return activate(y.reshape((r,) + out_shape), activation), stats
+  if t == "slot_kernel":
+    (lb,) = inputs
+    if isinstance(lb, Neighbourhoods):
+      raise NotImplementedError("a slot kernel reads its neighbour list by slot (direction); edge lists have "
+                                "no slot order: use ModuleConfig.graph_kernel='pairs' on edge-list graphs")
+    y = _slot_kernel(spec, params, lb.values, lb.mask)
+    return activate(y.reshape((lb.values.shape[0],) + out_shape), activation), stats
   raise ValueError(f"unknown template {t!r}")
 

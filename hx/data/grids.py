@@ -1,9 +1,11 @@
 """Grids for the shortest-path tasks: 4-connected n x n grids as graphs, and their least-cost labels.
 
 A grid's N = n*n nodes are numbered row-major. Its neighbour table lists, for node u, u itself first and
-then its neighbours up, down, left and right where they exist (K = 5 entries, padded with u itself and
-masked). Grids of several sizes in one split are padded to the largest node count with masked nodes, and
-all grids of one size share one table (`grid_layouts`).
+then its neighbours up, down, left and right, each in its own slot (K = 5 entries); a slot whose
+neighbour does not exist (a border) holds u itself and is masked, so slot k means the same direction in
+every row (a slot kernel, `hx.compile.modules`, reads them by direction). Grids of several sizes in one
+split are padded to the largest node count with masked nodes, and all grids of one size share one table
+(`grid_layouts`).
 
 The distance convention, the same everywhere in hx (these labels, the regression tasks' targets in
 `hx.data.tasks`, and the hand-set Bellman-Ford kernel of the tests), is the authors' (their
@@ -35,8 +37,8 @@ def neighbour_table(n: int, nodes: int | None = None) -> tuple[np.ndarray, np.nd
   """The neighbour table of an n x n grid, padded to `nodes` (default n*n) nodes.
 
   Returns:
-    neighbours: int32 (nodes, K); row u is [u, up, down, left, right] with missing entries (and padded
-      nodes' rows) pointing at u itself.
+    neighbours: int32 (nodes, K); row u is [u, up, down, left, right], slot k always the same direction;
+      missing neighbours (and padded nodes' rows) point at u itself.
     neighbour_mask: bool (nodes, K); True for u itself and its existing neighbours, False elsewhere (and
       everywhere on padded nodes).
     mask: bool (nodes,); True for the n*n real nodes.
@@ -49,14 +51,11 @@ def neighbour_table(n: int, nodes: int | None = None) -> tuple[np.ndarray, np.nd
   real = u < n * n
   candidates = [(u, real), (u - n, real & (r > 0)), (u + n, real & (r < n - 1)),
                 (u - 1, real & (c > 0)), (u + 1, real & (c < n - 1))]
-  neighbours = np.empty((nodes, K), np.int32)
+  neighbours = np.repeat(u[:, None], K, 1).astype(np.int32)
   neighbour_mask = np.zeros((nodes, K), bool)
-  fill = np.zeros(nodes, np.int64)
-  neighbours[:] = u[:, None]
-  for idx, ok in candidates:
-    neighbours[ok, fill[ok]] = idx[ok]
-    neighbour_mask[ok, fill[ok]] = True
-    fill += ok
+  for slot, (idx, ok) in enumerate(candidates):
+    neighbours[ok, slot] = idx[ok]
+    neighbour_mask[ok, slot] = True
   return neighbours, neighbour_mask, real
 
 

@@ -55,6 +55,24 @@ def test_neighbour_table_of_a_padded_grid():
     neighbour_table(5, nodes=16)
 
 
+def test_neighbour_slots_are_directions():
+  """Slot k is the same direction in every row (node, up, down, left, right), empty at a border: a slot
+  kernel reads a cell's neighbours by direction and tells the corners apart."""
+  neighbours, neighbour_mask, _ = neighbour_table(3)
+  assert neighbours[4].tolist() == [4, 1, 7, 3, 5]  # the centre: up 1, down 7, left 3, right 5
+  assert neighbour_mask[0].tolist() == [True, False, True, False, True]  # top left: down 3, right 1
+  assert neighbours[0, [2, 4]].tolist() == [3, 1]
+  assert neighbour_mask[8].tolist() == [True, True, False, True, False]  # bottom right: up 5, left 7
+  assert neighbours[8, [1, 3]].tolist() == [5, 7]
+  n = 4
+  nb, nm, _ = neighbour_table(n)
+  r, c = np.divmod(np.arange(n * n), n)
+  for slot, (dr, dc) in enumerate([(-1, 0), (1, 0), (0, -1), (0, 1)], start=1):
+    ok = nm[:, slot]
+    np.testing.assert_array_equal(ok, (0 <= r + dr) & (r + dr < n) & (0 <= c + dc) & (c + dc < n))
+    np.testing.assert_array_equal(nb[ok, slot], ((r + dr) * n + c + dc)[ok])
+
+
 def test_grid_targets_hold_cost_and_distance_per_node():
   costs = np.array([[[1, 3], [5, 1]]], np.float32)
   targets = grid_targets(costs, nodes=9)
