@@ -33,6 +33,14 @@ the end. The cell states come from:
   Gaussian noise of standard deviation S to the same images' costs, after `--cost_scale A` multiplied
   them by A (a regressor reading high costs low: A < 1).
 
+`--update`, `--aggregations`, `--kernel` and `--slot_hidden` change the fresh kernel's `ModuleConfig`
+(`graph_update`, `graph_aggregations`, `graph_kernel`: "pairs" or the authors' "slots", and
+`graph_slot_hidden`). After training, the test error of the best variables is broken down twice on the
+validation and test grids: between the grids whose start image the states give an initial distance
+nearer the bound than the start's (`split_by_start`: a regressor that missed the start) and the rest,
+and between the grids whose costs all round to the true ones and the rest, beside the exact relaxation
+on the same costs (`split_by_costs`).
+
 `--val_every S` sets `TuneConfig.val_every`: validation is also scored every share S of the run's steps
 within each call, and the best point kept (without `--every` pauses, one call: `--every` >= `--epochs`).
 
