@@ -52,6 +52,12 @@ CELL_COST_VALUES = (1, 3, 5, 7, 9)
 ROUNDS = 10  # the paper's program: repeat(10, conv_g(nn))
 
 
+def round_costs(cost: np.ndarray) -> np.ndarray:
+  """Each predicted cost (any shape) rounded to the nearest cell cost of `CELL_COST_VALUES`."""
+  values = np.asarray(CELL_COST_VALUES, np.float32)
+  return values[np.abs(np.asarray(cost)[..., None] - values).argmin(-1)]
+
+
 def split_floor(outputs: np.ndarray, split, side: int) -> dict:
   """The figures of one split of side x side grids (see the module docstring)."""
   from hx.data.grids import least_costs
@@ -62,8 +68,7 @@ def split_floor(outputs: np.ndarray, split, side: int) -> dict:
   target = np.asarray(split.targets).astype(np.float32)[:, :real]
   cost = outputs[idx][..., 0]
   err = cost - target[..., 0]
-  values = np.asarray(CELL_COST_VALUES, np.float32)
-  rounded = values[np.abs(cost[..., None] - values).argmin(-1)]
+  rounded = round_costs(cost)
   out = {"grids": len(idx), "cost_rmse": float(np.sqrt(np.mean(err ** 2))),
          "cost_off_by_more_than_1": float(np.mean(np.abs(err) > 1)),
          "cost_rounded_wrong": float(np.mean(rounded != target[..., 0])), "per_cost": {}}
@@ -104,8 +109,7 @@ def cost_accuracy(outputs: np.ndarray, truth: np.ndarray, rows: np.ndarray) -> d
   their RMSE and the share wrong when rounded to the nearest cell cost."""
   rows = np.asarray(rows, np.int64)
   cost, true = np.asarray(outputs)[rows, 0], np.asarray(truth)[rows, 0]
-  values = np.asarray(CELL_COST_VALUES, np.float32)
-  rounded = values[np.abs(cost[:, None] - values).argmin(-1)]
+  rounded = round_costs(cost)
   return {"images": int(len(rows)), "cost_rmse": float(np.sqrt(np.mean((cost - true) ** 2))),
           "cost_rounded_wrong": float(np.mean(rounded != true))}
 

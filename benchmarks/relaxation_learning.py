@@ -367,7 +367,7 @@ def split_by_costs(errors: np.ndarray, states: np.ndarray, truth: np.ndarray, sp
   real cell's cost in `states` (table rows, 2) rounds to its true one in `truth` (rows, 2) (`clean`), and
   on the others, beside the exact relaxation's on the same costs from the true start (the floor,
   `regressor_floor.split_floor`'s raw figure) on each part. The split's grids must all be n x n."""
-  from benchmarks.regressor_floor import CELL_COST_VALUES
+  from benchmarks.regressor_floor import round_costs
   from hx.data.grids import least_costs
 
   mask = np.asarray(split.inputs.layouts.mask, bool)[np.asarray(split.inputs.layout)]
@@ -378,9 +378,7 @@ def split_by_costs(errors: np.ndarray, states: np.ndarray, truth: np.ndarray, sp
     raise ValueError(f"split_by_costs needs grids of one size n x n; this split has {sizes} real nodes")
   idx = np.asarray(split.inputs.values).astype(np.int64)[:, :real]
   cost = states[idx][..., 0]
-  values = np.asarray(CELL_COST_VALUES, np.float32)
-  rounded = values[np.abs(cost[..., None] - values).argmin(-1)]
-  clean = np.all(rounded == truth[idx][..., 0], axis=-1)
+  clean = np.all(round_costs(cost) == truth[idx][..., 0], axis=-1)
   target = np.asarray(split.targets, np.float32)[:, :real, 1]
   exact = (least_costs(np.clip(cost, 1e-3, None).reshape(-1, side, side)).reshape(len(idx), -1) - target) ** 2
   rmse = lambda e, rows: float(np.sqrt(e[rows].mean())) if rows.any() else float("nan")

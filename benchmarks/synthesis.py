@@ -384,13 +384,13 @@ def main(argv: list[str] | None = None) -> dict:
     library, library_path = Library.load(args.library), args.library
   else:
     library, library_path = _prefix_library(args, seq, index, sizes)
-  modules = None
   changes = {k: v for k, v in (("graph_update", args.graph_update), ("graph_kernel", args.graph_kernel),
                                ("graph_slot_hidden", args.graph_slot_hidden)) if v is not None}
+  modules = None
   if changes:
-    from hx.compile import ModuleConfig
+    from benchmarks.relaxation_learning import module_config
 
-    modules = ModuleConfig(**changes)
+    modules = module_config(args.graph_update, None, args.graph_kernel, args.graph_slot_hidden)
   task = seq.build(index - 1)
   if args.fraction < 1:
     task = task.with_fraction(args.fraction)
