@@ -33,9 +33,10 @@ the end. The cell states come from:
   Gaussian noise of standard deviation S to the same images' costs, after `--cost_scale A` multiplied
   them by A (a regressor reading high costs low: A < 1).
 
-`--update`, `--aggregations`, `--kernel` and `--slot_hidden` change the fresh kernel's `ModuleConfig`
-(`graph_update`, `graph_aggregations`, `graph_kernel`: "pairs" or the authors' "slots", and
-`graph_slot_hidden`). After training, the test error of the best variables is broken down twice on the
+`--update`, `--aggregations`, `--kernel`, `--slot_hidden`, `--slot_layers` and `--keep` change the fresh
+kernel's `ModuleConfig` (`graph_update`, `graph_aggregations`, `graph_kernel`: "pairs" or the authors'
+"slots", `graph_slot_hidden`, `graph_slot_layers`, and `graph_keep`: 1 passes the cost through, as the
+authors' kernel does). After training, the test error of the best variables is broken down twice on the
 validation and test grids: between the grids whose start image the states give an initial distance
 nearer the bound than the start's (`split_by_start`: a regressor that missed the start) and the rest,
 and between the grids whose costs all round to the true ones and the rest, beside the exact relaxation
@@ -186,6 +187,12 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--slot_hidden", type=int, default=None,
                       help="the slot kernel's width (ModuleConfig.graph_slot_hidden; default: the "
                            "authors' 100)")
+  parser.add_argument("--slot_layers", type=int, default=None,
+                      help="the slot kernel's hidden layers (ModuleConfig.graph_slot_layers; default: the "
+                           "authors' 5)")
+  parser.add_argument("--keep", type=int, default=None,
+                      help="components of the node state the kernel passes through (ModuleConfig.graph_keep; "
+                           "the authors' grid kernel: 1, the cost; default: ModuleConfig's 0)")
   parser.add_argument("--aggregations", nargs="+", default=None,
                       help="the graph kernel's aggregations (ModuleConfig.graph_aggregations; default: "
                            "ModuleConfig's)")
@@ -235,7 +242,9 @@ def main(argv: list[str] | None = None) -> dict:
   fresh = default_type_variables(typing.fresh)
   config = training_settings(task.spec.kind, "paper").tune_config(
       epochs=args.epochs, val_every=args.val_every)
-  modules = module_config(args.update, args.aggregations, args.kernel, args.slot_hidden)
+  modules = module_config(graph_update=args.update, graph_aggregations=args.aggregations,
+                          graph_kernel=args.kernel, graph_slot_hidden=args.slot_hidden,
+                          graph_slot_layers=args.slot_layers, graph_keep=args.keep)
   context = task_context(task, library, tune_config=config, module_config=modules)
   floors = {}
   if args.exact:
@@ -276,11 +285,13 @@ def main(argv: list[str] | None = None) -> dict:
          "batch_size": config.batch_size, "learning_rate": config.learning_rate, "curve": [],
          "exact_relaxation_floors": floors, "graph_update": modules.graph_update,
          "graph_aggregations": list(modules.graph_aggregations),
-         "graph_kernel": modules.graph_kernel, "graph_slot_hidden": modules.graph_slot_hidden}
+         "graph_kernel": modules.graph_kernel, "graph_slot_hidden": modules.graph_slot_hidden,
+         "graph_slot_layers": modules.graph_slot_layers, "graph_keep": modules.graph_keep}
   print(f"# {where}; {program_text}; seed {seed}; batch {config.batch_size}; validation every {args.every}; "
         f"kernel {modules.graph_kernel}, {modules.graph_update}, "
-        + (f"width {modules.graph_slot_hidden}" if modules.graph_kernel == "slots"
-           else "/".join(modules.graph_aggregations)))
+        + (f"width {modules.graph_slot_hidden}, {modules.graph_slot_layers} layers"
+           if modules.graph_kernel == "slots" else "/".join(modules.graph_aggregations))
+        + f", keep {modules.graph_keep}")
   start = time.perf_counter()
   resume = None
   steps = 0
@@ -388,21 +399,12 @@ def split_by_costs(errors: np.ndarray, states: np.ndarray, truth: np.ndarray, sp
           "exact_rest": rmse(exact, ~clean)}
 
 
-def module_config(update: str | None = None, aggregations: list[str] | None = None, kernel: str | None = None,
-                  slot_hidden: int | None = None):
-  """The paper's module sizes (`ModuleConfig()`) with the graph kernel's node update, aggregations,
-  template and slot width replaced where given (None keeps ModuleConfig's default)."""
+def module_config(**changes):
+  """The paper's module sizes (`ModuleConfig()`) with the given fields replaced (graph_update,
+  graph_kernel, graph_slot_hidden, ...); a None keeps ModuleConfig's default."""
   from hx.compile import ModuleConfig
 
-  changes = {}
-  if kernel is not None:
-    changes["graph_kernel"] = kernel
-  if slot_hidden is not None:
-    changes["graph_slot_hidden"] = slot_hidden
-  if update is not None:
-    changes["graph_update"] = update
-  if aggregations is not None:
-    changes["graph_aggregations"] = tuple(aggregations)
+  changes = {k: tuple(v) if isinstance(v, list) else v for k, v in changes.items() if v is not None}
   return ModuleConfig(**changes)
 
 

@@ -36,7 +36,8 @@ settings with `TuneConfig.patience = N`, not the paper's, which train every epoc
 --checkpoint FILE --save_library PATH`). `--graph_update residual` gives task K's fresh graph kernels the
 residual node update (`hx.compile.ModuleConfig.graph_update`, ours, not the paper's: the paper does not
 give the kernel's architecture); `--graph_kernel slots` the authors' grid kernel, a network over the
-neighbour slots by direction (`--graph_slot_hidden` its width, the authors' 100).
+neighbour slots by direction (`--graph_slot_hidden` its width, the authors' 100; `--graph_slot_layers` its
+hidden layers, the authors' 5); `--graph_keep 1` passes the cost through as the authors' kernel does.
 
 `--program TEXT` trains only that candidate of task K (as the search prints it), with the seed a synthesis
 gives it, and reports its validation score per epoch and its test score: one program's learning curve on
@@ -335,6 +336,12 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--graph_slot_hidden", type=int, default=None,
                       help="ModuleConfig.graph_slot_hidden (the slot kernel's width; default: the "
                            "authors' 100)")
+  parser.add_argument("--graph_slot_layers", type=int, default=None,
+                      help="ModuleConfig.graph_slot_layers (the slot kernel's hidden layers; default: the "
+                           "authors' 5)")
+  parser.add_argument("--graph_keep", type=int, default=None,
+                      help="ModuleConfig.graph_keep (components of the node state a kernel passes through; "
+                           "the authors' grid kernel keeps 1, the cost)")
   parser.add_argument("--halving_first", type=float, default=2.0)
   parser.add_argument("--halving_eta", type=int, default=4)
   parser.add_argument("--ray_address", default=None)
@@ -384,13 +391,14 @@ def main(argv: list[str] | None = None) -> dict:
     library, library_path = Library.load(args.library), args.library
   else:
     library, library_path = _prefix_library(args, seq, index, sizes)
-  changes = {k: v for k, v in (("graph_update", args.graph_update), ("graph_kernel", args.graph_kernel),
-                               ("graph_slot_hidden", args.graph_slot_hidden)) if v is not None}
+  changes = dict(graph_update=args.graph_update, graph_kernel=args.graph_kernel,
+                 graph_slot_hidden=args.graph_slot_hidden, graph_slot_layers=args.graph_slot_layers,
+                 graph_keep=args.graph_keep)
   modules = None
-  if changes:
+  if any(v is not None for v in changes.values()):
     from benchmarks.relaxation_learning import module_config
 
-    modules = module_config(args.graph_update, None, args.graph_kernel, args.graph_slot_hidden)
+    modules = module_config(**changes)
   task = seq.build(index - 1)
   if args.fraction < 1:
     task = task.with_fraction(args.fraction)

@@ -58,6 +58,11 @@ Templates (B below is the number of rows a module is called on; types exclude th
                 lists whose slots mean something (a grid's table, conv_l's windows of K elements): edge
                 lists have no slot order and are refused. No batch norm, no dropout.
 
+  Both kernels, where their output type is their element type, pass the first `graph_keep` components
+  of the node's own value through unchanged (the authors' grid kernel passes the cost through and
+  predicts only the distance): their last Dense then produces the other components alone, replaced or
+  added to the node's (`graph_update`).
+
 Output activation from the output type: `Tensor<bool>[1]` sigmoid, `Tensor<bool>[k]` (k > 1) softmax
 over the k entries, any other bool shape elementwise sigmoid, `real` none.
 
@@ -133,6 +138,10 @@ class ModuleConfig:
     graph_slot_hidden: width of the slot kernel's hidden layers (the authors': 100 channels).
     graph_slot_layers: hidden layers of the slot kernel (the authors': 5, the 3x3 and four 1x1
       convolutions before the output one).
+    graph_keep: leading components of a node's value that a kernel whose output type is its element
+      type passes through unchanged (default 0; the authors' grid kernel keeps 1, the cell's cost, and
+      predicts the distance alone). Applies to both kernels; ignored where the kernel's output type is
+      not its element type.
     conv_window: p of conv_l: the window is 2p+1 elements with clamped ends (paper: p > 0; 1).
     bn_momentum: running-statistics momentum (torch's 0.1 in flax's convention).
     bn_epsilon: batch-norm epsilon.
@@ -153,6 +162,7 @@ class ModuleConfig:
   graph_slots: int = 5
   graph_slot_hidden: int = 100
   graph_slot_layers: int = 5
+  graph_keep: int = 0
   conv_window: int = 1
   bn_momentum: float = 0.9
   bn_epsilon: float = 1e-5
@@ -170,6 +180,8 @@ class ModuleConfig:
     for name in ("graph_slots", "graph_slot_hidden", "graph_slot_layers"):
       if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
         raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
+    if not (isinstance(self.graph_keep, int) and self.graph_keep >= 0):
+      raise ValueError(f"graph_keep must be a non-negative int, got {self.graph_keep!r}")
     if self.conv_window < 1:
       raise ValueError(f"conv_window (p) must be >= 1, got {self.conv_window}")
     for name in ("mlp_dropout", "cnn_dropout"):
@@ -297,9 +309,14 @@ def module_spec(fn_type: Type, config: ModuleConfig = ModuleConfig(), *, role: s
         hyper = dict(hidden=c.graph_hidden, message=c.graph_message,
                      aggregations=tuple(c.graph_aggregations))
         template = "graph_kernel"
+      # Recorded only where they apply, so that the default's specs (and library entries) are unchanged.
       if c.graph_update == "residual" and out == args[0].elem:
-        # Recorded only when it applies, so that the default's specs (and library entries) are unchanged.
         hyper["update"] = "residual"
+      if c.graph_keep and out == args[0].elem:
+        if c.graph_keep >= _size(out):
+          raise refuse(f"ModuleConfig.graph_keep={c.graph_keep} keeps every component of {out}: nothing "
+                       "is left to learn")
+        hyper["keep"] = c.graph_keep
       return ModuleSpec(template, (args[0],), out, act, tuple(sorted(hyper.items())))
     return ModuleSpec("lstm", (args[0],), out, act, (("hidden", c.lstm_hidden),))
   if any(isinstance(a, FunctionType) for a in args):
@@ -330,6 +347,19 @@ def _dense(rng: jax.Array, n_in: int, n_out: int, zero: bool = False) -> dict:
 def _residual(spec: ModuleSpec) -> bool:
   """Whether a graph kernel adds its node network's output to the node's own value."""
   return dict(spec.hyper).get("update") == "residual"
+
+
+def _kept(spec: ModuleSpec) -> int:
+  """The leading components of the node's value a graph kernel passes through (ModuleConfig.graph_keep)."""
+  return dict(spec.hyper).get("keep", 0)
+
+
+def _update(spec: ModuleSpec, x: jax.Array, y: jax.Array) -> jax.Array:
+  """A graph kernel's output from the node's own value x (M, elem) and its last layer's y (M, elem -
+  keep): the kept components of x, then y, or x's others plus y under the residual update."""
+  k = _kept(spec)
+  rest = x[:, k:] + y if _residual(spec) else y
+  return jnp.concatenate([x[:, :k], rest], -1) if k else rest
 
 
 def init_module(spec: ModuleSpec, rng: jax.Array) -> tuple[dict, dict]:
@@ -371,13 +401,14 @@ def init_module(spec: ModuleSpec, rng: jax.Array) -> tuple[dict, dict]:
     n_agg = len(spec["aggregations"])
     return {"pair_hidden": _dense(keys[0], 2 * d, h), "pair_out": _dense(keys[1], h, m),
             "node_hidden": _dense(keys[2], d + n_agg * m, h),
-            "node_out": _dense(keys[3], h, _size(spec.output), zero=_residual(spec))}, {}
+            "node_out": _dense(keys[3], h, _size(spec.output) - _kept(spec), zero=_residual(spec))}, {}
   if t == "slot_kernel":
     d, h = _size(spec.inputs[0].elem), spec["hidden"]
     sizes = [spec["slots"] * (d + 1)] + [h] * spec["layers"]
     hidden = tuple(_dense(jax.random.fold_in(keys[0], i), a, b)
                    for i, (a, b) in enumerate(zip(sizes, sizes[1:])))
-    return {"hidden": hidden, "out": _dense(keys[1], h, _size(spec.output), zero=_residual(spec))}, {}
+    return {"hidden": hidden, "out": _dense(keys[1], h, _size(spec.output) - _kept(spec),
+                                            zero=_residual(spec))}, {}
   raise ValueError(f"unknown template {t!r}")
 
 
@@ -650,10 +681,9 @@ def _pair_messages(params: dict, pairs: jax.Array) -> jax.Array:
 
 def _node_output(spec: ModuleSpec, params: dict, x: jax.Array, agg: list) -> jax.Array:
   """The graph kernel's node network on a node's value x (M, elem) and its aggregated messages (each
-  (M, message)): (M, prod(output)) pre-activation, plus x for a residual update."""
+  (M, message)): (M, prod(output)) pre-activation (`_update`)."""
   h = jax.nn.relu(apply_dense(params["node_hidden"], jnp.concatenate([x] + agg, -1)))
-  y = apply_dense(params["node_out"], h)
-  return x + y if _residual(spec) else y
+  return _update(spec, x, apply_dense(params["node_out"], h))
 
 
 def _slot_kernel(spec: ModuleSpec, params: dict, values: jax.Array, valid: jax.Array) -> jax.Array:
@@ -669,8 +699,7 @@ def _slot_kernel(spec: ModuleSpec, params: dict, values: jax.Array, valid: jax.A
   h = jnp.concatenate([x.reshape(r, -1), valid.astype(jnp.float32)], -1)
   for layer in params["hidden"]:
     h = jax.nn.relu(apply_dense(layer, h))
-  y = apply_dense(params["out"], h)
-  return x[:, 0] + y if _residual(spec) else y
+  return _update(spec, x[:, 0], apply_dense(params["out"], h))
 
 
 # The kernels as called inside a loop (`recompute=True`): rematerialised, see above.

@@ -145,6 +145,10 @@ def reference_module(spec: ModuleSpec, params: dict, stats: dict, args: Sequence
       else:
         aggs.append(np.mean(msgs, axis=0))
     y = _dense(p["node_out"], _relu(_dense(p["node_hidden"], np.concatenate([own] + aggs))))
+    keep = dict(spec.hyper).get("keep", 0)
+    if dict(spec.hyper).get("update") == "residual":
+      y = own[keep:] + y
+    y = np.concatenate([own[:keep], y])
     return _activate(y, spec.activation).reshape(shape)
   raise ValueError(f"unknown template {t!r}")
 

@@ -109,3 +109,49 @@ def test_edge_lists_and_lists_of_another_length_are_refused_with_the_reason():
   three = dataclasses.replace(SLOTS, graph_slots=3)
   cl, cv, cf = build(parse("conv_l(nn_k)"), {"nn_k": f"List<{STATE}> -> {STATE}"}, config=three)
   assert np.asarray(cl.apply(cv, cf, lists, train=False).values).shape == (2, 4, 2)
+
+
+@pytest.mark.parametrize("update", ["replace", "residual"])
+def test_a_kept_component_passes_through_and_the_network_predicts_the_rest(update):
+  """graph_keep=1 (the authors' grid kernel: the cost passes through, the distance is predicted): the
+  last layer has one output, the first component is the node's own, the second the network's (plus the
+  node's under the residual update)."""
+  config = dataclasses.replace(SLOTS, graph_keep=1, graph_update=update)
+  s = spec(f"List<{STATE}> -> {STATE}", "kernel", config)
+  assert dict(s.hyper)["keep"] == 1
+  rng = np.random.default_rng(2)
+  cp, variables, frozen = build(parse("conv_g(nn_k)"), {"nn_k": f"List<{STATE}> -> {STATE}"}, config=config)
+  variables = jax.tree.map(lambda a: a + 0.1 * rng.normal(size=a.shape).astype(a.dtype), variables)
+  assert variables["params"][0]["out"]["w"].shape == (6, 1)
+  x = _grids(rng)
+  y = np.asarray(cp.apply(variables, frozen, x, train=False).values)
+  np.testing.assert_array_equal(y[..., 0], np.asarray(x.values)[..., 0])
+  want = _by_hand(variables["params"][0], x)[..., 0]
+  if update == "residual":
+    want = want + np.asarray(x.values)[..., 1]
+  np.testing.assert_allclose(y[..., 1], want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_pair_kernel_keeps_components_as_the_reference_interpreter_does():
+  from hx.compile.reference import reference_apply, unbatch
+  config = dataclasses.replace(CFG, graph_keep=1, graph_update="residual")
+  cp, variables, frozen = build(parse("conv_g(nn_k)"), {"nn_k": f"List<{STATE}> -> {STATE}"}, config=config,
+                                seed=3)
+  rng = np.random.default_rng(3)
+  variables = jax.tree.map(lambda a: a + 0.1 * rng.normal(size=a.shape).astype(a.dtype), variables)
+  x = _grids(rng, rows=2)
+  y = cp.apply(variables, frozen, x, train=False)
+  for g, got in zip(unbatch(x), unbatch(y)):
+    want = reference_apply(cp, variables, frozen, g)
+    np.testing.assert_allclose(np.array(got.values), np.array(want.values), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(np.array(got.values)[:, 0], np.array(g.values)[:, 0])
+
+
+def test_graph_keep_is_recorded_only_where_it_applies_and_must_leave_something_to_learn():
+  keep = dataclasses.replace(CFG, graph_keep=1)
+  assert "keep" not in dict(spec(f"List<{STATE}> -> Tensor<real>[3]", "kernel", keep).hyper)
+  assert "keep" not in dict(spec(f"List<{STATE}> -> {STATE}", "kernel", CFG).hyper)
+  with pytest.raises(TypeError, match="graph_keep=2 keeps every component"):
+    spec(f"List<{STATE}> -> {STATE}", "kernel", dataclasses.replace(CFG, graph_keep=2))
+  with pytest.raises(ValueError, match="graph_keep"):
+    ModuleConfig(graph_keep=-1)
