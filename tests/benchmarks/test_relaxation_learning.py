@@ -146,3 +146,14 @@ def test_split_by_costs_separates_the_grids_with_a_misread_cost_and_scores_the_f
   assert c["rmse_clean"] == pytest.approx(0.0, abs=1e-3) and c["exact_clean"] == 0.0
   # The exact relaxation on the misread cost is the same kernel, run to convergence: the two agree.
   assert c["exact_rest"] > 0.1 and c["rmse_rest"] == pytest.approx(c["exact_rest"], rel=1e-3)
+
+
+def test_module_config_replaces_only_the_fields_given():
+  from benchmarks.relaxation_learning import module_config
+  from hx.compile import ModuleConfig
+
+  assert module_config() == ModuleConfig()
+  got = module_config(graph_kernel="slots", graph_keep=1, graph_update=None, graph_aggregations=["min", "sum"])
+  assert got == ModuleConfig(graph_kernel="slots", graph_keep=1, graph_aggregations=("min", "sum"))
+  with pytest.raises(TypeError):
+    module_config(graph_width=3)
