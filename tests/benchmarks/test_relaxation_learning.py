@@ -153,7 +153,8 @@ def test_module_config_replaces_only_the_fields_given():
   from hx.compile import ModuleConfig
 
   assert module_config() == ModuleConfig()
-  got = module_config(graph_kernel="slots", graph_keep=1, graph_update=None, graph_aggregations=["min", "sum"])
+  got = module_config(graph_kernel="slots", graph_keep=1, graph_update=None,
+                      graph_aggregations=["min", "sum"])
   assert got == ModuleConfig(graph_kernel="slots", graph_keep=1, graph_aggregations=("min", "sum"))
   with pytest.raises(TypeError):
     module_config(graph_width=3)

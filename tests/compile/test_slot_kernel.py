@@ -155,3 +155,21 @@ def test_graph_keep_is_recorded_only_where_it_applies_and_must_leave_something_t
     spec(f"List<{STATE}> -> {STATE}", "kernel", dataclasses.replace(CFG, graph_keep=2))
   with pytest.raises(ValueError, match="graph_keep"):
     ModuleConfig(graph_keep=-1)
+
+
+@pytest.mark.parametrize("update", ["replace", "residual"])
+def test_slot_kernel_layers_start_as_pytorch_layers_do(update):
+  """Weights and biases uniform in +-1/sqrt(fan in) (the authors' PyTorch defaults); a residual kernel's
+  last layer at zero, so that it starts as the identity."""
+  config = dataclasses.replace(SLOTS, graph_slot_hidden=64, graph_slot_layers=3, graph_update=update)
+  cp = build(parse("conv_g(nn_k)"), {"nn_k": f"List<{STATE}> -> {STATE}"}, config=config)[0]
+  p = cp.init(jax.random.key(0))["params"][0]  # as compiled (build's variables are perturbed)
+  layers = list(p["hidden"]) + ([] if update == "residual" else [p["out"]])
+  assert [lay["w"].shape[0] for lay in layers] == [15, 64, 64] + ([] if update == "residual" else [64])
+  for layer in layers:
+    bound = 1 / np.sqrt(layer["w"].shape[0])
+    for a in (np.asarray(layer["w"]), np.asarray(layer["b"])):
+      assert np.abs(a).max() <= bound
+      assert np.abs(a).max() > 0.9 * bound and abs(a.mean()) < 0.2 * bound  # spread over the range
+  if update == "residual":
+    assert not np.any(np.asarray(p["out"]["w"])) and not np.any(np.asarray(p["out"]["b"]))
