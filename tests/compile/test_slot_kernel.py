@@ -168,8 +168,9 @@ def test_slot_kernel_layers_start_as_pytorch_layers_do(update):
   assert [lay["w"].shape[0] for lay in layers] == [15, 64, 64] + ([] if update == "residual" else [64])
   for layer in layers:
     bound = 1 / np.sqrt(layer["w"].shape[0])
-    for a in (np.asarray(layer["w"]), np.asarray(layer["b"])):
-      assert np.abs(a).max() <= bound
-      assert np.abs(a).max() > 0.9 * bound and abs(a.mean()) < 0.2 * bound  # spread over the range
+    w, b = np.asarray(layer["w"]), np.asarray(layer["b"])
+    assert np.abs(w).max() <= bound and np.abs(b).max() <= bound
+    assert np.abs(w).max() > 0.9 * bound and abs(w.mean()) < 0.2 * bound  # spread over the range
+    assert np.all(b != 0)
   if update == "residual":
     assert not np.any(np.asarray(p["out"]["w"])) and not np.any(np.asarray(p["out"]["b"]))
