@@ -34,6 +34,9 @@ _HALVING = flags.DEFINE_boolean("halving", False, "Successive halving: every can
                                 "--halving_first epochs, the best 1/--halving_eta go on, ...")
 _HALVING_FIRST = flags.DEFINE_float("halving_first", 2.0, "Epochs of the first halving rung (0.5: half one).")
 _HALVING_ETA = flags.DEFINE_integer("halving_eta", 4, "Each halving rung keeps 1/eta of the candidates.")
+_HALVING_EQUAL = flags.DEFINE_enum("halving_equal", "epochs", ["epochs", "time"],
+                                   "What halving's rungs after the first give every candidate alike: "
+                                   "epochs, or time (a costly candidate trains a share of each rung).")
 
 
 def executor_from_flags() -> Any:
@@ -53,9 +56,9 @@ def executor_from_flags() -> Any:
 
 
 def schedule_from_flags() -> Any:
-  """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, or None."""
+  """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, --halving_equal, or None."""
   if not _HALVING.value:
     return None
   from hx.synth.halving import Halving
 
-  return Halving(first=_HALVING_FIRST.value, eta=_HALVING_ETA.value)
+  return Halving(first=_HALVING_FIRST.value, eta=_HALVING_ETA.value, equal=_HALVING_EQUAL.value)

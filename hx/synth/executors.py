@@ -131,6 +131,7 @@ class JobResult:
       those parameters (None if not scored).
     variables: its trained {"params", "batch_stats"} (host NumPy arrays), None if none.
     epochs_run, best_epoch: epochs trained, and the epoch (from 1) the variables come from.
+    steps_run: training steps run in all (those of earlier rungs included when the job resumed).
     compile_seconds, train_seconds, eval_seconds: time compiling, in training steps, in scoring.
     seconds: wall time of the whole job.
     state: the `hx.compile.TuneState` (host NumPy arrays) to continue from when the job paused
@@ -148,6 +149,7 @@ class JobResult:
   variables: Any
   epochs_run: int = 0
   best_epoch: int = 0
+  steps_run: int = 0
   compile_seconds: float = 0.0
   train_seconds: float = 0.0
   eval_seconds: float = 0.0
@@ -238,7 +240,8 @@ def _result(job: Job, compiled: Any, r: Any, seconds: float) -> JobResult:
   return JobResult(
       job=job, status="failed" if failed else "trained", reason=r.failed, val_score=float(r.val_score),
       test_score=None if r.test_score is None else float(r.test_score), variables=variables,
-      epochs_run=r.epochs_run, best_epoch=r.best_epoch, compile_seconds=r.compile_seconds,
+      epochs_run=r.epochs_run, best_epoch=r.best_epoch, steps_run=r.steps_run,
+      compile_seconds=r.compile_seconds,
       train_seconds=r.train_seconds + r.init_seconds, eval_seconds=r.eval_seconds, seconds=seconds,
       state=None if r.state is None else r.state.on_host(),
       val_history=tuple(float(e.val_score) for e in r.history))

@@ -33,6 +33,11 @@ stays: a candidate that stopped is finished and keeps its place among the surviv
 validation score can only improve as it trains on (Tune keeps its best epoch), so ranking every
 candidate by its last score puts those that trained furthest first.
 
+Rungs give every candidate the same epochs by default. Where candidates' steps differ widely in cost
+(GS2's shortest path: a fresh CNN over every cell takes 25 times the steps' time of the library's
+regressor and a relaxation), `Halving(equal="time")` gives them the same time instead: after the first
+rung, each trains a rung's epochs times min(1, median step cost / its step cost).
+
 Only the survivors of the last rung are scored on the test split (a paused run is not): the test set is
 scored once, for the chosen parameters.
 
@@ -51,7 +56,10 @@ from typing import Callable, Sequence
 from hx.synth.executors import Job, JobResult, job_seed
 from hx.synth.space import Candidate
 
-__all__ = ["Halving", "Rung", "replay", "stop_by_patience", "successive_halving"]
+__all__ = ["EQUAL", "Halving", "Rung", "replay", "stop_by_patience", "step_shares", "successive_halving"]
+
+EQUAL = ("epochs", "time")
+"""What a schedule's rungs give every candidate alike (`Halving.equal`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,16 +79,29 @@ class Halving:
     eta: each rung keeps 1/eta of the candidates (rounded down, at least `min_keep`) and trains them to
       eta times the previous rung's epochs.
     min_keep: the fewest candidates any rung keeps.
+    equal: what the rungs after the first give every candidate alike: "epochs" (the default: a rung's
+      epochs, whatever they cost) or "time" (a rung's epochs at the median cost of a step, so a
+      candidate whose steps cost c times the median trains 1/c of the rung's epochs; those cheaper than
+      the median train the rung's epochs, no more). The costs are the seconds per step each candidate
+      took in the first rung, which all candidates train alike. The last rung trains its survivors to
+      the end under both. "time" is ours (the paper trains every candidate to the end): Hyperband's
+      resource may be time as well as epochs, and a search under a wall-clock target should not spend
+      it on the costliest candidate that starts well (benchmarks/RESULTS.md, GS2 task 2). Its choices
+      depend on measured times, so two runs, or two executors, may rank differently: executors agree
+      (same seed, same ranking) under "epochs" only.
   """
   first: float = 2.0
   eta: int = 4
   min_keep: int = 1
+  equal: str = "epochs"
 
   def __post_init__(self):
     if not self.first > 0:
       raise ValueError(f"Halving.first must be a positive number of epochs, got {self.first}")
     if self.eta < 2 or self.min_keep < 1:
       raise ValueError(f"Halving needs eta >= 2 and min_keep >= 1, got {self}")
+    if self.equal not in EQUAL:
+      raise ValueError(f"Halving.equal must be one of {', '.join(EQUAL)}, got {self.equal!r}")
 
   def rungs(self, epochs: int, candidates: int) -> tuple[Rung, ...]:
     """The rungs for `candidates` candidates trained to `epochs` epochs at most; the last reaches
@@ -142,6 +163,8 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
   jobs = [Job(first_index + i, c, job_seed(seed, c), schedule=repr(schedule))
           for i, c in enumerate(candidates)]
   latest: list[JobResult | None] = [None] * len(jobs)
+  reached = [0.0] * len(jobs)
+  share = [1.0] * len(jobs)
   active = list(range(len(jobs)))
   for k, rung in enumerate(schedule.rungs(epochs, len(jobs))):
     if k > 0:
@@ -152,14 +175,36 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
       active = [i for i in best if latest[i].state is not None]
     if not active:
       break
-    until = None if rung.until >= epochs else rung.until
-    batch = [dataclasses.replace(jobs[i], until=until,
+    final = rung.until >= epochs
+    untils = {i: None if final else rung.until * share[i] for i in active}
+    # Under equal time a costly candidate's share of a rung may not reach past where it paused: it
+    # keeps its score and place without training.
+    active = [i for i in active if untils[i] is None or untils[i] > reached[i]]
+    batch = [dataclasses.replace(jobs[i], until=untils[i],
                                  resume=None if latest[i] is None else latest[i].state) for i in active]
-    got = {r.job.index: r for r in run(batch)}
+    got = {r.job.index: r for r in run(batch)} if batch else {}
     for i in active:
       latest[i] = _combine(latest[i], got[jobs[i].index])
+      reached[i] = epochs if untils[i] is None else untils[i]
+    if k == 0 and schedule.equal == "time":
+      share = step_shares([latest[i] if i in active else None for i in range(len(jobs))])
   # Reported with the plain job and without the paused states (their arrays are not needed any more).
   return [dataclasses.replace(r, job=jobs[i], state=None) for i, r in enumerate(latest) if r is not None]
+
+
+def step_shares(results: Sequence[JobResult | None]) -> list[float]:
+  """Per candidate, the share of a rung's epochs it trains under equal time (`Halving.equal="time"`):
+  min(1, m / c) with c its seconds per training step and m the median of those costs, from `results`
+  (one first-rung result per candidate). A candidate without a clean result or without steps gets 1
+  (it does not go on anyway, or cannot be priced)."""
+  costs = [r.train_seconds / r.steps_run if r is not None and r.ok and r.steps_run > 0 else None
+           for r in results]
+  known = sorted(c for c in costs if c is not None and c > 0)
+  if not known:
+    return [1.0] * len(results)
+  median = known[len(known) // 2] if len(known) % 2 else 0.5 * (known[len(known) // 2 - 1] +
+                                                                 known[len(known) // 2])
+  return [1.0 if c is None or c <= 0 else min(1.0, median / c) for c in costs]
 
 
 def replay(histories: Sequence[Sequence[float]], schedule: Halving, epochs: int) -> tuple[int, ...]:
@@ -186,6 +231,9 @@ def replay(histories: Sequence[Sequence[float]], schedule: Halving, epochs: int)
   Raises:
     ValueError: a rung ending inside an epoch, or a curve longer than `epochs`.
   """
+  if schedule.equal != "epochs":
+    raise ValueError(f"replay needs a schedule of equal epochs: {schedule} gives rungs by the costs of "
+                     "steps, which learning curves do not record")
   for i, h in enumerate(histories):
     if len(h) > epochs:
       raise ValueError(f"candidate {i}'s curve has {len(h)} epochs, more than the run's {epochs}")

@@ -1,0 +1,138 @@
+"""Successive halving with rungs of equal time (`Halving(equal="time")`).
+
+The schedule's logic runs on a scripted trainer (each candidate's step cost and score fixed), so what
+each candidate is asked to train is exact; one synthesis checks that real training reports the steps
+the costs are measured from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from hx.lang.parser import parse
+from hx.synth.executors import Job, JobResult
+from hx.synth.halving import Halving, replay, step_shares, successive_halving
+from hx.synth.space import Candidate
+from hx.synth.synthesize import Budget, synthesize
+from hx.synth.topdown import enumerate_programs
+from tests.synth.test_parallel import CONFIG
+from tests.synth.test_synthesize import TINY, sum_task
+
+STEPS = 100  # steps per epoch of the scripted trainer
+
+
+def candidates(n):
+  return [Candidate(parse(f"compose(nn_1, nn_{i + 2})"), (), 1.0, ("c", i)) for i in range(n)]
+
+
+class Scripted:
+  """Trains jobs by script: candidate i's step costs cost[i] seconds and its validation score after e
+  epochs is score[i](e). Records the `until` each job was given."""
+
+  def __init__(self, cost, score):
+    self.cost, self.score = cost, score
+    self.calls: list[list[tuple[int, float | None]]] = []
+
+  def __call__(self, jobs: list[Job]) -> list[JobResult]:
+    self.calls.append([(j.index, j.until) for j in jobs])
+    out = []
+    for j in jobs:
+      start = 0.0 if j.resume is None else j.resume
+      end = 1.0 if j.until is None else j.until
+      steps = round((end - start) * STEPS)
+      out.append(JobResult(job=j, status="trained", reason=None, val_score=self.score[j.index](end),
+                           test_score=None if j.until is not None else 0.0, variables=None,
+                           steps_run=round(end * STEPS), train_seconds=steps * self.cost[j.index],
+                           state=None if j.until is None else end))
+    return out
+
+
+def result(cost, steps, ok=True):
+  return JobResult(job=None, status="trained" if ok else "failed", reason=None,
+                   val_score=1.0 if ok else math.nan, test_score=None, variables=None,
+                   steps_run=steps, train_seconds=cost * steps)
+
+
+def test_step_shares_price_each_candidate_against_the_median():
+  shares = step_shares([result(0.01, 10), result(0.02, 10), result(0.5, 10), None, result(1.0, 0),
+                        result(0.04, 10, ok=False)])
+  # Median of 0.01, 0.02, 0.5 is 0.02: the cheaper ones get all of a rung, the costly 0.02 / 0.5.
+  assert shares == pytest.approx([1.0, 1.0, 0.04, 1.0, 1.0, 1.0])
+  assert step_shares([result(0.01, 10), result(0.03, 10)]) == pytest.approx([1.0, 0.02 / 0.03])
+  assert step_shares([None, None]) == [1.0, 1.0]
+
+
+def test_equal_time_rungs_let_a_cheap_learner_overtake_a_costly_one():
+  # Candidate 3 scores best at equal epochs, but its steps cost 25 times the others'; candidate 1 is
+  # cheap and learns on.
+  cost = [0.01, 0.01, 0.01, 0.25]
+  score = [lambda e: 2.8, lambda e: 2.5 - 4.0 * e, lambda e: 2.6, lambda e: 2.0 - 2.0 * e]
+  schedule = Halving(first=0.1, eta=2, equal="time")
+  assert [(r.until, r.keep) for r in schedule.rungs(1, 4)] == [(0.1, 4), (0.2, 2), (0.4, 1), (0.8, 1),
+                                                                (1.0, 1)]
+  trainer = Scripted(cost, score)
+  got = successive_halving(candidates(4), schedule, 1, seed=0, run=trainer)
+  # Rung 2 keeps the best two at 0.1 epochs: 3 (1.8) and 1 (2.1). Candidate 3's share is the median
+  # cost over its own, 0.01 / 0.25: 0.2 x 0.04 = 0.008 epochs, short of the 0.1 it has trained, so it
+  # trains no further; candidate 1 reaches 0.2 epochs and 1.7, and goes on alone.
+  assert trainer.calls == [[(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1)], [(1, 0.2)], [(1, 0.4)], [(1, 0.8)],
+                           [(1, None)]]
+  assert got[1].test_score == 0.0 and got[3].test_score is None and got[3].val_score == pytest.approx(1.8)
+  # The times of all its rungs add up: 100 steps at 0.01 s.
+  assert got[1].train_seconds == pytest.approx(1.0)
+
+  # Under equal epochs candidate 3 trains every rung at full length (1.6 at 0.2 epochs beats 1.7) and
+  # wins.
+  trainer = Scripted(cost, score)
+  got = successive_halving(candidates(4), Halving(first=0.1, eta=2), 1, seed=0, run=trainer)
+  assert trainer.calls[1:] == [[(3, 0.2), (1, 0.2)], [(3, 0.4)], [(3, 0.8)], [(3, None)]]
+  assert got[3].train_seconds == pytest.approx(25.0)
+
+
+def test_equal_time_keeps_a_costly_candidate_no_one_beats():
+  # What a costly candidate scored in the first rung stands: if no cheaper one gets below it with its
+  # rungs, it is the survivor and trains to the end (the last rung is the same under both).
+  cost = [0.01, 0.01, 0.05]
+  score = [lambda e: 2.8, lambda e: 2.5, lambda e: 2.0 - e]
+  trainer = Scripted(cost, score)
+  got = successive_halving(candidates(3), Halving(first=0.25, eta=2, equal="time"), 1, seed=0,
+                           run=trainer)
+  # Rungs (0.25, 3), (0.5, 1), (1, 1); candidate 2's share 0.01 / 0.05 = 0.2: 0.1 epochs in rung 2.
+  assert trainer.calls == [[(0, 0.25), (1, 0.25), (2, 0.25)], [(2, None)]]
+  assert got[2].test_score == 0.0
+
+
+def test_equal_time_is_checked_and_cannot_be_replayed():
+  with pytest.raises(ValueError, match="Halving.equal"):
+    Halving(equal="flops")
+  with pytest.raises(ValueError, match="equal epochs"):
+    replay([[1.0, 0.5]], Halving(first=1, eta=2, equal="time"), 2)
+
+
+def test_a_synthesis_under_equal_time_prices_candidates_by_their_steps():
+  config = dataclasses.replace(CONFIG, epochs=2)
+  r = synthesize(sum_task(n=300), None, budget=Budget(candidates=4, schedule=Halving(first=0.5, eta=2,
+                                                                                       equal="time")),
+                 module_config=TINY, tune_config=config, seed=1, executor="local")
+  assert r.candidates_trained == 4
+  assert r.best.test_score is not None and r.best.epochs_run == config.epochs
+
+
+def test_a_job_reports_the_steps_its_cost_is_priced_by():
+  from hx.compile import TuneData
+  from hx.synth.executors import TaskContext, job_seed, run_job
+  from hx.synth.library import Library
+
+  task = sum_task(n=300)  # 6 steps of 50 an epoch
+  data = TuneData(task.train, task.val, task.test, task.table).on_device()
+  context = TaskContext(data, task.objective, Library(), TINY, dataclasses.replace(CONFIG, epochs=2))
+  c = next(enumerate_programs(task.type, None, config=TINY, limit=1))
+  job = Job(0, c, job_seed(0, c), until=0.5)
+  paused = run_job(context, job)
+  assert paused.state is not None and paused.steps_run == 3 and paused.train_seconds > 0
+  done = run_job(context, dataclasses.replace(job, until=None, resume=paused.state))
+  assert done.state is None and done.steps_run == 12
+  assert step_shares([paused, paused]) == [1.0, 1.0]
