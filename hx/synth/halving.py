@@ -35,8 +35,8 @@ candidate by its last score puts those that trained furthest first.
 
 Rungs give every candidate the same epochs by default. Where candidates' steps differ widely in cost
 (GS2's shortest path: a fresh CNN over every cell takes 25 times the steps' time of the library's
-regressor and a relaxation), `Halving(equal="time")` gives them the same time instead: after the first
-rung, each trains a rung's epochs times min(1, median step cost / its step cost).
+regressor and a relaxation), `Halving(equal="time")` gives them the same time instead: after a short
+pricing run, each trains a rung's epochs times min(1, median step cost / its step cost).
 
 Only the survivors of the last rung are scored on the test split (a paused run is not): the test set is
 scored once, for the chosen parameters.
@@ -79,21 +79,25 @@ class Halving:
     eta: each rung keeps 1/eta of the candidates (rounded down, at least `min_keep`) and trains them to
       eta times the previous rung's epochs.
     min_keep: the fewest candidates any rung keeps.
-    equal: what the rungs after the first give every candidate alike: "epochs" (the default: a rung's
-      epochs, whatever they cost) or "time" (a rung's epochs at the median cost of a step, so a
-      candidate whose steps cost c times the median trains 1/c of the rung's epochs; those cheaper than
-      the median train the rung's epochs, no more). The costs are the seconds per step each candidate
-      took in the first rung, which all candidates train alike. The last rung trains its survivors to
-      the end under both. "time" is ours (the paper trains every candidate to the end): Hyperband's
-      resource may be time as well as epochs, and a search under a wall-clock target should not spend
-      it on the costliest candidate that starts well (benchmarks/RESULTS.md, GS2 task 2). Its choices
-      depend on measured times, so two runs, or two executors, may rank differently: executors agree
-      (same seed, same ranking) under "epochs" only.
+    equal: what the rungs give every candidate alike: "epochs" (the default: a rung's epochs, whatever
+      they cost) or "time" (a rung's epochs at the median cost of a step: a candidate whose steps cost
+      c times the median trains 1/c of the rung's epochs; those cheaper than the median train the
+      rung's epochs, no more). Under "time" every candidate first trains `price` of the first rung's
+      epochs, which price its steps (seconds per step, from then on from all the steps it has run), and
+      a candidate whose share of a rung does not reach past where it paused keeps its score without
+      training. The last rung trains its survivors to the end under both. "time" is ours (the paper
+      trains every candidate to the end): Hyperband's resource may be time as well as epochs, and a
+      search under a wall-clock target should not spend it on the costliest candidates
+      (benchmarks/RESULTS.md, GS2 task 2). Its choices depend on measured times, so two runs, or two
+      executors, may rank differently: executors agree (same seed, same ranking) under "epochs" only.
+    price: under equal time, the share of the first rung's epochs every candidate trains to price its
+      steps (0 < price < 1).
   """
   first: float = 2.0
   eta: int = 4
   min_keep: int = 1
   equal: str = "epochs"
+  price: float = 0.1
 
   def __post_init__(self):
     if not self.first > 0:
@@ -102,6 +106,8 @@ class Halving:
       raise ValueError(f"Halving needs eta >= 2 and min_keep >= 1, got {self}")
     if self.equal not in EQUAL:
       raise ValueError(f"Halving.equal must be one of {', '.join(EQUAL)}, got {self.equal!r}")
+    if not 0 < self.price < 1:
+      raise ValueError(f"Halving.price must be in (0, 1), got {self.price}")
 
   def rungs(self, epochs: int, candidates: int) -> tuple[Rung, ...]:
     """The rungs for `candidates` candidates trained to `epochs` epochs at most; the last reaches
@@ -166,28 +172,38 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
   reached = [0.0] * len(jobs)
   share = [1.0] * len(jobs)
   active = list(range(len(jobs)))
-  for k, rung in enumerate(schedule.rungs(epochs, len(jobs))):
+
+  def train(untils: dict[int, float | None]) -> None:
+    batch = [dataclasses.replace(jobs[i], until=u, resume=None if latest[i] is None else latest[i].state)
+             for i, u in untils.items()]
+    got = {r.job.index: r for r in run(batch)} if batch else {}
+    for i, u in untils.items():
+      latest[i] = _combine(latest[i], got[jobs[i].index])
+      reached[i] = epochs if u is None else u
+
+  rungs = schedule.rungs(epochs, len(jobs))
+  timed = schedule.equal == "time" and len(rungs) > 1
+  if timed and active:
+    train({i: rungs[0].until * schedule.price for i in active})
+    share = step_shares(latest)
+  for k, rung in enumerate(rungs):
     if k > 0:
       if out_of_time():
         break
       # Those already finished (early stopping) keep their places but need no more training.
       best = _best([_score(r) if r is not None else math.inf for r in latest], rung.keep)
       active = [i for i in best if latest[i].state is not None]
+    elif timed:
+      active = [i for i in active if latest[i].state is not None]
     if not active:
       break
     final = rung.until >= epochs
     untils = {i: None if final else rung.until * share[i] for i in active}
     # Under equal time a costly candidate's share of a rung may not reach past where it paused: it
     # keeps its score and place without training.
-    active = [i for i in active if untils[i] is None or untils[i] > reached[i]]
-    batch = [dataclasses.replace(jobs[i], until=untils[i],
-                                 resume=None if latest[i] is None else latest[i].state) for i in active]
-    got = {r.job.index: r for r in run(batch)} if batch else {}
-    for i in active:
-      latest[i] = _combine(latest[i], got[jobs[i].index])
-      reached[i] = epochs if untils[i] is None else untils[i]
-    if k == 0 and schedule.equal == "time":
-      share = step_shares([latest[i] if i in active else None for i in range(len(jobs))])
+    train({i: u for i, u in untils.items() if u is None or u > reached[i]})
+    if timed:
+      share = step_shares(latest)
   # Reported with the plain job and without the paused states (their arrays are not needed any more).
   return [dataclasses.replace(r, job=jobs[i], state=None) for i, r in enumerate(latest) if r is not None]
 

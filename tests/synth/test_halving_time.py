@@ -37,16 +37,19 @@ class Scripted:
     self.calls: list[list[tuple[int, float | None]]] = []
 
   def __call__(self, jobs: list[Job]) -> list[JobResult]:
-    self.calls.append([(j.index, j.until) for j in jobs])
+    self.calls.append([(j.index, None if j.until is None else round(j.until, 6)) for j in jobs])
     out = []
     for j in jobs:
       start = 0.0 if j.resume is None else j.resume
       end = 1.0 if j.until is None else j.until
       steps = round((end - start) * STEPS)
-      out.append(JobResult(job=j, status="trained", reason=None, val_score=self.score[j.index](end),
-                           test_score=None if j.until is not None else 0.0, variables=None,
-                           steps_run=round(end * STEPS), train_seconds=steps * self.cost[j.index],
-                           state=None if j.until is None else end))
+      v = self.score[j.index](end)
+      bad = math.isnan(v)  # a candidate whose loss diverged: failed, nothing to resume
+      out.append(JobResult(job=j, status="failed" if bad else "trained", reason="nan" if bad else None,
+                           val_score=v, test_score=None if j.until is not None or bad else 0.0,
+                           variables=None, steps_run=round(end * STEPS),
+                           train_seconds=steps * self.cost[j.index],
+                           state=None if j.until is None or bad else end))
     return out
 
 
@@ -75,39 +78,56 @@ def test_equal_time_rungs_let_a_cheap_learner_overtake_a_costly_one():
                                                                 (1.0, 1)]
   trainer = Scripted(cost, score)
   got = successive_halving(candidates(4), schedule, 1, seed=0, run=trainer)
-  # Rung 2 keeps the best two at 0.1 epochs: 3 (1.8) and 1 (2.1). Candidate 3's share is the median
-  # cost over its own, 0.01 / 0.25: 0.2 x 0.04 = 0.008 epochs, short of the 0.1 it has trained, so it
-  # trains no further; candidate 1 reaches 0.2 epochs and 1.7, and goes on alone.
-  assert trainer.calls == [[(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1)], [(1, 0.2)], [(1, 0.4)], [(1, 0.8)],
-                           [(1, None)]]
-  assert got[1].test_score == 0.0 and got[3].test_score is None and got[3].val_score == pytest.approx(1.8)
+  # Every candidate first trains a tenth of the first rung (0.01 epochs), which prices its steps: the
+  # median 0.01 s, so candidate 3's share of a rung is 0.01 / 0.25. In the first rung that is 0.004
+  # epochs, short of the 0.01 it has: it trains no further. The second rung keeps the best two, 3 (1.98)
+  # and 1 (2.1); 3's share (0.008) again falls short, and candidate 1, at 1.7 after 0.2 epochs, goes on
+  # alone to the end.
+  assert trainer.calls == [[(0, 0.01), (1, 0.01), (2, 0.01), (3, 0.01)], [(0, 0.1), (1, 0.1), (2, 0.1)],
+                           [(1, 0.2)], [(1, 0.4)], [(1, 0.8)], [(1, None)]]
+  assert got[1].test_score == 0.0 and got[3].test_score is None and got[3].val_score == pytest.approx(1.98)
   # The times of all its rungs add up: 100 steps at 0.01 s.
-  assert got[1].train_seconds == pytest.approx(1.0)
+  assert got[1].train_seconds == pytest.approx(1.0) and got[3].train_seconds == pytest.approx(0.25)
 
-  # Under equal epochs candidate 3 trains every rung at full length (1.6 at 0.2 epochs beats 1.7) and
-  # wins.
+  # Under equal epochs there is no pricing, and candidate 3 trains every rung at full length (1.6 at
+  # 0.2 epochs beats 1.7) and wins.
   trainer = Scripted(cost, score)
   got = successive_halving(candidates(4), Halving(first=0.1, eta=2), 1, seed=0, run=trainer)
-  assert trainer.calls[1:] == [[(3, 0.2), (1, 0.2)], [(3, 0.4)], [(3, 0.8)], [(3, None)]]
+  assert trainer.calls == [[(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1)], [(3, 0.2), (1, 0.2)], [(3, 0.4)],
+                           [(3, 0.8)], [(3, None)]]
   assert got[3].train_seconds == pytest.approx(25.0)
 
 
 def test_equal_time_keeps_a_costly_candidate_no_one_beats():
-  # What a costly candidate scored in the first rung stands: if no cheaper one gets below it with its
-  # rungs, it is the survivor and trains to the end (the last rung is the same under both).
-  cost = [0.01, 0.01, 0.05]
+  # What a costly candidate scored when it last trained stands: if no cheaper one gets below it, it
+  # goes on, training its share of each rung once that reaches past where it paused, and to the end in
+  # the last rung (the same under both).
+  cost = [0.01, 0.01, 0.25]
   score = [lambda e: 2.8, lambda e: 2.5, lambda e: 2.0 - e]
   trainer = Scripted(cost, score)
-  got = successive_halving(candidates(3), Halving(first=0.25, eta=2, equal="time"), 1, seed=0,
+  got = successive_halving(candidates(3), Halving(first=0.2, eta=2, equal="time"), 1, seed=0,
                            run=trainer)
-  # Rungs (0.25, 3), (0.5, 1), (1, 1); candidate 2's share 0.01 / 0.05 = 0.2: 0.1 epochs in rung 2.
-  assert trainer.calls == [[(0, 0.25), (1, 0.25), (2, 0.25)], [(2, None)]]
+  # Rungs (0.2, 3), (0.4, 1), (0.8, 1), (1, 1); candidate 2's share is 0.04: 0.008 epochs of the first
+  # rung and 0.016 of the second (short of the 0.02 priced), 0.032 of the third.
+  assert trainer.calls == [[(0, 0.02), (1, 0.02), (2, 0.02)], [(0, 0.2), (1, 0.2)], [(2, 0.032)],
+                           [(2, None)]]
   assert got[2].test_score == 0.0
+
+
+def test_a_candidate_that_fails_while_priced_is_not_trained_on():
+  cost = [0.01, 0.01]
+  score = [lambda e: math.nan, lambda e: 2.0]
+  trainer = Scripted(cost, score)
+  got = successive_halving(candidates(2), Halving(first=0.5, eta=2, equal="time"), 1, seed=0, run=trainer)
+  assert trainer.calls == [[(0, 0.05), (1, 0.05)], [(1, 0.5)], [(1, None)]]
+  assert not got[0].ok and got[1].test_score == 0.0
 
 
 def test_equal_time_is_checked_and_cannot_be_replayed():
   with pytest.raises(ValueError, match="Halving.equal"):
     Halving(equal="flops")
+  with pytest.raises(ValueError, match="Halving.price"):
+    Halving(equal="time", price=1.0)
   with pytest.raises(ValueError, match="equal epochs"):
     replay([[1.0, 0.5]], Halving(first=1, eta=2, equal="time"), 2)
 
