@@ -109,6 +109,14 @@ class Halving:
     if not 0 < self.price < 1:
       raise ValueError(f"Halving.price must be in (0, 1), got {self.price}")
 
+  def __repr__(self) -> str:
+    # Job.schedule (and so a halved candidate's checkpoint key) is this text: equal epochs keep the text
+    # they had before `equal` and `price` existed, so runs saved then resume.
+    text = f"Halving(first={self.first!r}, eta={self.eta!r}, min_keep={self.min_keep!r}"
+    if self.equal != "epochs":
+      text += f", equal={self.equal!r}, price={self.price!r}"
+    return text + ")"
+
   def rungs(self, epochs: int, candidates: int) -> tuple[Rung, ...]:
     """The rungs for `candidates` candidates trained to `epochs` epochs at most; the last reaches
     `epochs` (a single rung when `first` >= `epochs`)."""

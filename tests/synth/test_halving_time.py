@@ -156,3 +156,10 @@ def test_a_job_reports_the_steps_its_cost_is_priced_by():
   done = run_job(context, dataclasses.replace(job, until=None, resume=paused.state))
   assert done.state is None and done.steps_run == 12
   assert step_shares([paused, paused]) == [1.0, 1.0]
+
+
+def test_the_text_of_an_equal_epochs_schedule_is_unchanged():
+  # A halved candidate's checkpoint is keyed by this text: runs saved before `equal` existed resume.
+  assert repr(Halving(first=0.5, eta=2)) == "Halving(first=0.5, eta=2, min_keep=1)"
+  assert repr(Halving(equal="time", price=0.2)) == ("Halving(first=2.0, eta=4, min_keep=1, equal='time', "
+                                                    "price=0.2)")
