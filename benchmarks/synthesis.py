@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--halving_first", type=float, default=2.0)
   parser.add_argument("--halving_eta", type=int, default=4)
   parser.add_argument("--halving_equal", choices=("epochs", "time"), default="epochs",
-                      help="what halving's rungs after the first give every candidate alike")
+                      help="what halving's rungs give every candidate alike")
   parser.add_argument("--ray_address", default=None)
   parser.add_argument("--library_dir", default=os.path.join(os.path.expanduser("~"), ".cache", "hx",
                                                             "bench_libraries"))

@@ -35,7 +35,7 @@ _HALVING = flags.DEFINE_boolean("halving", False, "Successive halving: every can
 _HALVING_FIRST = flags.DEFINE_float("halving_first", 2.0, "Epochs of the first halving rung (0.5: half one).")
 _HALVING_ETA = flags.DEFINE_integer("halving_eta", 4, "Each halving rung keeps 1/eta of the candidates.")
 _HALVING_EQUAL = flags.DEFINE_enum("halving_equal", "epochs", ["epochs", "time"],
-                                   "What halving's rungs after the first give every candidate alike: "
+                                   "What halving's rungs give every candidate alike: "
                                    "epochs, or time (a costly candidate trains a share of each rung).")
 
 

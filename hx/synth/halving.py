@@ -219,7 +219,7 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
 def step_shares(results: Sequence[JobResult | None]) -> list[float]:
   """Per candidate, the share of a rung's epochs it trains under equal time (`Halving.equal="time"`):
   min(1, m / c) with c its seconds per training step and m the median of those costs, from `results`
-  (one first-rung result per candidate). A candidate without a clean result or without steps gets 1
+  (each candidate's latest result). A candidate without a clean result or without steps gets 1
   (it does not go on anyway, or cannot be priced)."""
   costs = [r.train_seconds / r.steps_run if r is not None and r.ok and r.steps_run > 0 else None
            for r in results]
