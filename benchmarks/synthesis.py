@@ -38,6 +38,9 @@ residual node update (`hx.compile.ModuleConfig.graph_update`, ours, not the pape
 give the kernel's architecture); `--graph_kernel slots` the authors' grid kernel, a network over the
 neighbour slots by direction (`--graph_slot_hidden` its width, the authors' 100; `--graph_slot_layers` its
 hidden layers, the authors' 5); `--graph_keep 1` passes the cost through as the authors' kernel does.
+`--fix_horizon LO,HI` sets `FixConfig.train_horizon` (how many applications a `fix` loop may run in
+training, drawn per step; ours, default 16 to `max_iterations`): a shorter one makes fix's training steps
+cheaper, at the risk the docstring of `hx.compile.fixpoint` measures (a kernel that drifts past HI).
 
 `--program TEXT` trains only that candidate of task K (as the search prints it), with the seed a synthesis
 gives it, and reports its validation score per epoch and its test score: one program's learning curve on
@@ -128,6 +131,19 @@ def _data_fingerprint(seq, index: int) -> int:
       for leaf in jax.tree.leaves(split):
         crc = zlib.crc32(np.ascontiguousarray(leaf).tobytes(), crc)
   return crc
+
+
+def _fix_config(horizon: str | None):
+  """`FixConfig` with `train_horizon` (lo, hi) from "LO,HI" (`--fix_horizon`); None if not given."""
+  if horizon is None:
+    return None
+  from hx.compile.fixpoint import FixConfig
+
+  try:
+    lo, hi = (int(v) for v in horizon.split(","))
+    return FixConfig(train_horizon=(lo, hi))
+  except ValueError as e:
+    raise SystemExit(f"--fix_horizon {horizon!r}: expected LO,HI, two integers 1 <= LO <= HI ({e})") from e
 
 
 def _prefix_library(args, seq, index: int, sizes):
@@ -342,6 +358,9 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--graph_keep", type=int, default=None,
                       help="ModuleConfig.graph_keep (components of the node state a kernel passes through; "
                            "the authors' grid kernel keeps 1, the cost)")
+  parser.add_argument("--fix_horizon", default=None,
+                      help="LO,HI: FixConfig.train_horizon of task K's fix loops in training (default: "
+                           "FixConfig's, 16 to max_iterations)")
   parser.add_argument("--halving_first", type=float, default=2.0)
   parser.add_argument("--halving_eta", type=int, default=4)
   parser.add_argument("--halving_equal", choices=("epochs", "time"), default="epochs",
@@ -395,7 +414,7 @@ def main(argv: list[str] | None = None) -> dict:
     library, library_path = _prefix_library(args, seq, index, sizes)
   changes = dict(graph_update=args.graph_update, graph_kernel=args.graph_kernel,
                  graph_slot_hidden=args.graph_slot_hidden, graph_slot_layers=args.graph_slot_layers,
-                 graph_keep=args.graph_keep)
+                 graph_keep=args.graph_keep, fix=_fix_config(args.fix_horizon))
   modules = None
   if any(v is not None for v in changes.values()):
     from benchmarks.relaxation_learning import module_config
@@ -419,7 +438,9 @@ def main(argv: list[str] | None = None) -> dict:
          "fraction": args.fraction, "mnist": args.mnist, "prefix_epochs": args.prefix_epochs,
          "candidates": args.candidates, "epochs": config.epochs, "batch_size": config.batch_size,
          "bias_from_targets": config.bias_from_targets, "library": list(library.names), "argv": sys.argv,
-         "library_path": library_path, "module_changes": changes,
+         "library_path": library_path,
+         "module_changes": {k: v if v is None or isinstance(v, (int, str)) else repr(v)
+                            for k, v in changes.items()},
          "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()},
          "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
          "versions": _versions(), "runs": []}
