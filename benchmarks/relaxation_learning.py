@@ -42,6 +42,10 @@ nearer the bound than the start's (`split_by_start`: a regressor that missed the
 and between the grids whose costs all round to the true ones and the rest, beside the exact relaxation
 on the same costs (`split_by_costs`).
 
+`--fix_horizon LO,HI` and `--fix_tolerance T` change `FixConfig.train_horizon` and `tolerance` for a
+`--program` with `fix`; `--stop_after E` ends the curve after E epochs (no test score): a step cost along
+training (the printed seconds; `taskset -c 0` for one thread).
+
 `--val_every S` sets `TuneConfig.val_every`: validation is also scored every share S of the run's steps
 within each call, and the best point kept (without `--every` pauses, one call: `--every` >= `--epochs`).
 
@@ -196,6 +200,12 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--aggregations", nargs="+", default=None,
                       help="the graph kernel's aggregations (ModuleConfig.graph_aggregations; default: "
                            "ModuleConfig's)")
+  parser.add_argument("--fix_horizon", default=None,
+                      help="LO,HI: FixConfig.train_horizon (default FixConfig's, 16 to max_iterations)")
+  parser.add_argument("--fix_tolerance", type=float, default=None,
+                      help="FixConfig.tolerance (default FixConfig's, 0.01)")
+  parser.add_argument("--stop_after", type=float, default=None,
+                      help="stop the curve after this many epochs, without a test score")
   parser.add_argument("--seed", type=int, default=0, help="the sequence's seed (its data)")
   parser.add_argument("--mnist", default=None)
   parser.add_argument("--json", default=None)
@@ -244,7 +254,8 @@ def main(argv: list[str] | None = None) -> dict:
       epochs=args.epochs, val_every=args.val_every)
   modules = module_config(graph_update=args.update, graph_aggregations=args.aggregations,
                           graph_kernel=args.kernel, graph_slot_hidden=args.slot_hidden,
-                          graph_slot_layers=args.slot_layers, graph_keep=args.keep)
+                          graph_slot_layers=args.slot_layers, graph_keep=args.keep,
+                          fix=fix_config(args.fix_horizon, args.fix_tolerance))
   context = task_context(task, library, tune_config=config, module_config=modules)
   floors = {}
   if args.exact:
@@ -309,6 +320,12 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"epoch {until:5.2f}  val RMSE {score:.3f}  ({wall:.0f} s)", flush=True)
     if final:
       break
+    if args.stop_after is not None and until >= args.stop_after - 1e-9:
+      out["seconds"] = time.perf_counter() - start
+      if args.json:
+        with open(args.json, "w") as f:
+          json.dump(out, f, indent=1)
+      return out
     resume = r.state
   out.update(test_rmse=float(r.test_score), best_val=float(r.val_score), best_epoch=r.best_epoch,
              seconds=time.perf_counter() - start)
@@ -406,6 +423,24 @@ def module_config(**changes):
 
   changes = {k: tuple(v) if isinstance(v, list) else v for k, v in changes.items() if v is not None}
   return ModuleConfig(**changes)
+
+
+def fix_config(horizon: str | None = None, tolerance: float | None = None):
+  """`FixConfig` with `train_horizon` (lo, hi) from the text "LO,HI" (`--fix_horizon`) and `tolerance`
+  replaced where given; None when neither is (the module config's default stays)."""
+  if horizon is None and tolerance is None:
+    return None
+  from hx.compile.fixpoint import FixConfig
+
+  changes = {} if tolerance is None else {"tolerance": tolerance}
+  try:
+    if horizon is not None:
+      lo, hi = (int(v) for v in horizon.split(","))
+      changes["train_horizon"] = (lo, hi)
+    return FixConfig(**changes)
+  except ValueError as e:
+    raise SystemExit(f"--fix_horizon {horizon!r} / --fix_tolerance {tolerance!r}: expected LO,HI, two "
+                     f"integers 1 <= LO <= HI, and a tolerance >= 0 ({e})") from e
 
 
 def _compose(names: tuple[str, ...]) -> str:

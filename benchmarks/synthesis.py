@@ -133,19 +133,6 @@ def _data_fingerprint(seq, index: int) -> int:
   return crc
 
 
-def _fix_config(horizon: str | None):
-  """`FixConfig` with `train_horizon` (lo, hi) from "LO,HI" (`--fix_horizon`); None if not given."""
-  if horizon is None:
-    return None
-  from hx.compile.fixpoint import FixConfig
-
-  try:
-    lo, hi = (int(v) for v in horizon.split(","))
-    return FixConfig(train_horizon=(lo, hi))
-  except ValueError as e:
-    raise SystemExit(f"--fix_horizon {horizon!r}: expected LO,HI, two integers 1 <= LO <= HI ({e})") from e
-
-
 def _prefix_library(args, seq, index: int, sizes):
   """The library after tasks 1..index-1 of `seq`, synthesized once and kept on disk."""
   import dataclasses
@@ -396,6 +383,7 @@ def main(argv: list[str] | None = None) -> dict:
 
   import dataclasses
 
+  from benchmarks.relaxation_learning import fix_config, module_config
   from hx.data import Sources, TaskSizes, sequence
   from hx.data.settings import training_settings
   from hx.synth import Budget, synthesize
@@ -414,11 +402,9 @@ def main(argv: list[str] | None = None) -> dict:
     library, library_path = _prefix_library(args, seq, index, sizes)
   changes = dict(graph_update=args.graph_update, graph_kernel=args.graph_kernel,
                  graph_slot_hidden=args.graph_slot_hidden, graph_slot_layers=args.graph_slot_layers,
-                 graph_keep=args.graph_keep, fix=_fix_config(args.fix_horizon))
+                 graph_keep=args.graph_keep, fix=fix_config(args.fix_horizon))
   modules = None
   if any(v is not None for v in changes.values()):
-    from benchmarks.relaxation_learning import module_config
-
     modules = module_config(**changes)
   task = seq.build(index - 1)
   if args.fraction < 1:
