@@ -42,6 +42,9 @@ hidden layers, the authors' 5); `--graph_keep 1` passes the cost through as the 
 training, drawn per step; ours, default 16 to `max_iterations`): a shorter one makes fix's training steps
 cheaper, at the risk the docstring of `hx.compile.fixpoint` measures (a kernel that drifts past HI).
 
+`--combinators paper` searches the paper's combinators only (`SearchSpace.combinators` without `fix`,
+which is ours); `--combinators map_g,conv_g,repeat` any subset of `hx.synth.COMBINATORS` (default: all).
+
 `--program TEXT` trains only that candidate of task K (as the search prints it), with the seed a synthesis
 gives it, and reports its validation score per epoch and its test score: one program's learning curve on
 the cached library (e.g. GS2's `compose(repeat(10, conv_g(nn_1)), map_g(...))` for more epochs than a
@@ -131,6 +134,23 @@ def _data_fingerprint(seq, index: int) -> int:
       for leaf in jax.tree.leaves(split):
         crc = zlib.crc32(np.ascontiguousarray(leaf).tobytes(), crc)
   return crc
+
+
+def search_space(combinators: str | None):
+  """`SearchSpace` with the combinators of `--combinators`: None, all (the default space); "paper", all
+  but `fix` (ours: the paper's grammar has compose, map, fold, conv and repeat); else a comma-separated
+  subset of `hx.synth.COMBINATORS`."""
+  from hx.synth import COMBINATORS, SearchSpace
+
+  if combinators is None:
+    return SearchSpace()
+  if combinators.strip() == "paper":
+    return SearchSpace(combinators=tuple(c for c in COMBINATORS if c != "fix"))
+  chosen = tuple(c.strip() for c in combinators.split(",") if c.strip())
+  try:
+    return SearchSpace(combinators=chosen)
+  except ValueError as e:
+    raise SystemExit(f"--combinators {combinators!r}: {e}") from e
 
 
 def _prefix_library(args, seq, index: int, sizes):
@@ -348,6 +368,10 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--fix_horizon", default=None,
                       help="LO,HI: FixConfig.train_horizon of task K's fix loops in training (default: "
                            "FixConfig's, 16 to max_iterations)")
+  parser.add_argument("--combinators", default=None,
+                      help="'paper' (every combinator but fix, which is ours) or a comma-separated subset "
+                           "of hx.synth.COMBINATORS: SearchSpace.combinators of task K's search "
+                           "(default: all)")
   parser.add_argument("--halving_first", type=float, default=2.0)
   parser.add_argument("--halving_eta", type=int, default=4)
   parser.add_argument("--halving_equal", choices=("epochs", "time"), default="epochs",
@@ -389,6 +413,7 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.synth import Budget, synthesize
   from hx.synth.halving import Halving
 
+  space = search_space(args.combinators)
   name, _, k = args.task.partition(":")
   index = int(k or 1)
   sizes = TaskSizes.preset(args.preset)
@@ -430,6 +455,7 @@ def main(argv: list[str] | None = None) -> dict:
          "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()},
          "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
          "versions": _versions(), "runs": []}
+  out["combinators"] = list(space.combinators)
   if args.program:
     return _one_program(args, task, library, config, out, modules)
   header = ("| executor | schedule | wall s | candidates/h | search | compile | train | eval | worker s | "
@@ -450,7 +476,7 @@ def main(argv: list[str] | None = None) -> dict:
         load = os.getloadavg()[0]
         r = synthesize(task, library, budget=Budget(candidates=args.candidates, schedule=schedule),
                        seed=args.seed, tune_config=run_config, module_config=modules, executor=executor,
-                       sequence=seq.name)
+                       sequence=seq.name, space=space)
         worker = r.compile_seconds + r.train_seconds + r.eval_seconds
         best = r.ranked[0]
         run = {

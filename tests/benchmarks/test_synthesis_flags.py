@@ -27,3 +27,34 @@ def test_a_bad_fix_horizon_names_the_flag_and_the_text(text):
 def test_a_negative_tolerance_is_refused():
   with pytest.raises(SystemExit, match="--fix_tolerance -1.0"):
     fix_config(None, -1.0)
+
+
+def test_the_paper_combinators_are_all_but_fix_and_a_bad_name_is_refused():
+  from benchmarks.synthesis import search_space
+  from hx.synth import COMBINATORS, SearchSpace
+
+  assert search_space(None) == SearchSpace()
+  paper = search_space("paper").combinators
+  assert "fix" not in paper and set(paper) == set(COMBINATORS) - {"fix"}
+  assert search_space("map_g, conv_g,repeat").combinators == ("map_g", "conv_g", "repeat")
+  with pytest.raises(SystemExit, match=r"--combinators 'map_g,loop'.*unknown combinator"):
+    search_space("map_g,loop")
+
+
+def test_the_paper_space_keeps_gs2_task_2s_program_and_drops_its_fix_form():
+  from benchmarks.synthesis import search_space
+  from hx.lang import infer
+  from hx.lang.paper import default_type_variables, paper_library_before, paper_programs
+  from hx.synth import equivalence_key
+  from hx.synth.topdown import enumerate_programs
+
+  table = "fig:GS2Progs-main"
+  library = paper_library_before(table, 2)
+  paper = next(p for p in paper_programs() if p.table == table and p.task_number == 2 and p.rank == 1)
+  fresh = default_type_variables(infer(paper.program, library, paper.type).fresh)
+  key = equivalence_key(paper.program, fresh)
+  for space, has_fix in ((search_space("paper"), False), (search_space(None), True)):
+    # The first 30 (the synthesis benchmark trains the first 25 of GS2 task 2: the paper's program is 22nd).
+    seen = list(enumerate_programs(paper.type, library, space=space, limit=30))
+    assert key in [c.key for c in seen]
+    assert any("fix(" in str(c.program) for c in seen) == has_fix
