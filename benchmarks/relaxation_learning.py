@@ -216,6 +216,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.error("--cost_errors, --cost_jitter and --cost_scale change the true states: give --exact")
   if not 0.0 <= args.cost_errors <= 1.0:
     parser.error(f"--cost_errors {args.cost_errors} is outside [0, 1]")
+  fix = fix_config(args.fix_horizon, args.fix_tolerance)
 
   import jax.numpy as jnp
 
@@ -254,8 +255,7 @@ def main(argv: list[str] | None = None) -> dict:
       epochs=args.epochs, val_every=args.val_every)
   modules = module_config(graph_update=args.update, graph_aggregations=args.aggregations,
                           graph_kernel=args.kernel, graph_slot_hidden=args.slot_hidden,
-                          graph_slot_layers=args.slot_layers, graph_keep=args.keep,
-                          fix=fix_config(args.fix_horizon, args.fix_tolerance))
+                          graph_slot_layers=args.slot_layers, graph_keep=args.keep, fix=fix)
   context = task_context(task, library, tune_config=config, module_config=modules)
   floors = {}
   if args.exact:

@@ -413,7 +413,8 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.synth import Budget, synthesize
   from hx.synth.halving import Halving
 
-  space = search_space(args.combinators)
+  # Bad flags fail here, before the data load.
+  space, fix = search_space(args.combinators), fix_config(args.fix_horizon)
   name, _, k = args.task.partition(":")
   index = int(k or 1)
   sizes = TaskSizes.preset(args.preset)
@@ -427,7 +428,7 @@ def main(argv: list[str] | None = None) -> dict:
     library, library_path = _prefix_library(args, seq, index, sizes)
   changes = dict(graph_update=args.graph_update, graph_kernel=args.graph_kernel,
                  graph_slot_hidden=args.graph_slot_hidden, graph_slot_layers=args.graph_slot_layers,
-                 graph_keep=args.graph_keep, fix=fix_config(args.fix_horizon))
+                 graph_keep=args.graph_keep, fix=fix)
   modules = None
   if any(v is not None for v in changes.values()):
     modules = module_config(**changes)
