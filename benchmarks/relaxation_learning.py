@@ -322,10 +322,7 @@ def main(argv: list[str] | None = None) -> dict:
       break
     if args.stop_after is not None and until >= args.stop_after - 1e-9:
       out["seconds"] = time.perf_counter() - start
-      if args.json:
-        with open(args.json, "w") as f:
-          json.dump(out, f, indent=1)
-      return out
+      return _written(out, args.json)
     resume = r.state
   out.update(test_rmse=float(r.test_score), best_val=float(r.val_score), best_epoch=r.best_epoch,
              seconds=time.perf_counter() - start)
@@ -347,8 +344,13 @@ def main(argv: list[str] | None = None) -> dict:
           f"whose start the states read nearer the bound than START_DISTANCE give "
           f"{b['misread_mse_share']:.1%} of the squared error (RMSE {b['rmse_misread']:.3f}); the rest RMSE "
           f"{b['rmse_rest']:.3f}")
-  if args.json:
-    with open(args.json, "w") as f:
+  return _written(out, args.json)
+
+
+def _written(out: dict, path: str | None) -> dict:
+  """`out`, after writing it to `path` as JSON if a path is given."""
+  if path:
+    with open(path, "w") as f:
       json.dump(out, f, indent=1)
   return out
 
