@@ -28,8 +28,9 @@ Executors: "local" (in this process), "processes" (worker processes: one per cor
 "processes:WxT" (W workers of T cores each), "default" (`hx.synth.executors.default_executor()`), "ray"
 (a local Ray with every core, a job per core; `--ray_address` joins a cluster). Schedules: "full"
 (every candidate to the end), "halving" (`hx.synth.halving.Halving(first=--halving_first,
-eta=--halving_eta, equal=--halving_equal)`) and "patience:N" (every candidate to the end or to its
-early stop: the task's settings with `TuneConfig.patience = N`, not the paper's, which train every epoch).
+eta=--halving_eta, equal=--halving_equal, reference=--halving_reference)`) and "patience:N" (every
+candidate to the end or to its early stop: the task's settings with `TuneConfig.patience = N`, not the
+paper's, which train every epoch).
 
 `--library PATH` takes the tasks before K's library from a saved `hx.Library` instead of preparing it
 (e.g. a GS2 regressor still training, saved from its checkpoint's best epoch by `regressor_floor.py
@@ -376,6 +377,8 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--halving_eta", type=int, default=4)
   parser.add_argument("--halving_equal", choices=("epochs", "time"), default="epochs",
                       help="what halving's rungs give every candidate alike")
+  parser.add_argument("--halving_reference", choices=("median", "geomean"), default="median",
+                      help="under --halving_equal time, the step cost a rung's epochs are priced at")
   parser.add_argument("--ray_address", default=None)
   parser.add_argument("--library_dir", default=os.path.join(os.path.expanduser("~"), ".cache", "hx",
                                                             "bench_libraries"))
@@ -469,7 +472,8 @@ def main(argv: list[str] | None = None) -> dict:
       for schedule_name in args.schedules.split(","):
         schedule, run_config = None, config
         if schedule_name.strip() == "halving":
-          schedule = Halving(first=args.halving_first, eta=args.halving_eta, equal=args.halving_equal)
+          schedule = Halving(first=args.halving_first, eta=args.halving_eta, equal=args.halving_equal,
+                             reference=args.halving_reference)
         elif schedule_name.strip().startswith("patience:"):
           run_config = dataclasses.replace(config, patience=int(schedule_name.strip().split(":")[1]))
         elif schedule_name.strip() != "full":

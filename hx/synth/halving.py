@@ -56,10 +56,14 @@ from typing import Callable, Sequence
 from hx.synth.executors import Job, JobResult, job_seed
 from hx.synth.space import Candidate
 
-__all__ = ["EQUAL", "Halving", "Rung", "replay", "stop_by_patience", "step_shares", "successive_halving"]
+__all__ = ["EQUAL", "REFERENCES", "Halving", "Rung", "replay", "stop_by_patience", "step_shares",
+           "successive_halving"]
 
 EQUAL = ("epochs", "time")
 """What a schedule's rungs give every candidate alike (`Halving.equal`)."""
+
+REFERENCES = ("median", "geomean")
+"""The step cost a rung's epochs are priced at under equal time (`Halving.reference`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,12 +96,20 @@ class Halving:
       executors, may rank differently: executors agree (same seed, same ranking) under "epochs" only.
     price: under equal time, the share of the first rung's epochs every candidate trains to price its
       steps (0 < price < 1).
+    reference: under equal time, the step cost a rung's epochs are priced at: "median" (the median of
+      the candidates' step costs) or "geomean" (their geometric mean). Where costs fall in two clusters
+      far apart (GS2's shortest path: the library's CNN against a fresh CNN over every cell, 25 times
+      the cost a step), the median lies in whichever cluster holds more candidates and jumps between
+      them when one candidate is added; the geometric mean lies between the clusters, and one candidate
+      more moves it by at most (its cost / the others')^(1/n) (benchmarks/RESULTS.md, "A reference
+      between the clusters"). Both are ours.
   """
   first: float = 2.0
   eta: int = 4
   min_keep: int = 1
   equal: str = "epochs"
   price: float = 0.1
+  reference: str = "median"
 
   def __post_init__(self):
     if not self.first > 0:
@@ -108,13 +120,18 @@ class Halving:
       raise ValueError(f"Halving.equal must be one of {', '.join(EQUAL)}, got {self.equal!r}")
     if not 0 < self.price < 1:
       raise ValueError(f"Halving.price must be in (0, 1), got {self.price}")
+    if self.reference not in REFERENCES:
+      raise ValueError(f"Halving.reference must be one of {', '.join(REFERENCES)}, got {self.reference!r}")
 
   def __repr__(self) -> str:
     # Job.schedule (and so a halved candidate's checkpoint key) is this text: equal epochs keep the text
-    # they had before `equal` and `price` existed, so runs saved then resume.
+    # they had before `equal` and `price` existed, and the median reference before `reference`, so runs
+    # saved then resume.
     text = f"Halving(first={self.first!r}, eta={self.eta!r}, min_keep={self.min_keep!r}"
     if self.equal != "epochs":
       text += f", equal={self.equal!r}, price={self.price!r}"
+      if self.reference != "median":
+        text += f", reference={self.reference!r}"
     return text + ")"
 
   def rungs(self, epochs: int, candidates: int) -> tuple[Rung, ...]:
@@ -193,7 +210,7 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
   timed = schedule.equal == "time" and len(rungs) > 1
   if timed and active:
     train({i: rungs[0].until * schedule.price for i in active})
-    share = step_shares(latest)
+    share = step_shares(latest, schedule.reference)
   for k, rung in enumerate(rungs):
     if k > 0:
       if out_of_time():
@@ -211,24 +228,29 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
     # keeps its score and place without training.
     train({i: u for i, u in untils.items() if u is None or u > reached[i]})
     if timed:
-      share = step_shares(latest)
+      share = step_shares(latest, schedule.reference)
   # Reported with the plain job and without the paused states (their arrays are not needed any more).
   return [dataclasses.replace(r, job=jobs[i], state=None) for i, r in enumerate(latest) if r is not None]
 
 
-def step_shares(results: Sequence[JobResult | None]) -> list[float]:
+def step_shares(results: Sequence[JobResult | None], reference: str = "median") -> list[float]:
   """Per candidate, the share of a rung's epochs it trains under equal time (`Halving.equal="time"`):
-  min(1, m / c) with c its seconds per training step and m the median of those costs, from `results`
-  (each candidate's latest result). A candidate without a clean result or without steps gets 1
-  (it does not go on anyway, or cannot be priced)."""
+  min(1, m / c) with c its seconds per training step and m the `reference` of those costs ("median" or
+  "geomean", `Halving.reference`), from `results` (each candidate's latest result). A candidate without
+  a clean result or without steps gets 1 (it does not go on anyway, or cannot be priced)."""
+  if reference not in REFERENCES:
+    raise ValueError(f"step_shares' reference must be one of {', '.join(REFERENCES)}, got {reference!r}")
   costs = [r.train_seconds / r.steps_run if r is not None and r.ok and r.steps_run > 0 else None
            for r in results]
   known = sorted(c for c in costs if c is not None and c > 0)
   if not known:
     return [1.0] * len(results)
-  median = known[len(known) // 2] if len(known) % 2 else 0.5 * (known[len(known) // 2 - 1] +
-                                                                 known[len(known) // 2])
-  return [1.0 if c is None or c <= 0 else min(1.0, median / c) for c in costs]
+  if reference == "geomean":
+    m = math.exp(sum(math.log(c) for c in known) / len(known))
+  else:
+    m = known[len(known) // 2] if len(known) % 2 else 0.5 * (known[len(known) // 2 - 1] +
+                                                              known[len(known) // 2])
+  return [1.0 if c is None or c <= 0 else min(1.0, m / c) for c in costs]
 
 
 def replay(histories: Sequence[Sequence[float]], schedule: Halving, epochs: int) -> tuple[int, ...]:
