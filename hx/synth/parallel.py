@@ -188,18 +188,10 @@ class ProcessExecutor:
       around when workers * threads exceeds the cores); 0: do not pin (each worker may use every core).
     max_retries: times a job is started again after its worker died under it.
     job_timeout: seconds a job may run before its worker is killed (and the job retried); None: no limit.
-    widen: a `run` of a single job, while the pool has more than one worker, trains it on a worker of
-      every core the pool's workers are pinned to (one more process, started at the first such run and
-      kept, with its own copy of the task's data), instead of leaving all but one worker's cores idle.
-      Ours, for the last rungs of successive halving, which train one candidate at a time: on GS2's
-      shortest path the paper's program's epoch takes 1.5 times as long on one core as on two
-      (benchmarks/RESULTS.md, "One core against two"). Off by default: a lone job's arithmetic is then
-      that of more threads than the pool's (see Determinism in the module docstring), so whether a job
-      ran alone changes its last digits.
   """
 
   def __init__(self, workers: int | None = None, threads: int | None = None, max_retries: int = 2,
-               job_timeout: float | None = None, widen: bool = False):
+               job_timeout: float | None = None):
     cpus = available_cpus()
     if (workers is not None and workers < 1) or (threads is not None and threads < 0) or max_retries < 0:
       raise ValueError(f"bad ProcessExecutor settings: workers={workers}, threads={threads}, "
@@ -212,10 +204,8 @@ class ProcessExecutor:
       raise ValueError(f"job_timeout must be positive or None, got {job_timeout}")
     self.workers, self.threads = workers, threads
     self.max_retries, self.job_timeout = max_retries, job_timeout
-    self.widen = widen
     self._cpus = cpus
-    # Slots 0..workers-1 are the pool's workers; slot `workers` is the wide one (`widen`).
-    self._pool: list[_Worker | None] = [None] * (workers + 1)
+    self._pool: list[_Worker | None] = [None] * workers
     self._context: TaskContext | None = None
     self._context_id: str | None = None
     self._blob: bytes | None = None
@@ -235,17 +225,7 @@ class ProcessExecutor:
   def _slot_cpus(self, slot: int) -> tuple[int, ...] | None:
     if not self.threads:
       return None
-    if slot == self.workers:
-      return tuple(sorted({c for i in range(self.workers) for c in self._slot_cpus(i)}))
     return tuple(self._cpus[(slot * self.threads + k) % len(self._cpus)] for k in range(self.threads))
-
-  def _slots(self, jobs: int) -> list[int]:
-    """The slots that train a run of `jobs` jobs: the wide one for a lone job under `widen` (when it has
-    more cores than a pool worker), else the pool's."""
-    if self.widen and jobs == 1 and self.workers > 1 and self.threads:
-      if len(self._slot_cpus(self.workers)) > self.threads:
-        return [self.workers]
-    return list(range(self.workers))
 
   def _start(self, slot: int) -> _Worker:
     # A socket pair: the worker gets one end as an inherited file descriptor; its end of the pair closes
@@ -286,13 +266,12 @@ class ProcessExecutor:
   def run(self, context: TaskContext, jobs: Sequence[Job]) -> Iterator[JobResult]:
     self._publish(context)
     pending = collections.deque(jobs)
-    slots = self._slots(len(pending))
     attempts: dict[int, int] = collections.Counter()
     deaths: dict[int, list[str]] = collections.defaultdict(list)
     try:
       while pending or any(w is not None and w.job is not None for w in self._pool):
         # Hand a job to every idle worker (starting workers that are not running).
-        for slot in slots:
+        for slot in range(self.workers):
           if not pending:
             break
           worker = self._pool[slot] or self._start(slot)

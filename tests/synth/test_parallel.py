@@ -30,7 +30,7 @@ from hx.synth.executors import (
   run_job,
 )
 from hx.synth.halving import Halving, Rung, replay
-from hx.synth.parallel import ProcessExecutor, _portable, _restore, available_cpus
+from hx.synth.parallel import ProcessExecutor, _portable, _restore
 from hx.synth.synthesize import Budget, synthesize
 from tests.synth.test_synthesize import TINY, sum_task
 
@@ -292,72 +292,6 @@ def test_a_hung_job_is_killed_after_the_job_timeout_and_reported():
   assert [x.status for x in result.ranked] == ["failed", "failed"]
   assert all(x.reason.startswith("worker process died (killed after the job timeout of 0.05 s; ")
              and x.reason.endswith("2 times") for x in result.ranked)
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(len(available_cpus()) < 2, reason="widening needs a pool of more than one core")
-def test_a_widened_pool_trains_a_lone_job_on_all_its_cores():
-  from hx.synth.library import Library
-  from hx.synth.topdown import enumerate_programs
-
-  task = sum_task(n=300)
-  config = TuneConfig(epochs=30, batch_size=50)
-  data = TuneData(task.train, task.val, task.test, task.table)
-  context = TaskContext(data, task.objective, Library(), TINY, config)
-  c = next(enumerate_programs(task.type, None, config=TINY, limit=1))
-  jobs = [Job(i, c, job_seed(i, c)) for i in range(2)]
-  seen: dict[int, frozenset[int]] = {}
-
-  def watcher(pool):
-    # The latest look counts: a worker pins itself once its interpreter starts, after it was handed a job.
-    def watch():
-      for pid, _, _ in pool.busy():
-        try:
-          seen[pid] = frozenset(os.sched_getaffinity(pid))
-        except ProcessLookupError:
-          pass
-    return Watcher(watch)
-
-  with ProcessExecutor(workers=2, threads=1, widen=True) as pool:
-    with watcher(pool):
-      pair = sorted(pool.run(context, jobs), key=lambda r: r.job.index)
-    narrow = dict(seen)
-    seen.clear()
-    with watcher(pool):
-      (alone,) = pool.run(context, jobs[1:])
-  cores = frozenset(available_cpus()[:2])
-  assert len(narrow) == 2 and all(len(cpus) == 1 for cpus in narrow.values())
-  # The lone job ran in a third process, on both cores, and (a program without a CNN: the same kernels
-  # on one thread as on two) to the same result.
-  assert len(seen) == 1 and list(seen.values()) == [cores] and not set(seen) & set(narrow)
-  assert alone.val_score == pair[1].val_score and alone.test_score == pair[1].test_score
-  # Without widen a lone job takes a pool worker of one core.
-  seen.clear()
-  with ProcessExecutor(workers=2, threads=1) as pool:
-    with watcher(pool):
-      list(pool.run(context, jobs[1:]))
-  assert [len(cpus) for cpus in seen.values()] == [1]
-
-
-class Watcher:
-  """Calls `look()` every 10 ms while the block runs."""
-
-  def __init__(self, look):
-    self.look, self.done = look, threading.Event()
-    self.thread = threading.Thread(target=self._loop, daemon=True)
-
-  def _loop(self):
-    while not self.done.is_set():
-      self.look()
-      time.sleep(0.01)
-
-  def __enter__(self):
-    self.thread.start()
-    return self
-
-  def __exit__(self, *exc):
-    self.done.set()
-    self.thread.join(timeout=5)
 
 
 # --- Ray -------------------------------------------------------------------------------------------------
