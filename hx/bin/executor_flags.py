@@ -37,6 +37,9 @@ _HALVING_ETA = flags.DEFINE_integer("halving_eta", 4, "Each halving rung keeps 1
 _HALVING_EQUAL = flags.DEFINE_enum("halving_equal", "epochs", ["epochs", "time"],
                                    "What halving's rungs give every candidate alike: "
                                    "epochs, or time (a costly candidate trains a share of each rung).")
+_HALVING_REFERENCE = flags.DEFINE_enum("halving_reference", "median", ["median", "geomean"],
+                                       "--halving_equal=time: the step cost a rung's epochs are priced at "
+                                       "(the median or the geometric mean of the candidates').")
 
 
 def executor_from_flags() -> Any:
@@ -56,9 +59,11 @@ def executor_from_flags() -> Any:
 
 
 def schedule_from_flags() -> Any:
-  """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, --halving_equal, or None."""
+  """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, --halving_equal and
+  --halving_reference, or None."""
   if not _HALVING.value:
     return None
   from hx.synth.halving import Halving
 
-  return Halving(first=_HALVING_FIRST.value, eta=_HALVING_ETA.value, equal=_HALVING_EQUAL.value)
+  return Halving(first=_HALVING_FIRST.value, eta=_HALVING_ETA.value, equal=_HALVING_EQUAL.value,
+                 reference=_HALVING_REFERENCE.value)

@@ -68,6 +68,47 @@ def test_step_shares_price_each_candidate_against_the_median():
   assert step_shares([None, None]) == [1.0, 1.0]
 
 
+def test_the_geometric_mean_reference_lies_between_two_clusters_of_costs():
+  cheap, costly = result(0.01, 10), result(0.25, 10)
+  # Two cheap candidates and three costly ones: the median is a costly one's cost, so every candidate
+  # gets all of a rung; the geometric mean, 0.01^0.4 * 0.25^0.6, gives the costly ones a share of it.
+  assert step_shares([cheap, cheap, costly, costly, costly]) == pytest.approx([1.0] * 5)
+  m = math.exp((2 * math.log(0.01) + 3 * math.log(0.25)) / 5)
+  assert step_shares([cheap, cheap, costly, costly, costly], "geomean") == pytest.approx(
+      [1.0, 1.0, m / 0.25, m / 0.25, m / 0.25])
+  # One costly candidate more moves the median from the cheap cluster to the middle of the two (the
+  # costly ones' share from 0.04 to 0.52); the geometric mean moves by 1.38 times, from 0.145 to 0.2.
+  shares = step_shares([cheap, cheap, cheap, costly, costly], "geomean")
+  more = step_shares([cheap, cheap, cheap, costly, costly, costly], "geomean")
+  assert step_shares([cheap, cheap, cheap, costly, costly])[-1] == pytest.approx(0.04)
+  assert step_shares([cheap, cheap, cheap, costly, costly, costly])[-1] == pytest.approx(0.52)
+  assert shares[-1] == pytest.approx(0.01 ** 0.6 * 0.25 ** 0.4 / 0.25)
+  assert more[-1] == pytest.approx(0.2) and more[-1] / shares[-1] == pytest.approx(1.38, abs=0.01)
+  with pytest.raises(ValueError, match="reference"):
+    step_shares([cheap], "mean")
+
+
+def test_a_schedule_priced_at_the_geometric_mean_trains_the_costly_cluster_less():
+  # Three candidates of a fresh network (25 times the cost a step) and two cheap ones: at the median
+  # every candidate trains all of the first rung; at the geometric mean the costly ones train their share.
+  cost = [0.01, 0.01, 0.25, 0.25, 0.25]
+  score = [lambda e: 2.0 - e, lambda e: 2.5, lambda e: 3.0, lambda e: 3.1, lambda e: 3.2]
+  trainer = Scripted(cost, score)
+  got = successive_halving(candidates(5), Halving(first=0.1, eta=2, equal="time"), 1, seed=0, run=trainer)
+  assert trainer.calls[1] == [(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1), (4, 0.1)]
+  # 10 steps of 0.25 s each (the cheap two go on).
+  assert [r.train_seconds for r in got[2:]] == pytest.approx([2.5] * 3)
+  trainer = Scripted(cost, score)
+  schedule = Halving(first=0.1, eta=2, equal="time", reference="geomean")
+  got = successive_halving(candidates(5), schedule, 1, seed=0, run=trainer)
+  share = round(0.1 * math.exp((2 * math.log(0.01) + 3 * math.log(0.25)) / 5) / 0.25, 6)
+  assert trainer.calls[1] == [(0, 0.1), (1, 0.1), (2, share), (3, share), (4, share)]
+  assert got[0].test_score == 0.0
+  # The pricing run's step and two more (to 0.0276 epochs of 100 steps), at 0.25 s.
+  assert share == pytest.approx(0.0276, abs=1e-4)
+  assert [r.train_seconds for r in got[2:]] == pytest.approx([0.75] * 3)
+
+
 def test_equal_time_rungs_let_a_cheap_learner_overtake_a_costly_one():
   # Candidate 3 scores best at equal epochs, but its steps cost 25 times the others'; candidate 1 is
   # cheap and learns on.
@@ -128,6 +169,8 @@ def test_equal_time_is_checked_and_cannot_be_replayed():
     Halving(equal="flops")
   with pytest.raises(ValueError, match="Halving.price"):
     Halving(equal="time", price=1.0)
+  with pytest.raises(ValueError, match="Halving.reference"):
+    Halving(equal="time", reference="mean")
   with pytest.raises(ValueError, match="equal epochs"):
     replay([[1.0, 0.5]], Halving(first=1, eta=2, equal="time"), 2)
 
@@ -163,3 +206,5 @@ def test_the_text_of_an_equal_epochs_schedule_is_unchanged():
   assert repr(Halving(first=0.5, eta=2)) == "Halving(first=0.5, eta=2, min_keep=1)"
   assert repr(Halving(equal="time", price=0.2)) == ("Halving(first=2.0, eta=4, min_keep=1, equal='time', "
                                                     "price=0.2)")
+  assert repr(Halving(equal="time", reference="geomean")) == (
+      "Halving(first=2.0, eta=4, min_keep=1, equal='time', price=0.1, reference='geomean')")
