@@ -323,6 +323,9 @@ def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--task", default="cs1:3", help="SEQUENCE:K, task K (from 1) of a paper sequence")
   parser.add_argument("--seed", type=int, default=0, help="sequence and synthesis seed")
+  parser.add_argument("--synthesis_seed", type=int, default=None,
+                      help="task K's synthesis seed (its candidates' training seeds, job_seed), on the data "
+                           "and library of --seed (default: --seed)")
   parser.add_argument("--preset", default="paper", help="sizes and training settings: paper, authors, quick")
   parser.add_argument("--fraction", type=float, default=1.0, help="share of task K's training split")
   parser.add_argument("--epochs", type=int, default=None, help="epochs per candidate (default: the preset's)")
@@ -449,7 +452,9 @@ def main(argv: list[str] | None = None) -> dict:
   print(f"# {task.summary()}\n# library {library!r} ({library_path}); settings {config}; "
         f"prepared in {time.perf_counter() - t0:.0f} s", flush=True)
 
-  out = {"task": task.name, "sequence": seq.name, "index": index, "seed": args.seed, "preset": args.preset,
+  synthesis_seed = args.seed if args.synthesis_seed is None else args.synthesis_seed
+  out = {"task": task.name, "sequence": seq.name, "index": index, "seed": args.seed,
+         "synthesis_seed": synthesis_seed, "preset": args.preset,
          "fraction": args.fraction, "mnist": args.mnist, "prefix_epochs": args.prefix_epochs,
          "candidates": args.candidates, "epochs": config.epochs, "batch_size": config.batch_size,
          "bias_from_targets": config.bias_from_targets, "library": list(library.names), "argv": sys.argv,
@@ -480,8 +485,8 @@ def main(argv: list[str] | None = None) -> dict:
           raise SystemExit(f"unknown schedule {schedule_name!r}: full, halving or patience:N")
         load = os.getloadavg()[0]
         r = synthesize(task, library, budget=Budget(candidates=args.candidates, schedule=schedule),
-                       seed=args.seed, tune_config=run_config, module_config=modules, executor=executor,
-                       sequence=seq.name, space=space)
+                       seed=synthesis_seed, tune_config=run_config, module_config=modules,
+                       executor=executor, sequence=seq.name, space=space)
         worker = r.compile_seconds + r.train_seconds + r.eval_seconds
         best = r.ranked[0]
         run = {
