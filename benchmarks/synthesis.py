@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--halving_eta", type=int, default=4)
   parser.add_argument("--halving_equal", choices=("epochs", "time"), default="epochs",
                       help="what halving's rungs give every candidate alike")
-  parser.add_argument("--halving_reference", choices=("median", "geomean"), default="median",
+  parser.add_argument("--halving_reference", choices=("geomean", "median"), default="geomean",
                       help="under --halving_equal time, the step cost a rung's epochs are priced at")
   parser.add_argument("--ray_address", default=None)
   parser.add_argument("--library_dir", default=os.path.join(os.path.expanduser("~"), ".cache", "hx",

@@ -37,9 +37,9 @@ _HALVING_ETA = flags.DEFINE_integer("halving_eta", 4, "Each halving rung keeps 1
 _HALVING_EQUAL = flags.DEFINE_enum("halving_equal", "epochs", ["epochs", "time"],
                                    "What halving's rungs give every candidate alike: "
                                    "epochs, or time (a costly candidate trains a share of each rung).")
-_HALVING_REFERENCE = flags.DEFINE_enum("halving_reference", "median", ["median", "geomean"],
+_HALVING_REFERENCE = flags.DEFINE_enum("halving_reference", "geomean", ["geomean", "median"],
                                        "--halving_equal=time: the step cost a rung's epochs are priced at "
-                                       "(the median or the geometric mean of the candidates').")
+                                       "(the geometric mean or the median of the candidates').")
 
 
 def executor_from_flags() -> Any:

@@ -58,3 +58,23 @@ def test_the_paper_space_keeps_gs2_task_2s_program_and_drops_its_fix_form():
     seen = list(enumerate_programs(paper.type, library, space=space, limit=30))
     assert key in [c.key for c in seen]
     assert any("fix(" in str(c.program) for c in seen) == has_fix
+
+
+@pytest.mark.slow
+def test_the_synthesis_seed_changes_the_training_seeds_and_not_the_data():
+  from benchmarks.synthesis import main
+
+  common = ["--task", "cs1:1", "--preset", "quick", "--fraction", "0.2", "--candidates", "2", "--epochs", "1",
+            "--executors", "local", "--schedules", "full", "--in_process"]
+
+  def scores(out):
+    return [(program, val) for program, _, val, *_ in out["runs"][0]["ranked"]]
+
+  plain = main(common)
+  same = main(common + ["--synthesis_seed", "0"])
+  other = main(common + ["--synthesis_seed", "3"])
+  assert (plain["seed"], plain["synthesis_seed"], other["seed"], other["synthesis_seed"]) == (0, 0, 0, 3)
+  assert scores(same) == scores(plain)
+  # The same two programs on the same data, trained from other initial parameters.
+  assert sorted(p for p, _ in scores(other)) == sorted(p for p, _ in scores(plain))
+  assert dict(scores(other)) != dict(scores(plain))

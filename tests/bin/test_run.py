@@ -92,10 +92,10 @@ def test_the_schedule_and_patience_flags_reach_the_runs_settings():
   assert out.stdout.strip().splitlines()[-1] == "Halving(first=2.0, eta=2, min_keep=1) [2]"
   out = _run("--sequence=cs1", "--halving", "--halving_equal=time", code=code)
   assert out.stdout.strip().splitlines()[-1] == ("Halving(first=2.0, eta=4, min_keep=1, equal='time', "
-                                                 "price=0.1) [None]")
-  out = _run("--sequence=cs1", "--halving", "--halving_equal=time", "--halving_reference=geomean", code=code)
-  assert out.stdout.strip().splitlines()[-1] == ("Halving(first=2.0, eta=4, min_keep=1, equal='time', "
                                                  "price=0.1, reference='geomean') [None]")
+  out = _run("--sequence=cs1", "--halving", "--halving_equal=time", "--halving_reference=median", code=code)
+  assert out.stdout.strip().splitlines()[-1] == ("Halving(first=2.0, eta=4, min_keep=1, equal='time', "
+                                                 "price=0.1) [None]")
   out = _run("--sequence=cs1", code=code)
   assert out.stdout.strip().splitlines()[-1] == "None [None]"  # the paper's: no schedule, every epoch
 

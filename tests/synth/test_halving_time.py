@@ -59,12 +59,12 @@ def result(cost, steps, ok=True):
                    steps_run=steps, train_seconds=cost * steps)
 
 
-def test_step_shares_price_each_candidate_against_the_median():
+def test_step_shares_under_the_median_reference():
   shares = step_shares([result(0.01, 10), result(0.02, 10), result(0.5, 10), None, result(1.0, 0),
-                        result(0.04, 10, ok=False)])
+                        result(0.04, 10, ok=False)], "median")
   # Median of 0.01, 0.02, 0.5 is 0.02: the cheaper ones get all of a rung, the costly 0.02 / 0.5.
   assert shares == pytest.approx([1.0, 1.0, 0.04, 1.0, 1.0, 1.0])
-  assert step_shares([result(0.01, 10), result(0.03, 10)]) == pytest.approx([1.0, 0.02 / 0.03])
+  assert step_shares([result(0.01, 10), result(0.03, 10)], "median") == pytest.approx([1.0, 0.02 / 0.03])
   assert step_shares([None, None]) == [1.0, 1.0]
 
 
@@ -72,16 +72,16 @@ def test_the_geometric_mean_reference_lies_between_two_clusters_of_costs():
   cheap, costly = result(0.01, 10), result(0.25, 10)
   # Two cheap candidates and three costly ones: the median is a costly one's cost, so every candidate
   # gets all of a rung; the geometric mean, 0.01^0.4 * 0.25^0.6, gives the costly ones a share of it.
-  assert step_shares([cheap, cheap, costly, costly, costly]) == pytest.approx([1.0] * 5)
+  assert step_shares([cheap, cheap, costly, costly, costly], "median") == pytest.approx([1.0] * 5)
   m = math.exp((2 * math.log(0.01) + 3 * math.log(0.25)) / 5)
-  assert step_shares([cheap, cheap, costly, costly, costly], "geomean") == pytest.approx(
+  assert step_shares([cheap, cheap, costly, costly, costly]) == pytest.approx(
       [1.0, 1.0, m / 0.25, m / 0.25, m / 0.25])
   # One costly candidate more moves the median from the cheap cluster to the middle of the two (the
   # costly ones' share from 0.04 to 0.52); the geometric mean moves by 1.38 times, from 0.145 to 0.2.
   shares = step_shares([cheap, cheap, cheap, costly, costly], "geomean")
   more = step_shares([cheap, cheap, cheap, costly, costly, costly], "geomean")
-  assert step_shares([cheap, cheap, cheap, costly, costly])[-1] == pytest.approx(0.04)
-  assert step_shares([cheap, cheap, cheap, costly, costly, costly])[-1] == pytest.approx(0.52)
+  assert step_shares([cheap, cheap, cheap, costly, costly], "median")[-1] == pytest.approx(0.04)
+  assert step_shares([cheap, cheap, cheap, costly, costly, costly], "median")[-1] == pytest.approx(0.52)
   assert shares[-1] == pytest.approx(0.01 ** 0.6 * 0.25 ** 0.4 / 0.25)
   assert more[-1] == pytest.approx(0.2) and more[-1] / shares[-1] == pytest.approx(1.38, abs=0.01)
   with pytest.raises(ValueError, match="reference"):
@@ -94,12 +94,14 @@ def test_a_schedule_priced_at_the_geometric_mean_trains_the_costly_cluster_less(
   cost = [0.01, 0.01, 0.25, 0.25, 0.25]
   score = [lambda e: 2.0 - e, lambda e: 2.5, lambda e: 3.0, lambda e: 3.1, lambda e: 3.2]
   trainer = Scripted(cost, score)
-  got = successive_halving(candidates(5), Halving(first=0.1, eta=2, equal="time"), 1, seed=0, run=trainer)
+  schedule = Halving(first=0.1, eta=2, equal="time", reference="median")
+  got = successive_halving(candidates(5), schedule, 1, seed=0, run=trainer)
   assert trainer.calls[1] == [(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1), (4, 0.1)]
   # 10 steps of 0.25 s each (the cheap two go on).
   assert [r.train_seconds for r in got[2:]] == pytest.approx([2.5] * 3)
   trainer = Scripted(cost, score)
-  schedule = Halving(first=0.1, eta=2, equal="time", reference="geomean")
+  schedule = Halving(first=0.1, eta=2, equal="time")
+  assert schedule.reference == "geomean"  # the default
   got = successive_halving(candidates(5), schedule, 1, seed=0, run=trainer)
   share = round(0.1 * math.exp((2 * math.log(0.01) + 3 * math.log(0.25)) / 5) / 0.25, 6)
   assert trainer.calls[1] == [(0, 0.1), (1, 0.1), (2, share), (3, share), (4, share)]
@@ -114,7 +116,7 @@ def test_equal_time_rungs_let_a_cheap_learner_overtake_a_costly_one():
   # cheap and learns on.
   cost = [0.01, 0.01, 0.01, 0.25]
   score = [lambda e: 2.8, lambda e: 2.5 - 4.0 * e, lambda e: 2.6, lambda e: 2.0 - 2.0 * e]
-  schedule = Halving(first=0.1, eta=2, equal="time")
+  schedule = Halving(first=0.1, eta=2, equal="time", reference="median")
   assert [(r.until, r.keep) for r in schedule.rungs(1, 4)] == [(0.1, 4), (0.2, 2), (0.4, 1), (0.8, 1),
                                                                 (1.0, 1)]
   trainer = Scripted(cost, score)
@@ -146,8 +148,8 @@ def test_equal_time_keeps_a_costly_candidate_no_one_beats():
   cost = [0.01, 0.01, 0.25]
   score = [lambda e: 2.8, lambda e: 2.5, lambda e: 2.0 - e]
   trainer = Scripted(cost, score)
-  got = successive_halving(candidates(3), Halving(first=0.2, eta=2, equal="time"), 1, seed=0,
-                           run=trainer)
+  schedule = Halving(first=0.2, eta=2, equal="time", reference="median")
+  got = successive_halving(candidates(3), schedule, 1, seed=0, run=trainer)
   # Rungs (0.2, 3), (0.4, 1), (0.8, 1), (1, 1); candidate 2's share is 0.04: 0.008 epochs of the first
   # rung and 0.016 of the second (short of the 0.02 priced), 0.032 of the third.
   assert trainer.calls == [[(0, 0.02), (1, 0.02), (2, 0.02)], [(0, 0.2), (1, 0.2)], [(2, 0.032)],
@@ -204,7 +206,8 @@ def test_a_job_reports_the_steps_its_cost_is_priced_by():
 def test_the_text_of_an_equal_epochs_schedule_is_unchanged():
   # A halved candidate's checkpoint is keyed by this text: runs saved before `equal` existed resume.
   assert repr(Halving(first=0.5, eta=2)) == "Halving(first=0.5, eta=2, min_keep=1)"
-  assert repr(Halving(equal="time", price=0.2)) == ("Halving(first=2.0, eta=4, min_keep=1, equal='time', "
-                                                    "price=0.2)")
-  assert repr(Halving(equal="time", reference="geomean")) == (
+  # And so does one of equal time under the median, the only reference before `reference` existed.
+  assert repr(Halving(equal="time", price=0.2, reference="median")) == (
+      "Halving(first=2.0, eta=4, min_keep=1, equal='time', price=0.2)")
+  assert repr(Halving(equal="time")) == (
       "Halving(first=2.0, eta=4, min_keep=1, equal='time', price=0.1, reference='geomean')")
