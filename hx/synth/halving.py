@@ -94,8 +94,9 @@ class Halving:
       keeps its score without training. The last rung trains its survivors to the end under both.
       "time" is ours (the paper trains every candidate to the end): Hyperband's resource may be time
       as well as epochs, and a search under a wall-clock target should not spend it on the costliest
-      candidates (benchmarks/RESULTS.md, GS2 task 2). Its choices depend on measured times, so two runs, or two
-      executors, may rank differently: executors agree (same seed, same ranking) under "epochs" only.
+      candidates (benchmarks/RESULTS.md, GS2 task 2). Its choices depend on measured times, so two
+      runs, or two executors, may rank differently: executors agree (same seed, same ranking) under
+      "epochs" only.
     price: under equal time, the share of the first rung's epochs every candidate trains to price its
       steps (0 < price < 1).
     reference: under equal time, the step cost a rung's epochs are priced at: "geomean" (the default:
