@@ -118,6 +118,27 @@ def _executor(spec: str, ray_address: str | None):
   raise SystemExit(f"unknown executor {spec!r}")
 
 
+class _LoggedExecutor:
+  """An executor that appends one JSON line per job it trains to `path` (--log_jobs): when it ended, its
+  candidate, `until`, steps and seconds (a halving rung is a job of its own), for where a run's time went."""
+
+  def __init__(self, executor, path: str):
+    self.executor, self.path = executor, path
+    self.parallelism = getattr(executor, "parallelism", 1)
+
+  def run(self, context, jobs):
+    for r in self.executor.run(context, jobs):
+      with open(self.path, "a") as f:
+        f.write(json.dumps({"time": time.time(), "index": r.job.index,
+                            "program": str(r.job.candidate.program), "until": r.job.until, "status": r.status, "val": r.val_score,
+                            "steps_run": r.steps_run, "seconds": r.seconds, "compile": r.compile_seconds,
+                            "train": r.train_seconds, "eval": r.eval_seconds, "pid": os.getpid()}) + "\n")
+      yield r
+
+  def close(self):
+    self.executor.close()
+
+
 def _data_fingerprint(seq, index: int) -> int:
   """crc32 of tasks 1..index-1's data (image table, every split's inputs and targets): a library cached
   on disk is reused only for the data it was trained on, so a change to `hx.data` never reuses a stale
@@ -400,6 +421,9 @@ def main(argv: list[str] | None = None) -> dict:
                       help="TuneConfig.val_every of task K's trainings: also score validation every this "
                            "share of a run's steps (default: the preset's; the authors' code: 0.01)")
   parser.add_argument("--json", default=None, help="write the figures here")
+  parser.add_argument("--log_jobs", default=None,
+                      help="append a JSON line per trained job (each halving rung of a candidate) to "
+                           "this file")
   parser.add_argument("--in_process", action="store_true",
                       help="run every (executor, schedule) in this process (default: each in a new process, "
                            "so no run inherits another's compiled executables or warm caches in memory)")
@@ -473,6 +497,8 @@ def main(argv: list[str] | None = None) -> dict:
   print("|" + "---|" * (header.count("|") - 1))
   for spec in args.executors.split(","):
     executor, label = _executor(spec.strip(), args.ray_address)
+    if args.log_jobs:
+      executor = _LoggedExecutor(executor, args.log_jobs)
     try:
       for schedule_name in args.schedules.split(","):
         schedule, run_config = None, config
@@ -502,8 +528,11 @@ def main(argv: list[str] | None = None) -> dict:
             # Per candidate, its times summed over its rungs: seconds in all and compiling; then its
             # validation score after each full epoch and its place in the search's order (what
             # benchmarks/halving_replay.py replays).
+            # Per candidate: program, status, val, test, epochs, seconds, compile s, val history, order,
+            # train s, eval s.
             "ranked": [(str(x.program), x.status, x.val_score, x.test_score, x.epochs_run, x.seconds,
-                        x.compile_seconds, list(x.val_history), x.order) for x in r.ranked],
+                        x.compile_seconds, list(x.val_history), x.order, x.train_seconds, x.eval_seconds)
+                       for x in r.ranked],
         }
         out["runs"].append(run)
 
