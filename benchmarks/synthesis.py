@@ -130,9 +130,10 @@ class _LoggedExecutor:
     for r in self.executor.run(context, jobs):
       with open(self.path, "a") as f:
         f.write(json.dumps({"time": time.time(), "index": r.job.index,
-                            "program": str(r.job.candidate.program), "until": r.job.until, "status": r.status, "val": r.val_score,
-                            "steps_run": r.steps_run, "seconds": r.seconds, "compile": r.compile_seconds,
-                            "train": r.train_seconds, "eval": r.eval_seconds, "pid": os.getpid()}) + "\n")
+                            "program": str(r.job.candidate.program), "until": r.job.until,
+                            "status": r.status, "val": r.val_score, "steps_run": r.steps_run,
+                            "seconds": r.seconds, "compile": r.compile_seconds, "train": r.train_seconds,
+                            "eval": r.eval_seconds}) + "\n")
       yield r
 
   def close(self):
