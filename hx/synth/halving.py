@@ -106,9 +106,10 @@ class Halving:
       cost a step), the median lies in whichever cluster holds more candidates and jumps between them
       when one candidate is added; the geometric mean lies between the clusters, and one candidate more
       moves it by the n-th root of how far its cost is from it. Measured on GS2 task 2 (25 candidates,
-      benchmarks/RESULTS.md, "A reference between the clusters"): 899 s against 1,188 s under the
-      median, the same top program and scores; and 1,017 s in the paper's grammar, where the median's
-      search was stopped after 34 minutes. Both are ours.
+      benchmarks/RESULTS.md, "A reference between the clusters"): in our grammar 1,129 s against
+      1,153 s under the median, the same top program and scores (the two references were close there,
+      0.82 and 1.02 s a step); in the paper's grammar 1,017-1,237 s, where the median's search was
+      stopped after 34 minutes. Both are ours.
   """
   first: float = 2.0
   eta: int = 4
