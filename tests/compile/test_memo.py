@@ -28,11 +28,16 @@ FEATURES = T("Tensor<real>[128]")  # 8 channels of 4x4
     ("compose(fold_l(nn_s, zeros(1)), map_l(lib.cnn))", ("cnn",), "fold_l(nn_s, zeros(1))"),
     ("compose(nn_a, map_l(compose(lib.f, compose(nn_b, lib.cnn))))", ("cnn",),
      "compose(nn_a, map_l(compose(lib.f, nn_b)))"),
-    # Nothing to split: no library function first, or nothing left to train.
+    # Library functions only: the outermost stays, to score on the table.
+    ("map_l(compose(lib.f, lib.g))", ("g",), "map_l(lib.f)"),
+    ("compose(lib.mlp, lib.cnn)", ("cnn",), "lib.mlp"),
+    ("map_g(compose(lib.f, compose(lib.g, lib.h)))", ("g", "h"), "map_g(lib.f)"),
+    ("compose(lib.f, map_l(compose(lib.g, lib.h)))", ("g", "h"), "lib.f"),
+    # Nothing to split: no library function first, or one library function alone.
     ("compose(nn_a, map_l(compose(lib.f, nn_b)))", (), None),
     ("compose(lib.mlp, nn_b)", (), None),
-    ("map_l(compose(lib.f, lib.g))", (), None),
-    ("compose(lib.mlp, lib.cnn)", (), None),
+    ("lib.cnn", (), None),
+    ("map_g(lib.f)", (), None),
 ])
 def test_frozen_prefix(text, names, rest):
   program = parse(text)
@@ -134,10 +139,8 @@ def grid_task():
   return build_task(task_spec("shortest_path_mnist"), Sources(), sizes, 0)
 
 
-@pytest.mark.slow  # ~20 s; the list case above stays in the fast suite
-def test_training_a_grid_program_on_its_prefix_table_equals_training_the_whole_program(grid_task):
-  """map_g(lib.f ∘ lib.g) on the cells of the grids hx.data builds: the regressor's table instead of the
-  CNN and MLP on every cell of every step, with the same losses, scores and parameters."""
+def _grid_library() -> Library:
+  """A regressor nn_g_1 ∘ nn_g_2 from a grid's cell images to cell states, random but frozen."""
   state = T("Tensor<real>[2]")
   p = parse("compose(nn_m, nn_c)")
   image = T("Tensor<real>[3][28][28]")
@@ -145,7 +148,36 @@ def test_training_a_grid_program_on_its_prefix_table_equals_training_the_whole_p
                              SMALL)
   variables = compiled.init(jax.random.key(5))
   variables["batch_stats"] = jax.tree.map(lambda a: a + 0.3, variables["batch_stats"])
-  lib = Library().add(Trained(compiled, variables), sequence="g", task="g").library
+  return Library().add(Trained(compiled, variables), sequence="g", task="g").library
+
+
+def test_a_program_of_library_functions_alone_is_scored_on_the_table_of_all_but_the_last(grid_task):
+  """map_g(lib.f ∘ lib.g), a candidate without parameters: scored as map_g(lib.f) on lib.g's table,
+  with the validation and test scores of running both on every cell."""
+  lib = _grid_library()
+  program = parse("map_g(compose(lib.nn_g_1, lib.nn_g_2))")
+  names, rest = frozen_prefix(program)
+  assert (names, rest) == (("nn_g_2",), parse("map_g(lib.nn_g_1)"))
+  data = TuneData(grid_task.train, grid_task.val, grid_task.test, grid_task.table)
+  config = TuneConfig(epochs=2, batch_size=25, seed=1)
+  whole = compile_program(program, {}, SMALL, lib.specs())
+  r_whole = tune(whole, make_frozen(whole, lib.variables()), data, grid_task.objective, config)
+  split = compile_program(rest, {}, SMALL, lib.specs())
+  table = PrefixTables().table(lib, names, data.table)
+  assert table.shape == (grid_task.table.shape[0], 128)
+  r_split = tune(split, make_frozen(split, lib.variables()), data._replace(table=table), grid_task.objective,
+                 config)
+  assert r_whole.steps_run == r_split.steps_run == 0 and np.isfinite(r_whole.val_score)
+  np.testing.assert_allclose(r_split.val_score, r_whole.val_score, rtol=1e-4)
+  np.testing.assert_allclose(r_split.test_score, r_whole.test_score, rtol=1e-4)
+
+
+@pytest.mark.slow  # ~20 s; the list case above stays in the fast suite
+def test_training_a_grid_program_on_its_prefix_table_equals_training_the_whole_program(grid_task):
+  """map_g(lib.f ∘ lib.g) on the cells of the grids hx.data builds: the regressor's table instead of the
+  CNN and MLP on every cell of every step, with the same losses, scores and parameters."""
+  state = T("Tensor<real>[2]")
+  lib = _grid_library()
   program = parse("compose(repeat(2, conv_g(nn_k)), map_g(compose(lib.nn_g_1, lib.nn_g_2)))")
   fresh = {"nn_k": T(f"List<{state}> -> {state}")}
   data = TuneData(grid_task.train, grid_task.val, grid_task.test, grid_task.table)
