@@ -25,7 +25,8 @@ about N times the wall time, so the shares are of that worker time), candidate-e
 top program with its validation and test error.
 
 Executors: "local" (in this process), "processes" (worker processes: one per core, one core each),
-"processes:WxT" (W workers of T cores each), "default" (`hx.synth.executors.default_executor()`), "ray"
+"processes:WxT" (W workers of T cores each; "processes:WxT:lend": idle workers' cores lent to busy ones,
+`ProcessExecutor(lend=True)`), "default" (`hx.synth.executors.default_executor()`), "ray"
 (a local Ray with every core, a job per core; `--ray_address` joins a cluster). Schedules: "full"
 (every candidate to the end), "halving" (`hx.synth.halving.Halving(first=--halving_first,
 eta=--halving_eta, equal=--halving_equal, reference=--halving_reference)`) and "patience:N" (every
@@ -110,8 +111,12 @@ def _executor(spec: str, ray_address: str | None):
     label = name if name == "local" else f"processes {options['workers']}x{options['threads']}"
     return make_executor(name, **options), f"default ({label})"
   if spec.startswith("processes:"):
-    workers, threads = (int(v) for v in spec.split(":", 1)[1].split("x"))
-    return make_executor("processes", workers=workers, threads=threads), f"processes {workers}x{threads}"
+    size, _, option = spec.split(":", 1)[1].partition(":")
+    if option not in ("", "lend"):
+      raise SystemExit(f"unknown option {option!r} of executor {spec!r}: processes:WxT or processes:WxT:lend")
+    workers, threads = (int(v) for v in size.split("x"))
+    label = f"processes {workers}x{threads}" + (" lending" if option else "")
+    return make_executor("processes", workers=workers, threads=threads, lend=bool(option)), label
   if spec == "ray":
     executor = make_executor("ray", address=ray_address)
     return executor, f"ray ({ray_address or 'local'}, {executor.parallelism} slots)"
@@ -363,7 +368,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--prefix_candidates", type=int, default=2,
                       help="candidates per earlier task when building the library")
   parser.add_argument("--executors", default="local", help="comma-separated: local, processes, "
-                      "processes:WxT, default, ray")
+                      "processes:WxT, processes:WxT:lend, default, ray")
   parser.add_argument("--schedules", default="full",
                       help="comma-separated: full, halving, patience:N (every candidate to the end but for "
                            "early stopping after N epochs without a better validation score)")

@@ -313,7 +313,7 @@ def make_executor(executor: str | Executor | None = "local", **options: Any) -> 
     executor: a name from `EXECUTORS`, an Executor (returned as it is; then `options` must be empty), or
       None for "local".
     options: the executor's constructor arguments: for "processes" `workers`, `threads`, `max_retries`,
-      `job_timeout` (`hx.synth.parallel.ProcessExecutor`); for "ray" `address` (e.g. "auto" or
+      `job_timeout`, `lend` (`hx.synth.parallel.ProcessExecutor`); for "ray" `address` (e.g. "auto" or
       "10.0.0.1:6379"), `num_cpus`, `cpus_per_job`, `max_retries` (`hx.synth.parallel.RayExecutor`).
 
   Raises:

@@ -20,7 +20,9 @@ the order they finish, and `close()`. What they share:
 - Threads: XLA:CPU sizes its thread pool by the CPUs the process may run on (its affinity mask; jax
   0.10's `XLA_FLAGS` thread options do not bound it: measured, see benchmarks/RESULTS.md), so a process
   worker is pinned to `threads` cores of its own before JAX starts, and N workers do not each start a
-  pool as large as the machine.
+  pool as large as the machine. Under `ProcessExecutor(lend=True)` each worker's pool has a thread per
+  core of the executor, its threads pinned to its own cores, and widened to idle workers' cores while
+  no job waits.
 - Determinism: a job's result depends only on its seed and on the number of XLA threads of the process
   that trains it. XLA:CPU splits large reductions (the CNN's weight gradient, a matmul over every image
   of the batch) between its threads, so one thread and two add in different orders: measured on the
@@ -124,16 +126,34 @@ def _death_reason(exitcode: int | None) -> str:
 
 # --- Worker processes on this machine ------------------------------------------------------------------
 
-def worker_main(fd: int, cpus: Sequence[int] | None) -> None:
-  """A process worker (`python -m hx.synth.worker FD CPUS`): pins itself to `cpus` before JAX makes its
-  thread pool, then serves messages on the connection at file descriptor `fd`.
+def pin_threads(pid: int, cpus: Sequence[int]) -> None:
+  """Pins every thread of process `pid` to `cpus` (a thread that ends meanwhile is skipped). Threads it
+  starts later inherit the mask of the thread that starts them."""
+  for tid in os.listdir(f"/proc/{pid}/task"):
+    try:
+      os.sched_setaffinity(int(tid), set(cpus))
+    except (ProcessLookupError, FileNotFoundError):
+      pass
+
+
+def worker_main(fd: int, cpus: Sequence[int] | None, pool: Sequence[int] | None = None) -> None:
+  """A process worker (`python -m hx.synth.worker FD CPUS [POOL]`): pins itself to `cpus` before JAX
+  makes its thread pool, then serves messages on the connection at file descriptor `fd`. With `pool`,
+  JAX makes its backend (and its thread pool) on `pool`'s cores first, and every thread is then pinned
+  to `cpus` (`ProcessExecutor(lend=True)`).
 
   Messages: ("context", id) followed by the pickled context as bytes; ("job", id, job) -> ("result",
   JobResult); ("stop",). Only the latest context is kept (one task at a time).
   """
   from multiprocessing.connection import Connection
 
-  if cpus:
+  if cpus and pool:
+    import jax
+
+    os.sched_setaffinity(0, set(pool))
+    jax.devices()  # XLA:CPU's client and its thread pool, sized by the mask: measured, see `lend`
+    pin_threads(os.getpid(), cpus)
+  elif cpus:
     os.sched_setaffinity(0, set(cpus))
   conn = Connection(fd)
   contexts: dict[str, tuple[TaskContext, Any, Any]] = {}
@@ -166,6 +186,7 @@ class _Worker:
   context_id: str | None = None
   job: Job | None = None
   started: float = 0.0
+  mask: tuple[int, ...] | None = None  # the cores its threads run on now (`lend`)
 
 
 def _package_root() -> str:
@@ -188,10 +209,20 @@ class ProcessExecutor:
       around when workers * threads exceeds the cores); 0: do not pin (each worker may use every core).
     max_retries: times a job is started again after its worker died under it.
     job_timeout: seconds a job may run before its worker is killed (and the job retried); None: no limit.
+    lend: lend idle workers' cores to busy ones. Every worker's XLA thread pool is then sized by all the
+      pool's cores (it starts on them, and is pinned to its own `threads` cores once JAX's backend
+      exists); while no job waits and some workers are idle, the busy ones run on their cores and the
+      idle ones'. Ours, for the last rungs of successive halving, which train one candidate while the
+      other cores idle (on GS2's shortest path, 327-344 s of a 20-minute search: benchmarks/RESULTS.md,
+      "a machine that changes speed"). Unlike a new wide worker (tried: its start and its copy of the
+      task cost what it gained), the borrower keeps its data and tables. A job's arithmetic is that of
+      the pool's size in threads whichever cores it runs on, so results equal a one-worker pool of all
+      the cores (and the local executor's on those cores) bit for bit, and not the one-thread workers'
+      of `lend=False` (see Determinism in the module docstring).
   """
 
   def __init__(self, workers: int | None = None, threads: int | None = None, max_retries: int = 2,
-               job_timeout: float | None = None):
+               job_timeout: float | None = None, lend: bool = False):
     cpus = available_cpus()
     if (workers is not None and workers < 1) or (threads is not None and threads < 0) or max_retries < 0:
       raise ValueError(f"bad ProcessExecutor settings: workers={workers}, threads={threads}, "
@@ -204,6 +235,7 @@ class ProcessExecutor:
       raise ValueError(f"job_timeout must be positive or None, got {job_timeout}")
     self.workers, self.threads = workers, threads
     self.max_retries, self.job_timeout = max_retries, job_timeout
+    self.lend = lend and bool(threads) and workers > 1
     self._cpus = cpus
     self._pool: list[_Worker | None] = [None] * workers
     self._context: TaskContext | None = None
@@ -227,6 +259,25 @@ class ProcessExecutor:
       return None
     return tuple(self._cpus[(slot * self.threads + k) % len(self._cpus)] for k in range(self.threads))
 
+  def _pool_cpus(self) -> tuple[int, ...]:
+    return tuple(sorted({c for slot in range(self.workers) for c in self._slot_cpus(slot)}))
+
+  def _lend(self, pending: bool) -> None:
+    """Under `lend`: each busy worker runs on its cores and, while no job waits, the idle workers'."""
+    if not self.lend:
+      return
+    busy = [w for w in self._pool if w is not None and w.job is not None]
+    idle = set() if pending else set(self._pool_cpus()).difference(
+        c for w in busy for c in w.cpus)
+    for worker in busy:
+      mask = tuple(sorted(set(worker.cpus) | idle))
+      if mask != worker.mask:
+        try:
+          pin_threads(worker.process.pid, mask)
+        except (FileNotFoundError, ProcessLookupError):
+          continue  # it died: the run loop sees its closed connection
+        worker.mask = mask
+
   def _start(self, slot: int) -> _Worker:
     # A socket pair: the worker gets one end as an inherited file descriptor; its end of the pair closes
     # when it dies, which wakes `wait` here (EOF), so a dead worker is noticed at once.
@@ -236,9 +287,11 @@ class ProcessExecutor:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
     command = [sys.executable, "-m", "hx.synth.worker", str(theirs.fileno()),
                ",".join(map(str, cpus)) if cpus else "-"]
+    if self.lend:
+      command.append(",".join(map(str, self._pool_cpus())))
     process = subprocess.Popen(command, pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL)
     theirs.close()
-    worker = _Worker(process, ours, cpus)
+    worker = _Worker(process, ours, cpus, mask=cpus)
     self._pool[slot] = worker
     return worker
 
@@ -298,6 +351,7 @@ class ProcessExecutor:
         busy = {slot: w for slot, w in enumerate(self._pool) if w is not None and w.job is not None}
         if not busy:
           continue
+        self._lend(bool(pending))
         timeout = None
         if self.job_timeout is not None:
           timeout = max(0.0, min(w.started + self.job_timeout for w in busy.values()) - time.monotonic())

@@ -1,10 +1,12 @@
 """The benchmarks' fix flags (`--fix_horizon`, `--fix_tolerance` of synthesis.py and
-relaxation_learning.py) reach FixConfig, and bad text is refused with the flag's name."""
+relaxation_learning.py) reach FixConfig, and bad text is refused with the flag's name; synthesis.py's
+executor specs."""
 
 from __future__ import annotations
 
 import pytest
 
+from benchmarks import synthesis
 from benchmarks.relaxation_learning import fix_config
 from hx.compile.fixpoint import FixConfig
 
@@ -78,3 +80,17 @@ def test_the_synthesis_seed_changes_the_training_seeds_and_not_the_data():
   # The same two programs on the same data, trained from other initial parameters.
   assert sorted(p for p, _ in scores(other)) == sorted(p for p, _ in scores(plain))
   assert dict(scores(other)) != dict(scores(plain))
+
+
+def test_processes_executors_by_spec_and_a_bad_option_is_named():
+  plain, label = synthesis._executor("processes:2x1", None)
+  lending, lending_label = synthesis._executor("processes:2x1:lend", None)
+  try:
+    assert (plain.workers, plain.threads, plain.lend, label) == (2, 1, False, "processes 2x1")
+    assert (lending.workers, lending.threads, lending.lend) == (2, 1, True)
+    assert lending_label == "processes 2x1 lending"
+  finally:
+    plain.close()
+    lending.close()
+  with pytest.raises(SystemExit, match="unknown option 'wide' of executor 'processes:2x1:wide'"):
+    synthesis._executor("processes:2x1:wide", None)

@@ -30,7 +30,7 @@ from hx.synth.executors import (
   run_job,
 )
 from hx.synth.halving import Halving, Rung, replay
-from hx.synth.parallel import ProcessExecutor, _portable, _restore
+from hx.synth.parallel import ProcessExecutor, _portable, _restore, available_cpus
 from hx.synth.synthesize import Budget, synthesize
 from tests.synth.test_synthesize import TINY, sum_task
 
@@ -233,6 +233,51 @@ def test_worker_processes_give_the_local_results():
     # The workers stay up for the next task (another context), and give its local results too.
     again = run(pool, candidates=2, seed=2, n=200)
   assert essence(again) == essence(run("local", candidates=2, seed=2, n=200))
+
+
+def _threads(pid):
+  """{thread name: [its cores, per thread]} of process `pid`."""
+  out = {}
+  for tid in os.listdir(f"/proc/{pid}/task"):
+    try:
+      with open(f"/proc/{pid}/task/{tid}/comm") as f:
+        out.setdefault(f.read().strip(), []).append(tuple(sorted(os.sched_getaffinity(int(tid)))))
+    except (FileNotFoundError, ProcessLookupError):
+      pass
+  return out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(len(available_cpus()) < 2, reason="lending needs two cores")
+def test_lending_workers_run_a_lone_job_on_every_core_with_a_pool_of_every_core():
+  cpus = tuple(available_cpus()[:2])
+  config = TuneConfig(epochs=8, batch_size=50)
+  lone_threads, pair_masks = [], []
+  stop = threading.Event()
+  with ProcessExecutor(workers=2, threads=1, lend=True) as pool:
+    def watch():
+      while not stop.is_set():
+        busy = [w for w in list(pool._pool) if w is not None and w.job is not None]
+        if len(busy) == 1:
+          lone_threads.append(_threads(busy[0].process.pid))
+        elif len(busy) == 2:
+          pair_masks.append(sorted(w.mask for w in busy))
+        time.sleep(0.02)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+      lone = run(pool, candidates=1, config=config)
+      two = run(pool, candidates=4, config=config)
+    finally:
+      stop.set()
+      watcher.join(timeout=5)
+    # XLA's pool in a worker has a thread per core of the executor, though the worker is pinned to one.
+    assert all(len(_threads(w.process.pid)["tf_XLAEigen"]) == 2 for w in pool._pool)
+  # A job alone ran on both cores, every thread of its worker; two at once, each on its own core.
+  assert any(all(m == cpus for ms in t.values() for m in ms) for t in lone_threads), lone_threads[-1:]
+  assert [(cpus[0],), (cpus[1],)] in pair_masks, pair_masks[-3:]
+  assert essence(lone) == essence(run("local", candidates=1, config=config))
+  assert essence(two) == essence(run("local", candidates=4, config=config))
 
 
 @pytest.mark.slow
