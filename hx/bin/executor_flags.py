@@ -26,6 +26,9 @@ _WORKERS = flags.DEFINE_integer("workers", None, "--executor=processes: worker p
                                 "core divided by --threads).")
 _THREADS = flags.DEFINE_integer("threads", None, "--executor=processes: cores (XLA threads) per worker "
                                 "(default: the cores divided by --workers; 0: no pinning).")
+_LEND = flags.DEFINE_boolean("lend", False, "--executor=processes: idle workers' cores are lent to busy ones "
+                             "(each worker's XLA pool then has a thread per core: results change in their "
+                             "last digits; hx.synth.parallel.ProcessExecutor(lend=True)).")
 _RAY_ADDRESS = flags.DEFINE_string(
     "ray_address", None, "--executor=ray: 'auto' joins the cluster this machine belongs to (ray start), "
     "HOST:PORT the cluster whose head is there; unset: a local Ray with every core.")
@@ -43,7 +46,7 @@ _HALVING_REFERENCE = flags.DEFINE_enum("halving_reference", "geomean", ["geomean
 
 
 def executor_from_flags() -> Any:
-  """The Executor --executor, --workers, --threads, --ray_address and --max_retries describe."""
+  """The Executor --executor, --workers, --threads, --lend, --ray_address and --max_retries describe."""
   from hx.synth.executors import default_executor, make_executor
 
   name, options = _EXECUTOR.value, {}
@@ -53,6 +56,8 @@ def executor_from_flags() -> Any:
     if _WORKERS.value is not None or _THREADS.value is not None:
       options = {"workers": _WORKERS.value, "threads": _THREADS.value}
     options["max_retries"] = _MAX_RETRIES.value
+    if _LEND.value:
+      options["lend"] = True
   elif name == "ray":
     options = {"address": _RAY_ADDRESS.value, "max_retries": _MAX_RETRIES.value}
   return make_executor(name, **options)

@@ -213,9 +213,10 @@ class ProcessExecutor:
       pool's cores (it starts on them, and is pinned to its own `threads` cores once JAX's backend
       exists); while no job waits and some workers are idle, the busy ones run on their cores and the
       idle ones'. Ours, for the last rungs of successive halving, which train one candidate while the
-      other cores idle (on GS2's shortest path, 327-344 s of a 20-minute search: benchmarks/RESULTS.md,
-      "a machine that changes speed"). Unlike a new wide worker (tried: its start and its copy of the
-      task cost what it gained), the borrower keeps its data and tables. A job's arithmetic is that of
+      other cores idle (on GS2's shortest path, 327-344 s of a 20-minute search; lending cut one such
+      search from 1,199 s to 1,121 s: benchmarks/RESULTS.md, "lending the idle core"). Unlike a new
+      wide worker (tried: its start and its copy of the task cost what it gained), the borrower keeps
+      its data and tables. A job's arithmetic is that of
       the pool's size in threads whichever cores it runs on, so results equal a one-worker pool of all
       the cores (and the local executor's on those cores) bit for bit, and not the one-thread workers'
       of `lend=False` (see Determinism in the module docstring).

@@ -20,6 +20,9 @@ def test_executor_from_flags():
   with flagsaver.flagsaver(executor="processes", workers=3, threads=1, max_retries=1):
     pool = executor_flags.executor_from_flags()
     assert isinstance(pool, ProcessExecutor) and (pool.workers, pool.threads, pool.max_retries) == (3, 1, 1)
+    assert not pool.lend
+  with flagsaver.flagsaver(executor="processes", workers=2, threads=1, lend=True):
+    assert executor_flags.executor_from_flags().lend
   with flagsaver.flagsaver(executor="auto"):
     chosen = executor_flags.executor_from_flags()
     assert isinstance(chosen, (LocalExecutor, ProcessExecutor))  # by the machine's backend and cores
