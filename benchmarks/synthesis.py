@@ -531,11 +531,10 @@ def main(argv: list[str] | None = None) -> dict:
             "candidate_epochs": sum(x.epochs_run for x in r.ranked),
             "top_program": str(best.program), "top_val": best.val_score, "top_test": best.test_score,
             "load_at_start": load,
-            # Per candidate, its times summed over its rungs: seconds in all and compiling; then its
-            # validation score after each full epoch and its place in the search's order (what
-            # benchmarks/halving_replay.py replays).
-            # Per candidate: program, status, val, test, epochs, seconds, compile s, val history, order,
-            # train s, eval s.
+            # Per candidate: program, status, val, test, epochs, then its times summed over its rungs
+            # (seconds in all, compiling), its validation score after each full epoch and its place in
+            # the search's order (what benchmarks/halving_replay.py replays), then its training and
+            # scoring seconds.
             "ranked": [(str(x.program), x.status, x.val_score, x.test_score, x.epochs_run, x.seconds,
                         x.compile_seconds, list(x.val_history), x.order, x.train_seconds, x.eval_seconds)
                        for x in r.ranked],

@@ -27,8 +27,8 @@ _WORKERS = flags.DEFINE_integer("workers", None, "--executor=processes: worker p
 _THREADS = flags.DEFINE_integer("threads", None, "--executor=processes: cores (XLA threads) per worker "
                                 "(default: the cores divided by --workers; 0: no pinning).")
 _LEND = flags.DEFINE_boolean("lend", False, "--executor=processes: idle workers' cores are lent to busy ones "
-                             "(each worker's XLA pool then has a thread per core: results change in their "
-                             "last digits; hx.synth.parallel.ProcessExecutor(lend=True)).")
+                             "(each worker's XLA pool then has a thread per core, so scores differ from "
+                             "one-thread workers'; hx.synth.parallel.ProcessExecutor(lend=True)).")
 _RAY_ADDRESS = flags.DEFINE_string(
     "ray_address", None, "--executor=ray: 'auto' joins the cluster this machine belongs to (ray start), "
     "HOST:PORT the cluster whose head is there; unset: a local Ray with every core.")

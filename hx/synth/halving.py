@@ -108,8 +108,8 @@ class Halving:
       moves it by the n-th root of how far its cost is from it. Measured on GS2 task 2 (25 candidates,
       benchmarks/RESULTS.md, "A reference between the clusters"): in our grammar 1,129 s against
       1,153 s under the median, the same top program and scores (the two references were close there,
-      0.82 and 1.02 s a step); in the paper's grammar 1,017-1,237 s, where the median's search was
-      stopped after 34 minutes. Both are ours.
+      0.82 and 1.02 s a step); in the paper's grammar 1,017-1,250 s on one-core workers, where the
+      median's search was stopped after 34 minutes. Both are ours.
   """
   first: float = 2.0
   eta: int = 4
