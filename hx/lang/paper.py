@@ -242,10 +242,24 @@ def programs_from_latex(tex: str) -> list[PaperProgram]:
         continue
       out.append(PaperProgram(
           table=label.group(1), sequence=sequence, algorithm=algorithm, task_number=task_number,
-          task=task, rank=int(ranked.group(1)), score=_score_from_latex(cells[2]),
+          task=_as_defined(sequence, task_number, task), rank=int(ranked.group(1)), score=_score_from_latex(cells[2]),
           text=latex_program_to_text(ranked.group(2))))
   out.extend(_programs_in_text(tex, out))
   return out
+
+
+LS_TOY_COUNTS = (2, 5, 7)
+"""The LS tasks that count toys: the paper's definition of LS (and the authors' code, capergroup/houdini,
+`HOUDINI/Eval/CS_LS.py`) make tasks 2, 5 and 7 count_toy, while its LS program tables label them
+count_digit (LS1 task 7's program reuses task 3's toy recognizer). The tables' tasks follow the
+definition; both kinds have the same type, so no program's typing changes."""
+
+
+def _as_defined(sequence: str, task_number: int, task: str) -> str:
+  """`task` as the sequence's definition names it (see `LS_TOY_COUNTS`)."""
+  if sequence.startswith("ls") and task_number in LS_TOY_COUNTS and task.startswith("count_digit"):
+    return "count_toy" + task[len("count_digit"):]
+  return task
 
 
 def _score_from_latex(cell: str) -> str:

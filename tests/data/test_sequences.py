@@ -1,6 +1,7 @@
 import pytest
 
 from hx.data import AUTHORS_DIGIT_PAIRS, SEQUENCES, Sources, TaskSizes, sequence
+from hx.data.sequences import AUTHORS_CLASSES
 from hx.lang.paper import TASK_TYPES
 
 
@@ -24,16 +25,37 @@ def test_cs1_and_cs2_use_the_authors_digit_pairs_for_seeds_0_to_4():
       assert dict(sequence(name, seed).classes) == {"d1": pair[0], "d2": pair[1]}
 
 
-def test_ls_draws_distinct_classes_deterministically():
-  ls = sequence("ls", seed=7)
-  classes = dict(ls.classes)
-  digits = [classes[f"d{i}"] for i in range(1, 6)]
-  toys = [classes[f"t{i}"] for i in range(1, 5)]
-  assert len(set(digits)) == 5 and len(set(toys)) == 4
-  assert all(0 <= d <= 9 for d in digits) and all(0 <= t <= 4 for t in toys)
-  assert sequence("ls", seed=7) == ls
-  assert any(sequence("ls", seed=s).classes != ls.classes for s in range(8, 12))
-  assert [t.name for t in ls.tasks][2] == f"recognize_toy({classes['t2']})"
+def test_ls_and_cs3_seeds_0_to_4_are_the_authors_instantiations():
+  # capergroup/houdini, HOUDINI/Eval/CS_LS.py: ls_idx_pairs and cs3_idx_pairs, in task order.
+  authors_ls = [(7, 4, 0, 9, 2, 9, 0, 7, 2), (1, 0, 1, 5, 4, 5, 1, 1, 8), (9, 1, 2, 1, 3, 1, 2, 9, 3),
+                (6, 2, 3, 8, 1, 8, 3, 6, 5), (4, 3, 4, 7, 0, 7, 4, 4, 0)]
+  kinds = ["count_digit", "count_toy", "recognize_toy", "recognize_digit", "count_toy", "count_digit",
+           "count_toy", "recognize_digit", "count_digit"]
+  for seed, classes in enumerate(authors_ls):
+    assert [t.name for t in sequence("ls", seed).tasks] == [f"{k}({c})" for k, c in zip(kinds, classes)]
+  for seed, (d, t) in enumerate([(0, 1), (3, 2), (5, 3), (2, 0), (9, 4)]):
+    assert [t_.name for t_ in sequence("cs3", seed).tasks] == [
+        f"recognize_digit({d})", f"count_digit({d})", f"count_toy({t})", f"recognize_toy({t})"]
+  assert len(AUTHORS_CLASSES["ls"]) == 5
+
+
+def test_later_ls_seeds_draw_at_random_with_the_authors_repeats():
+  for seed in (5, 7, 11):
+    ls = sequence("ls", seed=seed)
+    c = [t.cls for t in ls.tasks]
+    assert c[5] == c[3] and c[6] == c[2] and c[7] == c[0]  # the repeats of every authors' instantiation
+    assert len({c[0], c[3], c[8]}) == 3 and len({c[1], c[2], c[4]}) == 3
+    assert all(0 <= d <= 9 for d in (c[0], c[3], c[8])) and all(0 <= t <= 4 for t in (c[1], c[2], c[4]))
+    assert sequence("ls", seed=seed) == ls
+  assert len({sequence("ls", seed=s).classes for s in range(5, 12)}) > 1
+
+
+def test_the_listing_shows_the_repeated_classes():
+  text = str(sequence("ls", seed=0))
+  assert "Task 6: count_digit(9)" in text and "(the digit of task 4)" in text
+  assert "Task 7: count_toy(0)" in text and "(the toy of task 3)" in text
+  assert "Task 8: recognize_digit(7)" in text and "(the digit of task 1)" in text
+  assert "(the" not in text.split("Task 6")[0]
 
 
 def test_a_sequence_prints_its_tasks_and_types_and_says_what_is_synthetic():
