@@ -62,6 +62,14 @@ _PATIENCE = flags.DEFINE_integer(
     "patience", None, "Stop a training after this many epochs without a better validation score, for "
     "every method (default: none, the paper's: every epoch; 2 kept the best program of three tasks for "
     "1.6-2.6x less time, benchmarks/RESULTS.md).")
+_ORDER = flags.DEFINE_enum("search_order", None, ["authors", "cost"],
+                           "HOUDINI's top-down order (default: the preset's; paper: authors, by size, first in "
+                           "first out, as the authors' enumerator; quick: cost, hx's, with library functions "
+                           "cheaper than fresh ones).")
+_AUTHORS_FILTER = flags.DEFINE_boolean(
+    "authors_filter", None, "Train only candidates the authors' code trains: at most 3 fresh functions, "
+    "each a CNN, an MLP from CNN features, an LSTM or a fold step, and at most one MLP (default: the "
+    "preset's; on under paper).")
 _OUTPUT = flags.DEFINE_string("output_dir", None, "Where to write (default: runs/<sequence>-<preset>).")
 _TIME_BUDGET = flags.DEFINE_float("time_budget", None, "Stop starting new work after this many seconds; run "
                                   "again to continue.")
@@ -123,7 +131,8 @@ def config_from_flags() -> EvalConfig:
       tasks=_TASKS.value, candidates=_CANDIDATES.value, seconds=_BUDGET_SECONDS.value, epochs=_EPOCHS.value,
       module_overrides=_module_overrides(_MODULE.value),
       examples=tuple(examples) if examples is not None else None, sources=sources_from_flags(0),
-      bias_from_targets=_BIAS.value, schedule=schedule_from_flags(), patience=_PATIENCE.value)
+      bias_from_targets=_BIAS.value, schedule=schedule_from_flags(), patience=_PATIENCE.value,
+      order=_ORDER.value, authors_filter=_AUTHORS_FILTER.value)
 
 
 def main(argv: list[str]) -> int:

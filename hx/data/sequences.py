@@ -55,8 +55,9 @@ AUTHORS_CLASSES: dict[str, tuple[dict[str, int], ...]] = {
     "cs2": tuple({"d1": a, "d2": b} for a, b in AUTHORS_DIGIT_PAIRS),
     "cs3": tuple({"d": d, "t": t} for d, t in ((0, 1), (3, 2), (5, 3), (2, 0), (9, 4))),
     "ls": tuple({"d1": c[0], "t1": c[1], "t2": c[2], "d2": c[3], "t3": c[4], "d3": c[8]}
-                for c in ((7, 4, 0, 9, 2, 9, 0, 7, 2), (1, 0, 1, 5, 4, 5, 1, 1, 8), (9, 1, 2, 1, 3, 1, 2, 9, 3),
-                          (6, 2, 3, 8, 1, 8, 3, 6, 5), (4, 3, 4, 7, 0, 7, 4, 4, 0))),
+                for c in ((7, 4, 0, 9, 2, 9, 0, 7, 2), (1, 0, 1, 5, 4, 5, 1, 1, 8),
+                          (9, 1, 2, 1, 3, 1, 2, 9, 3), (6, 2, 3, 8, 1, 8, 3, 6, 5),
+                          (4, 3, 4, 7, 0, 7, 4, 4, 0))),
 }
 """The authors' five instantiations (seeds 0-4) of the sequences they fixed, as class variable values
 (module docstring); LS's nine classes are written in task order there and map onto its six variables."""

@@ -6,13 +6,18 @@ Two presets (`PRESETS`), each a `Preset`:
            paper's module sizes (`ModuleConfig()`), training settings `hx.data.training_settings(kind,
            "paper")`, the training fractions 2, 10, 20, 50 and 100% (100% only for the graph sequences:
            "we evaluate only on 100%"), five instantiations of each sequence (seeds 0-4: "Each sequence
-           ... was instantiated five times"; for CS1 and CS2 these are the authors' digit pairs, see
-           `hx.data.sequences`), and 20 candidate programs per task for the counting and long sequences
-           ("the number of evaluated programs is restricted to 20"). The paper gives no candidate
-           budget for SS and the graph sequences; ours is the smallest that reaches the paper's top
-           program in hx's top-down order (`hx.synth.space`): position 19 of SS task 2 and 21 of the graph
-           sequences' shortest-path tasks, so 20 and 25. On the graph sequences (GS1, GS2) conv_g's
-           kernel is the authors' grid kernel (`HOUDINI/Interpreter/NeuralModules.py`, `NetGRAPHNew`;
+           ... was instantiated five times"; seeds 0-4 are the authors' instantiations where their code
+           fixes them, see `hx.data.sequences`), and the authors' search (`hx.synth.paper_space`: their
+           order, by size first in first out with fresh functions before library ones; their candidate
+           filter; their intermediate types and combinators). Candidate programs per task: 20 for CS1-CS3
+           ("the number of evaluated programs is restricted to 20"); 50 for LS, the authors' code's
+           (capergroup/houdini, `HOUDINI/Eval/CS_LS.py`, M=50), since under their order 10 of the
+           paper's 45 LS rank-1 programs come after the 20th candidate (the last at 45th, on the library
+           the paper's earlier programs leave: benchmarks/enumeration.py); for SS 10 (task 1) and 100
+           (task 2), and for the graph sequences 10 (regressions) and 60 (shortest paths), the authors'
+           code's (`SummingSequence/EvaluatorSummingSeq.py`, `GraphSeq.py`), where the paper gives none.
+           On the graph sequences (GS1, GS2) conv_g's kernel is the authors' grid kernel
+           (`HOUDINI/Interpreter/NeuralModules.py`, `NetGRAPHNew`;
            the paper does not give it): `graph_kernel="slots"` at their width (100) and depth (5), the
            cell's cost passed through (`graph_keep=1`), the distance replaced. It is what brought GS2
            task 2 to the paper's RMSE in one epoch (1.481; the pair kernel's best was 1.96;
@@ -22,7 +27,9 @@ Two presets (`PRESETS`), each a `Preset`:
            of 32 instead of 3 epochs in batches of 150 (on 1,200 lists that is 304 steps instead of 24:
            measured on CS1's count_digit(0), 24 steps leave the LSTM worse than predicting the mean,
            304 bring the test RMSE from 2.2 to 1.3; the computation per epoch is the same), 4
-           candidate programs per task, fractions 10% and 100%, one instantiation (seed 0).
+           candidate programs per task in hx's cost order (`SearchSpace(order="cost")`: library functions
+           cost less than fresh ones, so four candidates reach the transfer programs), fractions 10% and
+           100%, one instantiation (seed 0).
 
 `EvalConfig.make` applies a preset and the caller's overrides and checks everything up front, so that a
 bad setting is one clear error before any work starts.
@@ -38,6 +45,7 @@ from hx.compile.modules import ModuleConfig
 from hx.data import FRACTIONS, SEQUENCES, TaskSizes, training_settings
 from hx.data.sources import Sources
 from hx.data.tasks import KINDS
+from hx.synth.space import ORDERS, SearchSpace, paper_space
 from hx.synth.synthesize import STRATEGIES, Budget
 
 __all__ = ["PRESETS", "Preset", "EvalConfig", "ConfigError", "METHODS", "BASELINES", "GRAPH_SEQUENCES",
@@ -78,6 +86,9 @@ class Preset:
     fractions: default training fractions; graph_fractions those of the graph sequences.
     seeds: default instantiations.
     graph_modules: (ModuleConfig field, value) changes on the graph sequences, before the caller's.
+    task_candidates: (sequence, task number, candidate programs) where a task's budget differs from its
+      sequence's.
+    search: "paper" (`hx.synth.paper_space`) or a `SearchSpace.order` for the default space.
   """
   name: str
   training: str
@@ -90,10 +101,21 @@ class Preset:
   graph_fractions: tuple[float, ...]
   seeds: tuple[int, ...]
   graph_modules: tuple[tuple[str, Any], ...] = ()
+  task_candidates: tuple[tuple[str, int, int], ...] = ()
+  search: str = "cost"
 
-  def budget(self, sequence: str) -> Budget:
+  def budget(self, sequence: str, task: int | None = None) -> Budget:
+    """HOUDINI's budget for `sequence`, or for its task `task` (1-based) where the preset sets one."""
     table = dict(self.candidates)
-    return Budget(candidates=table.get(sequence, table["*"]))
+    per_task = {(s, n): c for s, n, c in self.task_candidates}
+    return Budget(candidates=per_task.get((sequence, task), table.get(sequence, table["*"])))
+
+  def space(self, sequence: str) -> SearchSpace:
+    """HOUDINI's search space on `sequence`: the authors' search (`hx.synth.paper_space`) where `search` is
+    "paper", else the default space in the order `search` names."""
+    if self.search == "paper":
+      return paper_space(graphs=sequence in GRAPH_SEQUENCES)
+    return SearchSpace(order=self.search)
 
   def default_fractions(self, sequence: str) -> tuple[float, ...]:
     return self.graph_fractions if sequence in GRAPH_SEQUENCES else self.fractions
@@ -109,10 +131,12 @@ PRESETS: dict[str, Preset] = {
     "paper": Preset(
         name="paper", training="paper", sizes=TaskSizes.paper(), module_config=ModuleConfig(), epochs=(),
         batch_sizes=(),
-        candidates=(("cs1", 20), ("cs2", 20), ("cs3", 20), ("ls", 20), ("ss", 20), ("gs1", 25), ("gs2", 25),
-                    ("*", 20)),
+        candidates=(("cs1", 20), ("cs2", 20), ("cs3", 20), ("ls", 50), ("*", 20)),
+        task_candidates=(("ss", 1, 10), ("ss", 2, 100), ("gs1", 1, 10), ("gs1", 2, 60), ("gs2", 1, 10),
+                         ("gs2", 2, 60), ("gs2", 3, 60)),
         fractions=FRACTIONS, graph_fractions=(1.0,), seeds=(0, 1, 2, 3, 4),
-        graph_modules=(("graph_kernel", "slots"), ("graph_update", "replace"), ("graph_keep", 1))),
+        graph_modules=(("graph_kernel", "slots"), ("graph_update", "replace"), ("graph_keep", 1)),
+        search="paper"),
     "quick": Preset(
         name="quick", training="quick", sizes=TaskSizes.quick(),
         module_config=ModuleConfig(mlp_hidden=64, cnn_channels=(8, 16), lstm_hidden=32, graph_hidden=16,
@@ -148,7 +172,9 @@ class EvalConfig:
     seeds: the sequence's instantiations (each seeds its classes, data and training).
     preset: the preset's name.
     tasks: how many of the sequence's tasks to run (from the first).
-    budget: HOUDINI's synthesis budget per task (and fraction).
+    budget: HOUDINI's synthesis budget per task (and fraction), as the sequence's default.
+    budgets: the budget of each task of the sequence, in order (a preset may set one per task).
+    space: HOUDINI's search space (order, candidate filter, intermediate types, combinators).
     module_config: module sizes, shared by every method.
     sizes: split sizes.
     sources: where the data comes from.
@@ -161,6 +187,8 @@ class EvalConfig:
   preset: str
   tasks: int
   budget: Budget
+  budgets: tuple[Budget, ...]
+  space: SearchSpace
   module_config: ModuleConfig
   sizes: TaskSizes
   sources: Sources
@@ -183,7 +211,8 @@ class EvalConfig:
            seconds: float | None = None, epochs: int | None = None,
            module_overrides: Mapping[str, Any] | None = None,
            examples: tuple[int, int, int] | None = None, sources: Sources = Sources(),
-           bias_from_targets: bool = True, schedule: Any = None, patience: int | None = None) -> EvalConfig:
+           bias_from_targets: bool = True, schedule: Any = None, patience: int | None = None,
+           order: str | None = None, authors_filter: bool | None = None) -> EvalConfig:
     """A checked configuration: the preset's defaults with these overrides.
 
     Args:
@@ -205,6 +234,8 @@ class EvalConfig:
         `hx.synth.halving.Halving` (successive halving; the top-down strategy only).
       patience: `TuneConfig.patience` of every task and method (None, the paper's: every epoch; N: stop
         a training after N epochs without a better validation score).
+      order, authors_filter: `SearchSpace.order` and `SearchSpace.authors_filter` of HOUDINI's search
+        (default the preset's).
 
     Raises:
       ConfigError: anything that cannot work, in one line naming the setting.
@@ -259,8 +290,17 @@ class EvalConfig:
     try:
       budget = Budget(candidates=budget.candidates if candidates is None else candidates, seconds=seconds,
                       schedule=schedule)
+      budgets = tuple(dataclasses.replace(budget, candidates=p.budget(key, i).candidates)
+                      if candidates is None else budget for i in range(1, n + 1))
     except ValueError as err:
       raise ConfigError(str(err)) from None
+    space = p.space(key)
+    if order is not None:
+      if order not in ORDERS:
+        raise ConfigError(f"unknown search order {order!r}; the orders are {', '.join(ORDERS)}")
+      space = dataclasses.replace(space, order=order)
+    if authors_filter is not None:
+      space = dataclasses.replace(space, authors_filter=authors_filter)
     try:
       module_config = dataclasses.replace(p.modules(key), **dict(module_overrides or {}))
     except (TypeError, ValueError) as err:
@@ -290,8 +330,8 @@ class EvalConfig:
         changes["patience"] = patience
       configs.append((kind, training_settings(kind, p.training).tune_config(**changes)))
     return cls(sequence=key, methods=tuple(ordered), fractions=fractions, seeds=seeds, preset=preset,
-               tasks=tasks, budget=budget, module_config=module_config, sizes=sizes, sources=sources,
-               tune_configs=tuple(configs))
+               tasks=tasks, budget=budget, budgets=budgets, space=space, module_config=module_config,
+               sizes=sizes, sources=sources, tune_configs=tuple(configs))
 
 
 def _check_sources(sources: Sources) -> None:

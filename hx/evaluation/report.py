@@ -252,6 +252,12 @@ def summary_lines(records: list[dict]) -> list[str]:
 
 
 def _budget_text(budget: Any) -> str:
+  """A budget as JSON (`hx.synth.Budget`), or a list of them (one per task), in words."""
+  if isinstance(budget, list) and budget:
+    texts = [_budget_text(b) for b in budget]
+    if all(t == texts[0] for t in texts):
+      return texts[0]
+    return "; ".join(f"task {i}: {t}" for i, t in enumerate(texts, 1))
   if not isinstance(budget, dict):
     return str(budget)
   parts = []
@@ -303,7 +309,7 @@ def build_report(directory: Any) -> Path:
               f"{', '.join(method_label(m) for m in s.get('methods', []))}; training fractions "
               f"{', '.join(f'{100 * f:g}%' for f in s.get('fractions', []))}; instantiations (seeds) "
               f"{', '.join(map(str, s.get('seeds', [])))}; HOUDINI's budget per task: "
-              f"{_budget_text(s.get('budget'))}.", ""]
+              f"{_budget_text(s.get('budgets') or s.get('budget'))}.", ""]
   n_expected = None
   if settings:
     s = settings["settings"]

@@ -185,7 +185,8 @@ class _Runner:
 
     start = time.perf_counter()
     run_sequence(seq, self.method_dir(method, instance), strategy=c.strategy(method), fractions=c.fractions,
-                 budget=c.budget, module_config=c.module_config, preset=PRESETS[c.preset].training,
+                 budget=c.budgets, space=c.space, module_config=c.module_config,
+                 preset=PRESETS[c.preset].training,
                  tune_configs=dict(c.tune_configs), keep=3, stop_after=index + 1, executor=self.executor)
     for f in c.fractions:
       path = record_path(self.directory, method, instance, index + 1, f)

@@ -24,7 +24,7 @@ import re
 
 from hx.lang.infer import infer
 from hx.lang.parser import parse
-from hx.lang.program import Program
+from hx.lang.program import Program, fresh_names
 from hx.lang.types import Type, TypeVar, function_parts, is_image, parse_type, substitute, type_variables
 
 __all__ = [
@@ -168,12 +168,16 @@ def paper_library(table: str) -> dict[str, Type]:
 
 def paper_library_before(table: str, task_number: int) -> dict[str, Type]:
   """The library when task `task_number` of `table` starts, if each earlier task of the table kept the
-  functions of its rank-1 program: name -> type (from `paper_library`), in the order they were added."""
+  functions of its rank-1 program: name -> type (from `paper_library`), in the order they were added.
+
+  A task's functions are added in pre-order of the program (outermost first), as hx's `Library.add` and
+  the authors' code (capergroup/houdini, `TaskSeq.update_library`) add them; the top-down search tries
+  library functions in this order."""
   full = paper_library(table)
   library: dict[str, Type] = {}
   for p in paper_programs():
     if p.table == table and p.rank == 1 and p.task_number < task_number:
-      library.update({n: full[n] for n in infer(p.program, library, p.type).fresh})
+      library.update({n: full[n] for n in fresh_names(p.program)})
   return library
 
 
@@ -242,7 +246,8 @@ def programs_from_latex(tex: str) -> list[PaperProgram]:
         continue
       out.append(PaperProgram(
           table=label.group(1), sequence=sequence, algorithm=algorithm, task_number=task_number,
-          task=_as_defined(sequence, task_number, task), rank=int(ranked.group(1)), score=_score_from_latex(cells[2]),
+          task=_as_defined(sequence, task_number, task), rank=int(ranked.group(1)),
+          score=_score_from_latex(cells[2]),
           text=latex_program_to_text(ranked.group(2))))
   out.extend(_programs_in_text(tex, out))
   return out

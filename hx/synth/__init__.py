@@ -24,7 +24,16 @@ from hx.synth.executors import (
 from hx.synth.halving import Halving
 from hx.synth.library import FORMAT_VERSION, Added, Entry, Library, LibraryError, Provenance, Trained
 from hx.synth.lifelong import SequenceRun, SettingsMismatch, run_sequence
-from hx.synth.space import COMBINATORS, Candidate, Costs, SearchSpace, equivalence_key, normal_form
+from hx.synth.space import (
+  COMBINATORS,
+  ORDERS,
+  Candidate,
+  Costs,
+  SearchSpace,
+  equivalence_key,
+  normal_form,
+  paper_space,
+)
 from hx.synth.synthesize import STRATEGIES, Budget, Ranked, SynthesisResult, synthesize, task_context
 from hx.synth.topdown import EnumerationStats, enumerate_programs
 
@@ -32,7 +41,8 @@ enumerate = enumerate_programs  # noqa: A001 -- the issue's name for it: hx.synt
 
 __all__ = [
     "FORMAT_VERSION", "Added", "Entry", "Library", "LibraryError", "Provenance", "Trained",
-    "COMBINATORS", "Candidate", "Costs", "SearchSpace", "equivalence_key", "normal_form",
+    "COMBINATORS", "ORDERS", "Candidate", "Costs", "SearchSpace", "equivalence_key", "normal_form",
+    "paper_space",
     "EnumerationStats", "enumerate", "enumerate_programs",
     "EvolutionConfig", "Generation", "evolve",
     "Checkpoints", "Executor", "Job", "JobResult", "LocalExecutor", "TaskContext", "job_seed",

@@ -109,7 +109,7 @@ def _task_dir(index: int, name: str) -> str:
   return f"{index:02d}_" + re.sub(r"[^A-Za-z0-9_().-]+", "_", name)
 
 
-def _settings(sequence: Any, strategy: str, fractions: Sequence[float], budget: Budget, space: SearchSpace,
+def _settings(sequence: Any, strategy: str, fractions: Sequence[float], budget: Any, space: SearchSpace,
               module_config: Any, tune_configs: dict, evolution: EvolutionConfig, keep: int) -> dict:
   return jsonable({
       "sequence": sequence.name, "seed": sequence.seed, "classes": dict(sequence.classes),
@@ -147,7 +147,7 @@ def _seed(seed: int, index: int, fraction: float) -> int:
 
 
 def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str = "topdown",
-                 fractions: Sequence[float] = (1.0,), budget: Budget = Budget(),
+                 fractions: Sequence[float] = (1.0,), budget: Budget | Sequence[Budget] = Budget(),
                  space: SearchSpace = SearchSpace(), module_config: Any = None, preset: str = "paper",
                  tune_configs: dict | None = None, evolution: EvolutionConfig = EvolutionConfig(),
                  executor: Any = None, keep: int = 3, progress: bool = False,
@@ -157,7 +157,8 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
   Args:
     sequence: the task sequence, instantiated (its seed also seeds every synthesis).
     directory: the result directory (created; resumed if it holds this run).
-    strategy, budget, space, module_config, evolution, executor, keep: as for `hx.synthesize`.
+    strategy, budget, space, module_config, evolution, executor, keep: as for `hx.synthesize`; `budget`
+      may also be one `Budget` per task of the sequence (the authors' budgets differ by task).
     fractions: training fractions to run each task on, in (0, 1].
     preset: training settings of `hx.data.training_settings` per task kind ("paper" or "quick").
     tune_configs: task kind -> `hx.compile.TuneConfig`, overriding the preset's.
@@ -177,6 +178,10 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
   fractions = tuple(sorted({float(f) for f in fractions}))
   if not fractions or any(not 0 < f <= 1 for f in fractions):
     raise ValueError(f"fractions must be in (0, 1], got {fractions}")
+  budgets = tuple(budget) if isinstance(budget, (tuple, list)) else (budget,) * len(sequence)
+  if len(budgets) != len(sequence):
+    raise ValueError(f"{len(budgets)} budgets for the {len(sequence)} tasks of {sequence.name}")
+  budget = budgets[0] if all(b == budgets[0] for b in budgets) else budgets  # one: settings.json as before
   module_config = module_config or ModuleConfig()
   kinds = {t.kind for t in sequence.tasks}
   configs = {k: training_settings(k, preset).tune_config() for k in sorted(kinds)}
@@ -215,7 +220,7 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
       seed = _seed(sequence.seed, i, f)
       logging.info("%s task %d/%d %s, fraction %g", sequence.name, i + 1, len(sequence), task.name, f)
       saving = directory / "checkpoints" / _task_dir(i + 1, full.name) / f"fraction_{f:g}"
-      result = synthesize(task, library, strategy=strategy, budget=budget, seed=seed, space=space,
+      result = synthesize(task, library, strategy=strategy, budget=budgets[i], seed=seed, space=space,
                           module_config=module_config, tune_config=configs[full.spec.kind],
                           evolution=evolution, executor=executor, sequence=sequence.name, keep=keep,
                           progress=progress, when=started, checkpoint_dir=saving if checkpoints else None)

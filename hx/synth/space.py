@@ -70,11 +70,26 @@ from hx.lang.types import (
 
 __all__ = [
   "COMBINATORS", "Costs", "SearchSpace", "Candidate", "Completer", "normal_form", "equivalence_key",
-  "hole_role", "fillers", "program_cost", "priority", "library_types_of", "check_candidate",
+  "hole_role", "fillers", "program_cost", "priority", "library_types_of", "check_candidate", "ORDERS",
+  "AUTHORS_LIST_COMBINATORS", "AUTHORS_GRAPH_COMBINATORS", "AUTHORS_INTERMEDIATE_TYPES", "authors_size",
+  "authors_filter_reason", "paper_space",
 ]
 
 COMBINATORS = ("map_l", "map_g", "fold_l", "fold_g", "conv_l", "conv_g", "repeat", "fix")
 """Combinators a search may use besides `compose` (always available)."""
+
+AUTHORS_LIST_COMBINATORS = ("repeat", "map_l", "fold_l", "conv_l")
+AUTHORS_GRAPH_COMBINATORS = ("conv_g", "map_g", "fold_g", "repeat")
+"""The combinators of the authors' library, in its order (after `compose`; capergroup/houdini,
+`HOUDINI/Eval/CS_LS.py` and `SummingSequence/EvaluatorSummingSeq.py` for the list sequences,
+`HOUDINI/Eval/GraphSeq.py` for the graph ones): under the "authors" order a hole's combinator fillers
+come in this order."""
+
+ORDERS = ("authors", "cost")
+
+AUTHORS_INTERMEDIATE_TYPES = (parse_type("Tensor<bool>[1]"), parse_type("Tensor<real>[50]"))
+"""The open types the authors' search tries, after CNN features (capergroup/houdini, `HOUDINI/Eval/Task.py`:
+`concreteTypes`): the recognizer's output, then a 50-wide real vector."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +128,14 @@ class SearchSpace:
       Off only to count every program (benchmarks/count_programs.py).
     prune_templates: never propose a fresh function of a type no module template can have (e.g. one
       that returns an image). Off only to count every typed program.
-    costs: the cost of each node kind.
+    costs: the cost of each node kind (the "cost" order only).
+    order: the top-down search's order (module docstring): "authors" (by size with holes, first in
+      first out, fresh before library, as the authors' enumerator) or "cost" (by `costs`, fewer fresh
+      functions first, one candidate per skeleton in turn).
+    authors_filter: train only what the authors' code trains (`authors_filter_reason`): at most three
+      fresh functions, each a CNN from an image to its features, an MLP from CNN features, an LSTM from a
+      list of vectors or a two-argument (fold) step on vectors; at most one MLP, the library's counted;
+      at most one `repeat`; at most two intermediate types chosen.
   """
   intermediate_types: tuple[Type, ...] = (parse_type("Tensor<bool>[1]"), parse_type("Tensor<real>[1]"))
   image_features: bool = True
@@ -126,8 +148,12 @@ class SearchSpace:
   normal_forms_only: bool = True
   prune_templates: bool = True
   costs: Costs = Costs()
+  order: str = "authors"
+  authors_filter: bool = False
 
   def __post_init__(self):
+    if self.order not in ORDERS:
+      raise ValueError(f"unknown search order {self.order!r}; the orders are {', '.join(ORDERS)}")
     bad = [c for c in self.combinators if c not in COMBINATORS]
     if bad:
       raise ValueError(f"unknown combinator(s) {bad}; the combinators are {', '.join(COMBINATORS)}")
@@ -245,6 +271,18 @@ def priority(p: P.Program, costs: Costs, has_library: bool) -> float:
   return total
 
 
+_AUTHORS_NODE_SIZE = {P.Fresh: 1, P.Lib: 1, P.Hole: 1, P.Compose: 2, P.Map: 2, P.Fold: 2, P.Conv: 2,
+                      P.Repeat: 3, P.Fix: 3, P.Zeros: 3}
+
+
+def authors_size(p: P.Program) -> int:
+  """The size the authors' enumerator orders by (capergroup/houdini, `ASTUtils.getSize`): every node of
+  their AST counts 1, so a leaf (fresh, library function, hole) 1, a combinator application 2 (the
+  application and the combinator) plus its arguments, `repeat(k, e)` 3 plus e (k is a node), `zeros(n)`
+  3. `fix` (ours) counts as `repeat` does."""
+  return sum(_AUTHORS_NODE_SIZE[type(t)] for _, t in P.subterms(p))
+
+
 # --- Filling holes ----------------------------------------------------------------------------------
 
 _VAR_NAMES = itertools.count(1)
@@ -301,7 +339,9 @@ def fillers(p: P.Program, pos: P.Position, hole: P.Hole, library: Sequence[str],
     if isinstance(t, TensorType):
       if t.atom == "real" and len(t.shape) == 1:
         yield P.Zeros(t.shape[0])
-    elif isinstance(t, TypeVar):
+    elif isinstance(t, TypeVar) and space.order == "cost":
+      # The authors' `zeros` leaves its width open when the fold's state type is: that program never
+      # completes there, so the "authors" order proposes nothing either.
       for c in space.intermediate_types:
         if c.atom == "real" and len(c.shape) == 1:
           yield P.Zeros(c.shape[0])
@@ -425,12 +465,29 @@ class Completer:
               return True
     return False
 
+  def authors_reason(self, program: P.Program, fresh: Mapping[str, Type]) -> str | None:
+    """Why the authors' code would not train `program` with these fresh types, or None if it would
+    (`authors_filter_reason`)."""
+    features = {spec.output for spec in self.library_specs.values() if spec.template == "cnn"}
+    for t in fresh.values():
+      args, _ = function_parts(t)
+      if len(args) == 1 and is_image(args[0]):
+        f = self._features(args[0])
+        if f is not None:
+          features.add(f)
+    templates = [self.library_specs[t.name].template for _, t in P.subterms(program)
+                 if isinstance(t, P.Lib) and t.name in self.library_specs]
+    repeats = sum(isinstance(t, (P.Repeat, P.Fix)) for _, t in P.subterms(program))
+    return authors_filter_reason(fresh, features, templates, repeats)
+
   def buildable(self, program: P.Program, fresh: Mapping[str, Type]) -> bool:
     """Whether the compiler builds `program` with these fresh types (no type variables), and the space
     admits it."""
     from hx.compile.lower import compile_program
 
     if not self.space.stacked_fresh and self._stacked(program, fresh):
+      return False
+    if self.space.authors_filter and self.authors_reason(program, fresh) is not None:
       return False
     if any(n not in self.library_specs for n in P.library_names(program)):
       return False
@@ -445,6 +502,8 @@ class Completer:
     """Each choice of the open types in `fresh` (fresh name -> type, maybe with type variables), in the
     order of `SearchSpace.intermediate_types`; with `check`, only those the compiler builds."""
     choices = self._choices(fresh)
+    if self.space.authors_filter and len(choices) > AUTHORS_MAX_OPEN_TYPES:
+      return
     for combo in itertools.product(*(opts for _, opts in choices)):
       assignment = {v: t for (v, _), t in zip(choices, combo)}
       types = {n: substitute(t, assignment) for n, t in fresh.items()}
@@ -461,6 +520,65 @@ class Completer:
     for types in self.complete_types(program, fresh):
       yield Candidate(program, tuple((n, types[n]) for n in P.fresh_names(program)), cost,
                       equivalence_key(program, types))
+
+
+AUTHORS_MAX_FRESH = 3
+AUTHORS_MAX_MLPS = 1
+AUTHORS_MAX_OPEN_TYPES = 2
+"""The authors' candidate filter (capergroup/houdini, `HOUDINI/InterpreterFilters.py`, `is_evaluable`, and
+`SymbolicSynthesizer.genProgs`, which chooses at most two open intermediate types)."""
+
+
+def authors_filter_reason(fresh: Mapping[str, Type], features: set[Type], library_templates: Sequence[str],
+                          repeats: int) -> str | None:
+  """Why the authors' code would not train a candidate, or None if it would.
+
+  Their `is_evaluable` admits at most three fresh functions, each of one of these types: an image to its
+  CNN features (a CNN), CNN features to a vector (an MLP), a list of vectors to a vector (an LSTM, or a
+  graph convolution's kernel), or two vectors to a vector (a fold's step). Every other fresh function is
+  refused, a vector to a vector among them (its check of a vector argument ends in a refusal either way).
+  At most one MLP: fresh ones and library ones (`library_templates` has a template per library function
+  occurrence). At most one `repeat` (hx's `fix` counts as one).
+
+  Args:
+    fresh: fresh name -> type, without type variables.
+    features: the types of CNN features in the program (hx's CNN features are a vector, the authors' a
+      64x4x4 tensor, so "from features" is told from "from a vector" by the type).
+    library_templates: the module template of each library function occurrence.
+    repeats: the number of `repeat` and `fix` nodes.
+  """
+  if len(fresh) > AUTHORS_MAX_FRESH:
+    return f"more than {AUTHORS_MAX_FRESH} fresh functions"
+  def vector(t: Type) -> bool:  # a vector that is not CNN features (the authors' 2-d tensor)
+    return isinstance(t, TensorType) and len(t.shape) == 1 and t not in features
+
+  mlps = sum(t == "mlp" for t in library_templates)
+  for name, t in fresh.items():
+    args, result = function_parts(t)
+    if len(args) == 1 and is_image(args[0]):
+      if result not in features:
+        return f"{name} : {t} takes an image to something other than CNN features"
+    elif len(args) == 1 and args[0] in features and vector(result):
+      mlps += 1
+    elif len(args) == 1 and isinstance(args[0], ListType) and vector(args[0].elem) and vector(result):
+      pass
+    elif len(args) == 2 and all(vector(a) for a in args) and vector(result):
+      pass
+    else:
+      return f"{name} : {t} is not a CNN, an MLP from CNN features, an LSTM or a fold step"
+  if mlps > AUTHORS_MAX_MLPS:
+    return f"{mlps} MLPs (fresh and library)"
+  if repeats > 1:
+    return f"{repeats} repeats"
+  return None
+
+
+def paper_space(graphs: bool = False) -> SearchSpace:
+  """The search the paper preset runs: the authors' order, their candidate filter, their intermediate
+  types, and their library's combinators in its order: those of the graph sequences if `graphs`, else
+  those of the list and image sequences (`AUTHORS_LIST_COMBINATORS`); hx's `fix` is not among them."""
+  return SearchSpace(order="authors", authors_filter=True, intermediate_types=AUTHORS_INTERMEDIATE_TYPES,
+                     combinators=AUTHORS_GRAPH_COMBINATORS if graphs else AUTHORS_LIST_COMBINATORS)
 
 
 def check_candidate(program: P.Program, fresh_types: Mapping[str, Type], library_types: Mapping[str, Type],

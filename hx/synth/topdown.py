@@ -30,7 +30,7 @@ from hx.lang import program as P
 from hx.lang.errors import HxTypeError
 from hx.lang.infer import infer, typable
 from hx.lang.types import Type, TypeVar
-from hx.synth.space import Candidate, Completer, SearchSpace, annotate_holes, fillers, priority
+from hx.synth.space import Candidate, Completer, SearchSpace, annotate_holes, authors_size, fillers, priority
 
 __all__ = ["EnumerationStats", "enumerate_programs"]
 
@@ -75,14 +75,16 @@ def enumerate_programs(task_type: Type, library: Any = None, *, space: SearchSpa
     `hx.synth.space.Candidate`s, without training anything.
   """
   stats = EnumerationStats() if stats is None else stats
+  ordered = _by_cost(task_type, library, space, config, max_expanded, stats)
+  if space.order == "cost":
+    ordered = (c for level in _levels(ordered) for c in _round_robin(level))
   count = 0
-  for level in _levels(_by_cost(task_type, library, space, config, max_expanded, stats)):
-    for candidate in _round_robin(level):
-      stats.yielded += 1
-      yield candidate
-      count += 1
-      if limit is not None and count >= limit:
-        return
+  for candidate in ordered:
+    stats.yielded += 1
+    yield candidate
+    count += 1
+    if limit is not None and count >= limit:
+      return
 
 
 def _skeleton(p: P.Program) -> str:
@@ -126,15 +128,28 @@ def _by_cost(task_type: Type, library: Any, space: SearchSpace, config: Any, max
   lib_types = completer.library_types
   lib_names = list(lib_types)  # the library's order: the order functions were added
   costs = space.costs
+  authors = space.order == "authors"
+  if authors:
+    rank = authors_size
+  else:
+    rank = lambda p: priority(p, costs, bool(lib_names))
   seq = itertools.count()
   start = P.Hole(task_type)
-  queue = [(priority(start, costs, bool(lib_names)), 0, next(seq), start)]
+  # Entries: (priority, tie, sequence number, partial program, deferred). Under the "cost" order ties go
+  # to fewer fresh functions, under the authors' to the first in. `deferred` holds the programs that one
+  # entry stands for until it is popped: the authors' `repeat` leaves its count k a hole of its own, so
+  # repeat(9, ?) and repeat(10, ?) enter their queue only once that hole is filled.
+  queue: list[tuple] = [(rank(start), 0, next(seq), start, ())]
   seen: set[tuple] = set()
   clock = time.perf_counter()
   while queue:
     if max_expanded is not None and stats.expanded >= max_expanded:
       break
-    cost, _, _, partial = heapq.heappop(queue)
+    cost, _, _, partial, deferred = heapq.heappop(queue)
+    if partial is None:
+      for tie, p in deferred:
+        heapq.heappush(queue, (cost, tie, next(seq), p, ()))
+      continue
     holes = P.holes(partial)
     if not holes:
       stats.complete += 1
@@ -157,6 +172,7 @@ def _by_cost(task_type: Type, library: Any, space: SearchSpace, config: Any, max
     # A hole has size 0, so filling it adds the filler's size and whatever fresh names are new in it.
     base_size = P.size(partial)
     context = None  # the type the rest of `partial` allows at `pos`, computed once a filler needs it
+    repeats: list[tuple[int, P.Program]] = []
     for filler in fillers(partial, pos, hole, lib_names, space, name):
       stats.proposed += 1
       fresh = len(known.union(P.fresh_names(filler)))
@@ -175,7 +191,13 @@ def _by_cost(task_type: Type, library: Any, space: SearchSpace, config: Any, max
         stats.ill_typed += 1
         continue
       new = annotate_holes(new, typing.subterms)
-      heapq.heappush(queue, (priority(new, costs, bool(lib_names)), fresh, next(seq), new))
+      tie = 0 if authors else fresh
+      if authors and isinstance(filler, P.Repeat):
+        if not repeats:
+          heapq.heappush(queue, (rank(new), tie, next(seq), None, repeats))
+        repeats.append((tie, new))
+        continue
+      heapq.heappush(queue, (rank(new), tie, next(seq), new, ()))
   stats.seconds += time.perf_counter() - clock
 
 

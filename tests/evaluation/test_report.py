@@ -10,6 +10,7 @@ from hx.data import FRACTIONS, TaskSizes
 from hx.evaluation import ConfigError, EvalConfig, build_report, load_records, summary_lines
 from hx.evaluation.paper import paper_top
 from hx.evaluation.records import fraction_file, task_dir
+from hx.synth import SearchSpace, paper_space
 
 
 def _write(directory, method, instance, index, task, fraction, test, *, metric="rmse", synthetic=False,
@@ -93,11 +94,21 @@ def test_presets_and_their_checks():
   assert recognize.epochs == 3 and recognize.batch_size == 150
   paper = EvalConfig.make("ss", preset="paper")
   assert paper.methods == ("houdini_topdown", "standalone", "llt", "pnn", "standalone_with_fold")
-  assert paper.fractions == FRACTIONS and paper.seeds == (0, 1, 2, 3, 4) and paper.budget.candidates == 20
+  assert paper.fractions == FRACTIONS and paper.seeds == (0, 1, 2, 3, 4)
+  # The authors' code trains 10 candidates for SS task 1 and 100 for task 2 (EvaluatorSummingSeq.py).
+  assert [b.candidates for b in paper.budgets] == [10, 100]
+  assert paper.space == paper_space(graphs=False) and quick.space == SearchSpace(order="cost")
   assert paper.module_config == ModuleConfig() and paper.tune_config("sum_digits").epochs == 20
   gs = EvalConfig.make("gs2", preset="paper", strategies=("topdown", "evolutionary"))
   assert gs.methods == ("houdini_topdown", "houdini_evolutionary", "standalone", "llt")
-  assert gs.fractions == (1.0,) and gs.budget.candidates == 25
+  # GraphSeq.py: M=10 for the regression, M=60 for each shortest-path task.
+  assert gs.fractions == (1.0,) and [b.candidates for b in gs.budgets] == [10, 60, 60]
+  assert gs.space == paper_space(graphs=True) and "conv_g" in gs.space.combinators
+  assert [b.candidates for b in EvalConfig.make("ls", preset="paper").budgets] == [50] * 9
+  assert [b.candidates for b in EvalConfig.make("cs2", preset="paper").budgets] == [20] * 4
+  overridden = EvalConfig.make("ss", preset="paper", candidates=7, order="cost", authors_filter=False)
+  assert [b.candidates for b in overridden.budgets] == [7, 7]
+  assert overridden.space.order == "cost" and not overridden.space.authors_filter
   custom = EvalConfig.make("cs1", methods=["llt", "houdini"], fractions=[1, 0.5, 0.5], tasks=2, epochs=1,
                            module_overrides={"mlp_hidden": 8}, examples=(10, 5, 5))
   assert custom.methods == ("houdini_topdown", "llt") and custom.fractions == (0.5, 1.0)
