@@ -63,9 +63,9 @@ _PATIENCE = flags.DEFINE_integer(
     "every method (default: none, the paper's: every epoch; 2 kept the best program of three tasks for "
     "1.6-2.6x less time, benchmarks/RESULTS.md).")
 _ORDER = flags.DEFINE_enum("search_order", None, ["authors", "cost"],
-                           "HOUDINI's top-down order (default: the preset's; paper: authors, by size, first in "
-                           "first out, as the authors' enumerator; quick: cost, hx's, with library functions "
-                           "cheaper than fresh ones).")
+                           "HOUDINI's top-down order (default: the preset's; paper: authors, by size, "
+                           "first in first out, as the authors' enumerator; quick: cost, hx's, with library "
+                           "functions cheaper than fresh ones).")
 _AUTHORS_FILTER = flags.DEFINE_boolean(
     "authors_filter", None, "Train only candidates the authors' code trains: at most 3 fresh functions, "
     "each a CNN, an MLP from CNN features, an LSTM or a fold step, and at most one MLP (default: the "
