@@ -45,7 +45,9 @@ training, drawn per step; ours, default 16 to `max_iterations`): a shorter one m
 cheaper, at the risk the docstring of `hx.compile.fixpoint` measures (a kernel that drifts past HI).
 
 `--combinators paper` searches the paper's combinators only (`SearchSpace.combinators` without `fix`,
-which is ours); `--combinators map_g,conv_g,repeat` any subset of `hx.synth.COMBINATORS` (default: all).
+which is ours); `--combinators map_g,conv_g,repeat` any subset of `hx.synth.COMBINATORS` (default: all);
+`--combinators authors` the paper preset's whole search (`hx.synth.paper_space`). `--order` is the
+search's order (default `cost`, hx's, which the runs in RESULTS.md used; `authors` the authors').
 
 `--program TEXT` trains only that candidate of task K (as the search prints it), with the seed a synthesis
 gives it, and reports its validation score per epoch and its test score: one program's learning curve on
@@ -164,21 +166,25 @@ def _data_fingerprint(seq, index: int) -> int:
   return crc
 
 
-def search_space(combinators: str | None):
-  """`SearchSpace` with the combinators of `--combinators`: None, all (the default space); "paper", all
-  but `fix` (ours: the paper's grammar has compose, map, fold, conv and repeat); else a comma-separated
-  subset of `hx.synth.COMBINATORS`."""
-  from hx.synth import COMBINATORS, SearchSpace
+def search_space(combinators: str | None, order: str = "cost", graphs: bool = False):
+  """`SearchSpace` in `order` with the combinators of `--combinators`: None, all; "paper", all but `fix`
+  (ours: the paper's grammar has compose, map, fold, conv and repeat); "authors", the paper preset's
+  whole search (`hx.synth.paper_space`: the authors' order, filter, intermediate types and combinators,
+  those of the graph sequences if `graphs`; `order` is then ignored); else a comma-separated subset of
+  `hx.synth.COMBINATORS`. The default order is "cost", the one this benchmark's recorded runs used."""
+  from hx.synth import COMBINATORS, SearchSpace, paper_space
 
-  if combinators is None:
-    return SearchSpace()
-  if combinators.strip() == "paper":
-    return SearchSpace(combinators=tuple(c for c in COMBINATORS if c != "fix"))
-  chosen = tuple(c.strip() for c in combinators.split(",") if c.strip())
+  if combinators is not None and combinators.strip() == "authors":
+    return paper_space(graphs=graphs)
   try:
-    return SearchSpace(combinators=chosen)
+    if combinators is None:
+      return SearchSpace(order=order)
+    if combinators.strip() == "paper":
+      return SearchSpace(order=order, combinators=tuple(c for c in COMBINATORS if c != "fix"))
+    chosen = tuple(c.strip() for c in combinators.split(",") if c.strip())
+    return SearchSpace(order=order, combinators=chosen)
   except ValueError as e:
-    raise SystemExit(f"--combinators {combinators!r}: {e}") from e
+    raise SystemExit(f"--combinators {combinators!r}, --order {order!r}: {e}") from e
 
 
 def _prefix_library(args, seq, index: int, sizes):
@@ -400,9 +406,11 @@ def main(argv: list[str] | None = None) -> dict:
                       help="LO,HI: FixConfig.train_horizon of task K's fix loops in training (default: "
                            "FixConfig's, 16 to max_iterations)")
   parser.add_argument("--combinators", default=None,
-                      help="'paper' (every combinator but fix, which is ours) or a comma-separated subset "
-                           "of hx.synth.COMBINATORS: SearchSpace.combinators of task K's search "
-                           "(default: all)")
+                      help="'paper' (every combinator but fix, which is ours), 'authors' (the paper "
+                           "preset's search, hx.synth.paper_space) or a comma-separated subset of "
+                           "hx.synth.COMBINATORS: SearchSpace.combinators of task K's search (default: all)")
+  parser.add_argument("--order", default="cost",
+                      help="SearchSpace.order of task K's search (authors or cost)")
   parser.add_argument("--halving_first", type=float, default=2.0)
   parser.add_argument("--halving_eta", type=int, default=4)
   parser.add_argument("--halving_equal", choices=("epochs", "time"), default="epochs",
@@ -450,8 +458,9 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.synth.halving import Halving
 
   # Bad flags fail here, before the data load.
-  space, fix = search_space(args.combinators), fix_config(args.fix_horizon)
   name, _, k = args.task.partition(":")
+  space = search_space(args.combinators, args.order, graphs=name in ("gs1", "gs2"))
+  fix = fix_config(args.fix_horizon)
   index = int(k or 1)
   sizes = TaskSizes.preset(args.preset)
   seq = sequence(name, seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))

@@ -5,10 +5,11 @@ numbers (the graph sequences' table; every other baseline result of the paper is
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Iterator
 
 from hx.lang.paper import paper_programs
 
-__all__ = ["PaperTop", "paper_top", "PAPER_GRAPH_TABLE", "PAPER_GRAPH_ROWS"]
+__all__ = ["PaperTop", "paper_top", "PAPER_GRAPH_TABLE", "PAPER_GRAPH_ROWS", "Position", "rank1_positions"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,3 +56,69 @@ trains HOUDINI's graph-convolution program with the regressor transferred), and 
 PAPER_GRAPH_ROWS = {"standalone": "standalone", "llt": "RNN w llt", "houdini_topdown": "HOUDINI",
                     "houdini_evolutionary": "HOUDINI EA"}
 """Our method -> the row of `PAPER_GRAPH_TABLE` it compares with."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Position:
+  """Where the paper's rank-1 program of a task comes in a top-down search.
+
+  Attributes:
+    table: the paper's table (or figure) label, e.g. 'tab:LS1Progs'.
+    task_number: the task, 1-based.
+    program: the program as the paper prints it.
+    position: its place among the candidates the search trains (1-based), or None if it does not come
+      within `limit`.
+    budget: the candidates the search trains on that task.
+  """
+  table: str
+  task_number: int
+  program: str
+  position: int | None
+  budget: int
+
+  @property
+  def within(self) -> bool:
+    return self.position is not None and self.position <= self.budget
+
+
+def rank1_positions(preset: str = "paper", *, space: Any = None, tables: Any = None,
+                    limit: int = 300) -> Iterator[Position]:
+  """The position of each rank-1 program of the paper's top-down tables in the search `preset` runs.
+
+  Each task's library is the one the paper's earlier rank-1 programs of its table leave
+  (`hx.lang.paper.paper_library_before`); the search is the preset's for the table's sequence
+  (`EvalConfig.space`), or `space`; a candidate is the paper's program when it computes the same function
+  with the same types (`hx.synth.equivalence_key`; the paper's open types as `default_type_variables`
+  fixes them). Nothing is trained.
+
+  Args:
+    preset: whose search and budgets ("paper" or "quick").
+    space: a `hx.synth.SearchSpace` to use instead of the preset's.
+    tables: the table labels to walk (default every top-down table and figure of the paper).
+    limit: candidates to enumerate per task before giving up.
+  """
+  from hx.evaluation.config import EvalConfig
+  from hx.lang import infer
+  from hx.lang.paper import default_type_variables, paper_library_before, paper_tables
+  from hx.synth.space import equivalence_key
+  from hx.synth.topdown import enumerate_programs
+
+  configs: dict[str, Any] = {}
+  for table in tables or paper_tables():
+    for p in paper_programs():
+      if p.table != table or p.rank != 1 or p.algorithm != "top-down" or table.startswith("text:"):
+        continue
+      sequence = "ls" if p.sequence.startswith("ls") else p.sequence
+      if sequence not in configs:
+        configs[sequence] = EvalConfig.make(sequence, preset=preset)
+      config = configs[sequence]
+      library = paper_library_before(table, p.task_number)
+      key = equivalence_key(p.program, default_type_variables(infer(p.program, library, p.type).fresh))
+      found = None
+      candidates = enumerate_programs(p.type, library, space=space or config.space,
+                                      config=config.module_config, limit=limit)
+      for i, c in enumerate(candidates, 1):
+        if c.key == key:
+          found = i
+          break
+      yield Position(table, p.task_number, p.text, found, config.budgets[p.task_number - 1].candidates)

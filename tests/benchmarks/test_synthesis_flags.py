@@ -33,9 +33,11 @@ def test_a_negative_tolerance_is_refused():
 
 def test_the_paper_combinators_are_all_but_fix_and_a_bad_name_is_refused():
   from benchmarks.synthesis import search_space
-  from hx.synth import COMBINATORS, SearchSpace
+  from hx.synth import COMBINATORS, SearchSpace, paper_space
 
-  assert search_space(None) == SearchSpace()
+  assert search_space(None) == SearchSpace(order="cost")
+  assert search_space(None, "authors") == SearchSpace()
+  assert search_space("authors", graphs=True) == paper_space(graphs=True)
   paper = search_space("paper").combinators
   assert "fix" not in paper and set(paper) == set(COMBINATORS) - {"fix"}
   assert search_space("map_g, conv_g,repeat").combinators == ("map_g", "conv_g", "repeat")

@@ -214,3 +214,19 @@ def test_a_lifelong_run_interrupted_after_its_first_task_resumes_to_the_same_res
     (tmp_path / "c" / "x").write_text("x")
     run_sequence(seq, tmp_path / "c", **kw)
   assert dataclasses.is_dataclass(whole)
+
+
+def test_a_lifelong_run_takes_one_budget_per_task(tmp_path):
+  seq = sequence("cs1", seed=0, sizes=TaskSizes(binary=(40, 20, 20), lists=(40, 20, 20)))
+  kw = dict(module_config=TINY, tune_configs={k: TuneConfig(epochs=1) for k in ("recognize_digit",
+                                                                                  "count_digit")})
+  with pytest.raises(ValueError, match="3 budgets for the 4 tasks of cs1"):
+    run_sequence(seq, tmp_path / "bad", budget=[Budget(candidates=1)] * 3, **kw)
+  assert not (tmp_path / "bad").exists()  # refused before anything is written
+  budgets = [Budget(candidates=1), Budget(candidates=2), Budget(candidates=1), Budget(candidates=1)]
+  run = run_sequence(seq, tmp_path / "a", budget=budgets, stop_after=2, **kw)
+  assert [r["candidates_trained"] for r in run.records] == [1, 2]
+  saved = json.loads((tmp_path / "a" / "settings.json").read_text())["settings"]["budget"]
+  assert [b["candidates"] for b in saved] == [1, 2, 1, 1]
+  with pytest.raises(SettingsMismatch, match="budget"):
+    run_sequence(seq, tmp_path / "a", budget=Budget(candidates=1), stop_after=2, **kw)

@@ -148,11 +148,12 @@ def test_every_program_the_paper_prints_is_reachable():
 
 
 def test_within_a_cost_each_skeleton_gets_its_turn_before_any_repeats():
+  """Under the "cost" order."""
   from hx.synth.topdown import _skeleton
   img, f = "Tensor<real>[1][28][28]", "Tensor<real>[1024]"
   lib = {**{f"cnn{i}": T(f"{img} -> {f}") for i in range(3)},
          **{f"mlp{i}": T(f"{f} -> Tensor<bool>[1]") for i in range(3)}}
-  cands = list(enumerate_programs(task_type("count_digit"), lib, limit=120))
+  cands = list(enumerate_programs(task_type("count_digit"), lib, space=SearchSpace(order="cost"), limit=120))
   levels = {}
   for c in cands:
     levels.setdefault(c.cost, []).append(_skeleton(c.program))
@@ -217,3 +218,96 @@ def test_the_filler_precheck_drops_only_what_inference_drops(monkeypatch):
   counts = lambda s: (s.proposed, s.ill_typed, s.too_big, s.complete, s.unbuildable)
   assert counts(stats_checked) == counts(stats_inferred)
   assert stats_checked.ill_typed > 0
+
+
+# --- The authors' order and filter -----------------------------------------------------------------
+
+def test_authors_size_counts_every_node_of_their_ast():
+  from hx.lang import program as P
+  from hx.synth.space import authors_size
+
+  # compose(a, b): the application, `compose`, a, b; a hole and a leaf count 1; zeros(n) and repeat(k, e)
+  # count their number as a node.
+  assert authors_size(parse("compose(nn_a, nn_b)")) == 4
+  assert authors_size(parse("compose(nn_a, map_l(compose(nn_b, lib.f)))")) == 9
+  assert authors_size(parse("compose(fold_l(nn_a, zeros(1)), map_l(nn_b))")) == 11
+  assert authors_size(parse("compose(conv_g^10(nn_a), map_g(nn_b))")) == 11
+  assert authors_size(parse("fix(conv_g(nn_a))")) == authors_size(parse("repeat(9, conv_g(nn_a))")) == 6
+  assert authors_size(P.Hole(T("Tensor<real>[1]"))) == 1
+
+
+def test_authors_order_is_by_size_first_in_first_out_fresh_before_library():
+  from hx.synth.space import authors_size
+
+  lib = _library("tab:CS1Progs", 4)
+  space = SearchSpace(authors_filter=True)
+  cands = list(enumerate_programs(task_type("count_digit"), lib, space=space, limit=60))
+  sizes = [authors_size(c.program) for c in cands]
+  assert sizes == sorted(sizes) and all(c.cost == authors_size(c.program) for c in cands)
+  first = [str(c.program) for c in cands[:8]]
+  # The first hole (the outermost function) takes a fresh function before any library one, the next hole
+  # likewise, and library functions come in the library's order.
+  assert first[0] == first[1] == "compose(nn_1, map_l(compose(nn_2, nn_3)))"  # two intermediate types
+  assert first[2] == "compose(nn_1, map_l(compose(nn_2, lib.nn_cs1_2)))"
+  assert first[4] == "compose(nn_1, map_l(compose(nn_2, lib.nn_cs1_4)))"
+  assert first[6] == "compose(nn_1, map_l(compose(lib.nn_cs1_1, nn_2)))"
+  lib_first = next(i for i, c in enumerate(cands) if str(c.program).startswith("compose(lib."))
+  assert all(str(c.program).startswith("compose(nn_1") for c in cands[:lib_first])
+
+
+def test_authors_order_enqueues_a_repeat_once_its_count_is_chosen():
+  """The authors' `repeat` has its count as a hole of its own: repeat(9, ...) and repeat(10, ...) enter the
+  queue when that hole is filled, after what was queued at the same size meanwhile, so every repeat-9
+  program comes before every repeat-10 one."""
+  lib = _library("tab:GS2Progs", 3)
+  cands = [str(c.program) for c in enumerate_programs(task_type("shortest_path_street"), lib,
+                                                       space=SearchSpace(authors_filter=True), limit=40)]
+  nines = [i for i, c in enumerate(cands) if "repeat(9," in c]
+  tens = [i for i, c in enumerate(cands) if "repeat(10," in c]
+  assert nines and tens and max(nines) < min(tens)
+  costed = [str(c.program) for c in enumerate_programs(task_type("shortest_path_street"), lib,
+                                                        space=SearchSpace(order="cost"), limit=40)]
+  # hx's cost order puts a program's two counts side by side instead.
+  pairs = zip(costed, costed[1:])
+  assert any("repeat(10," in b and a.replace("repeat(9,", "repeat(10,") == b for a, b in pairs)
+
+
+def test_the_authors_filter_reasons():
+  from hx.synth.space import authors_filter_reason
+
+  feats = {T("Tensor<real>[1024]")}
+  img, f = "Tensor<real>[1][28][28]", "Tensor<real>[1024]"
+  ok = {"nn_1": T("List<Tensor<bool>[1]> -> Tensor<real>[1]"), "nn_2": T(f"{f} -> Tensor<bool>[1]"),
+        "nn_3": T(f"{img} -> {f}")}
+  assert authors_filter_reason(ok, feats, [], 0) is None
+  step = {"nn_1": T("Tensor<real>[1] -> Tensor<real>[50] -> Tensor<real>[1]")}
+  assert authors_filter_reason(step, feats, ["mlp"], 0) is None  # a fold step is not counted as an MLP
+  cases = [
+      ({"nn_1": T("Tensor<bool>[1] -> Tensor<bool>[1]")}, [], 0, "is not a CNN"),  # an adapter
+      ({"nn_1": T(f"{img} -> Tensor<bool>[1]")}, [], 0, "other than CNN features"),
+      ({"nn_1": T(f"List<{f}> -> Tensor<real>[1]")}, [], 0, "is not a CNN"),  # an LSTM over features
+      ({"nn_1": T(f"{f} -> Tensor<bool>[1]")}, ["mlp"], 0, "2 MLPs"),  # the library's MLP counts
+      ({"nn_1": T(f"{f} -> Tensor<bool>[1]"), "nn_2": T(f"{f} -> Tensor<real>[50]")}, [], 0, "2 MLPs"),
+      ({}, [], 2, "2 repeats"),
+      ({f"nn_{i}": T(f"{img} -> {f}") for i in range(4)}, [], 0, "more than 3 fresh"),
+  ]
+  for fresh, templates, repeats, reason in cases:
+    assert reason in authors_filter_reason(fresh, feats, templates, repeats)
+
+
+def test_the_authors_filter_drops_adapters_and_programs_of_three_open_types():
+  lib = _library("tab:CS1Progs", 4)
+  t = task_type("count_digit")
+  free = list(enumerate_programs(t, lib, space=SearchSpace(), limit=300))
+  kept = list(enumerate_programs(t, lib, space=SearchSpace(authors_filter=True), limit=300))
+  assert {c.key for c in kept} < {c.key for c in free}
+  adapter = "compose(nn_1, map_l(compose(nn_2, compose(lib.nn_cs1_1, lib.nn_cs1_2))))"
+  assert adapter in {str(c.program) for c in free} and adapter not in {str(c.program) for c in kept}
+  completer = Completer(lib, SearchSpace(authors_filter=True))
+  three = parse("compose(nn_a, map_l(compose(nn_b, compose(nn_c, nn_d))))")
+  fresh = infer(three, lib, t).fresh
+  assert list(completer.complete_types(three, fresh, check=False)) == []
+  # Kept candidates are still in the order the unfiltered search gives them.
+  order = {c.key: i for i, c in enumerate(free)}
+  places = [order[c.key] for c in kept if c.key in order]
+  assert places == sorted(places)
