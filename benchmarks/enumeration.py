@@ -1,7 +1,17 @@
-r"""Times top-down enumeration (`hx.synth.topdown.enumerate_programs`) until every program the paper prints
-for a task has come up, task by task, for each table of the paper (nothing is trained).
+r"""Where the paper's programs come in the top-down search, and how long enumerating them takes (nothing is
+trained).
 
-    python benchmarks/enumeration.py [--tables tab:LS1Progs tab:LS2Progs] [--json out.json]
+    python benchmarks/enumeration.py --positions [--markdown]   # rank-1 positions against the budgets
+    python benchmarks/enumeration.py [--tables tab:LS1Progs tab:LS2Progs] [--json out.json]   # timing
+
+`--positions` prints, for every top-down table of the paper and each task, the place of its rank-1
+program among the candidates the paper preset trains (`hx.evaluation.paper.rank1_positions`) against the
+preset's budget for that task, under four searches: the paper preset's (`hx.synth.paper_space`: the
+authors' order and candidate filter), the authors' order without the filter, and hx's cost order with and
+without it. `--markdown` prints it as the table RESULTS.md keeps.
+
+Without `--positions`, it times the enumeration until every program the paper prints for a task has
+come up, task by task, for each table:
 
 For table T and task k, the library is the paper's rank-1 functions of T's tasks before k (their types
 from `hx.lang.paper`); the enumeration runs in the search's own order and stops once each printed
@@ -45,11 +55,64 @@ def time_table(table: str) -> dict:
           "ill_typed": stats.ill_typed, "yielded": stats.yielded, "missing": missing}
 
 
+SEARCHES = ("paper preset", "authors' order, no filter", "cost order, filter", "cost order, no filter")
+
+
+def positions(tables: list[str] | None = None) -> list[dict]:
+  """One row per rank-1 program: its table, task, budget and position under each of `SEARCHES`."""
+  import dataclasses
+
+  from hx.evaluation.paper import rank1_positions
+  from hx.synth import paper_space
+
+  def spaces(graphs: bool):
+    base = paper_space(graphs=graphs)
+    cost = dataclasses.replace(base, order="cost")
+    return (base, dataclasses.replace(base, authors_filter=False), cost,
+            dataclasses.replace(cost, authors_filter=False))
+
+  rows: dict[tuple[str, int], dict] = {}
+  tables = tables or [t for t in paper_tables() if not t.startswith("text:") and "Evo" not in t]
+  for table in tables:
+    graphs = "GS" in table
+    for name, space in zip(SEARCHES, spaces(graphs)):
+      for p in rank1_positions("paper", space=space, tables=[table]):
+        row = rows.setdefault((p.table, p.task_number), {"table": p.table, "task": p.task_number,
+                                                          "program": p.program, "budget": p.budget})
+        row[name] = p.position
+  return list(rows.values())
+
+
+def print_positions(rows: list[dict], markdown: bool) -> None:
+  if markdown:
+    print("| table | task | budget | " + " | ".join(SEARCHES) + " |")
+    print("|---|---|---|" + "---|" * len(SEARCHES))
+  for r in rows:
+    cells = [str(r[s]) if r[s] is not None else ">300" for s in SEARCHES]
+    if markdown:
+      cells = [f"**{c}**" if r[s] is None or r[s] > r["budget"] else c for c, s in zip(cells, SEARCHES)]
+      print(f"| {r['table']} | {r['task']} | {r['budget']} | " + " | ".join(cells) + " |")
+    else:
+      print(f"{r['table']:18s} {r['task']}  budget {r['budget']:3d}  " + "  ".join(f"{c:>5s}" for c in cells))
+  for s in SEARCHES:
+    within = sum(r[s] is not None and r[s] <= r["budget"] for r in rows)
+    print(f"{s}: {within} of {len(rows)} within budget")
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--tables", nargs="*", default=None, help="default: every table of the paper")
+  parser.add_argument("--positions", action="store_true", help="rank-1 positions against the budgets")
+  parser.add_argument("--markdown", action="store_true", help="with --positions: a markdown table")
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
+  if args.positions:
+    rows = positions(args.tables)
+    print_positions(rows, args.markdown)
+    if args.json:
+      with open(args.json, "w") as f:
+        json.dump({"positions": rows, "searches": SEARCHES}, f, indent=1)
+    return
   tables = args.tables or [t for t in paper_tables() if not t.startswith("text:")]
   results = {}
   for table in tables:

@@ -24,25 +24,46 @@ finally checked by `hx.compile.compile_program` itself.
 `map_l(...)`) are chosen by `SearchSpace`: the result of a fresh function from an image is that image's
 CNN feature vector (`Tensor<real>[1024]` for 28x28 images at the paper's sizes: the paper's CNN has no
 output layer); any other open type takes each of `SearchSpace.intermediate_types` in turn (default
-`Tensor<bool>[1]`, the recognizer output the paper's counting programs pass on, then `Tensor<real>[1]`).
-With these defaults every program the paper prints is reachable (`hx.lang.paper.paper_library` types
-them with the same conventions).
+`Tensor<bool>[1]`, the recognizer output the paper's counting programs pass on, then `Tensor<real>[1]`;
+the paper preset takes the authors' `AUTHORS_INTERMEDIATE_TYPES`, `Tensor<bool>[1]` then
+`Tensor<real>[50]`). With these defaults every program the paper prints is reachable
+(`hx.lang.paper.paper_library` types them with the same conventions).
 
 **Equivalence.** Two programs are equivalent when their normal forms (`normal_form`) are equal up to
 renaming of fresh functions, with the same types: composition is associative (chains are right-nested)
 and `map(f) ∘ map(g)` is `map(f ∘ g)`. Both rules preserve the function computed and the modules
 trained. The top-down search builds only normal forms (`compose`'s left child is never a `compose`, and
 no `map` follows a `map` of the same kind in a chain), so it proposes one representative per class.
+The authors' enumerator trains every form (`compose(compose(nn, map_l(nn)), map_l(nn))` and its normal
+form are two candidates there), so a class comes in hx's order no later than in theirs.
 
-**Cost** (`Costs`, lower first), the top-down search's order: a fresh function 1, a library function
-0.5 (reuse is cheaper than training a new network, and is what lifelong learning is for), `map`, `fold`,
-`conv` and `repeat` 1 each, `compose` and a fold's `zeros` start 0 (glue forced by the types). The paper
-orders by size (occurrences of functions and combinators, `hx.lang.size`); a size-ordered queue reaches
-the paper's transfer programs (`conv_g^10(nn) ∘ map_g(lib.f ∘ lib.g)`, size 8) only after most programs
-of sizes up to 7, while this cost puts them among the first few dozen. A partial program's priority is
-its cost plus a lower bound per hole (the cheapest leaf that could fill it), so complete programs come
-out in order of cost; ties go to fewer fresh functions, then to the order of generation. `fix` costs what
-`repeat` does.
+**Order** (`SearchSpace.order`). "authors" (the default), the authors' enumerator (capergroup/houdini,
+`HOUDINI/Synthesizer/SymbolicSynthesizer.py` over `SolverPQ.py`): partial programs in a queue by size
+(`authors_size`: every node of their AST counts 1, holes included, so a combinator application counts 2),
+ties first in first out, and a hole's fillers in the order fresh function, library functions (in the
+order the library gained them), combinators (`compose`, then `SearchSpace.combinators` in its order: the
+authors' library order is `AUTHORS_LIST_COMBINATORS` or `AUTHORS_GRAPH_COMBINATORS`). Complete programs
+come out in order of size, and among programs of one size the one whose first holes took fresh functions
+comes first: `compose(nn, map_l(compose(nn, lib.cnn)))` before `compose(lib.lstm, map_l(...))`. With a
+growing library, the all-fresh and one-reuse programs the paper's tables print (LS tasks 5-9) come
+before library-heavy ones of the same size, which the "cost" order put first. This order reaches every
+rank-1 program of the paper's top-down tables within the paper preset's budgets
+(`hx.evaluation.paper.rank1_positions`; the positions table in benchmarks/RESULTS.md).
+
+"cost" (`Costs`, lower first), hx's earlier order: a fresh function 1, a library function 0.5 (reuse is
+cheaper than training a new network), `map`, `fold`, `conv` and `repeat` 1 each, `compose` and a fold's
+`zeros` start 0 (glue forced by the types). It puts transfer programs (`conv_g^10(nn) ∘ map_g(lib.f ∘
+lib.g)`, `compose(lib.lstm, map_l(compose(lib.mlp, lib.cnn)))`) among the first few dozen, so a small
+budget tries reuse first (the quick preset's four candidates), but as the library grows it fills the
+paper's budgets with library combinations. A partial program's priority is its cost plus a lower bound
+per hole (the cheapest leaf that could fill it), so complete programs come out in order of cost; ties go
+to fewer fresh functions, then to the order of generation; within one cost the top-down search takes one
+candidate per skeleton in turn (`hx.synth.topdown`). `fix` costs what `repeat` does in both orders.
+
+**The authors' filter** (`SearchSpace.authors_filter`, on in the paper preset): a candidate is trained only
+if the authors' code would train it (`authors_filter_reason`). It removes, among others, the adapters hx
+could otherwise train (a fresh `Tensor<bool>[1] -> Tensor<bool>[1]` wrapped around library functions)
+and a second MLP. Removing candidates never reorders the others.
 """
 
 from __future__ import annotations

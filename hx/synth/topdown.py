@@ -4,15 +4,25 @@
       print(candidate)
 
 The queue starts with the single hole `?<task type>`. Each step pops the partial program of least
-priority (`hx.synth.space.priority`: its cost plus a lower bound per hole) and fills its first hole (in
-pre-order) with every filler `hx.synth.space.fillers` proposes; a result that cannot be typed is dropped
-at once, one that exceeds the size or fresh-function limits too. A popped complete program is turned into
-candidates by choosing its open intermediate types (`hx.synth.space.Completer`), keeping only those the
-compiler builds. Complete programs therefore come out in order of cost. Within one cost, candidates are
-taken one per skeleton in turn (a skeleton is a program with its library functions' names erased, so
-`compose(nn, map_l(lib.a))` and `compose(nn, map_l(lib.b))` share one): with a large library, a budget
-of 20 would otherwise go to every combination of library functions in one structure before another
-structure of the same cost is tried. This is the order a synthesizer trains them in.
+priority and fills its first hole (in pre-order) with every filler `hx.synth.space.fillers` proposes; a
+result that cannot be typed is dropped at once, one that exceeds the size or fresh-function limits too. A
+popped complete program is turned into candidates by choosing its open intermediate types
+(`hx.synth.space.Completer`), keeping only those the compiler builds (and, with
+`SearchSpace.authors_filter`, those the authors' code trains). This is the order a synthesizer trains
+them in.
+
+The priority is the space's order (`SearchSpace.order`, the module docstring of `hx.synth.space`):
+  - "authors": the program's size as the authors count it (`hx.synth.space.authors_size`, holes
+    included), ties first in, first out; a hole's fillers enter the queue fresh function first, then
+    library functions, then combinators. Their `repeat` leaves its count a hole of its own, filled when
+    that partial program is popped, so `repeat(9, ?)` and `repeat(10, ?)` enter the queue then, not
+    beside the other fillers: this queue does the same with a placeholder entry.
+  - "cost": the program's cost plus a lower bound per hole (`hx.synth.space.priority`), ties to fewer
+    fresh functions. Within one cost, candidates are taken one per skeleton in turn (a skeleton is a
+    program with its library functions' names erased, so `compose(nn, map_l(lib.a))` and
+    `compose(nn, map_l(lib.b))` share one): with a large library, a budget of 20 would otherwise go to
+    every combination of library functions in one structure before another structure of the same cost
+    is tried.
 
 Only normal forms are generated (right-nested composition, fused maps), so no two candidates are
 equivalent; a candidate whose key was seen anyway is skipped. Everything is deterministic.
@@ -123,7 +133,8 @@ def _round_robin(level: list[Candidate]) -> list[Candidate]:
 
 def _by_cost(task_type: Type, library: Any, space: SearchSpace, config: Any, max_expanded: int | None,
              stats: EnumerationStats) -> Iterator[Candidate]:
-  """The candidates in nondecreasing cost (best-first search over partial programs)."""
+  """The candidates in nondecreasing priority (best-first search over partial programs); their `cost` is
+  their priority (`authors_size` under the authors' order)."""
   completer = Completer(library, space, config)
   lib_types = completer.library_types
   lib_names = list(lib_types)  # the library's order: the order functions were added
