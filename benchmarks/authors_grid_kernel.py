@@ -1,6 +1,6 @@
 """The authors' grid kernel, reimplemented outside hx's compiler, on GS2 task 2 (a comparison, not hx).
 
-    python benchmarks/authors_grid_kernel.py --checkpoint FILE.npz --mnist ../shared/data/mnist.pkl.gz
+    python benchmarks/authors_grid_kernel.py --checkpoint FILE.npz --mnist PATH/mnist.pkl.gz
         [--channels 100] [--update authors|residual|replace] [--epochs 1] [--true costs|distances]
     python benchmarks/authors_grid_kernel.py --exact ...
 

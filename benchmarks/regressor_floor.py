@@ -1,7 +1,7 @@
 """How far a shortest-path program can get on top of a library regressor: exact Bellman-Ford on its costs.
 
     python benchmarks/regressor_floor.py --library PATH [--function nn_gs2_1[,nn_gs2_2]] [--sequence gs2]
-        [--task 2] [--mnist ../shared/data/mnist.pkl.gz] [--preset paper] [--json out.json]
+        [--task 2] [--mnist PATH/mnist.pkl.gz] [--preset paper] [--json out.json]
     python benchmarks/regressor_floor.py --checkpoint FILE.npz [--program 'compose(nn_1, nn_2)'] ...
 
 GS1 and GS2 learn a regressor first (regress_speed, regress_mnist: a cell image to its initial

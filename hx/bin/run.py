@@ -1,7 +1,7 @@
 r"""Runs one of the paper's task sequences with HOUDINI and the baselines, and writes the report.
 
     python -m hx.bin.run --sequence=cs1                       # quick preset: minutes on a laptop CPU
-    python -m hx.bin.run --sequence=ss --preset=paper --mnist=../shared/data/mnist.pkl.gz
+    python -m hx.bin.run --sequence=ss --preset=paper --mnist=PATH/mnist.pkl.gz
     hx-cs1 --methods=houdini,standalone --fractions=0.1,1     # the same binary, CS1 fixed (hx-cs1 ... hx-ls)
 
 For every instantiation of the sequence (--seeds), task and training fraction, each method runs:
