@@ -136,7 +136,7 @@ class TuneConfig:
       says nothing of initialisation) nor the authors' (PyTorch's `nn.Linear` bias starts near 0): Adam
       moves a parameter about one learning rate per step, so a bias starting at 0 for targets such as
       regress_mnist's (cost, initial distance) pairs (mean about (3.8, 56)) or sum_digits' sums spends
-      thousands of steps walking to their scale (`benchmarks/regressor_training.py`, RESULTS.md).
+      thousands of steps walking to their scale (`benchmarks/studies/regressor_training.py`, RESULTS.md).
       False: every bias starts at 0, as the module templates initialise them.
     val_every: also score the validation split every this share of the whole run's training steps
       (`epochs` x steps per epoch, rounded to a whole number of steps, at least 1), counted from the

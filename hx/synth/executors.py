@@ -139,7 +139,7 @@ class JobResult:
     attempts: how many times it was started (more than 1 when a worker died under it).
     val_history: the validation score after each full epoch trained, from the first (all of them when
       the job resumed a paused run: `hx.compile.TuneState.history` carries the earlier ones); a learning
-      curve, for reports and for studying budget schedules (benchmarks/halving_replay.py).
+      curve, for reports and for studying budget schedules (benchmarks/studies/halving_replay.py).
   """
   job: Job
   status: str

@@ -45,7 +45,7 @@ scored once, for the chosen parameters.
 
 Since a survivor's curve is the start of its uninterrupted one, one run that trains every candidate to
 the end (each `Ranked.val_history`) tells what any schedule with whole-epoch rungs would have chosen
-and trained: `replay` computes it without training again (benchmarks/halving_replay.py runs it over
+and trained: `replay` computes it without training again (benchmarks/studies/halving_replay.py runs it over
 schedules on a synthesis benchmark's output).
 """
 
