@@ -60,8 +60,8 @@ _BIAS = flags.DEFINE_boolean("bias_from_targets", True, "A regression's fresh ou
                              "training targets' mean (ours); --nobias_from_targets: at 0, as the authors'.")
 _PATIENCE = flags.DEFINE_integer(
     "patience", None, "Stop a training after this many epochs without a better validation score, for "
-    "every method (default: none, the paper's: every epoch; 2 kept the best program of three tasks for "
-    "1.6-2.6x less time, benchmarks/RESULTS.md).")
+    "every method (default: none, the paper's: every epoch; 2 kept the best program of three tasks in "
+    "less time, benchmarks/RESULTS.md, \"Synthesis\").")
 _OUTPUT = flags.DEFINE_string("output_dir", None, "Where to write (default: runs/<sequence>-<preset>).")
 _TIME_BUDGET = flags.DEFINE_float("time_budget", None, "Stop starting new work after this many seconds; run "
                                   "again to continue.")

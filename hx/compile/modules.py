@@ -657,8 +657,8 @@ def _segment_aggregate(m: jax.Array, segments: jax.Array, valid: jax.Array, coun
 # ReLU masks, the messages, ~300 bytes a pair) against a node state of a few floats, so under
 # repeat(10, conv_g(k)) on 150 4x4 grids they came to ~45 MB of stacked scan buffers per training step,
 # and filling fresh buffers of that size (page faults, copies) cost more on XLA:CPU than computing the pair
-# network again: the step measured 1.4-1.7x faster rematerialised (benchmarks/graph_conv.py, kernel step).
-# A single call keeps its residuals (rematerialised it measured ~15% slower), and so does fix's body,
+# network again: the step measured faster rematerialised (benchmarks/notes/2026-11-22-graph-conv.md).
+# A single call keeps its residuals (rematerialised it measured slower), and so does fix's body,
 # whose backward pass already recomputes one application at a time (hx.compile.fixpoint). Values and
 # gradients are the same either way.
 

@@ -15,9 +15,9 @@ What it does, per the paper (appendix C) and DESIGN.md "Lowering and training":
   the whole split, in chunks that push at most `eval_images` images (list elements, graph nodes) through
   the network at once, to bound memory: 1,000 5x5 grids are 25,000 images. One fused call with
   `lax.map` over the chunks on accelerators; on XLA:CPU one call per chunk, as a convolution inside a
-  rolled loop runs 10-40x slower there. The parameters of the best validation epoch are kept (early
-  stopping after `patience` epochs without improvement); the test split is scored once, at the end, for
-  those parameters.
+  rolled loop runs many times slower there (benchmarks/notes/2026-11-21-train-throughput.md). The
+  parameters of the best validation epoch are kept (early stopping after `patience` epochs without
+  improvement); the test split is scored once, at the end, for those parameters.
 - Packing (`TuneConfig.pack_lists`, on by default): a map over the input list's elements or the input
   graph's nodes runs its network on the real ones only, gathered into as many rows as the fullest
   training batch of the run, or the fullest chunk of the split evaluated, holds (known on the host from
