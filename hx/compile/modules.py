@@ -486,7 +486,7 @@ def batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, mom
 
 
 # The CNN. On XLA:CPU its cost is decided less by arithmetic than by how the convolutions are run
-# (benchmarks/RESULTS.md, "CNN training step"): XLA hands each convolution to YNNPACK, which runs one over
+# (benchmarks/RESULTS.md, "Training throughput"): XLA hands each convolution to YNNPACK, which runs one over
 # a few dozen images fast but one over a whole training step's images (150 lists x 5) several times
 # slower, single-threaded, through an unfused im2col copy into a fresh buffer (~40,000 page faults per
 # call). In training, the CNN therefore runs on slices of CNN_TRAIN_ROWS images, unrolled (never a rolled
