@@ -11,7 +11,7 @@
 #   slow        the slow suite likewise
 #   throughput  benchmarks/train_throughput.py --peer on the GPU, torch on the same GPU
 #   cputhroughput  the same on 2 of the machine's CPU cores (JAX_PLATFORMS=cpu), torch's CPU threads
-#   transfer    benchmarks/transfer_candidate.py on the GPU
+#   transfer    benchmarks/studies/transfer_candidate.py on the GPU
 #   synthesis   benchmarks/synthesis.py, CS1 task 3 at the quick preset, halving against full, cold then warm
 set -u
 OUT=${OUT:-out/gpu}
@@ -59,7 +59,7 @@ stage_cputhroughput() {
 }
 
 stage_transfer() {
-  python3 benchmarks/transfer_candidate.py --threads 0 --epochs 5 --json "$OUT/transfer_gpu.json" 2>&1 | tail -30
+  python3 benchmarks/studies/transfer_candidate.py --threads 0 --epochs 5 --json "$OUT/transfer_gpu.json" 2>&1 | tail -30
 }
 
 stage_synthesis() {

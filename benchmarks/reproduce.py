@@ -1,6 +1,6 @@
 """Reproduces the paper's evaluation: every task sequence under the paper preset, as far as time allows.
 
-    python benchmarks/reproduce.py --mnist ../shared/data/mnist.pkl.gz [--sequences cs1,ss,...]
+    python benchmarks/reproduce.py --mnist PATH/mnist.pkl.gz [--sequences cs1,ss,...]
         [--seeds 0,1,2,3,4] [--fractions 0.02,...] [--time_budget SECONDS] [--output_dir runs/reproduce]
         [--results results.md]
 

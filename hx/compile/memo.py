@@ -59,8 +59,8 @@ def frozen_prefix(program: P.Program) -> tuple[tuple[str, ...], P.Program]:
   candidate without parameters, which is only scored), its outermost function stays in `rest`
   (`lib.f`, `map_g(lib.f)`), so the scoring, validation and test, runs lib.f on the table instead of
   lib.f after lib.g on every image. Ours: on GS2 task 2 the regressor's CNN over every cell of the
-  validation and test grids took 59 s of a synthesis (benchmarks/RESULTS.md, "a machine that changes
-  speed").
+  validation and test grids was a visible share of a synthesis
+  (benchmarks/notes/2026-11-24-gs2-reference-and-lending.md).
   """
   chain = P.chain(program)
   first = chain[-1]

@@ -486,7 +486,7 @@ def batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, mom
 
 
 # The CNN. On XLA:CPU its cost is decided less by arithmetic than by how the convolutions are run
-# (benchmarks/RESULTS.md, "CNN training step"): XLA hands each convolution to YNNPACK, which runs one over
+# (benchmarks/RESULTS.md, "Training throughput"): XLA hands each convolution to YNNPACK, which runs one over
 # a few dozen images fast but one over a whole training step's images (150 lists x 5) several times
 # slower, single-threaded, through an unfused im2col copy into a fresh buffer (~40,000 page faults per
 # call). In training, the CNN therefore runs on slices of CNN_TRAIN_ROWS images, unrolled (never a rolled
@@ -657,8 +657,8 @@ def _segment_aggregate(m: jax.Array, segments: jax.Array, valid: jax.Array, coun
 # ReLU masks, the messages, ~300 bytes a pair) against a node state of a few floats, so under
 # repeat(10, conv_g(k)) on 150 4x4 grids they came to ~45 MB of stacked scan buffers per training step,
 # and filling fresh buffers of that size (page faults, copies) cost more on XLA:CPU than computing the pair
-# network again: the step measured 1.4-1.7x faster rematerialised (benchmarks/graph_conv.py, kernel step).
-# A single call keeps its residuals (rematerialised it measured ~15% slower), and so does fix's body,
+# network again: the step measured faster rematerialised (benchmarks/notes/2026-11-22-graph-conv.md).
+# A single call keeps its residuals (rematerialised it measured slower), and so does fix's body,
 # whose backward pass already recomputes one application at a time (hx.compile.fixpoint). Values and
 # gradients are the same either way.
 

@@ -15,9 +15,9 @@ What it does, per the paper (appendix C) and DESIGN.md "Lowering and training":
   the whole split, in chunks that push at most `eval_images` images (list elements, graph nodes) through
   the network at once, to bound memory: 1,000 5x5 grids are 25,000 images. One fused call with
   `lax.map` over the chunks on accelerators; on XLA:CPU one call per chunk, as a convolution inside a
-  rolled loop runs 10-40x slower there. The parameters of the best validation epoch are kept (early
-  stopping after `patience` epochs without improvement); the test split is scored once, at the end, for
-  those parameters.
+  rolled loop runs many times slower there (benchmarks/notes/2026-11-21-train-throughput.md). The
+  parameters of the best validation epoch are kept (early stopping after `patience` epochs without
+  improvement); the test split is scored once, at the end, for those parameters.
 - Packing (`TuneConfig.pack_lists`, on by default): a map over the input list's elements or the input
   graph's nodes runs its network on the real ones only, gathered into as many rows as the fullest
   training batch of the run, or the fullest chunk of the split evaluated, holds (known on the host from
@@ -136,7 +136,7 @@ class TuneConfig:
       says nothing of initialisation) nor the authors' (PyTorch's `nn.Linear` bias starts near 0): Adam
       moves a parameter about one learning rate per step, so a bias starting at 0 for targets such as
       regress_mnist's (cost, initial distance) pairs (mean about (3.8, 56)) or sum_digits' sums spends
-      thousands of steps walking to their scale (`benchmarks/regressor_training.py`, RESULTS.md).
+      thousands of steps walking to their scale (`benchmarks/studies/regressor_training.py`, RESULTS.md).
       False: every bias starts at 0, as the module templates initialise them.
     val_every: also score the validation split every this share of the whole run's training steps
       (`epochs` x steps per epoch, rounded to a whole number of steps, at least 1), counted from the

@@ -139,7 +139,7 @@ class JobResult:
     attempts: how many times it was started (more than 1 when a worker died under it).
     val_history: the validation score after each full epoch trained, from the first (all of them when
       the job resumed a paused run: `hx.compile.TuneState.history` carries the earlier ones); a learning
-      curve, for reports and for studying budget schedules (benchmarks/halving_replay.py).
+      curve, for reports and for studying budget schedules (benchmarks/studies/halving_replay.py).
   """
   job: Job
   status: str
@@ -344,11 +344,11 @@ def make_executor(executor: str | Executor | None = "local", **options: Any) -> 
 def default_executor(backend: str | None = None, cores: int | None = None) -> tuple[str, dict[str, Any]]:
   """The executor a binary should use when the user names none: (name, options) for `make_executor`.
 
-  One candidate of the paper's sizes keeps about two cores busy (the count_digit candidate: 43 CPU
-  seconds per 21.7 s epoch on 2 cores, benchmarks/RESULTS.md "Training throughput"), and on the 2-core
-  machine two workers of one core were not faster than one process of two (RESULTS.md "Synthesis:
-  workers and threads"): they compile separately, and a pinned worker cannot move off a core that other
-  processes load. So: "local" on accelerators and on CPUs of up to 2 cores; on more cores, worker
+  One candidate of the paper's sizes keeps about two cores busy (the count_digit candidate,
+  benchmarks/RESULTS.md "Training throughput"), and on the 2-core machine two workers of one core were
+  not faster than one process of two (benchmarks/notes/2026-11-21-synthesis-executors-halving.md): they
+  compile separately, and a pinned worker cannot move off a core that other processes load. So:
+  "local" on accelerators and on CPUs of up to 2 cores; on more cores, worker
   processes of 2 cores each (cores // 2 workers; not yet measured on such a machine: re-measure with
   benchmarks/synthesis.py --executors processes:WxT).
 

@@ -9,21 +9,20 @@ validation score (at least `min_keep`) and trains them on to eta times the previ
 the last rung trains its survivors to E. With n = 20, E = 20, first = 2, eta = 4 (the defaults) the rungs
 train 20 candidates to 2 epochs, 5 to 8 and 1 to 20: 82 candidate-epochs instead of 400.
 
-Why these defaults (benchmarks/RESULTS.md, "Halving replayed on learning curves"): on CS1's count_digit
-and SS's sum_digits (20 candidates, 20 epochs, output biases from the targets' mean), the full runs'
-learning curves replayed over first = 1-4 and eta = 2-4 (`replay`) show one schedule that meets issue
-11's target on both: first = 2, eta = 4 keeps sum_digits' top program, and on count_digit picks a program
-whose mean test error over five training seeds (0.652) equals the full run's winner's (0.640, std 0.26:
-that winner is mostly its seed's luck), for 3.2x (count_digit) and 3.9x (sum_digits) less wall time
-measured. The default before, eta = 3, did not keep sum_digits' winner (its pick: 7.6 against 4.3 over
-seeds). Slow learners are the risk of any first rung: count_digit's full-run winner scores 2.5-3.0
-(15th-18th of 20) for four epochs before it falls to 0.56, and no schedule at 3x keeps it. Chosen on two
-tasks, and not a guarantee: on a third, CS2's count_digit(1), first = 2 with eta = 3 or 4 returns a program
-that starts best and plateaus (test RMSE 1.55) where the full run's late learner reaches 0.49. Train fully
-(no schedule) when the best candidate matters: with early stopping (`TuneConfig.patience = 2`), which
-only stops candidates whose curves flatten, that cost 1.6-2.6x less than every epoch of every candidate
-and returned the full run's winner, with its scores, on all three tasks (RESULTS.md, "Early stopping
-instead of halving"; `stop_by_patience` replays it on a full run's curves).
+Why these defaults (benchmarks/notes/2026-11-23-halving-replay.md; the figures: benchmarks/RESULTS.md,
+"Synthesis"): on CS1's count_digit and SS's sum_digits (20 candidates, 20 epochs, output biases from the
+targets' mean), the full runs' learning curves replayed over first = 1-4 and eta = 2-4 (`replay`) show one
+schedule that meets issue 11's target on both: first = 2, eta = 4 keeps sum_digits' top program, and on
+count_digit picks a program whose mean test error over five training seeds equals the full run's winner's
+(that winner is mostly its seed's luck). The default before, eta = 3, did not keep sum_digits' winner.
+Slow learners are the risk of any first rung: count_digit's full-run winner ranks 15th-18th of 20 for
+four epochs before it becomes the best, and no schedule at 3x keeps it. Chosen on two tasks, and not a
+guarantee: on a third, CS2's count_digit(1), first = 2 with eta = 3 or 4 returns a program that starts
+best and plateaus where the full run's late learner ends far better. Train fully (no schedule) when the
+best candidate matters: with early stopping (`TuneConfig.patience = 2`), which only stops candidates
+whose curves flatten, that cost less than every epoch of every candidate and returned the full run's
+winner, with its scores, on all three tasks (benchmarks/notes/2026-11-23-early-stopping.md;
+`stop_by_patience` replays it on a full run's curves).
 
 A survivor continues where it paused (`hx.compile.TuneState`: parameters, batch statistics, optimiser
 state, position), so it gets exactly the steps, batches and dropout keys it would have had without
@@ -45,7 +44,7 @@ scored once, for the chosen parameters.
 
 Since a survivor's curve is the start of its uninterrupted one, one run that trains every candidate to
 the end (each `Ranked.val_history`) tells what any schedule with whole-epoch rungs would have chosen
-and trained: `replay` computes it without training again (benchmarks/halving_replay.py runs it over
+and trained: `replay` computes it without training again (benchmarks/studies/halving_replay.py runs it over
 schedules on a synthesis benchmark's output).
 """
 
@@ -94,7 +93,7 @@ class Halving:
       keeps its score without training. The last rung trains its survivors to the end under both.
       "time" is ours (the paper trains every candidate to the end): Hyperband's resource may be time
       as well as epochs, and a search under a wall-clock target should not spend it on the costliest
-      candidates (benchmarks/RESULTS.md, GS2 task 2). Its choices depend on measured times, so two
+      candidates (benchmarks/RESULTS.md, "Synthesis"). Its choices depend on measured times, so two
       runs, or two executors, may rank differently: executors agree (same seed, same ranking) under
       "epochs" only.
     price: under equal time, the share of the first rung's epochs every candidate trains to price its
@@ -106,10 +105,9 @@ class Halving:
       cost a step), the median lies in whichever cluster holds more candidates and jumps between them
       when one candidate is added; the geometric mean lies between the clusters, and one candidate more
       moves it by the n-th root of how far its cost is from it. Measured on GS2 task 2 (25 candidates,
-      benchmarks/RESULTS.md, "A reference between the clusters"): in our grammar 1,129 s against
-      1,153 s under the median, the same top program and scores (the two references were close there,
-      0.82 and 1.02 s a step); in the paper's grammar 1,017-1,250 s on one-core workers, where the
-      median's search was stopped after 34 minutes. Both are ours.
+      benchmarks/notes/2026-11-24-gs2-reference-and-lending.md): in our grammar as fast as the median,
+      with the same top program and scores (the two references were close there); in the paper's
+      grammar it finished where the median's search was stopped unfinished. Both are ours.
   """
   first: float = 2.0
   eta: int = 4

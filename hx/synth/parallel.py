@@ -213,13 +213,13 @@ class ProcessExecutor:
       pool's cores (it starts on them, and is pinned to its own `threads` cores once JAX's backend
       exists); while no job waits and some workers are idle, the busy ones run on their cores and the
       idle ones'. Ours, for the last rungs of successive halving, which train one candidate while the
-      other cores idle (on GS2's shortest path, 327-344 s of a 20-minute search; lending cut one such
-      search from 1,199 s to 1,121 s: benchmarks/RESULTS.md, "lending the idle core"). Unlike a new
+      other cores idle (on GS2's shortest path, minutes of a 20-minute search; what lending saved there:
+      benchmarks/notes/2026-11-24-gs2-reference-and-lending.md). Unlike a new
       wide worker (tried: its start and its copy of the task cost what it gained), the borrower keeps
       its data and tables. A job's arithmetic is then that of a pool of that many threads, whichever
       cores it runs on (the thread count decides it: see Determinism in the module docstring), and no
-      longer the one-thread workers' of `lend=False`: on GS2 the winner's test RMSE moved from 1.478 to
-      1.420 for one seed, and its validation RMSE in the fourth digit for another (benchmarks/RESULTS.md).
+      longer the one-thread workers' of `lend=False`: on GS2 the winner's scores moved, not only in their
+      last digits (benchmarks/notes/2026-11-24-gs2-reference-and-lending.md).
   """
 
   def __init__(self, workers: int | None = None, threads: int | None = None, max_retries: int = 2,

@@ -1,11 +1,11 @@
-"""benchmarks/authors_grid_kernel.py's grids: grouped by size with their padding dropped, each grid's
+"""benchmarks/studies/authors_grid_kernel.py's grids: grouped by size with their padding dropped, each grid's
 cells and targets those hx.data built."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.authors_grid_kernel import by_side
+from benchmarks.studies.authors_grid_kernel import by_side
 from hx.data import Sources, TaskSizes, build_task, task_spec
 
 SOURCES = Sources(standin_per_class=(30, 12, 12))

@@ -1,12 +1,12 @@
-"""benchmarks/regressor_floor.py's exact kernel: from the true states it converges to hx.data's least costs,
-and an error in the start's initial distance moves every distance of its grid by as much."""
+"""benchmarks/studies/regressor_floor.py's exact kernel: from the true states it converges to hx.data's least
+costs, and an error in the start's initial distance moves every distance of its grid by as much."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from benchmarks.regressor_floor import cost_accuracy, relax
+from benchmarks.studies.regressor_floor import cost_accuracy, relax
 from hx.data.grids import least_costs
 from hx.data.tasks import DISTANCE_BOUND, START_DISTANCE
 

@@ -1,13 +1,14 @@
-"""benchmarks/relaxation_learning.py's exact cell states: read back from the grids hx.data builds, they are
-every used image's regression target, and exact Bellman-Ford on them gives the grids' distance targets."""
+"""benchmarks/studies/relaxation_learning.py's exact cell states: read back from the grids hx.data builds,
+they are every used image's regression target, and exact Bellman-Ford on them gives the grids' distance
+targets."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from benchmarks.regressor_floor import CELL_COST_VALUES
-from benchmarks.relaxation_learning import (
+from benchmarks.studies.regressor_floor import CELL_COST_VALUES
+from benchmarks.studies.relaxation_learning import (
   exact_states,
   jitter_costs,
   misread_costs,
@@ -84,8 +85,8 @@ def test_grid_errors_are_the_exact_kernels_misses_and_split_by_start_finds_the_g
   """On hx.data's street grids with the hand-set relaxation kernel: grid_errors is the squared distance
   error of 10 exact rounds (regressor_floor.relax) at every real node, 0 at padding; a start whose
   initial distance is set to the bound is counted as misread, and its grid carries the error."""
-  from benchmarks.regressor_floor import relax
-  from benchmarks.relaxation_learning import grid_errors, split_by_start
+  from benchmarks.studies.regressor_floor import relax
+  from benchmarks.studies.relaxation_learning import grid_errors, split_by_start
   from tests.integration.test_shortest_paths import NO_WEIGHTS, _relaxation
 
   task = build_task(task_spec("shortest_path_street"), SOURCES, SIZES, 0)
@@ -124,7 +125,7 @@ def test_split_by_costs_separates_the_grids_with_a_misread_cost_and_scores_the_f
   """The exact states are all clean and the hand-set kernel's 10 rounds score the floor there; a cost read
   wrong in one image moves exactly the grids that use it to the other part, where the exact relaxation on
   the misread cost (the floor) is off."""
-  from benchmarks.relaxation_learning import grid_errors, split_by_costs
+  from benchmarks.studies.relaxation_learning import grid_errors, split_by_costs
   from tests.integration.test_shortest_paths import NO_WEIGHTS, _relaxation
 
   task = build_task(task_spec("shortest_path_street"), SOURCES, SIZES, 0)
@@ -149,7 +150,7 @@ def test_split_by_costs_separates_the_grids_with_a_misread_cost_and_scores_the_f
 
 
 def test_module_config_replaces_only_the_fields_given():
-  from benchmarks.relaxation_learning import module_config
+  from benchmarks.synthesis import module_config
   from hx.compile import ModuleConfig
 
   assert module_config() == ModuleConfig()

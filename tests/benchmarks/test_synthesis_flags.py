@@ -1,13 +1,13 @@
 """The benchmarks' fix flags (`--fix_horizon`, `--fix_tolerance` of synthesis.py and
-relaxation_learning.py) reach FixConfig, and bad text is refused with the flag's name; synthesis.py's
-executor specs."""
+studies/relaxation_learning.py, both parsed by synthesis.py's `fix_config`) reach FixConfig, and bad
+text is refused with the flag's name; synthesis.py's executor specs."""
 
 from __future__ import annotations
 
 import pytest
 
 from benchmarks import synthesis
-from benchmarks.relaxation_learning import fix_config
+from benchmarks.synthesis import fix_config
 from hx.compile.fixpoint import FixConfig
 
 

@@ -1,5 +1,5 @@
-"""benchmarks/transfer_candidate.py's arithmetic floor: the memoised step's operations at the machine's
-matmul rate, and what that allows against the inline candidate."""
+"""benchmarks/studies/transfer_candidate.py's arithmetic floor: the memoised step's operations at the
+machine's matmul rate, and what that allows against the inline candidate."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from benchmarks.transfer_candidate import arithmetic_floor, main
+from benchmarks.studies.transfer_candidate import arithmetic_floor, main
 
 
 def test_the_floor_is_the_step_operations_at_the_matmul_rate():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -133,8 +134,7 @@ def assert_resumes_bit_for_bit(compiled, data, objective, config) -> None:
   rest = tune(compiled, (), data, objective, config, resume=first.state)
   assert [h.train_loss for h in rest.history] == [h.train_loss for h in straight.history]
   assert rest.val_score == straight.val_score
-  for got, want in zip(jax.tree.leaves(rest.variables), jax.tree.leaves(straight.variables)):
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  chex.assert_trees_all_equal(rest.variables, straight.variables)
 
 
 _PRODUCT = re.compile(r"(dot_general|conv_general_dilated)\[\n(.*?)\n\s*\] ", re.S)

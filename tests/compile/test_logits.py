@@ -3,6 +3,7 @@ mistakes, and Tune choosing logits for a compiled program."""
 
 from __future__ import annotations
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -66,8 +67,7 @@ def test_logits_skip_only_the_terminal_activation():
   (y_p, s_p), (y_l, s_l) = (apply(variables, (), x, train=True, rng=jax.random.key(2), logits=lg)
                             for lg in (False, True))
   np.testing.assert_allclose(jax.nn.sigmoid(y_l), y_p, rtol=1e-6, atol=1e-7)
-  for a, b in zip(jax.tree.leaves(s_p), jax.tree.leaves(s_l)):
-    np.testing.assert_array_equal(a, b)
+  chex.assert_trees_all_equal(s_p, s_l)
 
 
 def _confident(out: str, bias: list[float]):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -225,15 +226,17 @@ def test_same_structure_shares_one_lowering_and_one_trace():
   # Another architecture, another key.
   c5 = compile_program(p1, typ, ModuleConfig(mlp_hidden=8), lib)
   assert c5.key != c1.key and c5.apply is not c1.apply
-  # A step jitted once per apply function is traced once for both programs.
-  traces = []
+  # A step jitted once per apply function is traced once for both programs: chex counts the traces of
+  # `run` over every closure `jitted` makes, so a second apply function would trace it again and fail.
+  chex.clear_trace_counter()
 
   @functools.cache
   def jitted(apply):
+    @jax.jit
+    @chex.assert_max_traces(n=1)
     def run(variables, frozen, x):
-      traces.append(1)
       return apply(variables, frozen, x, train=False)
-    return jax.jit(run)
+    return run
 
   x = jnp.ones((3, 3))
   outs = []
@@ -241,7 +244,6 @@ def test_same_structure_shares_one_lowering_and_one_trace():
     variables = cp.init(jax.random.key(seed))
     frozen = cp.make_frozen({n: _lib_params(lib[n], seed + 5) for n in cp.library_slots})
     outs.append(jitted(cp.apply)(variables, frozen, x))
-  assert len(traces) == 1
   assert not np.allclose(outs[0], outs[1])
 
 

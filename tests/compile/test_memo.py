@@ -4,6 +4,7 @@ reused."""
 
 import dataclasses
 
+import chex
 import jax
 import numpy as np
 import pytest
@@ -69,8 +70,7 @@ def _assert_same_training(r_split, r_whole) -> None:
   np.testing.assert_allclose([(e.train_loss, e.val_loss, e.val_score) for e in r_split.history], losses,
                              rtol=2e-4)
   np.testing.assert_allclose(r_split.test_score, r_whole.test_score, rtol=2e-4)
-  for a, b in zip(jax.tree.leaves(r_split.variables), jax.tree.leaves(r_whole.variables)):
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=2e-5)
+  chex.assert_trees_all_close(r_split.variables, r_whole.variables, rtol=2e-3, atol=2e-5)
 
 
 @pytest.mark.slow

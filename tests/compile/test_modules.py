@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -283,8 +284,7 @@ def _assert_vjps_close(f, g, args, cotangent_seed, rtol, atol):
   y_g, vjp_g = jax.vjp(g, *args)
   np.testing.assert_allclose(y_f, y_g, rtol=rtol, atol=atol)
   ct = jax.random.normal(jax.random.key(cotangent_seed), y_g.shape)
-  for got, want in zip(jax.tree.leaves(vjp_f(ct)), jax.tree.leaves(vjp_g(ct))):
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+  chex.assert_trees_all_close(vjp_f(ct), vjp_g(ct), rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("k, shape", [(2, (3, 8, 6, 2)),

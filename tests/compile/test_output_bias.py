@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import chex
 import jax
 import numpy as np
 import pytest
@@ -88,8 +89,7 @@ def test_tune_starts_from_the_targets_mean():
   # Nothing else moves: the other parameters are `compiled.init`'s with Tune's key.
   plain = initial_variables(compiled, config)
   np.testing.assert_array_equal(np.asarray(plain["params"][0]["out"]["b"]), np.zeros(2, np.float32))
-  for a, b in zip(jax.tree.leaves(start["params"][0]["convs"]), jax.tree.leaves(plain["params"][0]["convs"])):
-    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  chex.assert_trees_all_equal(start["params"][0]["convs"], plain["params"][0]["convs"])
   np.testing.assert_array_equal(np.asarray(start["params"][0]["out"]["w"]),
                                 np.asarray(plain["params"][0]["out"]["w"]))
   # tune (0 epochs: it reports what it starts from) starts there; with the option off, from zeros.

@@ -2,6 +2,7 @@
 `pack_lists`), with the values, batch statistics, gradients, losses and scores of the padded path, in
 training and in evaluation. (Graphs: test_packing_graphs.py.)"""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -90,14 +91,12 @@ def test_apply_with_pack_equals_the_padded_path_in_training():
   (l0, (y0, s0)), g0 = grad(variables["params"], None)
   (l1, (y1, s1)), g1 = grad(variables["params"], 17)
   np.testing.assert_allclose(y1, y0, rtol=1e-5, atol=1e-6)
-  for got, want in zip(jax.tree.leaves(s1), jax.tree.leaves(s0)):
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+  chex.assert_trees_all_close(s1, s0, rtol=1e-4, atol=1e-6)
   # Gradients to the gradients' scale, as in test_packing_graphs: on an H100 with deterministic kernels
   # the first convolution's weight gradient (entries up to 7.5e-3) differed by up to 5.1e-6 between 17
   # and 30 rows (another summation order), where the largest gradient entry is 0.89.
   scale = max(float(np.abs(g).max()) for g in jax.tree.leaves(g0))
-  for got, want in zip(jax.tree.leaves(g1), jax.tree.leaves(g0)):
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
+  chex.assert_trees_all_close(g1, g0, rtol=1e-4, atol=1e-5 * scale)
   # Exactly as many real elements as the capacity is fine; the step's CNN sees 17 rows, not 30.
   jaxpr = str(jax.make_jaxpr(lambda p: loss(p, 17)[0])(variables["params"]))
   assert "f32[17,24,24,4]" in jaxpr and "f32[30,24,24,4]" not in jaxpr

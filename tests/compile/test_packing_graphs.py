@@ -4,6 +4,7 @@ path, in training and in evaluation, for both graph forms: grids from hx.data (`
 4x4 grids padded to 16 nodes, taken as a `GraphBatch`) and random graphs (`EdgeGraphBatch`, 5-12 nodes
 padded to 16)."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -87,12 +88,10 @@ def test_apply_with_pack_equals_the_padded_path_in_training(form):
   (l1, (y1, s1)), g1 = grad(variables["params"], count + 6)
   np.testing.assert_allclose(l1, l0, rtol=1e-5)
   np.testing.assert_allclose(np.asarray(y1.values)[real], np.asarray(y0.values)[real], rtol=1e-5, atol=1e-6)
-  for got, want in zip(jax.tree.leaves(s1), jax.tree.leaves(s0)):
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+  chex.assert_trees_all_close(s1, s0, rtol=1e-4, atol=1e-6)
   # Gradients to the gradients' scale: some are zero but for rounding (a bias before batch norm).
   scale = max(float(np.abs(g).max()) for g in jax.tree.leaves(g0))
-  for got, want in zip(jax.tree.leaves(g1), jax.tree.leaves(g0)):
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
+  chex.assert_trees_all_close(g1, g0, rtol=1e-4, atol=1e-5 * scale)
   # The MLP's statistics moved (the check above compares something).
   before = jax.tree.leaves(variables["batch_stats"])
   assert before and any(not np.allclose(a, b) for a, b in zip(jax.tree.leaves(s1), before))

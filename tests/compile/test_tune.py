@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -111,8 +112,7 @@ def test_deterministic_for_a_seed():
   a = tune(model, model.frozen(), data, MSE, FAST)
   b = tune(model, model.frozen(), data, MSE, FAST)
   c = tune(model, model.frozen(), data, MSE, dataclass_replace(FAST, seed=1))
-  for x, y in zip(jax.tree.leaves(a.variables), jax.tree.leaves(b.variables)):
-    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  chex.assert_trees_all_equal(a.variables, b.variables)
   assert [r.val_score for r in a.history] == [r.val_score for r in b.history]
   assert not np.array_equal(np.asarray(a.variables["params"]["w"]), np.asarray(c.variables["params"]["w"]))
 
@@ -122,8 +122,7 @@ def test_initial_variables_are_those_tune_starts_from():
   model = Linear(4, 1)
   given = tune(model, model.frozen(), data, MSE, FAST, variables=initial_variables(model, FAST))
   default = tune(model, model.frozen(), data, MSE, FAST)
-  for x, y in zip(jax.tree.leaves(given.variables), jax.tree.leaves(default.variables)):
-    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  chex.assert_trees_all_equal(given.variables, default.variables)
   other = initial_variables(model, dataclass_replace(FAST, seed=1))
   assert not np.array_equal(np.asarray(other["params"]["w"]),
                             np.asarray(initial_variables(model, FAST)["params"]["w"]))
@@ -394,8 +393,7 @@ def test_real_programs_calling_different_library_functions_share_executables_and
   assert tune_stats()["compiles"] == {"train_step": 1, _EVAL: 1}
   assert tune_stats()["traces"] == {"train_step": 1, "eval": 1}
   assert first.failed is None and other.failed is None
-  for x, y in zip(jax.tree.leaves(first.variables), jax.tree.leaves(again.variables)):
-    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  chex.assert_trees_all_equal(first.variables, again.variables)
   assert first.test_score == again.test_score
   # Another frozen function gives another model (same seed, same fresh initialisation).
   assert first.val_score != other.val_score
@@ -584,8 +582,7 @@ def test_compiled_program_patience_and_determinism():
   c = tune(program, (), data, MSE, dataclass_replace(config, seed=5))
   assert [r.val_score for r in a.history] == [r.val_score for r in b.history]
   assert [r.train_loss for r in a.history] == [r.train_loss for r in b.history]
-  for x, y in zip(jax.tree.leaves(a.variables), jax.tree.leaves(b.variables)):
-    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  chex.assert_trees_all_equal(a.variables, b.variables)
   assert a.test_score == b.test_score and a.test_score != c.test_score
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -98,6 +99,5 @@ def test_tune_on_shared_layouts_equals_tune_on_graph_batches():
   a = tune(program, (), TuneData(tr_s, va_s, te_s, table), objective, config)
   b = tune(program, (), TuneData(tr_g, va_g, te_g, table), objective, config)
   assert a.failed is None and [h.val_score for h in a.history] == [h.val_score for h in b.history]
-  for x, y in zip(jax.tree.leaves(a.variables), jax.tree.leaves(b.variables)):
-    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  chex.assert_trees_all_equal(a.variables, b.variables)
   assert a.test_score == b.test_score

@@ -1,6 +1,7 @@
 """Every program the paper prints parses, round-trips and type-checks against its task's type."""
 
 import collections
+import os
 import pathlib
 
 import pytest
@@ -17,7 +18,9 @@ from hx.lang.paper import (
 )
 from hx.lang.types import parse_type
 
-PAPER = pathlib.Path(__file__).resolve().parents[3] / "shared" / "paper" / "houdini-neurips2018.tex"
+# The paper's LaTeX source (Valkov et al., NeurIPS 2018, arXiv:1804.00218), which the repository does not
+# ship: HX_PAPER_TEX names the file; without it the test that reads it is skipped.
+PAPER = pathlib.Path(os.environ["HX_PAPER_TEX"]) if os.environ.get("HX_PAPER_TEX") else None
 PROGRAMS = paper_programs()
 
 
@@ -29,7 +32,7 @@ def test_all_the_papers_programs_are_shipped():
       "cs1", "cs2", "cs3", "ss", "gs1", "gs2", "ls1", "ls2", "ls3", "ls4", "ls5"}
 
 
-@pytest.mark.skipif(not PAPER.exists(), reason=f"the paper's LaTeX is not at {PAPER}")
+@pytest.mark.skipif(PAPER is None, reason="HX_PAPER_TEX does not name the paper's LaTeX source")
 def test_shipped_programs_are_exactly_those_extracted_from_the_latex():
   assert tuple(programs_from_latex(PAPER.read_text(encoding="utf-8"))) == PROGRAMS
 

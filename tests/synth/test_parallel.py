@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 
+import chex
 import jax
 import numpy as np
 import pytest
@@ -228,8 +229,7 @@ def test_worker_processes_give_the_local_results():
     assert len(kept) == 3
     for a, b in kept:
       assert jax.tree.structure(a) == jax.tree.structure(b)
-      for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+      chex.assert_trees_all_equal(a, b)
     # The workers stay up for the next task (another context), and give its local results too.
     again = run(pool, candidates=2, seed=2, n=200)
   assert essence(again) == essence(run("local", candidates=2, seed=2, n=200))

@@ -1,7 +1,7 @@
 """Does a graph kernel trained under fix(conv_g(k)) generalise to larger grids better than one trained
 under the paper's conv_g^10(k)?
 
-    python benchmarks/fix_generalization.py [--seeds 0 1 2] [--epochs 15] [--json out.json]
+    python benchmarks/studies/fix_generalization.py [--seeds 0 1 2] [--epochs 15] [--json out.json]
 
 Bellman-Ford in miniature, as in tests/compile/test_learning.py: node states (cost, distance so far),
 costs 1..9 (the start's 1) scaled by 1/10, every node's initial distance the bound `--unknown` (scaled;

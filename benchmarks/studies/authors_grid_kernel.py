@@ -1,8 +1,8 @@
 """The authors' grid kernel, reimplemented outside hx's compiler, on GS2 task 2 (a comparison, not hx).
 
-    python benchmarks/authors_grid_kernel.py --checkpoint FILE.npz --mnist ../shared/data/mnist.pkl.gz
+    python benchmarks/studies/authors_grid_kernel.py --checkpoint FILE.npz --mnist PATH/mnist.pkl.gz
         [--channels 100] [--update authors|residual|replace] [--epochs 1] [--true costs|distances]
-    python benchmarks/authors_grid_kernel.py --exact ...
+    python benchmarks/studies/authors_grid_kernel.py --exact ...
 
 The authors' code trains GS2 task 2's relaxation with `NetGRAPHNew` (their `NeuralModules.py`): on the
 grid of (cost, distance) cell states, a 3x3 convolution with its four corner weights held at zero (a
@@ -10,7 +10,7 @@ cell, its up, down, left and right neighbours, zero padding at the borders) to C
 convolutions of C channels, ReLU after each, and a 1x1 convolution to one channel, the new distance; the
 cost channel is passed through unchanged. This script builds exactly that in plain JAX (`--update
 authors`), applies it 10 times (`conv_g^10`) to the cell states of GS2 task 2's grids, and trains it
-as `benchmarks/relaxation_learning.py` trains hx's program: batch 150 (a batch holds grids of one
+as `benchmarks/studies/relaxation_learning.py` trains hx's program: batch 150 (a batch holds grids of one
 size), Adam 1e-3, the MSE of both output channels (the cost channel's is constant under `--update
 authors`), validation every 1% of the run's steps and the best point kept, the test grids scored once
 with it. Its weights start as torch's defaults (uniform in +-1/sqrt(fan in)). `--update residual` and
@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> dict:
   import jax.numpy as jnp
   import optax
 
-  from benchmarks.regressor_floor import regressor_from_checkpoint
-  from benchmarks.relaxation_learning import exact_states
+  from benchmarks.studies.regressor_floor import regressor_from_checkpoint
+  from benchmarks.studies.relaxation_learning import exact_states
   from hx.compile.memo import apply_prefix
   from hx.data import Sources, TaskSizes, sequence
 

@@ -1,6 +1,6 @@
 """What saving a Tune run to disk costs (`hx.compile.checkpoint`): one file's size and seconds.
 
-    python benchmarks/checkpoint_overhead.py [--repeats 5] [--epochs 4] [--rounds 3] [--json out.json]
+    python benchmarks/studies/checkpoint_overhead.py [--repeats 5] [--epochs 4] [--rounds 3] [--json out.json]
 
 The program is GS2 task 1's regressor as the paper writes it, `compose(nn_1, nn_2)` on
 Tensor<real>[1,28,28] -> Tensor<real>[2] at the paper's module sizes (the CNN to 1,024 features, the MLP
@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def main(argv: list[str] | None = None) -> dict:

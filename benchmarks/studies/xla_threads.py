@@ -1,6 +1,6 @@
 """Which settings bound XLA:CPU's threads: per-thread CPU time of a jitted conv + matmul under each.
 
-    python benchmarks/xla_threads.py
+    python benchmarks/studies/xla_threads.py
 
 Runs the same jitted function (a 5x5 convolution of 300 28x28 images and a 4096x1024 matmul, ten
 calls after a compiled one) in a new process per setting and prints, per setting, the CPU seconds of

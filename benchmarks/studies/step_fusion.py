@@ -1,6 +1,6 @@
 """What a training step at a small batch costs beyond its arithmetic, and whether fusing steps saves it.
 
-    python benchmarks/step_fusion.py [--mnist ../shared/data/mnist.pkl.gz] [--batch_sizes 10,40]
+    python benchmarks/studies/step_fusion.py [--mnist PATH/mnist.pkl.gz] [--batch_sizes 10,40]
         [--fuse 1,4] [--steps 600]
 
 GS1 and GS2 start with a regression trained at batch 10 for the paper's 1,000 epochs (3,038 steps an
@@ -23,7 +23,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def main(argv: list[str] | None = None) -> dict:

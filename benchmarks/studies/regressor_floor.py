@@ -1,8 +1,8 @@
 """How far a shortest-path program can get on top of a library regressor: exact Bellman-Ford on its costs.
 
-    python benchmarks/regressor_floor.py --library PATH [--function nn_gs2_1[,nn_gs2_2]] [--sequence gs2]
-        [--task 2] [--mnist ../shared/data/mnist.pkl.gz] [--preset paper] [--json out.json]
-    python benchmarks/regressor_floor.py --checkpoint FILE.npz [--program 'compose(nn_1, nn_2)'] ...
+    python benchmarks/studies/regressor_floor.py --library PATH [--function nn_gs2_1[,nn_gs2_2]]
+        [--sequence gs2] [--task 2] [--mnist PATH/mnist.pkl.gz] [--preset paper] [--json out.json]
+    python benchmarks/studies/regressor_floor.py --checkpoint FILE.npz [--program 'compose(nn_1, nn_2)'] ...
 
 GS1 and GS2 learn a regressor first (regress_speed, regress_mnist: a cell image to its initial
 Bellman-Ford state (cost, initial distance)), and the shortest-path task after it reuses it as
@@ -46,7 +46,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 CELL_COST_VALUES = (1, 3, 5, 7, 9)
 ROUNDS = 10  # the paper's program: repeat(10, conv_g(nn))
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> dict:
           f"converged {r['distance_rmse_kernel_converged_regressor_states']:.3f}")
   # The regressor on the images the training grids use against those only validation and test grids
   # use: a kernel that trains on more accurate costs than it is scored on is brittle (RESULTS.md).
-  from benchmarks.relaxation_learning import exact_states, split_rows
+  from benchmarks.studies.relaxation_learning import exact_states, split_rows
 
   truth = exact_states(task)
   train_rows = split_rows(task.train)

@@ -8,7 +8,7 @@ ratios are fair on a shared machine):
   hx         hx.compile.modules in training mode: the images in slices of CNN_TRAIN_ROWS, each block as
              ReLU(max-pool(conv) + bias), a compare-and-select pooling gradient, XLA's convolution gradients.
 
-    python benchmarks/cnn_gradient.py [--images 750] [--repeats 10] [--rounds 2]
+    python benchmarks/studies/cnn_gradient.py [--images 750] [--repeats 10] [--rounds 2]
 
 750 images is one step of the count_digit candidate (150 lists padded to 5). Random images and weights;
 the loss is a random projection of the 1024 features. Wall and CPU milliseconds are the median over the
@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from hx.compile import modules  # noqa: E402
 

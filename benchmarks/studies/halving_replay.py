@@ -2,7 +2,7 @@
 
     python benchmarks/synthesis.py --task cs1:3 --preset quick --candidates 20 --epochs 20 \
         --schedules full --json full.json
-    python benchmarks/halving_replay.py full.json [--first 1,2,4] [--eta 2,3] [--patience 0,2,3]
+    python benchmarks/studies/halving_replay.py full.json [--first 1,2,4] [--eta 2,3] [--patience 0,2,3]
         [--json out.json]
 
 A survivor of `hx.synth.halving.successive_halving` resumes exactly where it paused, so its validation
@@ -30,7 +30,7 @@ import math
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def _full_run(data: dict) -> dict:

@@ -1,6 +1,6 @@
 """Packed against padded: evaluation passes and training steps at the paper's sizes (issue 9).
 
-    python benchmarks/packing.py [--cases count_digit_eval graph_eval graph_train] [--repeats 3]
+    python benchmarks/studies/packing.py [--cases count_digit_eval graph_eval graph_train] [--repeats 3]
 
 Each case runs the same candidate with `TuneConfig(pack_lists=True)` (the default: maps over the input's
 own list elements or graph nodes run on the real ones only) and with `pack_lists=False` (every padded

@@ -1,10 +1,10 @@
 """How fast GS2 task 2's learned relaxation learns, on a regressor's cell states or on exact ones.
 
-    python benchmarks/relaxation_learning.py --checkpoint FILE.npz [--program 'compose(nn_1, nn_2)']
-        [--mnist ../shared/data/mnist.pkl.gz] [--every 0.1] [--epochs 1] [--json out.json]
-    python benchmarks/relaxation_learning.py --library PATH [--function nn_gs2_1,nn_gs2_2] ...
-    python benchmarks/relaxation_learning.py --exact ...
-    python benchmarks/relaxation_learning.py --checkpoint FILE.npz --true distances ...
+    python benchmarks/studies/relaxation_learning.py --checkpoint FILE.npz [--program 'compose(nn_1, nn_2)']
+        [--mnist PATH/mnist.pkl.gz] [--every 0.1] [--epochs 1] [--json out.json]
+    python benchmarks/studies/relaxation_learning.py --library PATH [--function nn_gs2_1,nn_gs2_2] ...
+    python benchmarks/studies/relaxation_learning.py --exact ...
+    python benchmarks/studies/relaxation_learning.py --checkpoint FILE.npz --true distances ...
 
 The paper's program for GS2 task 2 is `compose(repeat(10, conv_g(nn_1)), map_g(compose(lib.nn_gs2_1,
 lib.nn_gs2_2)))`: the library regressor gives every cell its initial Bellman-Ford state (cost, initial
@@ -49,7 +49,7 @@ training (the printed seconds; `taskset -c 0` for one thread).
 `--val_every S` sets `TuneConfig.val_every`: validation is also scored every share S of the run's steps
 within each call, and the best point kept (without `--every` pauses, one call: `--every` >= `--epochs`).
 
-`benchmarks/regressor_floor.py` gives the other bound: exact Bellman-Ford on the regressor's costs.
+`benchmarks/studies/regressor_floor.py` gives the other bound: exact Bellman-Ford on the regressor's costs.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 PAPER_PROGRAM = "compose(repeat(10, conv_g(nn_1)), map_g(compose(lib.nn_gs2_1, lib.nn_gs2_2)))"
 
@@ -101,7 +101,7 @@ def misread_costs(states: np.ndarray, fraction: float, rows: np.ndarray, seed: i
   by another cell cost of `CELL_COST_VALUES` (1, 3, 5, 7, 9): with `to="any"` drawn uniformly among the
   other four, with `to="adjacent"` among the one or two next to it (a 5 read as 3 or 7). The initial
   distances are kept. The rows misread are drawn without replacement with `seed`."""
-  from benchmarks.regressor_floor import CELL_COST_VALUES
+  from benchmarks.studies.regressor_floor import CELL_COST_VALUES
 
   if to not in ("any", "adjacent"):
     raise ValueError(f"misread costs to 'any' or 'adjacent' values, not {to!r}")
@@ -216,11 +216,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.error("--cost_errors, --cost_jitter and --cost_scale change the true states: give --exact")
   if not 0.0 <= args.cost_errors <= 1.0:
     parser.error(f"--cost_errors {args.cost_errors} is outside [0, 1]")
+  from benchmarks.synthesis import fix_config, module_config
+
   fix = fix_config(args.fix_horizon, args.fix_tolerance)
 
   import jax.numpy as jnp
 
-  from benchmarks.regressor_floor import regressor_from_checkpoint
+  from benchmarks.studies.regressor_floor import regressor_from_checkpoint
   from hx.compile.memo import apply_prefix, frozen_prefix
   from hx.data import Sources, TaskSizes, sequence, training_settings
   from hx.lang import infer, parse
@@ -261,7 +263,7 @@ def main(argv: list[str] | None = None) -> dict:
   if args.exact:
     states = exact_states(task)
     if args.cost_errors or args.cost_jitter or args.cost_scale != 1.0:
-      from benchmarks.regressor_floor import split_floor
+      from benchmarks.studies.regressor_floor import split_floor
 
       held_out, train_rows = np.union1d(split_rows(task.val), split_rows(task.test)), split_rows(task.train)
       if args.errors_in == "all":
@@ -397,7 +399,7 @@ def split_by_costs(errors: np.ndarray, states: np.ndarray, truth: np.ndarray, sp
   real cell's cost in `states` (table rows, 2) rounds to its true one in `truth` (rows, 2) (`clean`), and
   on the others, beside the exact relaxation's on the same costs from the true start (the floor,
   `regressor_floor.split_floor`'s raw figure) on each part. The split's grids must all be n x n."""
-  from benchmarks.regressor_floor import round_costs
+  from benchmarks.studies.regressor_floor import round_costs
   from hx.data.grids import least_costs
 
   mask = np.asarray(split.inputs.layouts.mask, bool)[np.asarray(split.inputs.layout)]
@@ -416,33 +418,6 @@ def split_by_costs(errors: np.ndarray, states: np.ndarray, truth: np.ndarray, sp
   return {"clean_share": float(clean.mean()), "rmse_clean": rmse(learned, clean),
           "rmse_rest": rmse(learned, ~clean), "exact_clean": rmse(exact, clean),
           "exact_rest": rmse(exact, ~clean)}
-
-
-def module_config(**changes):
-  """The paper's module sizes (`ModuleConfig()`) with the given fields replaced (graph_update,
-  graph_kernel, graph_slot_hidden, ...); a None keeps ModuleConfig's default."""
-  from hx.compile import ModuleConfig
-
-  changes = {k: tuple(v) if isinstance(v, list) else v for k, v in changes.items() if v is not None}
-  return ModuleConfig(**changes)
-
-
-def fix_config(horizon: str | None = None, tolerance: float | None = None):
-  """`FixConfig` with `train_horizon` (lo, hi) from the text "LO,HI" (`--fix_horizon`) and `tolerance`
-  replaced where given; None when neither is (the module config's default stays)."""
-  if horizon is None and tolerance is None:
-    return None
-  from hx.compile.fixpoint import FixConfig
-
-  changes = {} if tolerance is None else {"tolerance": tolerance}
-  try:
-    if horizon is not None:
-      lo, hi = (int(v) for v in horizon.split(","))
-      changes["train_horizon"] = (lo, hi)
-    return FixConfig(**changes)
-  except ValueError as e:
-    raise SystemExit(f"--fix_horizon {horizon!r} / --fix_tolerance {tolerance!r}: expected LO,HI, two "
-                     f"integers 1 <= LO <= HI, and a tolerance >= 0 ({e})") from e
 
 
 def _compose(names: tuple[str, ...]) -> str:

@@ -1,6 +1,6 @@
 """A transfer candidate with a frozen library CNN: inline (the CNN in every step) against its prefix table.
 
-    python benchmarks/transfer_candidate.py [--epochs 3] [--json out.json]
+    python benchmarks/studies/transfer_candidate.py [--epochs 3] [--json out.json]
 
 The candidate is `compose(nn_a, map_l(compose(nn_b, lib.nn_bench_1)))`: lib.nn_bench_1 the paper's CNN
 (conv 5x5 x32, pool, conv 5x5 x64, pool, spatial dropout; 1x28x28 -> 1024 features) frozen in a library
@@ -36,10 +36,9 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from train_throughput import (  # noqa: E402
+from benchmarks.train_throughput import (  # noqa: E402
   _cpu_model,
   _restrict_cpus,
   last_step_flops,

@@ -1,14 +1,14 @@
 """How fast the graph sequences' first task (a regression) learns, under one training variant per run.
 
-    python benchmarks/regressor_training.py [--sequence gs2] [--mnist PATH] [--program nn_1]
+    python benchmarks/studies/regressor_training.py [--sequence gs2] [--mnist PATH] [--program nn_1]
         [--epochs 3] [--batch_size 10] [--learning_rate 1e-3] [--cnn_dropout 0.5] [--mlp_dropout 0.5]
         [--bias_from_targets 1] [--cost_only] [--json out.json]
 
 GS1 and GS2 start with regress_speed / regress_mnist: a cell image to its initial Bellman-Ford state
 (cost 1-9, initial distance 1 for the start, 65 for every other cell; `hx.data.tasks`). The paper trains it
 for 1,000 epochs, and the shortest-path task after it can be no better than its costs
-(`benchmarks/regressor_floor.py`). This script trains `--program` (default `nn_1`: one CNN with a linear
-output layer, the search's first candidate) on the task at the paper's sizes with Tune (MSE, Adam, the
+(`benchmarks/studies/regressor_floor.py`). This script trains `--program` (default `nn_1`: one CNN with a
+linear output layer, the search's first candidate) on the task at the paper's sizes with Tune (MSE, Adam, the
 preset's batch of 10 unless overridden), prints the training loss (with dropout) and validation RMSE per
 epoch, the test RMSE of the best epoch, and, for a single-module program, the cost and distance RMSE and
 the predictions' mean and standard deviation per target on the training and test splits: whether the
@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def per_target(outputs: np.ndarray, split) -> dict:

@@ -1,6 +1,6 @@
 """What one call to Tune costs besides its training steps, on GS2 task 2 at the paper's sizes.
 
-    python benchmarks/tune_overhead.py [--mnist ../shared/data/mnist.pkl.gz] [--until 0.005] [--calls 4]
+    python benchmarks/studies/tune_overhead.py [--mnist PATH/mnist.pkl.gz] [--until 0.005] [--calls 4]
 
 Successive halving and checkpointed training call `hx.compile.tune` many times per candidate (a rung, a
 chunk between saves), each resuming or starting a run. On GS2 task 2 (1,070,000 training grids, 7,134
@@ -8,9 +8,9 @@ steps an epoch) whatever a call does once per epoch's worth of data (drawing a p
 set, per-step setup) is paid again by every short call. This script trains the paper's relaxation
 candidate `compose(repeat(10, conv_g(nn_1)), map_g(compose(lib.nn_gs2_1, lib.nn_gs2_2)))` as synthesis
 would (the regressor memoised as a prefix table; here the exact cell states of
-`benchmarks/relaxation_learning.py`, so no regressor need be trained: the step is the same) for `--until`
-of an epoch from the start, `--calls` times (the first compiles), and prints each call's wall time next
-to the part Tune reports as training (its steps) and evaluation.
+`benchmarks/studies/relaxation_learning.py`, so no regressor need be trained: the step is the same) for
+`--until` of an epoch from the start, `--calls` times (the first compiles), and prints each call's wall time
+next to the part Tune reports as training (its steps) and evaluation.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> dict:
 
   import jax.numpy as jnp
 
-  from benchmarks.relaxation_learning import exact_states, untrained_regressor
+  from benchmarks.studies.relaxation_learning import exact_states, untrained_regressor
   from hx.compile import compile_program, make_frozen, tune
   from hx.compile.memo import frozen_prefix
   from hx.data import Sources, TaskSizes, sequence, training_settings
