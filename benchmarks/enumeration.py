@@ -2,6 +2,7 @@ r"""Where the paper's programs come in the top-down search, and how long enumera
 trained).
 
     python benchmarks/enumeration.py --positions [--markdown]   # rank-1 positions against the budgets
+    python benchmarks/enumeration.py --filter_effect   # what the authors' filter removes
     python benchmarks/enumeration.py [--tables tab:LS1Progs tab:LS2Progs] [--json out.json]   # timing
 
 `--positions` prints, for every top-down table of the paper and each task, the place of its rank-1
@@ -99,13 +100,57 @@ def print_positions(rows: list[dict], markdown: bool) -> None:
     print(f"{s}: {within} of {len(rows)} within budget")
 
 
+def filter_effect(tables: list[str] | None = None) -> dict:
+  """What the authors' filter removes from the candidates the paper preset's order (without the filter)
+  puts within each rank-1 task's budget: counts per reason, with an example of each."""
+  import dataclasses
+  import re
+
+  from hx.evaluation.config import EvalConfig
+  from hx.lang.paper import paper_library_before, paper_programs
+  from hx.synth import paper_space
+  from hx.synth.space import Completer
+
+  reasons: dict[str, list] = {}
+  total = kept_total = 0
+  tables = tables or [t for t in paper_tables() if t.startswith("tab:") and "Evo" not in t]
+  for table in tables:
+    for p in [p for p in paper_programs() if p.table == table and p.rank == 1]:
+      sequence = "ls" if p.sequence.startswith("ls") else p.sequence
+      budget = EvalConfig.make(sequence, preset="paper").budgets[p.task_number - 1].candidates
+      library = paper_library_before(table, p.task_number)
+      space = paper_space(graphs=sequence.startswith("gs"))
+      free = list(enumerate_programs(p.type, library, space=dataclasses.replace(space, authors_filter=False),
+                                     limit=budget))
+      kept = {c.key for c in enumerate_programs(p.type, library, space=space, limit=budget)}
+      completer = Completer(library, space)
+      for c in free:
+        total += 1
+        if c.key in kept:
+          kept_total += 1
+          continue
+        why = completer.authors_reason(c.program, c.fresh_types) or "more than two open types"
+        why = re.sub(r"nn_\d+ : .*? (is not|takes)", r"a fresh function \1", why)
+        reasons.setdefault(why, [0, f"{table} task {p.task_number}: {c}"])[0] += 1
+  return {"candidates": total, "kept": kept_total, "removed": {k: v[0] for k, v in reasons.items()},
+          "examples": {k: v[1] for k, v in reasons.items()}}
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--tables", nargs="*", default=None, help="default: every table of the paper")
   parser.add_argument("--positions", action="store_true", help="rank-1 positions against the budgets")
   parser.add_argument("--markdown", action="store_true", help="with --positions: a markdown table")
+  parser.add_argument("--filter_effect", action="store_true",
+                      help="what the authors' filter removes within the budgets")
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
+  if args.filter_effect:
+    effect = filter_effect(args.tables)
+    print(f"{effect['candidates']} candidates within the budgets, {effect['kept']} kept by the filter")
+    for why, n in sorted(effect["removed"].items(), key=lambda kv: -kv[1]):
+      print(f"{n:5d}  {why}\n       e.g. {effect['examples'][why]}")
+    return
   if args.positions:
     rows = positions(args.tables)
     print_positions(rows, args.markdown)
