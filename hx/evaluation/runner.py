@@ -39,6 +39,7 @@ from typing import Any, Callable
 from absl import logging
 
 from hx import baselines
+from hx.data import read_data_sets
 from hx.data import sequence as make_sequence
 from hx.evaluation.config import PRESETS, ConfigError, EvalConfig
 from hx.evaluation.records import (
@@ -51,7 +52,8 @@ from hx.evaluation.records import (
 )
 from hx.synth.jsonfiles import jsonable
 
-__all__ = ["Outcome", "run", "check_directory", "settings_json", "expected_records", "training_seed"]
+__all__ = ["Outcome", "run", "check_data", "check_directory", "settings_json", "expected_records",
+           "training_seed"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +79,17 @@ class Outcome:
 def settings_json(config: EvalConfig) -> dict:
   """The run's settings as JSON values (what `check_directory` compares)."""
   return jsonable(config)
+
+
+def check_data(config: EvalConfig) -> None:
+  """Reads the data sets the run's tasks draw on, so that a missing or malformed data file is refused
+  before anything is written (`hx.data.read_data_sets`; cached for the run).
+
+  Raises:
+    hx.data.DataError: a data set cannot be read (the message names it, the paths and the flag).
+  """
+  seq = make_sequence(config.sequence, config.seeds[0], config.sources, config.sizes)
+  read_data_sets(seq.tasks[:config.tasks], config.sources)
 
 
 def check_directory(config: EvalConfig, directory: Path) -> None:
@@ -169,7 +182,14 @@ class _Runner:
 
         archs = [self.architecture(seq.tasks[j]) for j in range(index + 1)]
         template = PNN(archs, self.config.module_config).init_column(jax.random.key(0), index)
-      cache[index] = baselines.load_network(path, self.config.module_config, template)
+      try:
+        cache[index] = baselines.load_network(path, self.config.module_config, template)
+      except baselines.NetworkError as err:
+        # Its record at the largest fraction is what trains it: without the record, the run trains it again.
+        record = record_path(self.directory, method, instance, index + 1, self.largest)
+        also = f" and {record}" if record is not None else ""
+        raise baselines.NetworkError(err.path, f"{err.problem}; delete {path}{also}, then run the same "
+                                     "command again to train it anew") from None
     return cache[index]
 
   def keep_network(self, method: str, instance: int, index: int, network: Any) -> None:
@@ -326,8 +346,12 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
 
   Raises:
     ConfigError: the directory holds another run, or other files.
+    hx.data.DataError: a data set cannot be read (found before anything is written).
+    hx.compile.checkpoint.CheckpointError, hx.synth.library.LibraryError, hx.baselines.NetworkError: a
+      file of an earlier, interrupted run is damaged (the message names it and what to do).
   """
   directory = Path(directory)
+  check_data(config)
   check_directory(config, directory)
   expected = expected_records(config)
   if all(record_path(directory, *e) for e in expected):
