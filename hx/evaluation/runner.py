@@ -51,6 +51,7 @@ from hx.evaluation.records import (
   write_json,
 )
 from hx.synth.jsonfiles import jsonable
+from hx.synth.progress import Progress
 
 __all__ = ["Outcome", "run", "check_data", "check_directory", "settings_json", "expected_records",
            "training_seed"]
@@ -144,9 +145,9 @@ def _score_text(metric: str, x: Any) -> str:
 
 class _Runner:
   def __init__(self, config: EvalConfig, directory: Path, deadline: float | None,
-               progress: Callable[[str], None], executor: Any = None):
+               progress: Callable[[str], None], executor: Any = None, bars: bool = False):
     self.config, self.directory, self.deadline, self.say = config, directory, deadline, progress
-    self.executor = executor
+    self.executor, self.bars = executor, bars
     self.ran = 0
     self.networks: dict[tuple[str, int], dict[int, Any]] = {}
     self.largest = max(config.fractions)
@@ -206,7 +207,8 @@ class _Runner:
     start = time.perf_counter()
     run_sequence(seq, self.method_dir(method, instance), strategy=c.strategy(method), fractions=c.fractions,
                  budget=c.budget, module_config=c.module_config, preset=PRESETS[c.preset].training,
-                 tune_configs=dict(c.tune_configs), keep=3, stop_after=index + 1, executor=self.executor)
+                 tune_configs=dict(c.tune_configs), keep=3, stop_after=index + 1, executor=self.executor,
+                 progress=self.bars)
     for f in c.fractions:
       path = record_path(self.directory, method, instance, index + 1, f)
       rec = json.loads(path.read_text("utf-8"))
@@ -257,32 +259,36 @@ class _Runner:
               net, method=method, modules=modules, column=0 if method == "pnn" else None))
       self.write(method, instance, index, fraction, full, rec)
       return
-    if method == "standalone":
-      regressor = None
-      if self.architecture(full.spec).kind == "graph":
-        regressor = self.network("standalone", instance, 0, seq)
-        if regressor is None:
-          raise RuntimeError(f"the standalone graph baseline of {full.name} needs the regressor of the "
-                             f"sequence's first task, and {self.network_path('standalone', instance, 0)} "
-                             "is missing")
-        starts_from = [source(regressor)]
-      result = baselines.standalone(task, c.module_config, tune_config, seed=seed, element=element,
-                                    regressor=regressor, checkpoint_dir=saving)
-    elif method == "llt":
-      history = [n for j in range(index) if (n := self.network("llt", instance, j, seq)) is not None]
-      result = baselines.llt(task, history, c.module_config, tune_config, seed=seed, element=element,
-                             checkpoint_dir=saving)
-      used = {s for _, s in result.sources if not s.startswith("fresh")}
-      starts_from = [source(n) for n in history if n.task in used]
-    elif method == "pnn":
-      columns = [n for j in range(index) if (n := self.network("pnn", instance, j, seq)) is not None]
-      result = baselines.pnn(task, columns, c.module_config, tune_config, seed=seed, element=element,
-                             checkpoint_dir=saving)
-      starts_from = [source(n) for n in columns]
-    elif method == "standalone_with_fold":
-      result, extra = self.from_scratch(instance, seq, index, fraction, task, tune_config, seed, saving)
-    else:
-      raise ValueError(f"unknown baseline {method!r}")
+    # One network to train: a bar of one candidate, moved by its epochs.
+    with (Progress(f"{method} {full.name} @ {100 * fraction:g}%", 1, self.bars, unit="networks") as bar,
+          bar.watching()):
+      if method == "standalone":
+        regressor = None
+        if self.architecture(full.spec).kind == "graph":
+          regressor = self.network("standalone", instance, 0, seq)
+          if regressor is None:
+            raise RuntimeError(f"the standalone graph baseline of {full.name} needs the regressor of the "
+                               f"sequence's first task, and {self.network_path('standalone', instance, 0)} "
+                               "is missing")
+          starts_from = [source(regressor)]
+        result = baselines.standalone(task, c.module_config, tune_config, seed=seed, element=element,
+                                      regressor=regressor, checkpoint_dir=saving)
+      elif method == "llt":
+        history = [n for j in range(index) if (n := self.network("llt", instance, j, seq)) is not None]
+        result = baselines.llt(task, history, c.module_config, tune_config, seed=seed, element=element,
+                               checkpoint_dir=saving)
+        used = {s for _, s in result.sources if not s.startswith("fresh")}
+        starts_from = [source(n) for n in history if n.task in used]
+      elif method == "pnn":
+        columns = [n for j in range(index) if (n := self.network("pnn", instance, j, seq)) is not None]
+        result = baselines.pnn(task, columns, c.module_config, tune_config, seed=seed, element=element,
+                               checkpoint_dir=saving)
+        starts_from = [source(n) for n in columns]
+      elif method == "standalone_with_fold":
+        result, extra = self.from_scratch(instance, seq, index, fraction, task, tune_config, seed, saving)
+      else:
+        raise ValueError(f"unknown baseline {method!r}")
+      bar.done(result.val_score if result.status == "trained" else math.nan)
     if fraction == self.largest and result.network is not None and method != "standalone_with_fold":
       self.keep_network(method, instance, index, result.network)
     rec = baseline_record(result, task, method=method, sequence=c.sequence, instance=instance,
@@ -331,7 +337,7 @@ class _Runner:
 
 def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
         progress: Callable[[str], None] = lambda line: None, report: bool = True,
-        executor: Any = None) -> Outcome:
+        executor: Any = None, bars: bool = False) -> Outcome:
   """Runs (or resumes) the evaluation `config` in `directory` (see the module docstring).
 
   Args:
@@ -340,6 +346,8 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
     time_budget: stop starting new work after this many seconds (the work under way finishes); run
       again to continue.
     progress: called with one line per record written.
+    bars: while a task trains, show its progress on stderr (`hx.synth.progress.Progress`: a bar on a
+      terminal, plain lines otherwise).
     report: build the report and plots when done (or stopped).
     executor: where HOUDINI's candidates train (`hx.synthesize`'s executor: an Executor, which the
       caller closes, or a name); None: in this process. The baselines train in this process.
@@ -357,7 +365,7 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
   if all(record_path(directory, *e) for e in expected):
     return Outcome(directory, True, True, None, 0, _report(directory) if report else None)
   deadline = None if time_budget is None else time.monotonic() + time_budget
-  runner = _Runner(config, directory, deadline, progress, executor)
+  runner = _Runner(config, directory, deadline, progress, executor, bars)
   stopped = None
   for instance in config.seeds:
     seq = make_sequence(config.sequence, instance, config.sources, config.sizes)
