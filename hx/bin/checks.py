@@ -41,7 +41,7 @@ def refuse(err: BaseException | str) -> int:
 
 def no_arguments(argv: list[str]) -> None:
   """Refuses positional arguments (`argv` as absl gives it: the program, then what no flag took), which
-  would otherwise be ignored: `--fraction 0.1` (without '=') leaves "0.1" here."""
+  would otherwise be ignored."""
   if len(argv) > 1:
     raise FlagError(f"unexpected arguments {' '.join(argv[1:])} (flags take the form --name=value)")
 
