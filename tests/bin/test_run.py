@@ -99,6 +99,8 @@ def test_a_bad_data_file_is_refused_before_anything_is_written_and_a_corrected_r
   out = _run(*tiny)
   assert out.returncode == 0, out.stderr
   assert "1 records written" in out.stdout and (out_dir / "settings.json").exists()
+  # Its progress: stderr is not a terminal here, so a plain line per network trained.
+  assert "standalone recognize_digit(0) @ 100%: 1/1 networks, best val " in out.stderr
 
 
 def test_a_directory_of_another_run_or_of_other_files_is_refused(tmp_path):

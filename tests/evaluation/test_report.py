@@ -116,6 +116,8 @@ def test_presets_and_their_checks():
   for kwargs, message in [
       (dict(seeds=[0, 0]), "seeds must be distinct"), (dict(candidates=0), "Budget.candidates"),
       (dict(module_overrides={"mlp_dropout": 1.5}), "module sizes: mlp_dropout must be in"),
-      (dict(epochs=0), "epochs must be >= 1"), (dict(examples=(0, 1, 1)), "three positive counts")]:
+      (dict(epochs=0), "epochs must be >= 1"), (dict(examples=(0, 1, 1)), "three positive counts"),
+      (dict(methods=[]), "methods is empty"), (dict(fractions=()), "fractions is empty"),
+      (dict(seeds=[]), "seeds must be distinct non-negative integers, got")]:
     with pytest.raises(ConfigError, match=message):
       EvalConfig.make("cs1", **kwargs)

@@ -112,3 +112,4 @@ def test_a_run_killed_mid_candidate_resumes_to_the_uninterrupted_scores_past_dam
   out = _run(killed)
   assert out.returncode == 0, out.stderr[-3000:]
   assert _scores(killed) == expected
+  assert "networks" not in out.stderr and "candidates" not in out.stderr  # --noprogress
