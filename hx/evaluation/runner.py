@@ -259,7 +259,7 @@ class _Runner:
               net, method=method, modules=modules, column=0 if method == "pnn" else None))
       self.write(method, instance, index, fraction, full, rec)
       return
-    # One network to train: a bar of one candidate, moved by its epochs.
+    # One network to train: a bar of one, moved by its epochs.
     with (Progress(f"{method} {full.name} @ {100 * fraction:g}%", 1, self.bars, unit="networks") as bar,
           bar.watching()):
       if method == "standalone":

@@ -5,8 +5,9 @@ best validation score so far and an estimate of the time left.
       ...                                   # trainings in this thread report their epochs to the bar
       bar.done(val_score)                   # after each candidate
 
-`show=True` draws a tqdm bar on stderr when stderr is a terminal, and otherwise prints plain lines there (a
-log file gets a line per candidate and, during a long one, a line a minute rather than a bar's redraws);
+`show=True` draws a tqdm bar on stderr when stderr is a terminal (or in a notebook), and otherwise prints
+plain lines there (a log file gets a line per candidate and, during a long one, a line a minute rather than
+a bar's redraws);
 `show=False` shows nothing. The epochs come from `hx.compile.tuning.epochs_watched`: a candidate that
 trains in another process (`--executor=processes`, Ray) is seen when it is done, not epoch by epoch.
 
@@ -57,7 +58,8 @@ class Progress:
     self.bar = None
     self.lines = False
     self.last_line = self.start
-    if show and _is_terminal(self.stream):
+    if show and (_is_terminal(self.stream) or (self.stream is sys.stderr and "ipykernel" in sys.modules)):
+      # A terminal, or a notebook (whose stderr is no terminal, but where tqdm.auto draws a widget).
       from tqdm.auto import tqdm
 
       self.bar = tqdm(total=total, desc=task, leave=False, file=self.stream,
