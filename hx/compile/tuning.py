@@ -66,11 +66,13 @@ that identifies `apply`; optionally `output_activation` (then `apply` takes `log
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import math
 import time
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import Any, Callable, Iterator, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -84,7 +86,7 @@ from hx.compile.values import ELEMENT_BATCHES, Split, gather, images_per_example
 __all__ = [
   "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "Tunable", "tune", "evaluate",
   "tune_stats", "clear_tune_caches", "resolve_objective", "pack_capacity", "eval_pack_capacity",
-  "initial_variables", "output_bias_from_targets",
+  "initial_variables", "output_bias_from_targets", "epochs_watched",
 ]
 
 
@@ -705,6 +707,25 @@ def _keep_best(best: _Best, variables: Any, score: float, epoch: int) -> _Best:
   return best
 
 
+# Who is told of every finished epoch of a `tune` in this thread (a progress bar): see `epochs_watched`.
+_EPOCH_WATCHER: contextvars.ContextVar[Callable[[int, int, float], None] | None] = contextvars.ContextVar(
+    "hx_epoch_watcher", default=None)
+
+
+@contextlib.contextmanager
+def epochs_watched(watcher: Callable[[int, int, float], None]) -> Iterator[None]:
+  """Within the block, every epoch a `tune` in this thread finishes calls `watcher(epoch, epochs,
+  val_score)` (the epoch's number from 1, the run's epochs, its validation score). A context variable
+  rather than an argument: the bar that shows it sits several layers above the trainings it watches (a
+  synthesis's candidates, a baseline's network), which do not pass it on; training in other processes
+  is not seen."""
+  token = _EPOCH_WATCHER.set(watcher)
+  try:
+    yield
+  finally:
+    _EPOCH_WATCHER.reset(token)
+
+
 def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
          config: TuneConfig = TuneConfig(), *, variables: Any = None, resume: TuneState | None = None,
          until: float | None = None) -> TuneResult:
@@ -888,6 +909,8 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
       break
     history.append(EpochRecord(epoch, loss_sum / steps, val_score, val_loss, t1 - t0 - within,
                                t2 - t1 + within))
+    if (watcher := _EPOCH_WATCHER.get()) is not None:
+      watcher(epoch, config.epochs, val_score)
     best_vars, best_score, best_epoch = _keep_best((best_vars, best_score, best_epoch), current, val_score,
                                                    epoch)
     if best_epoch == epoch:
