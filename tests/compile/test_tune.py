@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 
 from hx.compile import cache
+from hx.compile.batching import epoch_order, eval_chunks
 from hx.compile.losses import Objective, finish_metric, item_loss, item_metric, objective_for_type
 from hx.compile.tuning import (
   TuneConfig,
   TuneData,
-  _epoch_order,
-  _eval_chunks,
   clear_tune_caches,
   evaluate,
   initial_variables,
@@ -251,13 +250,13 @@ def test_fused_and_chunked_evaluation_agree():
 
 
 def test_epoch_order_fills_the_last_batch_from_the_permutation():
-  order = np.asarray(_epoch_order(jax.random.key(0), 0, 10, 12))
+  order = np.asarray(epoch_order(jax.random.key(0), 0, 10, 12))
   assert sorted(order[:10].tolist()) == list(range(10))
   np.testing.assert_array_equal(order[10:], order[:2])
-  assert not np.array_equal(order, np.asarray(_epoch_order(jax.random.key(0), 1, 10, 12)))
-  chunks = _eval_chunks(250, 60)
+  assert not np.array_equal(order, np.asarray(epoch_order(jax.random.key(0), 1, 10, 12)))
+  chunks = eval_chunks(250, 60)
   assert chunks.shape == (5, 50) and (chunks >= 0).sum() == 250
-  assert _eval_chunks(7, 60).tolist() == [list(range(7))]
+  assert eval_chunks(7, 60).tolist() == [list(range(7))]
 
 
 # ----------------------------------------------------------------------------------------------------
