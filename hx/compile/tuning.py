@@ -89,6 +89,7 @@ from hx.compile.batching import (
 )
 from hx.compile.cache import ensure_compilation_cache
 from hx.compile.losses import Objective, finish_metric, item_loss, item_metric
+from hx.compile.modules import set_output_bias
 from hx.compile.values import ELEMENT_BATCHES, Split, gather, images_per_example, real_elements, take
 
 __all__ = [
@@ -582,7 +583,8 @@ def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective
   """`variables` with the output layer's bias of `compiled.output_slot` set to the mean of `targets`
   (`TuneConfig.bias_from_targets`), or unchanged when that does not apply: not an "mse" objective, a
   per-element one, a program without an output slot (or not a `CompiledProgram`), or targets that are
-  not one array of the bias's size per example.
+  not one array of the bias's size per example. The module's template knows where its output layer is
+  and sets the bias (`hx.compile.modules.set_output_bias`).
 
   Args:
     compiled: the program (`CompiledProgram.output_slot` says which slot, if any).
@@ -593,13 +595,12 @@ def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective
   slot = getattr(compiled, "output_slot", None)
   if objective.loss != "mse" or objective.per_element or slot is None or not hasattr(targets, "shape"):
     return variables
-  bias = variables["params"][slot]["out"]["b"]
+  spec = compiled.specs[compiled.fresh_slots[slot]]
   targets = np.asarray(jax.device_get(targets), np.float64)
-  if targets.ndim < 1 or targets.shape[0] == 0 or targets[0].size != bias.size:
+  if targets.ndim < 1 or targets.shape[0] == 0 or targets[0].size != math.prod(spec.output.shape):
     return variables
-  mean = jnp.asarray(targets.reshape(targets.shape[0], -1).mean(0), bias.dtype).reshape(bias.shape)
   params = list(variables["params"])
-  params[slot] = dict(params[slot], out=dict(params[slot]["out"], b=mean))
+  params[slot] = set_output_bias(spec, params[slot], targets.reshape(targets.shape[0], -1).mean(0))
   return dict(variables, params=tuple(params))
 
 
