@@ -395,7 +395,13 @@ def matmul(a: jax.Array, b: jax.Array) -> jax.Array:
 
 
 def apply_dense(p: dict, x: jax.Array) -> jax.Array:
-  """x (R, n_in) @ w + b -> (R, n_out)."""
+  """x (R, n_in) @ w + b -> (R, n_out), p = {"w": (n_in, n_out), "b": (n_out,)}.
+
+  Not `flax.linen.Dense`, although `Dense(precision=PRECISION)` compiles to the very same program (the
+  same optimised HLO in a training step): the templates are functions of plain parameter dicts, whose
+  names ("w", "b") the saved libraries and checkpoints, the baselines and the hand-set weights of the
+  tests use; a flax Module would name them "kernel" and "bias", or need its own dict built per call.
+  """
   return matmul(x, p["w"]) + p["b"]
 
 
@@ -423,7 +429,12 @@ def row_dropout(x: jax.Array, keys: jax.Array, rate: float, keep_shape: tuple[in
 
 def batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, momentum: float,
                 eps: float) -> tuple[jax.Array, dict]:
-  """Batch norm over rows of h (R, F); in training, statistics over the rows where mask (R,) is True."""
+  """Batch norm over rows of h (R, F); in training, statistics over the rows where mask (R,) is True.
+
+  Not `flax.linen.BatchNorm(mask=...)`: on a call whose rows are all padding (mask all False) flax sets
+  the running statistics to NaN (a mean over no rows), where this keeps them; and its default variance
+  is E[h^2] - E[h]^2, not the two-pass mean of squared deviations computed here.
+  """
   if train:
     w = mask.astype(h.dtype)[:, None]
     n = jnp.sum(w)
@@ -475,6 +486,11 @@ def _cnn_slices(r: int, rows: int = CNN_TRAIN_ROWS) -> list[tuple[int, int]]:
 
 def _conv_valid(x: jax.Array, w: jax.Array) -> jax.Array:
   """A stride-1 'VALID' convolution, x (R, H, W, C) NHWC, w (k, k, C, O) HWIO -> (R, H-k+1, W-k+1, O).
+
+  Not `flax.linen.Conv`: it adds its bias inside, before the pooling, where the training path here adds it
+  after (`_cnn_blocks`: on a quarter of the values); `Conv(use_bias=False)` is this very call. A training
+  step of the paper's CNN built of flax's `Conv` and `max_pool` (whose gradient is `reduce_window`'s,
+  see `_max_pool`) gives the same values but runs several times slower on XLA:CPU than the template.
 
   XLA's own gradients: the first convolution's input gradient is never computed (XLA drops it, as
   nothing uses it), the second's is a forward convolution of the padded output gradient with the flipped
@@ -843,7 +859,11 @@ def _init_lstm(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
 
 def lstm_scan(params: dict, values: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
   """The `lstm` template's recurrence (gates i, f, g, o), without its output layer; the graph baseline
-  (`hx.baselines.graph`) reads its every step.
+  (`hx.baselines.graph`) reads its every step. (Steps nobody reads cost nothing: XLA drops them.)
+
+  Not flax's `OptimizedLSTMCell` under `nn.RNN` (not timed): its parameters are one kernel per gate for
+  the input and the recurrent state, where saved modules hold one (D, 4H) and one (H, 4H) matrix, and
+  the cell projects the input inside every step, where this projects all steps' at once before the scan.
 
   Args:
     params: the template's parameters (w_i, w_h, b; "out" is not used here).
