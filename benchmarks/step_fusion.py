@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> dict:
   data = TuneData(task.train, task.val, task.test, task.table).on_device()
   objective = T.resolve_objective(compiled, task.objective)
   apply = T._apply_for(compiled, objective)
-  n = T._num_examples(task.train)
+  n = T.num_examples(task.train)
   out = {"task": task.name, "examples": n, "argv": sys.argv, "rows": []}
   print(f"{task.name}: {n} training examples; {jax.devices()[0].device_kind}")
   configs, key = [], jax.random.PRNGKey(1)
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> dict:
     config = training_settings(task.spec.kind, "paper").tune_config(seed=0, epochs=1, batch_size=batch)
     tx = optax.adam(config.learning_rate)
     steps = math.ceil(n / batch)
-    order = T._epoch_order(jax.random.PRNGKey(0), 0, n, steps * batch)
+    order = T.epoch_order(jax.random.PRNGKey(0), 0, n, steps * batch)
     one = T._make_train_step(apply, objective, tx, batch, None)
     for fuse in (int(k) for k in args.fuse.split(",")):
       def fused(carry, frozen, table, inputs, targets, order, step, key, fuse=fuse, one=one):
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> dict:
         return carry
       variables = T.initial_variables(compiled, config, objective, data.train.targets)
       params, state = T._split_variables(dict(variables))
-      carry = (params, state, tx.init(params), jnp.float32(0), jnp.int32(-1), jnp.float32(0))
+      carry = T.TrainState(params, state, tx.init(params), jnp.float32(0), jnp.int32(-1), jnp.float32(0))
       rest = ((), data.table, data.train.inputs, data.train.targets, order)
       start = time.perf_counter()
       exe = jax.jit(fused, donate_argnums=(0,)).lower(carry, *rest, jnp.int32(0), key).compile()
