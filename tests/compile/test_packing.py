@@ -8,7 +8,16 @@ import numpy as np
 import pytest
 
 from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, evaluate, tune
-from hx.compile.batching import eval_chunks, eval_pack_capacity, eval_plan, pack_capacity, shared_eval_plans
+from hx.compile.batching import (
+  eval_chunk_size,
+  eval_chunks,
+  eval_pack_capacity,
+  eval_plan,
+  num_examples,
+  pack_capacity,
+  shared_eval_plans,
+  signature,
+)
 from hx.compile.losses import Objective
 from hx.compile.tuning import _Evaluator
 from hx.compile.values import ListBatch, Split, gather, real_elements, rows, take
@@ -203,6 +212,23 @@ def test_validation_and_test_splits_shaped_alike_share_the_larger_capacity():
   assert shared(val, _list_split([8, 8, 8, 8])) == [None, None]
   assert shared(val, _list_split([8, 7, 6])) == [26, 22]
   assert eval_plan(val, TuneConfig().eval_images, packs=False).pack is None
+
+
+def test_a_plan_cuts_a_split_into_chunks_of_at_most_eval_images_and_packs_only_lists():
+  lists = _list_split([6, 7, 6, 6, 8, 5, 7])  # 7 lists of 8 padded elements
+  assert num_examples(lists) == 7 and eval_chunk_size(lists.inputs, 24) == 3
+  plan = eval_plan(lists, 24, packs=True)  # 3 lists a chunk at most: 3 chunks of 3, 2 padding slots
+  np.testing.assert_array_equal(plan.chunks, [[0, 1, 2], [3, 4, 5], [6, -1, -1]])
+  # Every chunk holds 19 real elements (padding slots count example 0), rounded up to a quantum of 2.
+  assert plan.pack == eval_pack_capacity(real_elements(lists.inputs), plan.chunks, 8) == 20
+  tensors = Split(np.zeros((5, 3), np.float32), np.zeros((5, 1), np.float32))
+  assert eval_chunk_size(tensors.inputs, 2) == 2  # one image an example
+  tensor_plan = eval_plan(tensors, 2, packs=True)
+  assert tensor_plan.chunks.shape == (3, 2) and tensor_plan.pack is None  # nothing to pack
+  # The shapes a plan's executable is compiled for: structure, shapes, dtypes.
+  assert signature((tensors.inputs, tensors.targets)) == signature((np.ones((5, 3), np.float32),
+                                                                  np.ones((5, 1), np.float32)))
+  assert signature(tensors.inputs) != signature(np.zeros((5, 3), np.float64))
 
 
 def _perturbed(variables, seed):

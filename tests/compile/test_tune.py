@@ -8,12 +8,14 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from hx.compile import cache
 from hx.compile.batching import epoch_order, eval_chunks
 from hx.compile.losses import Objective, finish_metric, item_loss, item_metric, objective_for_type
 from hx.compile.tuning import (
+  TrainState,
   TuneConfig,
   TuneData,
   clear_tune_caches,
@@ -102,6 +104,35 @@ def test_regression_learns_and_keeps_best_validation():
   assert result.variables["params"]["w"].shape == (4, 1)
   # The running mean was updated by the steps (x has mean ~0 but the initial mean is exactly 0).
   assert float(jnp.abs(result.variables["batch_stats"]["mean"]).sum()) > 0
+
+
+def test_train_state_is_the_carry_a_training_step_takes_and_returns():
+  from hx.compile import tuning
+  model, data = Linear(4, 1), _regression()
+  variables, tx = model.init(jax.random.key(0)), optax.adam(0.05)
+  params, collections = variables["params"], {"batch_stats": variables["batch_stats"]}
+  carry = TrainState(params, collections, tx.init(params), None, None, None).next_epoch(1.5)
+  assert [x.dtype for x in carry[3:]] == [jnp.float32, jnp.int32, jnp.float32]
+  assert (float(carry.loss_sum), int(carry.bad_step), float(carry.bad_loss)) == (1.5, -1, 0.0)
+  assert carry.variables == {"params": params, "batch_stats": variables["batch_stats"]}
+  step = jax.jit(tuning._make_train_step(model.apply, MSE, tx, 32))
+  order = epoch_order(jax.random.key(0), 0, 300, 320)
+  x, t = data.train.inputs, data.train.targets
+  after = step(carry, model.frozen(), None, x, t, order, jnp.int32(0), jax.random.key(1))
+  assert isinstance(after, TrainState) and jax.tree.structure(after) == jax.tree.structure(carry)
+  idx = np.asarray(order[:32])
+  want = np.mean((x[idx] @ np.asarray(params["w"]) - t[idx]) ** 2)  # b = 0; training noise is 1e-3
+  assert float(after.loss_sum) - 1.5 == pytest.approx(want, rel=1e-2)
+  assert int(after.bad_step) == -1 and not np.array_equal(after.params["w"], params["w"])
+  # The first non-finite loss of the epoch is remembered (step 2's), and later clean steps keep it.
+  bad = t.copy()
+  bad[np.asarray(order[64:96])] = np.nan
+  for s in range(4):
+    after = step(after, model.frozen(), None, x, bad if s == 2 else t, order, jnp.int32(s), jax.random.key(1))
+  assert int(after.bad_step) == 2 and np.isnan(float(after.bad_loss)) and np.isnan(float(after.loss_sum))
+  fresh = after.next_epoch()
+  assert (float(fresh.loss_sum), int(fresh.bad_step), float(fresh.bad_loss)) == (0.0, -1, 0.0)
+  assert fresh.params is after.params and fresh.opt_state is after.opt_state
 
 
 def test_deterministic_for_a_seed():
