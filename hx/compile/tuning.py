@@ -61,11 +61,15 @@ A `CompiledProgram` (hx.compile.lower) provides `init(rng) -> variables` (a dict
 collections such as "batch_stats"), `apply(variables, frozen, x, *, train, rng)` returning `(y,
 new_state)` when training (the updated non-"params" collections) and `y` otherwise, and a hashable `key`
 that identifies `apply`; optionally `output_activation` (then `apply` takes `logits=`).
+
+Where the parts are: `hx.compile.batching` cuts the run into fixed shapes (epoch orders, evaluation
+chunks, pack capacities); `hx.compile.executables` holds what runs on the device (the training step and
+its `TrainState` carry, the evaluation, the executable cache); here are the settings and results, and
+`tune` as a few small functions (the run prepared, the epoch loop, a pause, the result).
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import math
@@ -80,22 +84,30 @@ import optax
 from hx.compile.batching import (
   EvalPlan,
   epoch_order,
-  eval_pack_capacity,
   eval_plan,
   num_examples,
-  pack_capacity,
+  pack_capacity,  # looked up here by each run (tests wrap it)
   shared_eval_plans,
-  signature,
 )
 from hx.compile.cache import ensure_compilation_cache
-from hx.compile.losses import Objective, finish_metric, item_loss, item_metric
+from hx.compile.executables import (
+  TrainState,
+  apply_for,
+  clear_tune_caches,
+  executable,
+  make_eval,
+  make_train_step,
+  resolve_objective,
+  tune_stats,
+)
+from hx.compile.losses import Objective, finish_metric
 from hx.compile.modules import set_output_bias
-from hx.compile.values import ELEMENT_BATCHES, Split, gather, images_per_example, real_elements, take
+from hx.compile.values import Split, images_per_example, real_elements
 
 __all__ = [
   "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "TrainState", "Tunable", "tune",
-  "evaluate", "tune_stats", "clear_tune_caches", "resolve_objective", "pack_capacity", "eval_pack_capacity",
-  "initial_variables", "output_bias_from_targets",
+  "evaluate", "tune_stats", "clear_tune_caches", "resolve_objective", "initial_variables",
+  "output_bias_from_targets",
 ]
 
 
@@ -217,37 +229,6 @@ class EpochRecord:
   val_seconds: float
 
 
-class TrainState(NamedTuple):
-  """The training loop's carry: what a training step takes (donated) and returns; a pytree.
-
-  Attributes:
-    params: the trainable parameters, the variables' "params" collection (a pytree of float32 arrays).
-    collections: the other variable collections ({"batch_stats": ...}, or {}), as the steps update them.
-    opt_state: the optimiser's state for `params` (optax Adam's step count and moments).
-    loss_sum: () float32, the summed training loss of the epoch's steps so far.
-    bad_step: () int32, the step (within the epoch, from 0) of the epoch's first non-finite loss; -1: none.
-    bad_loss: () float32, that loss (0 when there is none).
-  """
-  params: Any
-  collections: Any
-  opt_state: Any
-  loss_sum: Any
-  bad_step: Any
-  bad_loss: Any
-
-  @property
-  def variables(self) -> dict:
-    """{"params": params, **collections}: the variables as `apply` takes them."""
-    return {"params": self.params, **self.collections}
-
-  def next_epoch(self, loss_sum: Any = 0.0) -> TrainState:
-    """The same parameters and optimiser state with fresh accumulators on the device: the loss sum
-    `loss_sum` (0, or what a paused epoch had summed) and no bad step. New buffers every epoch, as the
-    steps consume (donate) the carry's."""
-    loss, bad_step, bad_loss = jax.device_put((np.float32(loss_sum), np.int32(-1), np.float32(0.0)))
-    return TrainState(self.params, self.collections, self.opt_state, loss, bad_step, bad_loss)
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class TuneState:
   """Where a paused `tune` stopped: pass it back as `tune(..., resume=state)` to continue.
@@ -341,272 +322,6 @@ class TuneResult:
   train_seconds: float = 0.0
   eval_seconds: float = 0.0
   state: TuneState | None = None
-
-
-# ----------------------------------------------------------------------------------------------------
-# Cached executables.
-
-_TRACES: collections.Counter[str] = collections.Counter()
-_COMPILES: collections.Counter[str] = collections.Counter()
-_MAX_EXECUTABLES = 256
-_EXECUTABLES: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
-
-
-def tune_stats() -> dict[str, dict[str, int]]:
-  """How many times each jitted function was traced and compiled in this process (for tests)."""
-  return {"traces": dict(_TRACES), "compiles": dict(_COMPILES), "cached_executables": len(_EXECUTABLES)}
-
-
-def clear_tune_caches() -> None:
-  """Forgets the cached executables and resets `tune_stats()`."""
-  _EXECUTABLES.clear()
-  _TRACES.clear()
-  _COMPILES.clear()
-
-
-def _executable(name: str, cache_key: tuple, make: Callable[[], Callable], donate: tuple[int, ...],
-                args: tuple) -> tuple[Any, float]:
-  """The compiled executable of `make()` for `args`' shapes, compiling it on a miss; (exe, seconds)."""
-  key = (name, cache_key, signature(args))
-  exe = _EXECUTABLES.get(key)
-  if exe is not None:
-    _EXECUTABLES.move_to_end(key)
-    return exe, 0.0
-  start = time.perf_counter()
-  exe = jax.jit(make(), donate_argnums=donate).lower(*args).compile()
-  seconds = time.perf_counter() - start
-  _COMPILES[name] += 1
-  _EXECUTABLES[key] = exe
-  if len(_EXECUTABLES) > _MAX_EXECUTABLES:
-    _EXECUTABLES.popitem(last=False)
-  return exe, seconds
-
-
-# ----------------------------------------------------------------------------------------------------
-# The traced functions.
-
-def _take(inputs: Any, idx: Any) -> Any:
-  """Examples `idx` of a split's inputs as a batch (`hx.compile.values.take`: a SharedGraphs split
-  becomes a GraphBatch, its neighbour tables gathered from the shared layouts)."""
-  return take(inputs, idx)
-
-
-def _targets(objective: Objective, t: Any) -> Any:
-  """Targets as the losses take them: int32 class indices for "ce", else float32 (splits may store small
-  exact integers narrower, e.g. uint8 grid targets)."""
-  return t.astype(jnp.int32 if objective.loss == "ce" else jnp.float32)
-
-
-def resolve_objective(compiled: Any, objective: Objective) -> Objective:
-  """The objective Tune trains and scores `compiled` with: `from_logits` set when the compiled program
-  can return logits matching the loss (output_activation "sigmoid" for "bce", "softmax" for "ce");
-  otherwise `objective` as given (probabilities, clipped before the log)."""
-  wanted = {"bce": "sigmoid", "ce": "softmax"}.get(objective.loss)
-  if wanted is not None and getattr(compiled, "output_activation", None) == wanted:
-    return dataclasses.replace(objective, from_logits=True)
-  return objective
-
-
-def _apply_for(compiled: Any, objective: Objective) -> Callable:
-  """compiled.apply, returning logits when the resolved objective takes them from the program."""
-  if objective.from_logits and getattr(compiled, "output_activation", None) in ("sigmoid", "softmax"):
-    return functools.partial(compiled.apply, logits=True)
-  return compiled.apply
-
-
-def _item_mask(objective: Objective, batch_inputs: Any) -> Any:
-  """(B, L|N) bool mask of the scored elements for list/graph outputs, else None."""
-  if not objective.per_element:
-    return None
-  if not isinstance(batch_inputs, ELEMENT_BATCHES):
-    raise TypeError("a list or graph output needs a ListBatch, GraphBatch or EdgeGraphBatch input (its mask "
-                    "scores it)")
-  return batch_inputs.mask
-
-
-def _output_values(y: Any) -> Any:
-  """The (B, ...) array of an output; a list or graph output's (B, L|N, ...) element values."""
-  return y.values if isinstance(y, ELEMENT_BATCHES) else y
-
-
-def _split_variables(variables: dict) -> tuple[Any, dict]:
-  return variables["params"], {k: v for k, v in variables.items() if k != "params"}
-
-
-def _merge_state(state: dict, new_state: Any) -> dict:
-  """The non-"params" collections after a training step, in the structure `state` has."""
-  if not state:
-    return state
-  if isinstance(new_state, dict) and set(new_state) == set(state):
-    return dict(new_state)
-  if set(state) == {"batch_stats"}:
-    return {"batch_stats": new_state}
-  raise TypeError(f"apply returned state {type(new_state)} that does not match collections {set(state)}")
-
-
-def _make_train_step(apply: Callable, objective: Objective, tx: optax.GradientTransformation,
-                     batch_size: int, pack: int | None = None) -> Callable:
-  packing = {} if pack is None else {"pack": pack}
-
-  def loss_fn(params, state, frozen, x, targets, mask, rng):
-    y, new_state = apply({"params": params, **state}, frozen, x, train=True, rng=rng, **packing)
-    losses = item_loss(objective, _output_values(y), targets)
-    if mask is None:
-      loss = jnp.mean(losses)
-    else:
-      m = mask.astype(jnp.float32)
-      loss = jnp.sum(losses * m) / jnp.maximum(jnp.sum(m), 1.0)
-    return loss, new_state
-
-  def train_step(carry: TrainState, frozen, table, inputs, targets, order, step, key) -> TrainState:
-    """Training step `step` (an int32 scalar) of the epoch whose example order is `order`: the next carry."""
-    _TRACES["train_step"] += 1
-    idx = jax.lax.dynamic_slice_in_dim(order, step * batch_size, batch_size)
-    batch_inputs = _take(inputs, idx)
-    x = batch_inputs if table is None else gather(table, batch_inputs)
-    mask = _item_mask(objective, batch_inputs)
-    rng = jax.random.fold_in(key, step)
-    (loss, new_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-        carry.params, carry.collections, frozen, x, _targets(objective, targets[idx]), mask, rng)
-    updates, opt_state = tx.update(grads, carry.opt_state, carry.params)
-    params = optax.apply_updates(carry.params, updates)
-    # Remember the first non-finite loss of the epoch on the device: the host looks every
-    # `nan_check_every` steps.
-    first_bad = jnp.logical_and(carry.bad_step < 0, jnp.logical_not(jnp.isfinite(loss)))
-    return TrainState(params, _merge_state(carry.collections, new_state), opt_state, carry.loss_sum + loss,
-                      jnp.where(first_bad, step, carry.bad_step), jnp.where(first_bad, loss, carry.bad_loss))
-
-  return train_step
-
-
-def _make_eval_chunk(apply: Callable, objective: Objective, pack: int | None = None) -> Callable:
-  packing = {} if pack is None else {"pack": pack}
-
-  def eval_chunk(variables, frozen, table, inputs, targets, idx):
-    """Sums over the examples idx (chunk,) int32 (-1: padding): (metric sum, metric count, loss sum,
-    loss count), float32 scalars."""
-    valid = idx >= 0
-    idx = jnp.maximum(idx, 0)
-    batch_inputs = _take(inputs, idx)
-    x = batch_inputs if table is None else gather(table, batch_inputs)
-    y = _output_values(apply(variables, frozen, x, train=False, rng=None, **packing))
-    t = _targets(objective, targets[idx])
-    weight = valid.astype(jnp.float32)
-    mask = _item_mask(objective, batch_inputs)
-    if mask is not None:
-      weight = weight[:, None] * mask.astype(jnp.float32)
-    metric_sum, metric_count = item_metric(objective, y, t)
-    losses = item_loss(objective, y, t)
-    return jnp.stack([jnp.sum(metric_sum * weight), jnp.sum(metric_count * weight),
-                      jnp.sum(losses * weight), jnp.sum(weight)])
-
-  return eval_chunk
-
-
-def _make_eval(apply: Callable, objective: Objective, fused: bool, pack: int | None = None) -> Callable:
-  eval_chunk = _make_eval_chunk(apply, objective, pack)
-  if not fused:
-    def evaluate_chunk(*args):
-      _TRACES["eval"] += 1
-      return eval_chunk(*args)
-    return evaluate_chunk
-
-  def evaluate_all(variables, frozen, table, inputs, targets, idx_chunks):
-    _TRACES["eval"] += 1
-    sums = jax.lax.map(lambda idx: eval_chunk(variables, frozen, table, inputs, targets, idx), idx_chunks)
-    return jnp.sum(sums, axis=0)
-
-  return evaluate_all
-
-
-# ----------------------------------------------------------------------------------------------------
-# Public entry points.
-
-class _Evaluator:
-  """Scores variables on one split with the cached evaluation executable(s)."""
-
-  def __init__(self, compiled: Tunable, objective: Objective, config: TuneConfig, frozen: Any, table: Any,
-               split: Split, variables: Any, plan: EvalPlan | None = None):
-    self.objective = objective
-    self.fused = config.fuse_eval if config.fuse_eval is not None else jax.default_backend() != "cpu"
-    chunks, self.pack = plan if plan is not None else eval_plan(split, config.eval_images,
-                                                                _packs(compiled, config))
-    self.frozen, self.table, self.split = frozen, table, split
-    if self.fused:
-      self.idx = [jax.device_put(chunks)]
-    else:
-      self.idx = [jax.device_put(row) for row in chunks]
-    name = "eval_fused" if self.fused else "eval"
-    args = (variables, frozen, table, split.inputs, split.targets, self.idx[0])
-    self.exe, self.compile_seconds = _executable(
-        name, (compiled.key, objective, self.pack),
-        lambda: _make_eval(_apply_for(compiled, objective), objective, self.fused, self.pack), (), args)
-
-  def __call__(self, variables: Any) -> tuple[float, float]:
-    """(score, mean loss) of `variables` on the split."""
-    sums = [self.exe(variables, self.frozen, self.table, self.split.inputs, self.split.targets, idx)
-            for idx in self.idx]
-    total = np.asarray(jax.device_get(sum(sums[1:], sums[0])), np.float64)
-    score = finish_metric(self.objective, total[0], total[1])
-    loss = float(total[2] / total[3]) if total[3] > 0 else float("nan")
-    return score, loss
-
-
-def evaluate(compiled: Tunable, variables: Any, frozen: Any, split: Split, objective: Objective, *,
-             table: Any = None, config: TuneConfig = TuneConfig()) -> tuple[float, float]:
-  """(score, mean loss) of `variables` on `split`: the metric (% error or RMSE) and the objective's loss
-  (from logits when the program can give them, as in `tune`)."""
-  ensure_compilation_cache()
-  objective = resolve_objective(compiled, objective)
-  frozen, table, split = jax.device_put((frozen, table, split))
-  return _Evaluator(compiled, objective, config, frozen, table, split, variables)(variables)
-
-
-def _run_keys(config: TuneConfig) -> tuple[jax.Array, jax.Array, jax.Array]:
-  """(initialisation, example order, dropout) keys of a run, all from `config.seed`."""
-  return tuple(jax.random.split(jax.random.key(config.seed), 3))
-
-
-def initial_variables(compiled: Tunable, config: TuneConfig, objective: Objective | None = None,
-                      targets: Any = None) -> Any:
-  """The variables `tune` starts from when given none: `compiled.init` with the key `config.seed` gives
-  it, then, given the objective and the training split's targets, the output bias of
-  `output_bias_from_targets` (when `config.bias_from_targets`). A caller can start from them changed and
-  pass them as `variables`."""
-  variables = compiled.init(_run_keys(config)[0])
-  if config.bias_from_targets and objective is not None and targets is not None:
-    variables = output_bias_from_targets(compiled, variables, objective, targets)
-  return variables
-
-
-def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective, targets: Any) -> Any:
-  """`variables` with the output layer's bias of `compiled.output_slot` set to the mean of `targets`
-  (`TuneConfig.bias_from_targets`), or unchanged when that does not apply: not an "mse" objective, a
-  per-element one, a program without an output slot (or not a `CompiledProgram`), or targets that are
-  not one array of the bias's size per example. The module's template knows where its output layer is
-  and sets the bias (`hx.compile.modules.set_output_bias`).
-
-  Args:
-    compiled: the program (`CompiledProgram.output_slot` says which slot, if any).
-    variables: {"params": (slot params, ...), ...} as `compiled.init` returns them.
-    objective: the task's objective.
-    targets: (n, *output shape) training targets (host or device).
-  """
-  slot = getattr(compiled, "output_slot", None)
-  if objective.loss != "mse" or objective.per_element or slot is None or not hasattr(targets, "shape"):
-    return variables
-  spec = compiled.specs[compiled.fresh_slots[slot]]
-  targets = np.asarray(jax.device_get(targets), np.float64)
-  if targets.ndim < 1 or targets.shape[0] == 0 or targets[0].size != math.prod(spec.output.shape):
-    return variables
-  params = list(variables["params"])
-  params[slot] = set_output_bias(spec, params[slot], targets.reshape(targets.shape[0], -1).mean(0))
-  return dict(variables, params=tuple(params))
-
-
-def _packs(compiled: Tunable, config: TuneConfig) -> bool:
-  """Whether a run packs its lists and graphs: `TuneConfig.pack_lists`, for a program that can."""
-  return bool(config.pack_lists and getattr(compiled, "packs_lists", False))
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -749,10 +464,10 @@ def _prepare(compiled: Tunable, objective: Objective, config: TuneConfig, tx: op
     pack = _train_pack(compiled, config, data.train, orders, steps)
     args = (carry, frozen, data.table, data.train.inputs, data.train.targets, orders(first_epoch),
             step_id(0), dropout_key)
-    apply = _apply_for(compiled, objective)
-    train_exe, compile_seconds = _executable(
+    apply = apply_for(compiled, objective)
+    train_exe, compile_seconds = executable(
         "train_step", (compiled.key, objective, config.learning_rate, config.batch_size, pack),
-        lambda: _make_train_step(apply, objective, tx, config.batch_size, pack), (0,), args)
+        lambda: make_train_step(apply, objective, tx, config.batch_size, pack), (0,), args)
   # Validation and test splits of the same shapes share one capacity, hence one executable.
   splits = [data.val] + ([data.test] if data.test is not None else [])
   plans = shared_eval_plans(splits, config.eval_images, _packs(compiled, config))
@@ -947,3 +662,98 @@ def _result(run: _Run, progress: _Progress, variables: dict, init_seconds: float
       history=list(progress.history), failed=progress.failed, steps_run=progress.steps_run,
       objective=run.objective, init_seconds=init_seconds, compile_seconds=compile_seconds,
       train_seconds=progress.train_seconds, eval_seconds=eval_seconds, state=progress.paused)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Scoring a split, the first variables, and the small helpers of both.
+
+class _Evaluator:
+  """Scores variables on one split with the cached evaluation executable(s)."""
+
+  def __init__(self, compiled: Tunable, objective: Objective, config: TuneConfig, frozen: Any, table: Any,
+               split: Split, variables: Any, plan: EvalPlan | None = None):
+    self.objective = objective
+    self.fused = config.fuse_eval if config.fuse_eval is not None else jax.default_backend() != "cpu"
+    chunks, self.pack = plan if plan is not None else eval_plan(split, config.eval_images,
+                                                                _packs(compiled, config))
+    self.frozen, self.table, self.split = frozen, table, split
+    if self.fused:
+      self.idx = [jax.device_put(chunks)]
+    else:
+      self.idx = [jax.device_put(row) for row in chunks]
+    name = "eval_fused" if self.fused else "eval"
+    args = (variables, frozen, table, split.inputs, split.targets, self.idx[0])
+    self.exe, self.compile_seconds = executable(
+        name, (compiled.key, objective, self.pack),
+        lambda: make_eval(apply_for(compiled, objective), objective, self.fused, self.pack), (), args)
+
+  def __call__(self, variables: Any) -> tuple[float, float]:
+    """(score, mean loss) of `variables` on the split."""
+    sums = [self.exe(variables, self.frozen, self.table, self.split.inputs, self.split.targets, idx)
+            for idx in self.idx]
+    total = np.asarray(jax.device_get(sum(sums[1:], sums[0])), np.float64)
+    score = finish_metric(self.objective, total[0], total[1])
+    loss = float(total[2] / total[3]) if total[3] > 0 else float("nan")
+    return score, loss
+
+
+def evaluate(compiled: Tunable, variables: Any, frozen: Any, split: Split, objective: Objective, *,
+             table: Any = None, config: TuneConfig = TuneConfig()) -> tuple[float, float]:
+  """(score, mean loss) of `variables` on `split`: the metric (% error or RMSE) and the objective's loss
+  (from logits when the program can give them, as in `tune`)."""
+  ensure_compilation_cache()
+  objective = resolve_objective(compiled, objective)
+  frozen, table, split = jax.device_put((frozen, table, split))
+  return _Evaluator(compiled, objective, config, frozen, table, split, variables)(variables)
+
+
+def _run_keys(config: TuneConfig) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """(initialisation, example order, dropout) keys of a run, all from `config.seed`."""
+  return tuple(jax.random.split(jax.random.key(config.seed), 3))
+
+
+def initial_variables(compiled: Tunable, config: TuneConfig, objective: Objective | None = None,
+                      targets: Any = None) -> Any:
+  """The variables `tune` starts from when given none: `compiled.init` with the key `config.seed` gives
+  it, then, given the objective and the training split's targets, the output bias of
+  `output_bias_from_targets` (when `config.bias_from_targets`). A caller can start from them changed and
+  pass them as `variables`."""
+  variables = compiled.init(_run_keys(config)[0])
+  if config.bias_from_targets and objective is not None and targets is not None:
+    variables = output_bias_from_targets(compiled, variables, objective, targets)
+  return variables
+
+
+def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective, targets: Any) -> Any:
+  """`variables` with the output layer's bias of `compiled.output_slot` set to the mean of `targets`
+  (`TuneConfig.bias_from_targets`), or unchanged when that does not apply: not an "mse" objective, a
+  per-element one, a program without an output slot (or not a `CompiledProgram`), or targets that are
+  not one array of the bias's size per example. The module's template knows where its output layer is
+  and sets the bias (`hx.compile.modules.set_output_bias`).
+
+  Args:
+    compiled: the program (`CompiledProgram.output_slot` says which slot, if any).
+    variables: {"params": (slot params, ...), ...} as `compiled.init` returns them.
+    objective: the task's objective.
+    targets: (n, *output shape) training targets (host or device).
+  """
+  slot = getattr(compiled, "output_slot", None)
+  if objective.loss != "mse" or objective.per_element or slot is None or not hasattr(targets, "shape"):
+    return variables
+  spec = compiled.specs[compiled.fresh_slots[slot]]
+  targets = np.asarray(jax.device_get(targets), np.float64)
+  if targets.ndim < 1 or targets.shape[0] == 0 or targets[0].size != math.prod(spec.output.shape):
+    return variables
+  params = list(variables["params"])
+  params[slot] = set_output_bias(spec, params[slot], targets.reshape(targets.shape[0], -1).mean(0))
+  return dict(variables, params=tuple(params))
+
+
+def _packs(compiled: Tunable, config: TuneConfig) -> bool:
+  """Whether a run packs its lists and graphs: `TuneConfig.pack_lists`, for a program that can."""
+  return bool(config.pack_lists and getattr(compiled, "packs_lists", False))
+
+
+def _split_variables(variables: dict) -> tuple[Any, dict]:
+  """(params, the other collections) of {"params": ..., "batch_stats": ..., ...}."""
+  return variables["params"], {k: v for k, v in variables.items() if k != "params"}

@@ -13,6 +13,7 @@ import pytest
 
 from hx.compile import cache
 from hx.compile.batching import epoch_order, eval_chunks
+from hx.compile.executables import cached_executables, make_train_step
 from hx.compile.losses import Objective, finish_metric, item_loss, item_metric, objective_for_type
 from hx.compile.tuning import (
   TrainState,
@@ -107,7 +108,6 @@ def test_regression_learns_and_keeps_best_validation():
 
 
 def test_train_state_is_the_carry_a_training_step_takes_and_returns():
-  from hx.compile import tuning
   model, data = Linear(4, 1), _regression()
   variables, tx = model.init(jax.random.key(0)), optax.adam(0.05)
   params, collections = variables["params"], {"batch_stats": variables["batch_stats"]}
@@ -115,7 +115,7 @@ def test_train_state_is_the_carry_a_training_step_takes_and_returns():
   assert [x.dtype for x in carry[3:]] == [jnp.float32, jnp.int32, jnp.float32]
   assert (float(carry.loss_sum), int(carry.bad_step), float(carry.bad_loss)) == (1.5, -1, 0.0)
   assert carry.variables == {"params": params, "batch_stats": variables["batch_stats"]}
-  step = jax.jit(tuning._make_train_step(model.apply, MSE, tx, 32))
+  step = jax.jit(make_train_step(model.apply, MSE, tx, 32))
   order = epoch_order(jax.random.key(0), 0, 300, 320)
   x, t = data.train.inputs, data.train.targets
   after = step(carry, model.frozen(), None, x, t, order, jnp.int32(0), jax.random.key(1))
@@ -133,6 +133,16 @@ def test_train_state_is_the_carry_a_training_step_takes_and_returns():
   fresh = after.next_epoch()
   assert (float(fresh.loss_sum), int(fresh.bad_step), float(fresh.bad_loss)) == (0.0, -1, 0.0)
   assert fresh.params is after.params and fresh.opt_state is after.opt_state
+
+
+def test_cached_executables_are_listed_by_name():
+  clear_tune_caches()
+  model = Linear(4, 1)
+  tune(model, model.frozen(), _regression(), MSE, dataclass_replace(FAST, epochs=1))
+  steps = cached_executables("train_step")
+  assert len(steps) == 1 == tune_stats()["compiles"]["train_step"]
+  assert len(cached_executables(_EVAL)) == tune_stats()["compiles"][_EVAL] and cached_executables("x") == []
+  assert callable(steps[0]) and hasattr(steps[0], "cost_analysis")
 
 
 def test_deterministic_for_a_seed():
