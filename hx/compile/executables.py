@@ -51,12 +51,16 @@ class TrainState(NamedTuple):
     """{"params": params, **collections}: the variables as `apply` takes them."""
     return {"params": self.params, **self.collections}
 
-  def next_epoch(self, loss_sum: Any = 0.0) -> TrainState:
-    """The same parameters and optimiser state with fresh accumulators on the device: the loss sum
-    `loss_sum` (0, or what a paused epoch had summed) and no bad step. New buffers every epoch, as the
-    steps consume (donate) the carry's."""
+  @staticmethod
+  def begin(params: Any, collections: Any, opt_state: Any, loss_sum: Any = 0.0) -> TrainState:
+    """A carry with fresh accumulators on the device: the loss sum `loss_sum` (0, or what a paused epoch
+    had summed) and no bad step. New buffers, as the steps consume (donate) the carry's."""
     loss, bad_step, bad_loss = jax.device_put((np.float32(loss_sum), np.int32(-1), np.float32(0.0)))
-    return TrainState(self.params, self.collections, self.opt_state, loss, bad_step, bad_loss)
+    return TrainState(params, collections, opt_state, loss, bad_step, bad_loss)
+
+  def next_epoch(self) -> TrainState:
+    """The same parameters and optimiser state, with the fresh accumulators of a new epoch (`begin`)."""
+    return TrainState.begin(self.params, self.collections, self.opt_state)
 
 
 # ----------------------------------------------------------------------------------------------------

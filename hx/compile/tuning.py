@@ -396,7 +396,7 @@ def _first_carry(compiled: Tunable, config: TuneConfig, objective: Objective,
         jnp.copy, jax.device_put((resume.params, dict(resume.collections), resume.opt_state)))
     variables, loss_sum = {"params": params, **collections}, resume.loss_sum
   jax.block_until_ready((params, collections, opt_state))
-  return TrainState(params, collections, opt_state, None, None, None).next_epoch(loss_sum), variables
+  return TrainState.begin(params, collections, opt_state, loss_sum), variables
 
 
 @dataclasses.dataclass(frozen=True)
@@ -405,7 +405,7 @@ class _Run:
 
   Attributes:
     config, objective: the call's settings and its resolved objective.
-    frozen, table, data: the library parameters, the image table and the splits, on the device.
+    frozen, data: the library parameters, and the splits and image table, on the device.
     steps: training steps per epoch.
     epochs: the last epoch of the run (`config.epochs`, or 0 when there is nothing to train).
     first_epoch, first_step: full epochs done before this call, and steps done of the next.
@@ -423,7 +423,6 @@ class _Run:
   config: TuneConfig
   objective: Objective
   frozen: Any
-  table: Any
   data: TuneData
   steps: int
   epochs: int
@@ -474,7 +473,7 @@ def _prepare(compiled: Tunable, objective: Objective, config: TuneConfig, tx: op
   val_eval = _Evaluator(compiled, objective, config, frozen, data.table, data.val, variables, plans[0])
   every = None if config.val_every is None else max(1, round(config.val_every * steps * config.epochs))
   test_plan = plans[1] if data.test is not None else None
-  return _Run(compiled, config, objective, frozen, data.table, data, steps, epochs, first_epoch, first_step,
+  return _Run(compiled, config, objective, frozen, data, steps, epochs, first_epoch, first_step,
               end, every, orders, step_id, dropout_key, train_exe, val_eval, test_plan,
               compile_seconds + val_eval.compile_seconds)
 
@@ -607,9 +606,9 @@ def _steps(run: _Run, carry: TrainState, epoch: int, begin: int, stop: int, best
   """Training steps begin .. stop - 1 of epoch `epoch` (from 1), with the NaN checks and the validations
   within the epoch (`val_every`) between them; the last step's checks are `_epoch`'s."""
   order, key = run.orders(epoch - 1), jax.random.fold_in(run.dropout_key, epoch)
-  inputs, targets, within = run.data.train.inputs, run.data.train.targets, 0.0
+  exe, frozen, table, train, within = run.train_exe, run.frozen, run.data.table, run.data.train, 0.0
   for s in range(begin, stop):
-    carry = run.train_exe(carry, run.frozen, run.table, inputs, targets, order, run.step_id(s), key)
+    carry = exe(carry, frozen, table, train.inputs, train.targets, order, run.step_id(s), key)
     inside = s + 1 < stop  # the epoch's last step and a pause point are scored after the loop in any case
     score_here = inside and run.every is not None and ((epoch - 1) * run.steps + s + 1) % run.every == 0
     if score_here or (inside and (s + 1) % run.config.nan_check_every == 0):
@@ -651,7 +650,7 @@ def _result(run: _Run, progress: _Progress, variables: dict, init_seconds: float
   test_score = None
   if best.variables is not None and run.data.test is not None and progress.paused is None:
     t0 = time.perf_counter()
-    test_eval = _Evaluator(run.compiled, run.objective, run.config, run.frozen, run.table, run.data.test,
+    test_eval = _Evaluator(run.compiled, run.objective, run.config, run.frozen, run.data.table, run.data.test,
                            best.variables, run.test_plan)
     compile_seconds += test_eval.compile_seconds
     test_score, _ = test_eval(best.variables)

@@ -111,7 +111,7 @@ def test_train_state_is_the_carry_a_training_step_takes_and_returns():
   model, data = Linear(4, 1), _regression()
   variables, tx = model.init(jax.random.key(0)), optax.adam(0.05)
   params, collections = variables["params"], {"batch_stats": variables["batch_stats"]}
-  carry = TrainState(params, collections, tx.init(params), None, None, None).next_epoch(1.5)
+  carry = TrainState.begin(params, collections, tx.init(params), 1.5)
   assert [x.dtype for x in carry[3:]] == [jnp.float32, jnp.int32, jnp.float32]
   assert (float(carry.loss_sum), int(carry.bad_step), float(carry.bad_loss)) == (1.5, -1, 0.0)
   assert carry.variables == {"params": params, "batch_stats": variables["batch_stats"]}
