@@ -75,6 +75,9 @@ randomness per row from a per-row key (see `hx.compile.lower`), so a valid row's
 depend on how much padding sits beside it. Frozen (library) modules always run in inference mode.
 
 Parameters are plain nested dicts of arrays; the static structure lives in the hashable `ModuleSpec`.
+Each template is written in one place, at the end of this file: its initialisation, its application
+(JAX, R rows) and its float64 NumPy reference (one example, for `hx.compile.reference`), gathered in
+the table `TEMPLATES` with the name of its linear output layer (`set_output_bias`).
 """
 
 from __future__ import annotations
