@@ -35,6 +35,7 @@ from hx.baselines.llt import transfer
 from hx.baselines.networks import Architecture, Network, architecture, count_parameters
 from hx.baselines.pnn import PNN
 from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, tune
+from hx.compile.batching import num_examples
 from hx.compile.checkpoint import checkpoint_in, fingerprint, tune_checkpointed
 from hx.compile.tuning import output_bias_from_targets
 from hx.lang import program as P
@@ -93,7 +94,7 @@ def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tu
          seed: int, variables: Any, to_modules: Any, arch: Architecture | None, column: int | None = None,
          sources: tuple = (), checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   start = time.perf_counter()
-  config = dataclasses.replace(tune_config, seed=seed)
+  config = dataclasses.replace(tune_config, seed=seed).for_examples(num_examples(task.train))
   init = variables
   if init is None:
     init = tunable.init(jax.random.key(seed))

@@ -34,6 +34,7 @@ from absl import app, flags, logging
 from hx.bin.checks import FlagError, no_arguments, one_line, refuse, writable_directory
 from hx.bin.data_flags import sources_from_flags
 from hx.compile import NoTemplateError, TuneData, compile_program, tune
+from hx.compile.batching import num_examples
 from hx.compile.checkpoint import (
   CheckpointError,
   checkpoint_in,
@@ -105,6 +106,7 @@ def main(argv: list[str]) -> int:
     return refuse(err)
   if _FRACTION.value != 1.0:
     task = task.with_fraction(_FRACTION.value)
+  config = config.for_examples(num_examples(task.train))
   print(f"task    {task.summary()}")
   print(f"program {program} : {typing.type}")
   for name in compiled.fresh_slots:

@@ -171,6 +171,12 @@ class TuneConfig:
       validation score jumps within an epoch (GS2's learned relaxation: benchmarks/RESULTS.md) then keeps
       its best point instead of the epoch's end. Each score is one validation pass. None: at the end of
       every epoch only (the paper's "epoch where the validation error was minimized").
+    min_steps: a run on n training examples takes at least this many optimiser steps: `for_examples(n)`
+      raises `epochs` to ceil(min_steps / steps per epoch) where it is fewer (steps per epoch:
+      ceil(n / batch_size)). Ours (the quick preset's): on a small training fraction a few epochs of one
+      step each leave a network's score to the luck of its initialisation, and a comparison of methods
+      with it. 0: `epochs` as given (the paper's). Callers that size a run for a task apply it
+      (`hx.synth.task_context`, the baselines, `hx.bin.train`); `tune` itself runs `epochs`.
   """
   learning_rate: float = 1e-3
   batch_size: int = 150
@@ -183,11 +189,14 @@ class TuneConfig:
   pack_lists: bool = True
   bias_from_targets: bool = True
   val_every: float | None = None
+  min_steps: int = 0
 
   def __post_init__(self):
     for name in ("batch_size", "eval_images", "nan_check_every"):
       if getattr(self, name) < 1:
         raise ValueError(f"TuneConfig.{name} must be >= 1, got {getattr(self, name)}")
+    if self.min_steps < 0:
+      raise ValueError(f"TuneConfig.min_steps must be >= 0, got {self.min_steps}")
     if self.epochs < 0:
       raise ValueError(f"TuneConfig.epochs must be >= 0, got {self.epochs}")
     if self.learning_rate < 0:
@@ -197,6 +206,12 @@ class TuneConfig:
     if self.val_every is not None and not 0 < self.val_every <= 1:
       raise ValueError(f"TuneConfig.val_every must be in (0, 1] (a share of the run's steps) or None, got "
                        f"{self.val_every}")
+
+  def for_examples(self, n: int) -> TuneConfig:
+    """These settings for a training split of `n` examples: `epochs` raised to meet `min_steps`."""
+    steps = max(1, math.ceil(n / self.batch_size))
+    epochs = max(self.epochs, math.ceil(self.min_steps / steps))
+    return self if epochs == self.epochs else dataclasses.replace(self, epochs=epochs)
 
 
 class TuneData(NamedTuple):

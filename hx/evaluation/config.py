@@ -29,7 +29,9 @@ Two presets (`PRESETS`), each a `Preset`:
            304 bring the test RMSE from 2.2 to 1.3; the computation per epoch is the same), 4
            candidate programs per task in hx's cost order (`SearchSpace(order="cost")`: library functions
            cost less than fresh ones, so four candidates reach the transfer programs), fractions 10% and
-           100%, one instantiation (seed 0).
+           100%, one instantiation (seed 0), and at least 30 optimiser steps per training
+           (`TuneConfig.min_steps`: at 10% a recognizer has 120 images, one batch, so its 3 epochs would
+           be 3 steps and its score the luck of its initialisation; it trains 30 epochs instead).
 
 `EvalConfig.make` applies a preset and the caller's overrides and checks everything up front, so that a
 bad setting is one clear error before any work starts.
@@ -89,6 +91,7 @@ class Preset:
     task_candidates: (sequence, task number, candidate programs) where a task's budget differs from its
       sequence's.
     search: "paper" (`hx.synth.paper_space`) or a `SearchSpace.order` for the default space.
+    min_steps: `TuneConfig.min_steps` of every task and method (0: the epochs as given).
   """
   name: str
   training: str
@@ -103,6 +106,7 @@ class Preset:
   graph_modules: tuple[tuple[str, Any], ...] = ()
   task_candidates: tuple[tuple[str, int, int], ...] = ()
   search: str = "cost"
+  min_steps: int = 0
 
   def budget(self, sequence: str, task: int | None = None) -> Budget:
     """HOUDINI's budget for `sequence`, or for its task `task` (1-based) where the preset sets one."""
@@ -142,7 +146,7 @@ PRESETS: dict[str, Preset] = {
         module_config=ModuleConfig(mlp_hidden=64, cnn_channels=(8, 16), lstm_hidden=32, graph_hidden=16,
                                    graph_message=8),
         epochs=(("lists", 8),), batch_sizes=(("lists", 32),), candidates=(("*", 4),), fractions=(0.1, 1.0),
-        graph_fractions=(1.0,), seeds=(0,)),
+        graph_fractions=(1.0,), seeds=(0,), min_steps=30),
 }
 
 
@@ -333,6 +337,8 @@ class EvalConfig:
         changes["bias_from_targets"] = False
       if patience is not None:
         changes["patience"] = patience
+      if p.min_steps:
+        changes["min_steps"] = p.min_steps
       configs.append((kind, training_settings(kind, p.training).tune_config(**changes)))
     return cls(sequence=key, methods=tuple(ordered), fractions=fractions, seeds=seeds, preset=preset,
                tasks=tasks, budget=budget, budgets=budgets, space=space, module_config=module_config,

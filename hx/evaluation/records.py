@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
+from hx.compile.batching import num_examples
 from hx.synth.jsonfiles import write_json
 
 __all__ = ["RECORD_VERSION", "task_dir", "fraction_file", "record_path", "write_json", "baseline_record",
@@ -95,8 +96,9 @@ def baseline_record(result: Any, task: Any, *, method: str, sequence: str, insta
       "data": {"datasets": list(task.datasets), "synthetic": bool(task.synthetic),
                "train": int(len(task.train.targets)), "val": int(len(task.val.targets)),
                "test": int(len(task.test.targets))},
-      "tune_config": {"epochs": tune_config.epochs, "batch_size": tune_config.batch_size,
-                      "learning_rate": tune_config.learning_rate, "patience": tune_config.patience},
+      "tune_config": {"epochs": tune_config.for_examples(num_examples(task.train)).epochs,
+                      "batch_size": tune_config.batch_size, "learning_rate": tune_config.learning_rate,
+                      "patience": tune_config.patience, "min_steps": tune_config.min_steps},
       "parameters": result.parameters, "frozen_parameters": result.frozen_parameters,
       "epochs_run": result.epochs_run, "best_epoch": result.best_epoch,
       "starts_from": starts_from or [], "transfer": [list(s) for s in result.sources],

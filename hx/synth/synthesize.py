@@ -159,12 +159,14 @@ def task_context(task: Any, library: Any = None, module_config: Any = None, tune
   the task's name and a fingerprint of its data). `synthesize` builds one per call; build one yourself
   to train a single candidate as a synthesis would (`run_job`, `Job`, `job_seed`)."""
   from hx.compile import ModuleConfig, TuneData
+  from hx.compile.batching import num_examples
   from hx.synth.executors import Checkpoints, task_key
   from hx.synth.library import Library
 
   if tune_config is None:
     raise ValueError(f"task_context needs the training settings of task {task.name} (tune_config)")
   data = TuneData(task.train, task.val, task.test, task.table).on_device()
+  tune_config = tune_config.for_examples(num_examples(task.train))
   checkpoints = None
   if checkpoint_dir is not None:
     checkpoints = Checkpoints(os.fspath(checkpoint_dir), task_key(task.name, data), checkpoint_seconds)

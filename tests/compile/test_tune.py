@@ -634,3 +634,16 @@ def test_compiled_program_with_a_nan_input_stops_within_the_check_interval():
   first_bad = int(result.failed.rsplit(" ", 1)[1])
   assert result.steps_run == min(20, 3 * math.ceil(first_bad / 3))  # 20 steps an epoch
   assert result.variables is None and math.isnan(result.val_score) and result.test_score is None
+
+
+def test_min_steps_raises_the_epochs_of_a_small_training_split():
+  from hx.compile import TuneConfig
+
+  config = TuneConfig(epochs=3, batch_size=150, min_steps=30)
+  assert config.for_examples(120).epochs == 30  # one step an epoch
+  assert config.for_examples(1200).epochs == 4  # 8 steps an epoch: ceil(30 / 8)
+  assert config.for_examples(6000).epochs == 3  # 40 steps an epoch already
+  assert config.for_examples(6000) is config
+  assert TuneConfig(epochs=3).for_examples(10).epochs == 3  # min_steps 0: the epochs as given
+  with pytest.raises(ValueError, match="min_steps must be >= 0"):
+    TuneConfig(min_steps=-1)

@@ -96,6 +96,8 @@ def test_presets_and_their_checks():
   assert quick.fractions == (0.1, 1.0) and quick.seeds == (0,) and quick.budget.candidates == 4
   assert quick.sizes == TaskSizes.quick() and quick.tune_config("count_digit").epochs == 8
   assert quick.tune_config("count_digit").batch_size == 32
+  # At least 30 optimiser steps per training under quick; the paper preset trains its epochs as given.
+  assert {c.min_steps for _, c in quick.tune_configs} == {30}
   recognize = quick.tune_config("recognize_digit")
   assert recognize.epochs == 3 and recognize.batch_size == 150
   paper = EvalConfig.make("ss", preset="paper")
@@ -105,6 +107,7 @@ def test_presets_and_their_checks():
   assert [b.candidates for b in paper.budgets] == [10, 100]
   assert paper.space == paper_space(graphs=False) and quick.space == SearchSpace(order="cost")
   assert paper.module_config == ModuleConfig() and paper.tune_config("sum_digits").epochs == 20
+  assert {c.min_steps for _, c in paper.tune_configs} == {0}
   gs = EvalConfig.make("gs2", preset="paper", strategies=("topdown", "evolutionary"))
   assert gs.methods == ("houdini_topdown", "houdini_evolutionary", "standalone", "llt")
   # GraphSeq.py: M=10 for the regression, M=60 for each shortest-path task.

@@ -230,3 +230,13 @@ def test_a_lifelong_run_takes_one_budget_per_task(tmp_path):
   assert [b["candidates"] for b in saved] == [1, 2, 1, 1]
   with pytest.raises(SettingsMismatch, match="budget"):
     run_sequence(seq, tmp_path / "a", budget=Budget(candidates=1), stop_after=2, **kw)
+
+
+def test_the_task_context_sizes_the_run_for_the_tasks_training_split():
+  from hx.synth.synthesize import task_context
+
+  task = build_task(task_spec("recognize_digit(3)"), Sources(), TaskSizes(binary=(40, 20, 20)), seed=0)
+  context = task_context(task, tune_config=TuneConfig(epochs=2, batch_size=16, min_steps=9))
+  assert context.tune_config.epochs == 3  # 3 steps an epoch (40 examples in batches of 16)
+  plain = task_context(task, tune_config=TuneConfig(epochs=2, batch_size=16))
+  assert plain.tune_config.epochs == 2
