@@ -337,7 +337,7 @@ class EvalConfig:
         changes["bias_from_targets"] = False
       if patience is not None:
         changes["patience"] = patience
-      if p.min_steps:
+      if p.min_steps and epochs is None:  # epochs the caller names are trained as named
         changes["min_steps"] = p.min_steps
       configs.append((kind, training_settings(kind, p.training).tune_config(**changes)))
     return cls(sequence=key, methods=tuple(ordered), fractions=fractions, seeds=seeds, preset=preset,

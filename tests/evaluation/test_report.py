@@ -98,6 +98,7 @@ def test_presets_and_their_checks():
   assert quick.tune_config("count_digit").batch_size == 32
   # At least 30 optimiser steps per training under quick; the paper preset trains its epochs as given.
   assert {c.min_steps for _, c in quick.tune_configs} == {30}
+  assert {c.min_steps for _, c in EvalConfig.make("cs1", epochs=2).tune_configs} == {0}  # named epochs
   recognize = quick.tune_config("recognize_digit")
   assert recognize.epochs == 3 and recognize.batch_size == 150
   paper = EvalConfig.make("ss", preset="paper")
