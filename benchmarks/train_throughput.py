@@ -100,9 +100,9 @@ def _peak_rss_mb() -> int:
 def last_step_flops() -> float | None:
   """XLA's count (`cost_analysis`) of the floating-point operations of the training step Tune compiled
   last in this process, or None if it has compiled none."""
-  from hx.compile import tuning
+  from hx.compile.executables import cached_executables
 
-  steps = [exe for (name, *_), exe in tuning._EXECUTABLES.items() if name == "train_step"]
+  steps = cached_executables("train_step")
   if not steps:
     return None
   cost = steps[-1].cost_analysis()

@@ -5,7 +5,7 @@
 
 GS1 and GS2 start with a regression trained at batch 10 for the paper's 1,000 epochs (3,038 steps an
 epoch for regress_mnist), so a per-step cost that does not scale with the batch is paid 3 million times.
-This script times Tune's training step (`hx.compile.tuning._make_train_step`: value_and_grad, Adam,
+This script times Tune's training step (`hx.compile.executables.make_train_step`: value_and_grad, Adam,
 donated carry) of the paper's regressor `compose(nn_1, nn_2)` (MLP . CNN, 1.1M parameters) on
 regress_mnist at the paper's sizes, at each batch size, one step per jitted call (Tune's way) and K steps
 per call (the K steps unrolled in one XLA program, never a rolled loop: see DESIGN.md on convolutions in
@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> dict:
   import optax
 
   from hx.compile import TuneData, compile_program
+  from hx.compile import batching as B
+  from hx.compile import executables as X
   from hx.compile import tuning as T
   from hx.data import Sources, TaskSizes, sequence, training_settings
   from hx.lang import infer, parse
@@ -51,9 +53,9 @@ def main(argv: list[str] | None = None) -> dict:
   program = parse("compose(nn_1, nn_2)")
   compiled = compile_program(program, default_type_variables(infer(program, {}, task.spec.type).fresh))
   data = TuneData(task.train, task.val, task.test, task.table).on_device()
-  objective = T.resolve_objective(compiled, task.objective)
-  apply = T._apply_for(compiled, objective)
-  n = T._num_examples(task.train)
+  objective = X.resolve_objective(compiled, task.objective)
+  apply = X.apply_for(compiled, objective)
+  n = B.num_examples(task.train)
   out = {"task": task.name, "examples": n, "argv": sys.argv, "rows": []}
   print(f"{task.name}: {n} training examples; {jax.devices()[0].device_kind}")
   configs, key = [], jax.random.PRNGKey(1)
@@ -61,8 +63,8 @@ def main(argv: list[str] | None = None) -> dict:
     config = training_settings(task.spec.kind, "paper").tune_config(seed=0, epochs=1, batch_size=batch)
     tx = optax.adam(config.learning_rate)
     steps = math.ceil(n / batch)
-    order = T._epoch_order(jax.random.PRNGKey(0), 0, n, steps * batch)
-    one = T._make_train_step(apply, objective, tx, batch, None)
+    order = B.epoch_order(jax.random.PRNGKey(0), 0, n, steps * batch)
+    one = X.make_train_step(apply, objective, tx, batch, None)
     for fuse in (int(k) for k in args.fuse.split(",")):
       def fused(carry, frozen, table, inputs, targets, order, step, key, fuse=fuse, one=one):
         for k in range(fuse):  # unrolled on purpose
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> dict:
         return carry
       variables = T.initial_variables(compiled, config, objective, data.train.targets)
       params, state = T._split_variables(dict(variables))
-      carry = (params, state, tx.init(params), jnp.float32(0), jnp.int32(-1), jnp.float32(0))
+      carry = X.TrainState(params, state, tx.init(params), jnp.float32(0), jnp.int32(-1), jnp.float32(0))
       rest = ((), data.table, data.train.inputs, data.train.targets, order)
       start = time.perf_counter()
       exe = jax.jit(fused, donate_argnums=(0,)).lower(carry, *rest, jnp.int32(0), key).compile()

@@ -18,6 +18,7 @@ from hx.baselines.networks import (
   RNN,
   Architecture,
   Network,
+  NetworkError,
   architecture,
   count_parameters,
   element_type,
@@ -27,6 +28,7 @@ from hx.baselines.networks import (
 from hx.baselines.train import METHODS, BaselineResult, from_scratch, llt, pnn, standalone
 
 __all__ = [
-    "CNN", "MLP", "RNN", "Architecture", "Network", "architecture", "count_parameters", "element_type",
-    "load_network", "save_network", "METHODS", "BaselineResult", "from_scratch", "llt", "pnn", "standalone",
+    "CNN", "MLP", "RNN", "Architecture", "Network", "NetworkError", "architecture", "count_parameters",
+    "element_type", "load_network", "save_network", "METHODS", "BaselineResult", "from_scratch", "llt", "pnn",
+    "standalone",
 ]

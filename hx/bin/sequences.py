@@ -10,11 +10,11 @@ stand-ins for smallNORB and GTSRB, which every line that uses them labels synthe
 
 from __future__ import annotations
 
-import sys
 import time
 
 from absl import app, flags
 
+from hx.bin.checks import FlagError, no_arguments, refuse
 from hx.bin.data_flags import sources_from_flags
 from hx.data import SEQUENCES, DataError, sequence
 
@@ -24,7 +24,12 @@ _BUILD = flags.DEFINE_boolean("build", False, "Build each task's splits and prin
 
 
 def main(argv: list[str]) -> int:
-  del argv
+  try:
+    no_arguments(argv)
+    if _SEED.value < 0:
+      raise FlagError(f"--seed must be >= 0, got {_SEED.value}")
+  except FlagError as err:
+    return refuse(err)
   sources = sources_from_flags(_SEED.value)
   for name in [_SEQUENCE.value] if _SEQUENCE.value else list(SEQUENCES):
     seq = sequence(name, _SEED.value, sources)
@@ -36,8 +41,7 @@ def main(argv: list[str]) -> int:
       try:
         task = seq.build(i)
       except DataError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return refuse(err)
       print(f"    built in {time.perf_counter() - start:.1f} s: {task.summary()}")
   return 0
 

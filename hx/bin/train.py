@@ -17,6 +17,10 @@ With --checkpoint_dir the training is saved there about every two minutes and wh
 (`hx.compile.checkpoint`, one file per task, program, settings and data): the same command run again
 after an interruption continues from the last file, and after the end prints the saved result without
 training (the paper's regressions train for 1,000 epochs).
+
+A setting that cannot work (a fraction outside (0, 1], no epoch, a checkpoint directory that cannot be
+written, a data file that is missing or unreadable) is one line and exit status 1 before any training;
+so is a checkpoint file that is damaged (the line says to delete it).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import sys
 
 from absl import app, flags, logging
 
+from hx.bin.checks import FlagError, no_arguments, one_line, refuse, writable_directory
 from hx.bin.data_flags import sources_from_flags
 from hx.compile import NoTemplateError, TuneData, compile_program, tune
 from hx.compile.checkpoint import (
@@ -49,7 +54,7 @@ _EPOCHS = flags.DEFINE_integer("epochs", None, "Training epochs (default: the pr
 _BATCH = flags.DEFINE_integer("batch_size", None, "Examples per step (default: the preset's).")
 _LR = flags.DEFINE_float("learning_rate", None, "Adam's learning rate (default: the preset's).")
 _PATIENCE = flags.DEFINE_integer("patience", None, "Stop after this many epochs without improvement.")
-_FRACTION = flags.DEFINE_float("fraction", 1.0, "Share of the training split to train on (0, 1].")
+_FRACTION = flags.DEFINE_float("fraction", 1.0, "Share of the training split to train on, in (0, 1].")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the data and of training.")
 _BIAS = flags.DEFINE_boolean("bias_from_targets", True, "A regression's fresh output layer starts at the "
                              "training targets' mean (ours); --nobias_from_targets: at 0, as the authors'.")
@@ -59,10 +64,26 @@ _GRIDS = flags.DEFINE_integer("grids_4x4", None,
                               "4x4 training grids of the shortest-path tasks (default: the preset's).")
 
 
+def _check_flags() -> None:
+  """FlagError for a setting that cannot work (absl checks only the types)."""
+  if not 0 < _FRACTION.value <= 1:
+    raise FlagError(f"--fraction must be in (0, 1], got {_FRACTION.value:g}")
+  for holder in (_EPOCHS, _BATCH, _PATIENCE, _GRIDS):
+    if holder.value is not None and holder.value < 1:  # --epochs=0 would score an untrained model
+      raise FlagError(f"--{holder.name} must be >= 1, got {holder.value}")
+  if _LR.value is not None and not _LR.value > 0:
+    raise FlagError(f"--learning_rate must be positive, got {_LR.value:g}")
+  if _SEED.value < 0:
+    raise FlagError(f"--seed must be >= 0, got {_SEED.value}")
+  if _CHECKPOINT.value is not None:
+    writable_directory(_CHECKPOINT.value, "--checkpoint_dir")
+
+
 def main(argv: list[str]) -> int:
-  del argv
   logging.set_verbosity(logging.WARNING)  # JAX's backend-probing INFO lines are noise here
   try:
+    no_arguments(argv)
+    _check_flags()
     spec = task_spec(_TASK.value)
     program = parse(_PROGRAM.value)
     typing = infer(program, {}, spec.type)
@@ -78,9 +99,10 @@ def main(argv: list[str]) -> int:
     config = settings.tune_config(seed=_SEED.value, bias_from_targets=_BIAS.value, **overrides)
     task = build_task(spec, sources_from_flags(_SEED.value), sizes, _SEED.value)
   except (ValueError, HxTypeError, NoTemplateError, DataError) as err:  # ParseError is a ValueError
-    kind = "parse error" if isinstance(err, ParseError) else "error"
-    print(f"{kind}: {err}", file=sys.stderr)
-    return 1
+    if isinstance(err, ParseError):
+      print(f"parse error: {one_line(err)}", file=sys.stderr)
+      return 1
+    return refuse(err)
   if _FRACTION.value != 1.0:
     task = task.with_fraction(_FRACTION.value)
   print(f"task    {task.summary()}")
@@ -105,9 +127,8 @@ def main(argv: list[str]) -> int:
         print(f"resuming {where.path}: " + (f"{saved['epochs']} epochs done" if saved["kind"] == "paused"
                                              else "finished"))
       result = tune_checkpointed(compiled, (), data, task.objective, config, where)
-    except CheckpointError as err:
-      print(f"error: {err}", file=sys.stderr)
-      return 1
+    except (CheckpointError, OSError) as err:  # a damaged file; a disk that filled up
+      return refuse(err)
   for e in result.history:
     print(f"epoch {e.epoch:3d}  train loss {e.train_loss:9.4f}  val {task.metric} {e.val_score:8.3f}  "
           f"({e.train_seconds:.1f} s + {e.val_seconds:.1f} s)")

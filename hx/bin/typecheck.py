@@ -8,15 +8,14 @@ r"""Parses, type-checks and prints programs: the paper's, or your own.
 For each program it prints the canonical form, its size, its type and the inferred type of each fresh
 function (for the paper's programs, with the types nothing constrains filled in by the paper's
 conventions, as `hx.lang.paper` explains); a program that does not parse or type-check is reported
-with the reason and the exit status is 1.
+with the reason and the exit status is 1, as is an unknown table (one line naming the tables).
 """
 
 from __future__ import annotations
 
-import sys
-
 from absl import app, flags
 
+from hx.bin.checks import FlagError, no_arguments, refuse
 from hx.lang import HxTypeError, ParseError, infer, parse, parse_type, size
 from hx.lang.paper import default_type_variables, paper_library, paper_programs, paper_tables
 
@@ -41,14 +40,24 @@ def _report(text: str, expected: str | None, library: dict, paper_defaults: bool
   return True
 
 
+def _known_table(flag: str, table: str) -> str:
+  if table not in paper_tables():
+    raise FlagError(f"--{flag}: unknown table {table!r}; the tables are: {', '.join(paper_tables())}")
+  return table
+
+
 def main(argv: list[str]) -> int:
-  del argv
+  try:
+    no_arguments(argv)
+    if _PROGRAM.value is None:
+      _known_table("table", _TABLE.value)
+    elif _LIBRARY.value:
+      _known_table("library", _LIBRARY.value)
+  except FlagError as err:
+    return refuse(err)
   if _PROGRAM.value is not None:
     library = paper_library(_LIBRARY.value) if _LIBRARY.value else {}
     return 0 if _report(_PROGRAM.value, _TYPE.value, library) else 1
-  if _TABLE.value not in paper_tables():
-    print(f"unknown table {_TABLE.value!r}; the tables are: {', '.join(paper_tables())}", file=sys.stderr)
-    return 2
   ok = True
   task = None
   for p in paper_programs():

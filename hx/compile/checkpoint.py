@@ -33,6 +33,7 @@ import json
 import math
 import os
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -203,8 +204,9 @@ def _read(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
     with np.load(path, allow_pickle=False) as f:
       arrays = {k: f[k] for k in f.files}
     meta = json.loads(str(arrays.pop("meta")))
-  except (OSError, ValueError, KeyError) as err:
-    raise CheckpointError(path, f"not a Tune checkpoint ({type(err).__name__}: {err})") from None
+  except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:  # truncated, altered, other
+    raise CheckpointError(path, f"not a Tune checkpoint ({type(err).__name__}: {err}); delete it to start "
+                                "this training again") from None
   if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
     found = meta.get("format") if isinstance(meta, dict) else None
     raise CheckpointError(path, f"not a Tune checkpoint (format {found!r}, expected {_FORMAT!r})")

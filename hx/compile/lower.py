@@ -75,7 +75,7 @@ every combinator masks them out, so padding never reaches a real output, gradien
 padded to N nodes: a map over that list (map_l) or over that graph's nodes (map_g) runs its function on
 the (at most k) real elements or nodes only, gathered into k rows, and the padded elements' outputs are
 zeros. It holds in training and in inference alike (Tune passes the k of its fullest training batch,
-`hx.compile.tuning.pack_capacity`, and of its fullest evaluation chunk, `eval_pack_capacity`).
+`hx.compile.batching.pack_capacity`, and of its fullest evaluation chunk, `eval_pack_capacity`).
 
 Randomness: `rng` is split into one key per batch row; a list element, a fold step, a repeat iteration
 and a fresh module's call site each fold their index into the row key. A real element's dropout mask therefore
@@ -115,6 +115,7 @@ from hx.compile.modules import (
   Neighbourhoods,
   apply_module,
   init_module,
+  linear_output,
   module_spec,
 )
 from hx.compile.values import ELEMENT_BATCHES, EdgeGraphBatch, GraphBatch, ListBatch
@@ -283,9 +284,7 @@ def _output_slot(structure: P.Program, fresh_specs: tuple[ModuleSpec, ...]) -> i
   if not isinstance(node, P.Fresh):
     return None
   slot = int(node.name[1:])
-  spec = fresh_specs[slot]
-  linear_out = spec.template in ("mlp", "lstm") or (spec.template == "cnn" and spec["output_layer"])
-  return slot if linear_out and spec.activation == "none" else None
+  return slot if linear_output(fresh_specs[slot]) else None
 
 
 def lowering_cache_info() -> Any:

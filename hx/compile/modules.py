@@ -75,6 +75,9 @@ randomness per row from a per-row key (see `hx.compile.lower`), so a valid row's
 depend on how much padding sits beside it. Frozen (library) modules always run in inference mode.
 
 Parameters are plain nested dicts of arrays; the static structure lives in the hashable `ModuleSpec`.
+Each template is written in one place, at the end of this file: its initialisation, its application
+(JAX, R rows) and its float64 NumPy reference (one example, for `hx.compile.reference`), gathered in
+the table `TEMPLATES` with the name of its linear output layer (`set_output_bias`).
 """
 
 from __future__ import annotations
@@ -82,10 +85,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from hx.compile.fixpoint import FixConfig
@@ -102,11 +108,11 @@ from hx.lang.types import (
 
 __all__ = [
   "GRAPH_KERNELS", "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "module_spec",
-  "init_module", "apply_module", "cnn_feature_size", "TEMPLATES", "Neighbourhoods", "apply_dense", "activate",
+  "init_module", "apply_module", "reference_module", "cnn_feature_size", "Template", "TEMPLATES",
+  "linear_output", "set_output_bias", "mlp_layers", "lstm_scan", "Neighbourhoods", "apply_dense", "activate",
   "batch_norm", "row_dropout", "PRECISION", "matmul",
 ]
 
-TEMPLATES = ("mlp", "cnn", "lstm", "graph_kernel", "slot_kernel")
 AGGREGATIONS = ("min", "max", "mean", "sum")
 GRAPH_UPDATES = ("replace", "residual")
 GRAPH_KERNELS = ("pairs", "slots")
@@ -376,57 +382,6 @@ def _update(spec: ModuleSpec, x: jax.Array, y: jax.Array) -> jax.Array:
   return jnp.concatenate([x[:, :k], rest], -1) if k else rest
 
 
-def init_module(spec: ModuleSpec, rng: jax.Array) -> tuple[dict, dict]:
-  """Fresh parameters and batch statistics for `spec`: (params, batch_stats), nested dicts of arrays."""
-  keys = jax.random.split(rng, 4)
-  t = spec.template
-  if t == "mlp":
-    n_in = sum(_size(a) for a in spec.inputs)
-    h = spec["hidden"]
-    params = {"hidden": _dense(keys[0], n_in, h),
-              "bn": {"scale": jnp.ones((h,), jnp.float32), "bias": jnp.zeros((h,), jnp.float32)},
-              "out": _dense(keys[1], h, _size(spec.output))}
-    stats = {"bn": {"mean": jnp.zeros((h,), jnp.float32), "var": jnp.ones((h,), jnp.float32)}}
-    return params, stats
-  if t == "cnn":
-    c_in = spec.inputs[0].shape[0]
-    k = spec["kernel"]
-    convs = []
-    for i, c_out in enumerate(spec["channels"]):
-      w = jax.nn.initializers.lecun_normal(in_axis=(0, 1, 2), out_axis=3)(
-        jax.random.fold_in(keys[0], i), (k, k, c_in, c_out), jnp.float32)
-      convs.append({"w": w, "b": jnp.zeros((c_out,), jnp.float32)})
-      c_in = c_out
-    params = {"convs": tuple(convs)}
-    if spec["output_layer"]:
-      params["out"] = _dense(keys[1], spec["features"], _size(spec.output))
-    return params, {}
-  if t == "lstm":
-    h = spec["hidden"]
-    n_in = _size(spec.inputs[0].elem)
-    w_i = jax.nn.initializers.lecun_normal()(keys[0], (n_in, 4 * h), jnp.float32)
-    orth = jax.nn.initializers.orthogonal()
-    w_h = jnp.concatenate([orth(jax.random.fold_in(keys[1], g), (h, h), jnp.float32) for g in range(4)], 1)
-    b = jnp.zeros((4 * h,), jnp.float32).at[h:2 * h].set(1.0)  # forget gate starts open
-    return {"w_i": w_i, "w_h": w_h, "b": b, "out": _dense(keys[2], h, _size(spec.output))}, {}
-  if t == "graph_kernel":
-    d = _size(spec.inputs[0].elem)
-    h, m = spec["hidden"], spec["message"]
-    n_agg = len(spec["aggregations"])
-    return {"pair_hidden": _dense(keys[0], 2 * d, h), "pair_out": _dense(keys[1], h, m),
-            "node_hidden": _dense(keys[2], d + n_agg * m, h),
-            "node_out": _dense(keys[3], h, _size(spec.output) - _kept(spec), zero=_residual(spec))}, {}
-  if t == "slot_kernel":
-    d, h = _size(spec.inputs[0].elem), spec["hidden"]
-    sizes = [spec["slots"] * (d + 1)] + [h] * spec["layers"]
-    hidden = tuple(_uniform_dense(jax.random.fold_in(keys[0], i), a, b)
-                   for i, (a, b) in enumerate(zip(sizes, sizes[1:])))
-    n_out = _size(spec.output) - _kept(spec)
-    out = _dense(keys[1], h, n_out, zero=True) if _residual(spec) else _uniform_dense(keys[1], h, n_out)
-    return {"hidden": hidden, "out": out}, {}
-  raise ValueError(f"unknown template {t!r}")
-
-
 # ---------------------------------------------------------------------------------------------------
 # Application.
 
@@ -443,7 +398,13 @@ def matmul(a: jax.Array, b: jax.Array) -> jax.Array:
 
 
 def apply_dense(p: dict, x: jax.Array) -> jax.Array:
-  """x (R, n_in) @ w + b -> (R, n_out)."""
+  """x (R, n_in) @ w + b -> (R, n_out), p = {"w": (n_in, n_out), "b": (n_out,)}.
+
+  Not `flax.linen.Dense`, although `Dense(precision=PRECISION)` compiles to the very same program (the
+  same optimised HLO in a training step): the templates are functions of plain parameter dicts, whose
+  names ("w", "b") the saved libraries and checkpoints, the baselines and the hand-set weights of the
+  tests use; a flax Module would name them "kernel" and "bias", or need its own dict built per call.
+  """
   return matmul(x, p["w"]) + p["b"]
 
 
@@ -471,7 +432,12 @@ def row_dropout(x: jax.Array, keys: jax.Array, rate: float, keep_shape: tuple[in
 
 def batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, momentum: float,
                 eps: float) -> tuple[jax.Array, dict]:
-  """Batch norm over rows of h (R, F); in training, statistics over the rows where mask (R,) is True."""
+  """Batch norm over rows of h (R, F); in training, statistics over the rows where mask (R,) is True.
+
+  Not `flax.linen.BatchNorm(mask=...)`: on a call whose rows are all padding (mask all False) flax sets
+  the running statistics to NaN (a mean over no rows), where this keeps them; and its default variance
+  is E[h^2] - E[h]^2, not the two-pass mean of squared deviations computed here.
+  """
   if train:
     w = mask.astype(h.dtype)[:, None]
     n = jnp.sum(w)
@@ -523,6 +489,11 @@ def _cnn_slices(r: int, rows: int = CNN_TRAIN_ROWS) -> list[tuple[int, int]]:
 
 def _conv_valid(x: jax.Array, w: jax.Array) -> jax.Array:
   """A stride-1 'VALID' convolution, x (R, H, W, C) NHWC, w (k, k, C, O) HWIO -> (R, H-k+1, W-k+1, O).
+
+  Not `flax.linen.Conv`: it adds its bias inside, before the pooling, where the training path here adds it
+  after (`_cnn_blocks`: on a quarter of the values); `Conv(use_bias=False)` is this very call. A training
+  step of the paper's CNN built of flax's `Conv` and `max_pool` (whose gradient is `reduce_window`'s,
+  see `_max_pool`) gives the same values but runs several times slower on XLA:CPU than the template.
 
   XLA's own gradients: the first convolution's input gradient is never computed (XLA drops it, as
   nothing uses it), the second's is a forward convolution of the padded output gradient with the flipped
@@ -721,6 +692,334 @@ def _slot_kernel(spec: ModuleSpec, params: dict, values: jax.Array, valid: jax.A
 _RECOMPUTED = {f: jax.checkpoint(f, static_argnums=(0,)) for f in (_graph_kernel_lists, _graph_kernel_edges)}
 
 
+# ---------------------------------------------------------------------------------------------------
+# The float64 NumPy layers of the reference interpreter (`hx.compile.reference`: one example at a time,
+# inference mode). They share no code with the JAX layers above, so that the tests comparing the two
+# check the JAX side against the definitions.
+
+def _ref_dense(p: dict, x: np.ndarray) -> np.ndarray:
+  return x @ p["w"] + p["b"]
+
+
+def _ref_relu(x: np.ndarray) -> np.ndarray:
+  return np.maximum(x, 0.0)
+
+
+def _ref_sigmoid(x: np.ndarray) -> np.ndarray:
+  return 1.0 / (1.0 + np.exp(-x))
+
+
+def _ref_activate(y: np.ndarray, activation: str) -> np.ndarray:
+  if activation == "sigmoid":
+    return _ref_sigmoid(y)
+  if activation == "softmax":
+    e = np.exp(y - y.max())
+    return e / e.sum()
+  return y
+
+
+def _ref_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+  """Valid convolution of one HWC image with an HWIO kernel, by loops over output positions."""
+  k = w.shape[0]
+  h_out, w_out = x.shape[0] - k + 1, x.shape[1] - k + 1
+  out = np.empty((h_out, w_out, w.shape[3]))
+  for i in range(h_out):
+    for j in range(w_out):
+      out[i, j] = np.tensordot(x[i:i + k, j:j + k], w, axes=3) + b
+  return out
+
+
+def _ref_max_pool(x: np.ndarray, k: int) -> np.ndarray:
+  h_out, w_out = x.shape[0] // k, x.shape[1] // k
+  out = np.empty((h_out, w_out, x.shape[2]))
+  for i in range(h_out):
+    for j in range(w_out):
+      out[i, j] = x[i * k:(i + 1) * k, j * k:(j + 1) * k].max(axis=(0, 1))
+  return out
+
+
+def _ref_vector(a: Any) -> np.ndarray:
+  return np.asarray(a, np.float64).reshape(-1)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The templates, each in one place: `_init_T` (fresh parameters), `_apply_T` (R rows, JAX) and
+# `_reference_T` (one example, float64 NumPy), gathered in `TEMPLATES`.
+#
+# Every `_init_T(spec, keys)` takes the 4 keys `init_module` splits its key into and returns (params,
+# batch_stats). Every `_apply_T(spec, params, stats, inputs, *, mask, keys, train, activation,
+# recompute)` returns (y (R, *output shape), new_stats), as `apply_module` documents. Every
+# `_reference_T(spec, params, stats, args)` takes float64 parameters and one example's arguments and
+# returns the output (output shape, float64).
+
+def _init_mlp(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
+  n_in = sum(_size(a) for a in spec.inputs)
+  h = spec["hidden"]
+  params = {"hidden": _dense(keys[0], n_in, h),
+            "bn": {"scale": jnp.ones((h,), jnp.float32), "bias": jnp.zeros((h,), jnp.float32)},
+            "out": _dense(keys[1], h, _size(spec.output))}
+  stats = {"bn": {"mean": jnp.zeros((h,), jnp.float32), "var": jnp.ones((h,), jnp.float32)}}
+  return params, stats
+
+
+def mlp_layers(spec: ModuleSpec, params: dict, stats: dict, x: jax.Array, *, mask: jax.Array,
+               keys: jax.Array | None, train: bool, hidden_extra: jax.Array | None = None,
+               out_extra: jax.Array | None = None) -> tuple[jax.Array, jax.Array, dict]:
+  """The `mlp` template's layers on x (R, n_in) float32, its arguments flattened and concatenated:
+  Dense -> masked batch norm -> ReLU -> dropout (training, with keys) -> Dense, with optional additions
+  to the two pre-activations (a progressive network's lateral inputs, `hx.baselines.layers.mlp`).
+
+  Args:
+    hidden_extra: (R, hidden) added to the hidden layer's pre-activation (before batch norm), or None.
+    out_extra: (R, n_out) added to the output layer's pre-activation, or None.
+
+  Returns:
+    (y, hidden, new_stats): y (R, n_out), the output layer's pre-activation; hidden (R, hidden), the
+    hidden activations after batch norm and ReLU (before dropout); the updated batch statistics.
+  """
+  h = apply_dense(params["hidden"], x)
+  if hidden_extra is not None:
+    h = h + hidden_extra
+  h, bn = batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"], spec["bn_epsilon"])
+  hidden = jax.nn.relu(h)
+  h = hidden
+  if train and keys is not None and spec["dropout"] > 0:
+    h = row_dropout(h, keys, spec["dropout"], h.shape[1:])
+  y = apply_dense(params["out"], h)
+  if out_extra is not None:
+    y = y + out_extra
+  return y, hidden, {"bn": bn}
+
+
+def _apply_mlp(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
+               keys: jax.Array | None, train: bool, activation: str,
+               recompute: bool) -> tuple[jax.Array, dict]:
+  r = inputs[0].shape[0]
+  x = jnp.concatenate([a.reshape(r, -1).astype(jnp.float32) for a in inputs], -1)
+  y, _, new_stats = mlp_layers(spec, params, stats, x, mask=mask, keys=keys, train=train)
+  return activate(y.reshape((r,) + spec.output.shape), activation), new_stats
+
+
+def _reference_mlp(spec: ModuleSpec, p: dict, s: dict, args: Sequence[Any]) -> np.ndarray:
+  h = _ref_dense(p["hidden"], np.concatenate([_ref_vector(a) for a in args]))
+  bn, stats_bn = p["bn"], s["bn"]
+  h = (h - stats_bn["mean"]) / np.sqrt(stats_bn["var"] + spec["bn_epsilon"]) * bn["scale"] + bn["bias"]
+  return _ref_activate(_ref_dense(p["out"], _ref_relu(h)), spec.activation).reshape(spec.output.shape)
+
+
+def _init_cnn(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
+  c_in = spec.inputs[0].shape[0]
+  k = spec["kernel"]
+  convs = []
+  for i, c_out in enumerate(spec["channels"]):
+    w = jax.nn.initializers.lecun_normal(in_axis=(0, 1, 2), out_axis=3)(
+      jax.random.fold_in(keys[0], i), (k, k, c_in, c_out), jnp.float32)
+    convs.append({"w": w, "b": jnp.zeros((c_out,), jnp.float32)})
+    c_in = c_out
+  params = {"convs": tuple(convs)}
+  if spec["output_layer"]:
+    params["out"] = _dense(keys[1], spec["features"], _size(spec.output))
+  return params, {}
+
+
+def _apply_cnn(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
+               keys: jax.Array | None, train: bool, activation: str,
+               recompute: bool) -> tuple[jax.Array, dict]:
+  (x,) = inputs
+  r = x.shape[0]
+  h = jnp.transpose(x.astype(jnp.float32), (0, 2, 3, 1))  # channel-first types, NHWC convolutions
+  slices = _cnn_slices(r, _cnn_slice_rows(h.shape, params["convs"], spec["pool"])) if train else [(0, r)]
+  parts = [_cnn_blocks(params["convs"], h[i:j], spec["pool"], train) for i, j in slices]
+  h = parts[0] if len(parts) == 1 else jnp.concatenate(parts, 0)
+  if train and keys is not None and spec["dropout"] > 0:
+    h = row_dropout(h, keys, spec["dropout"], (h.shape[-1],), spatial=True)
+  h = h.reshape(r, -1)
+  out_shape = (r,) + spec.output.shape
+  if spec["output_layer"]:
+    return activate(apply_dense(params["out"], h).reshape(out_shape), activation), stats
+  return h.reshape(out_shape), stats
+
+
+def _reference_cnn(spec: ModuleSpec, p: dict, s: dict, args: Sequence[Any]) -> np.ndarray:
+  h = np.transpose(np.asarray(args[0], np.float64), (1, 2, 0))
+  for conv in p["convs"]:
+    h = _ref_max_pool(_ref_relu(_ref_conv2d(h, conv["w"], conv["b"])), spec["pool"])
+  h = h.reshape(-1)
+  if spec["output_layer"]:
+    return _ref_activate(_ref_dense(p["out"], h), spec.activation).reshape(spec.output.shape)
+  return h.reshape(spec.output.shape)
+
+
+def _init_lstm(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
+  h = spec["hidden"]
+  n_in = _size(spec.inputs[0].elem)
+  w_i = jax.nn.initializers.lecun_normal()(keys[0], (n_in, 4 * h), jnp.float32)
+  orth = jax.nn.initializers.orthogonal()
+  w_h = jnp.concatenate([orth(jax.random.fold_in(keys[1], g), (h, h), jnp.float32) for g in range(4)], 1)
+  b = jnp.zeros((4 * h,), jnp.float32).at[h:2 * h].set(1.0)  # forget gate starts open
+  return {"w_i": w_i, "w_h": w_h, "b": b, "out": _dense(keys[2], h, _size(spec.output))}, {}
+
+
+def lstm_scan(params: dict, values: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """The `lstm` template's recurrence (gates i, f, g, o), without its output layer; the graph baseline
+  (`hx.baselines.graph`) reads its every step. (Steps nobody reads cost nothing: XLA drops them.)
+
+  Not flax's `OptimizedLSTMCell` under `nn.RNN` (not timed): its parameters are one kernel per gate for
+  the input and the recurrent state, where saved modules hold one (D, 4H) and one (H, 4H) matrix, and
+  the cell projects the input inside every step, where this projects all steps' at once before the scan.
+
+  Args:
+    params: the template's parameters (w_i, w_h, b; "out" is not used here).
+    values: (R, L, *elem) inputs.
+    mask: (R, L) bool; a row's real steps are a prefix, and the state does not change on padded steps.
+
+  Returns:
+    (states, last): states (R, L, H), the hidden state after each step (the last real state repeated
+    on padded steps); last (R, H), the state after the last real step (zeros for an empty list).
+  """
+  r, length = values.shape[:2]
+  x = values.reshape(r, length, -1).astype(jnp.float32)
+  hsz = params["w_h"].shape[0]
+  # The input projection for all steps at once.
+  xw = jnp.einsum("rld,dg->lrg", x, params["w_i"], precision=PRECISION) + params["b"]
+
+  def step(carry, inp):
+    hh, cc = carry
+    g_in, m = inp
+    g = g_in + matmul(hh, params["w_h"])
+    i, f, gg, o = jnp.split(g, 4, axis=-1)
+    c_new = jax.nn.sigmoid(f) * cc + jax.nn.sigmoid(i) * jnp.tanh(gg)
+    h_new = jax.nn.sigmoid(o) * jnp.tanh(c_new)
+    m = m[:, None]
+    h_keep = jnp.where(m, h_new, hh)
+    return (h_keep, jnp.where(m, c_new, cc)), h_keep
+
+  zero = jnp.zeros((r, hsz), jnp.float32)
+  (last, _), states = lax.scan(step, (zero, zero), (xw, jnp.swapaxes(mask.astype(bool), 0, 1)))
+  return jnp.swapaxes(states, 0, 1), last
+
+
+def _apply_lstm(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
+                keys: jax.Array | None, train: bool, activation: str,
+                recompute: bool) -> tuple[jax.Array, dict]:
+  (lb,) = inputs
+  _, last = lstm_scan(params, lb.values, lb.mask)
+  y = apply_dense(params["out"], last).reshape((lb.values.shape[0],) + spec.output.shape)
+  return activate(y, activation), stats
+
+
+def _reference_lstm(spec: ModuleSpec, p: dict, s: dict, args: Sequence[Any]) -> np.ndarray:
+  n = spec["hidden"]
+  h, c = np.zeros(n), np.zeros(n)
+  for a in args[0]:
+    g = _ref_vector(a) @ p["w_i"] + h @ p["w_h"] + p["b"]
+    i, f, gg, o = g[:n], g[n:2 * n], g[2 * n:3 * n], g[3 * n:]
+    c = _ref_sigmoid(f) * c + _ref_sigmoid(i) * np.tanh(gg)
+    h = _ref_sigmoid(o) * np.tanh(c)
+  return _ref_activate(_ref_dense(p["out"], h), spec.activation).reshape(spec.output.shape)
+
+
+def _init_graph_kernel(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
+  d = _size(spec.inputs[0].elem)
+  h, m = spec["hidden"], spec["message"]
+  n_agg = len(spec["aggregations"])
+  return {"pair_hidden": _dense(keys[0], 2 * d, h), "pair_out": _dense(keys[1], h, m),
+          "node_hidden": _dense(keys[2], d + n_agg * m, h),
+          "node_out": _dense(keys[3], h, _size(spec.output) - _kept(spec), zero=_residual(spec))}, {}
+
+
+def _apply_graph_kernel(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
+                        keys: jax.Array | None, train: bool, activation: str,
+                        recompute: bool) -> tuple[jax.Array, dict]:
+  (lb,) = inputs
+  if isinstance(lb, Neighbourhoods):
+    kernel = _RECOMPUTED[_graph_kernel_edges] if recompute else _graph_kernel_edges
+    y = kernel(spec, params, lb, mask)
+    return activate(y.reshape((lb.nodes.shape[0],) + spec.output.shape), activation), stats
+  kernel = _RECOMPUTED[_graph_kernel_lists] if recompute else _graph_kernel_lists
+  y = kernel(spec, params, lb.values, lb.mask)
+  return activate(y.reshape((lb.values.shape[0],) + spec.output.shape), activation), stats
+
+
+def _reference_graph_kernel(spec: ModuleSpec, p: dict, s: dict, args: Sequence[Any]) -> np.ndarray:
+  elems = [_ref_vector(a) for a in args[0]]
+  own = elems[0] if elems else np.zeros(_size(spec.inputs[0].elem))
+  msgs = [_ref_dense(p["pair_out"], _ref_relu(_ref_dense(p["pair_hidden"], np.concatenate([own, e]))))
+          for e in elems]
+  reduce = {"min": np.min, "max": np.max, "sum": np.sum, "mean": np.mean}
+  aggs = [reduce[how](msgs, axis=0) if msgs else np.zeros(spec["message"]) for how in spec["aggregations"]]
+  y = _ref_dense(p["node_out"], _ref_relu(_ref_dense(p["node_hidden"], np.concatenate([own] + aggs))))
+  keep = _kept(spec)
+  if _residual(spec):
+    y = own[keep:] + y
+  y = np.concatenate([own[:keep], y])
+  return _ref_activate(y, spec.activation).reshape(spec.output.shape)
+
+
+def _init_slot_kernel(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
+  d, h = _size(spec.inputs[0].elem), spec["hidden"]
+  sizes = [spec["slots"] * (d + 1)] + [h] * spec["layers"]
+  hidden = tuple(_uniform_dense(jax.random.fold_in(keys[0], i), a, b)
+                 for i, (a, b) in enumerate(zip(sizes, sizes[1:])))
+  n_out = _size(spec.output) - _kept(spec)
+  out = _dense(keys[1], h, n_out, zero=True) if _residual(spec) else _uniform_dense(keys[1], h, n_out)
+  return {"hidden": hidden, "out": out}, {}
+
+
+def _apply_slot_kernel(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
+                       keys: jax.Array | None, train: bool, activation: str,
+                       recompute: bool) -> tuple[jax.Array, dict]:
+  (lb,) = inputs
+  if isinstance(lb, Neighbourhoods):
+    raise NotImplementedError("a slot kernel reads its neighbour list by slot (direction); edge lists have "
+                              "no slot order: use ModuleConfig.graph_kernel='pairs' on edge-list graphs")
+  y = _slot_kernel(spec, params, lb.values, lb.mask)
+  return activate(y.reshape((lb.values.shape[0],) + spec.output.shape), activation), stats
+
+
+class Template(NamedTuple):
+  """One module template (see the module docstring): how it starts, runs and is defined.
+
+  Attributes:
+    init: (spec, keys (4,)) -> (params, batch_stats), fresh parameters.
+    apply: (spec, params, stats, inputs, *, mask, keys, train, activation, recompute) -> (y, new_stats),
+      the module on R rows (`apply_module`).
+    reference: (spec, params, stats, args) -> y, the module on one example in inference mode in float64
+      NumPy (`reference_module`); None for the slot kernel, whose slots are positions (a grid cell's
+      directions) that the reference interpreter's neighbour lists do not keep.
+    output_layer: spec -> the params entry of the module's linear output layer (a Dense {"w", "b"} whose
+      output, before the output activation, is the module's whole output), or None: a CNN whose output
+      is its features, and the graph kernels (their output passes kept components through, or adds the
+      node's value).
+  """
+  init: Callable[..., tuple[dict, dict]]
+  apply: Callable[..., tuple[jax.Array, dict]]
+  reference: Callable[..., np.ndarray] | None
+  output_layer: Callable[[ModuleSpec], str | None]
+
+
+TEMPLATES: Mapping[str, Template] = MappingProxyType({
+  "mlp": Template(_init_mlp, _apply_mlp, _reference_mlp, lambda spec: "out"),
+  "cnn": Template(_init_cnn, _apply_cnn, _reference_cnn,
+                  lambda spec: "out" if spec["output_layer"] else None),
+  "lstm": Template(_init_lstm, _apply_lstm, _reference_lstm, lambda spec: "out"),
+  "graph_kernel": Template(_init_graph_kernel, _apply_graph_kernel, _reference_graph_kernel,
+                           lambda spec: None),
+  "slot_kernel": Template(_init_slot_kernel, _apply_slot_kernel, None, lambda spec: None),
+})
+
+
+def _template(spec: ModuleSpec) -> Template:
+  if spec.template not in TEMPLATES:
+    raise ValueError(f"unknown template {spec.template!r}")
+  return TEMPLATES[spec.template]
+
+
+def init_module(spec: ModuleSpec, rng: jax.Array) -> tuple[dict, dict]:
+  """Fresh parameters and batch statistics for `spec`: (params, batch_stats), nested dicts of arrays."""
+  return _template(spec).init(spec, jax.random.split(rng, 4))
+
+
 def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
                  keys: jax.Array | None, train: bool, logits: bool = False,
                  recompute: bool = False) -> tuple[jax.Array, dict]:
@@ -742,70 +1041,45 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
   Returns:
     (y, new_stats): y of shape (R, *output shape); new_stats equal to stats unless training with BN.
   """
-  t = spec.template
-  activation = "none" if logits else spec.activation
-  out_shape = spec.output.shape
-  if t == "mlp":
-    r = inputs[0].shape[0]
-    x = jnp.concatenate([a.reshape(r, -1).astype(jnp.float32) for a in inputs], -1)
-    h = apply_dense(params["hidden"], x)
-    h, bn = batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"], spec["bn_epsilon"])
-    h = jax.nn.relu(h)
-    if train and keys is not None and spec["dropout"] > 0:
-      h = row_dropout(h, keys, spec["dropout"], h.shape[1:])
-    y = apply_dense(params["out"], h).reshape((r,) + out_shape)
-    return activate(y, activation), {"bn": bn}
-  if t == "cnn":
-    (x,) = inputs
-    r = x.shape[0]
-    h = jnp.transpose(x.astype(jnp.float32), (0, 2, 3, 1))  # channel-first types, NHWC convolutions
-    slices = _cnn_slices(r, _cnn_slice_rows(h.shape, params["convs"], spec["pool"])) if train else [(0, r)]
-    parts = [_cnn_blocks(params["convs"], h[i:j], spec["pool"], train) for i, j in slices]
-    h = parts[0] if len(parts) == 1 else jnp.concatenate(parts, 0)
-    if train and keys is not None and spec["dropout"] > 0:
-      h = row_dropout(h, keys, spec["dropout"], (h.shape[-1],), spatial=True)
-    h = h.reshape(r, -1)
-    if spec["output_layer"]:
-      return activate(apply_dense(params["out"], h).reshape((r,) + out_shape), activation), stats
-    return h.reshape((r,) + out_shape), stats
-  if t == "lstm":
-    (lb,) = inputs
-    r, length = lb.values.shape[:2]
-    x = lb.values.reshape(r, length, -1).astype(jnp.float32)
-    hsz = spec["hidden"]
-    # The input projection for all steps at once.
-    xw = jnp.einsum("rld,dg->lrg", x, params["w_i"], precision=PRECISION) + params["b"]
+  return _template(spec).apply(spec, params, stats, inputs, mask=mask, keys=keys, train=train,
+                               activation="none" if logits else spec.activation, recompute=recompute)
 
-    def step(carry, inp):
-      hh, cc = carry
-      g_in, m = inp
-      g = g_in + matmul(hh, params["w_h"])
-      i, f, gg, o = jnp.split(g, 4, axis=-1)
-      c_new = jax.nn.sigmoid(f) * cc + jax.nn.sigmoid(i) * jnp.tanh(gg)
-      h_new = jax.nn.sigmoid(o) * jnp.tanh(c_new)
-      m = m[:, None]
-      return (jnp.where(m, h_new, hh), jnp.where(m, c_new, cc)), None
 
-    zero = jnp.zeros((r, hsz), jnp.float32)
-    (h_last, _), _ = lax.scan(step, (zero, zero), (xw, jnp.swapaxes(lb.mask, 0, 1)))
-    y = apply_dense(params["out"], h_last).reshape((r,) + out_shape)
-    return activate(y, activation), stats
-  if t == "graph_kernel":
-    (lb,) = inputs
-    if isinstance(lb, Neighbourhoods):
-      kernel = _RECOMPUTED[_graph_kernel_edges] if recompute else _graph_kernel_edges
-      y = kernel(spec, params, lb, mask)
-      return activate(y.reshape((lb.nodes.shape[0],) + out_shape), activation), stats
-    r = lb.values.shape[0]
-    kernel = _RECOMPUTED[_graph_kernel_lists] if recompute else _graph_kernel_lists
-    y = kernel(spec, params, lb.values, lb.mask)
-    return activate(y.reshape((r,) + out_shape), activation), stats
-  if t == "slot_kernel":
-    (lb,) = inputs
-    if isinstance(lb, Neighbourhoods):
-      raise NotImplementedError("a slot kernel reads its neighbour list by slot (direction); edge lists have "
-                                "no slot order: use ModuleConfig.graph_kernel='pairs' on edge-list graphs")
-    y = _slot_kernel(spec, params, lb.values, lb.mask)
-    return activate(y.reshape((lb.values.shape[0],) + out_shape), activation), stats
-  raise ValueError(f"unknown template {t!r}")
+def reference_module(spec: ModuleSpec, params: dict, stats: dict, args: Sequence[Any]) -> np.ndarray:
+  """One module on one example in inference mode, in float64 NumPy (`hx.compile.reference`).
 
+  Args:
+    spec: the module's spec.
+    params, stats: its parameters and running statistics (any arrays; computed in float64).
+    args: one value per argument: arrays of the argument shapes, or (lstm, graph_kernel) a list of arrays.
+
+  Returns:
+    the output, of the spec's output shape (float64).
+  """
+  reference = _template(spec).reference
+  if reference is None:
+    raise NotImplementedError(f"no float64 reference for the {spec.template} template (Template.reference)")
+  as_float64 = lambda tree: jax.tree.map(lambda a: np.asarray(a, np.float64), tree)
+  return reference(spec, as_float64(params), as_float64(stats), args)
+
+
+def linear_output(spec: ModuleSpec) -> bool:
+  """Whether the module's whole output is its linear output layer's: a layer with no activation after
+  it (`Template.output_layer`, and the output activation "none")."""
+  return _template(spec).output_layer(spec) is not None and spec.activation == "none"
+
+
+def set_output_bias(spec: ModuleSpec, params: dict, bias: Any) -> dict:
+  """`params` with the bias of the module's linear output layer (`Template.output_layer`) set to `bias`,
+  (prod(output shape),) values in any float dtype (cast to the bias's); the other entries shared.
+
+  Raises:
+    ValueError: the module has no linear output layer, or `bias` is not of its size.
+  """
+  layer = _template(spec).output_layer(spec)
+  if layer is None:
+    raise ValueError(f"module {spec} has no linear output layer")
+  old = params[layer]["b"]
+  if np.size(bias) != old.size:
+    raise ValueError(f"an output bias of {np.size(bias)} values for module {spec}, whose bias has {old.size}")
+  return dict(params, **{layer: dict(params[layer], b=jnp.asarray(bias, old.dtype).reshape(old.shape))})

@@ -2,7 +2,9 @@
 
 It reads the same variables and frozen parameters as a `CompiledProgram` and should compute the same
 outputs as its `apply(..., train=False)`; the tests compare the two. It follows the paper's definitions
-directly (section 2) and shares no code with the lowering beyond the parameter layout.
+directly (section 2) and shares no code with the lowering beyond the parameter layout. Each module runs
+as its template's float64 reference, which sits beside the template's JAX code in `hx.compile.modules`
+(`Template.reference`, `reference_module`).
 
 One example's values (no batch axis, no padding):
   tensor   np.ndarray of the type's shape
@@ -27,7 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from hx.compile.lower import CompiledProgram
-from hx.compile.modules import ModuleSpec
+from hx.compile.modules import reference_module
 from hx.compile.values import EdgeGraphBatch, GraphBatch, ListBatch
 from hx.lang import program as P
 
@@ -39,118 +41,6 @@ class RefGraph:
   """One graph: node values and, per node, its neighbour list (its own index first)."""
   values: list
   neighbours: list
-
-
-def _np(tree: Any) -> Any:
-  if isinstance(tree, dict):
-    return {k: _np(v) for k, v in tree.items()}
-  if isinstance(tree, (tuple, list)):
-    return type(tree)(_np(v) for v in tree)
-  return np.asarray(tree, np.float64)
-
-
-def _dense(p: dict, x: np.ndarray) -> np.ndarray:
-  return x @ p["w"] + p["b"]
-
-
-def _relu(x: np.ndarray) -> np.ndarray:
-  return np.maximum(x, 0.0)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-  return 1.0 / (1.0 + np.exp(-x))
-
-
-def _activate(y: np.ndarray, activation: str) -> np.ndarray:
-  if activation == "sigmoid":
-    return _sigmoid(y)
-  if activation == "softmax":
-    e = np.exp(y - y.max())
-    return e / e.sum()
-  return y
-
-
-def _conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-  """Valid convolution of one HWC image with an HWIO kernel, by loops over output positions."""
-  k = w.shape[0]
-  h_out, w_out = x.shape[0] - k + 1, x.shape[1] - k + 1
-  out = np.empty((h_out, w_out, w.shape[3]))
-  for i in range(h_out):
-    for j in range(w_out):
-      out[i, j] = np.tensordot(x[i:i + k, j:j + k], w, axes=3) + b
-  return out
-
-
-def _max_pool(x: np.ndarray, k: int) -> np.ndarray:
-  h_out, w_out = x.shape[0] // k, x.shape[1] // k
-  out = np.empty((h_out, w_out, x.shape[2]))
-  for i in range(h_out):
-    for j in range(w_out):
-      out[i, j] = x[i * k:(i + 1) * k, j * k:(j + 1) * k].max(axis=(0, 1))
-  return out
-
-
-def reference_module(spec: ModuleSpec, params: dict, stats: dict, args: Sequence[Any]) -> np.ndarray:
-  """One module on one example in inference mode.
-
-  Args:
-    spec: the module's spec.
-    params, stats: its parameters and running statistics.
-    args: one value per argument: arrays of the argument shapes, or (lstm, graph_kernel) a list of arrays.
-
-  Returns:
-    the output, of the spec's output shape (float64).
-  """
-  p, s = _np(params), _np(stats)
-  t = spec.template
-  shape = spec.output.shape
-  if t == "mlp":
-    x = np.concatenate([np.asarray(a, np.float64).reshape(-1) for a in args])
-    h = _dense(p["hidden"], x)
-    bn, stats_bn = p["bn"], s["bn"]
-    h = (h - stats_bn["mean"]) / np.sqrt(stats_bn["var"] + spec["bn_epsilon"]) * bn["scale"] + bn["bias"]
-    return _activate(_dense(p["out"], _relu(h)), spec.activation).reshape(shape)
-  if t == "cnn":
-    h = np.transpose(np.asarray(args[0], np.float64), (1, 2, 0))
-    for conv in p["convs"]:
-      h = _max_pool(_relu(_conv2d(h, conv["w"], conv["b"])), spec["pool"])
-    h = h.reshape(-1)
-    if spec["output_layer"]:
-      return _activate(_dense(p["out"], h), spec.activation).reshape(shape)
-    return h.reshape(shape)
-  if t == "lstm":
-    n = spec["hidden"]
-    h, c = np.zeros(n), np.zeros(n)
-    for a in args[0]:
-      g = np.asarray(a, np.float64).reshape(-1) @ p["w_i"] + h @ p["w_h"] + p["b"]
-      i, f, gg, o = g[:n], g[n:2 * n], g[2 * n:3 * n], g[3 * n:]
-      c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(gg)
-      h = _sigmoid(o) * np.tanh(c)
-    return _activate(_dense(p["out"], h), spec.activation).reshape(shape)
-  if t == "graph_kernel":
-    elems = [np.asarray(a, np.float64).reshape(-1) for a in args[0]]
-    own = elems[0] if elems else np.zeros(int(np.prod(spec.inputs[0].elem.shape)))
-    msgs = [_dense(p["pair_out"], _relu(_dense(p["pair_hidden"], np.concatenate([own, e])))) for e in elems]
-    m = spec["message"]
-    aggs = []
-    for how in spec["aggregations"]:
-      if not msgs:
-        aggs.append(np.zeros(m))
-      elif how == "min":
-        aggs.append(np.min(msgs, axis=0))
-      elif how == "max":
-        aggs.append(np.max(msgs, axis=0))
-      elif how == "sum":
-        aggs.append(np.sum(msgs, axis=0))
-      else:
-        aggs.append(np.mean(msgs, axis=0))
-    y = _dense(p["node_out"], _relu(_dense(p["node_hidden"], np.concatenate([own] + aggs))))
-    keep = dict(spec.hyper).get("keep", 0)
-    if dict(spec.hyper).get("update") == "residual":
-      y = own[keep:] + y
-    y = np.concatenate([own[:keep], y])
-    return _activate(y, spec.activation).reshape(shape)
-  raise ValueError(f"unknown template {t!r}")
 
 
 def reference_apply(compiled: CompiledProgram, variables: dict, frozen: Sequence[dict], example: Any) -> Any:

@@ -15,9 +15,9 @@ What it does, per the paper (appendix C) and DESIGN.md "Lowering and training":
   the whole split, in chunks that push at most `eval_images` images (list elements, graph nodes) through
   the network at once, to bound memory: 1,000 5x5 grids are 25,000 images. One fused call with
   `lax.map` over the chunks on accelerators; on XLA:CPU one call per chunk, as a convolution inside a
-  rolled loop runs many times slower there (benchmarks/notes/2026-11-21-train-throughput.md). The
-  parameters of the best validation epoch are kept (early stopping after `patience` epochs without
-  improvement); the test split is scored once, at the end, for those parameters.
+  rolled loop runs 10-40x slower there. The parameters of the best validation epoch are kept (early
+  stopping after `patience` epochs without improvement); the test split is scored once, at the end, for
+  those parameters.
 - Packing (`TuneConfig.pack_lists`, on by default): a map over the input list's elements or the input
   graph's nodes runs its network on the real ones only, gathered into as many rows as the fullest
   training batch of the run, or the fullest chunk of the split evaluated, holds (known on the host from
@@ -61,30 +61,55 @@ A `CompiledProgram` (hx.compile.lower) provides `init(rng) -> variables` (a dict
 collections such as "batch_stats"), `apply(variables, frozen, x, *, train, rng)` returning `(y,
 new_state)` when training (the updated non-"params" collections) and `y` otherwise, and a hashable `key`
 that identifies `apply`; optionally `output_activation` (then `apply` takes `logits=`).
+
+Where the parts are: `hx.compile.batching` cuts the run into fixed shapes (epoch orders, evaluation
+chunks, pack capacities); `hx.compile.executables` holds what runs on the device (the training step and
+its `TrainState` carry, the evaluation, the executable cache); here are the settings and results, and
+`tune` as a few small functions (the run prepared, the epoch loop, a pause, the result).
 """
 
 from __future__ import annotations
 
-import collections
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import math
 import time
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import Any, Callable, Iterator, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+from hx.compile.batching import (
+  EvalPlan,
+  epoch_order,
+  eval_plan,
+  num_examples,
+  pack_capacity,  # looked up here by each run (tests wrap it)
+  shared_eval_plans,
+)
 from hx.compile.cache import ensure_compilation_cache
-from hx.compile.losses import Objective, finish_metric, item_loss, item_metric
-from hx.compile.values import ELEMENT_BATCHES, Split, gather, images_per_example, real_elements, take
+from hx.compile.executables import (
+  TrainState,
+  apply_for,
+  clear_tune_caches,
+  executable,
+  make_eval,
+  make_train_step,
+  resolve_objective,
+  tune_stats,
+)
+from hx.compile.losses import Objective, finish_metric
+from hx.compile.modules import set_output_bias
+from hx.compile.values import Split, images_per_example, real_elements
 
 __all__ = [
-  "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "Tunable", "tune", "evaluate",
-  "tune_stats", "clear_tune_caches", "resolve_objective", "pack_capacity", "eval_pack_capacity",
-  "initial_variables", "output_bias_from_targets",
+  "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "TrainState", "Tunable", "tune",
+  "evaluate", "tune_stats", "clear_tune_caches", "resolve_objective", "initial_variables",
+  "output_bias_from_targets", "epochs_watched",
 ]
 
 
@@ -136,7 +161,7 @@ class TuneConfig:
       says nothing of initialisation) nor the authors' (PyTorch's `nn.Linear` bias starts near 0): Adam
       moves a parameter about one learning rate per step, so a bias starting at 0 for targets such as
       regress_mnist's (cost, initial distance) pairs (mean about (3.8, 56)) or sum_digits' sums spends
-      thousands of steps walking to their scale (`benchmarks/studies/regressor_training.py`, RESULTS.md).
+      thousands of steps walking to their scale (`benchmarks/regressor_training.py`, RESULTS.md).
       False: every bias starts at 0, as the module templates initialise them.
     val_every: also score the validation split every this share of the whole run's training steps
       (`epochs` x steps per epoch, rounded to a whole number of steps, at least 1), counted from the
@@ -302,325 +327,377 @@ class TuneResult:
 
 
 # ----------------------------------------------------------------------------------------------------
-# Cached executables.
+# Tune, in parts: the arguments checked, the first carry, the run prepared (schedule, orders, executables),
+# the epoch loop (`_train`, `_epoch`, `_steps`), a pause, the result.
 
-_TRACES: collections.Counter[str] = collections.Counter()
-_COMPILES: collections.Counter[str] = collections.Counter()
-_MAX_EXECUTABLES = 256
-_EXECUTABLES: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
-
-
-def tune_stats() -> dict[str, dict[str, int]]:
-  """How many times each jitted function was traced and compiled in this process (for tests)."""
-  return {"traces": dict(_TRACES), "compiles": dict(_COMPILES), "cached_executables": len(_EXECUTABLES)}
+# Who is told of every finished epoch of a `tune` in this thread (a progress bar): see `epochs_watched`.
+_EPOCH_WATCHER: contextvars.ContextVar[Callable[[int, int, float], None] | None] = contextvars.ContextVar(
+    "hx_epoch_watcher", default=None)
 
 
-def clear_tune_caches() -> None:
-  """Forgets the cached executables and resets `tune_stats()`."""
-  _EXECUTABLES.clear()
-  _TRACES.clear()
-  _COMPILES.clear()
+@contextlib.contextmanager
+def epochs_watched(watcher: Callable[[int, int, float], None]) -> Iterator[None]:
+  """Within the block, every epoch a `tune` in this thread finishes calls `watcher(epoch, epochs,
+  val_score)` (the epoch's number from 1, the run's epochs, its validation score). A context variable
+  rather than an argument: the bar that shows it sits several layers above the trainings it watches (a
+  synthesis's candidates, a baseline's network), which do not pass it on; training in other processes
+  is not seen."""
+  token = _EPOCH_WATCHER.set(watcher)
+  try:
+    yield
+  finally:
+    _EPOCH_WATCHER.reset(token)
 
 
-def _signature(args: tuple) -> tuple:
-  leaves, treedef = jax.tree.flatten(args)
-  return treedef, tuple((tuple(x.shape), str(x.dtype), bool(getattr(x, "weak_type", False))) for x in leaves)
+def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
+         config: TuneConfig = TuneConfig(), *, variables: Any = None, resume: TuneState | None = None,
+         until: float | None = None) -> TuneResult:
+  """Trains `compiled`'s fresh parameters on `data.train`, selecting by `data.val` (see module docstring).
 
+  Args:
+    compiled: the candidate (a CompiledProgram).
+    frozen: the frozen library parameters it calls, as `apply` expects them (never updated).
+    data: the task's splits and image table; pass `data.on_device()` to share one copy between candidates.
+    objective: loss and metric (a task's `objective`, or `hx.compile.losses.objective_for_type`); Tune
+      sets `from_logits` itself when the program can give logits (`resolve_objective`).
+    config: optimiser, batching, epochs, patience, seed, evaluation chunks and the NaN check interval.
+    variables: initial variables; default `initial_variables(compiled, config, objective,
+      data.train.targets)`: `compiled.init(key)` with a key derived from `config.seed`, the output bias
+      from the training targets' mean where that applies (`TuneConfig.bias_from_targets`).
+    resume: a paused run's `TuneState` to continue from (then `variables` must be None, and `config`'s
+      seed, batch size and learning rate must be those it was trained with).
+    until: pause after this many epochs in all (a positive float; the steps are rounded to the nearest
+      step, at least one more than `resume` had done); None or >= `config.epochs`: train to the end.
 
-def _executable(name: str, cache_key: tuple, make: Callable[[], Callable], donate: tuple[int, ...],
-                args: tuple) -> tuple[Any, float]:
-  """The compiled executable of `make()` for `args`' shapes, compiling it on a miss; (exe, seconds)."""
-  key = (name, cache_key, _signature(args))
-  exe = _EXECUTABLES.get(key)
-  if exe is not None:
-    _EXECUTABLES.move_to_end(key)
-    return exe, 0.0
+  Returns:
+    A TuneResult. If the loss or validation score became NaN or infinite, `failed` says where, and the
+    variables and scores (validation and test) are those of the best clean epoch before it, or none.
+    If it paused, `state` holds what `resume` needs.
+  """
+  ensure_compilation_cache()
+  _check_arguments(config, variables, resume, until)
+  objective = resolve_objective(compiled, objective)
+  tx = optax.adam(config.learning_rate)
   start = time.perf_counter()
-  exe = jax.jit(make(), donate_argnums=donate).lower(*args).compile()
-  seconds = time.perf_counter() - start
-  _COMPILES[name] += 1
-  _EXECUTABLES[key] = exe
-  if len(_EXECUTABLES) > _MAX_EXECUTABLES:
-    _EXECUTABLES.popitem(last=False)
-  return exe, seconds
+  carry, variables = _first_carry(compiled, config, objective, tx, data.train.targets, variables, resume)
+  init_seconds = time.perf_counter() - start
+  frozen, data = jax.device_put((frozen, data))
+  run = _prepare(compiled, objective, config, tx, frozen, data, carry, variables, resume, until)
+  progress = _train(run, carry, _Progress.start(resume))
+  return _result(run, progress, variables, init_seconds)
 
 
-# ----------------------------------------------------------------------------------------------------
-# The traced functions.
-
-def _take(inputs: Any, idx: Any) -> Any:
-  """Examples `idx` of a split's inputs as a batch (`hx.compile.values.take`: a SharedGraphs split
-  becomes a GraphBatch, its neighbour tables gathered from the shared layouts)."""
-  return take(inputs, idx)
-
-
-def _targets(objective: Objective, t: Any) -> Any:
-  """Targets as the losses take them: int32 class indices for "ce", else float32 (splits may store small
-  exact integers narrower, e.g. uint8 grid targets)."""
-  return t.astype(jnp.int32 if objective.loss == "ce" else jnp.float32)
-
-
-def resolve_objective(compiled: Any, objective: Objective) -> Objective:
-  """The objective Tune trains and scores `compiled` with: `from_logits` set when the compiled program
-  can return logits matching the loss (output_activation "sigmoid" for "bce", "softmax" for "ce");
-  otherwise `objective` as given (probabilities, clipped before the log)."""
-  wanted = {"bce": "sigmoid", "ce": "softmax"}.get(objective.loss)
-  if wanted is not None and getattr(compiled, "output_activation", None) == wanted:
-    return dataclasses.replace(objective, from_logits=True)
-  return objective
+def _check_arguments(config: TuneConfig, variables: Any, resume: TuneState | None,
+                     until: float | None) -> None:
+  """Raises ValueError for arguments `tune` cannot honour together."""
+  if resume is not None and variables is not None:
+    raise ValueError("pass variables or resume, not both")
+  if until is not None and not until > 0:
+    raise ValueError(f"until must be a positive number of epochs, got {until}")
+  if resume is not None:
+    settings = (resume.seed, resume.batch_size, resume.learning_rate)
+    if settings != (config.seed, config.batch_size, config.learning_rate):
+      raise ValueError(f"resuming a run trained with (seed, batch_size, learning_rate) {settings} under "
+                       f"{(config.seed, config.batch_size, config.learning_rate)}")
 
 
-def _apply_for(compiled: Any, objective: Objective) -> Callable:
-  """compiled.apply, returning logits when the resolved objective takes them from the program."""
-  if objective.from_logits and getattr(compiled, "output_activation", None) in ("sigmoid", "softmax"):
-    return functools.partial(compiled.apply, logits=True)
-  return compiled.apply
+def _first_carry(compiled: Tunable, config: TuneConfig, objective: Objective,
+                 tx: optax.GradientTransformation, targets: Any, variables: Any,
+                 resume: TuneState | None) -> tuple[TrainState, dict]:
+  """(the carry training starts from, the variables it holds): `variables`, or `initial_variables` for
+  the training `targets`, or the paused run's. Private device copies: a step donates its carry."""
+  if resume is None:
+    if variables is None:
+      variables = initial_variables(compiled, config, objective, targets)
+    variables = jax.tree.map(jnp.copy, jax.device_put(dict(variables)))
+    params, collections = _split_variables(variables)
+    opt_state, loss_sum = tx.init(params), 0.0
+  else:
+    params, collections, opt_state = jax.tree.map(
+        jnp.copy, jax.device_put((resume.params, dict(resume.collections), resume.opt_state)))
+    variables, loss_sum = {"params": params, **collections}, resume.loss_sum
+  jax.block_until_ready((params, collections, opt_state))
+  return TrainState.begin(params, collections, opt_state, loss_sum), variables
 
 
-def _item_mask(objective: Objective, batch_inputs: Any) -> Any:
-  """(B, L|N) bool mask of the scored elements for list/graph outputs, else None."""
-  if not objective.per_element:
-    return None
-  if not isinstance(batch_inputs, ELEMENT_BATCHES):
-    raise TypeError("a list or graph output needs a ListBatch, GraphBatch or EdgeGraphBatch input (its mask "
-                    "scores it)")
-  return batch_inputs.mask
+@dataclasses.dataclass(frozen=True)
+class _Run:
+  """What one call to `tune` trains and scores with, fixed before its first step.
 
-
-def _output_values(y: Any) -> Any:
-  """The (B, ...) array of an output; a list or graph output's (B, L|N, ...) element values."""
-  return y.values if isinstance(y, ELEMENT_BATCHES) else y
-
-
-def _split_variables(variables: dict) -> tuple[Any, dict]:
-  return variables["params"], {k: v for k, v in variables.items() if k != "params"}
-
-
-def _merge_state(state: dict, new_state: Any) -> dict:
-  """The non-"params" collections after a training step, in the structure `state` has."""
-  if not state:
-    return state
-  if isinstance(new_state, dict) and set(new_state) == set(state):
-    return dict(new_state)
-  if set(state) == {"batch_stats"}:
-    return {"batch_stats": new_state}
-  raise TypeError(f"apply returned state {type(new_state)} that does not match collections {set(state)}")
-
-
-def _make_train_step(apply: Callable, objective: Objective, tx: optax.GradientTransformation,
-                     batch_size: int, pack: int | None = None) -> Callable:
-  packing = {} if pack is None else {"pack": pack}
-
-  def loss_fn(params, state, frozen, x, targets, mask, rng):
-    y, new_state = apply({"params": params, **state}, frozen, x, train=True, rng=rng, **packing)
-    losses = item_loss(objective, _output_values(y), targets)
-    if mask is None:
-      loss = jnp.mean(losses)
-    else:
-      m = mask.astype(jnp.float32)
-      loss = jnp.sum(losses * m) / jnp.maximum(jnp.sum(m), 1.0)
-    return loss, new_state
-
-  def train_step(carry, frozen, table, inputs, targets, order, step, key):
-    """carry = (params, state, opt_state, loss_sum, bad_step, bad_loss); step is an int32 scalar."""
-    _TRACES["train_step"] += 1
-    params, state, opt_state, loss_sum, bad_step, bad_loss = carry
-    idx = jax.lax.dynamic_slice_in_dim(order, step * batch_size, batch_size)
-    batch_inputs = _take(inputs, idx)
-    x = batch_inputs if table is None else gather(table, batch_inputs)
-    mask = _item_mask(objective, batch_inputs)
-    rng = jax.random.fold_in(key, step)
-    (loss, new_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-        params, state, frozen, x, _targets(objective, targets[idx]), mask, rng)
-    updates, opt_state = tx.update(grads, opt_state, params)
-    params = optax.apply_updates(params, updates)
-    # Remember the first non-finite loss of the epoch on the device: the host looks every
-    # `nan_check_every` steps.
-    first_bad = jnp.logical_and(bad_step < 0, jnp.logical_not(jnp.isfinite(loss)))
-    bad_step = jnp.where(first_bad, step, bad_step)
-    bad_loss = jnp.where(first_bad, loss, bad_loss)
-    return params, _merge_state(state, new_state), opt_state, loss_sum + loss, bad_step, bad_loss
-
-  return train_step
-
-
-def _make_eval_chunk(apply: Callable, objective: Objective, pack: int | None = None) -> Callable:
-  packing = {} if pack is None else {"pack": pack}
-
-  def eval_chunk(variables, frozen, table, inputs, targets, idx):
-    """Sums over the examples idx (chunk,) int32 (-1: padding): (metric sum, metric count, loss sum,
-    loss count), float32 scalars."""
-    valid = idx >= 0
-    idx = jnp.maximum(idx, 0)
-    batch_inputs = _take(inputs, idx)
-    x = batch_inputs if table is None else gather(table, batch_inputs)
-    y = _output_values(apply(variables, frozen, x, train=False, rng=None, **packing))
-    t = _targets(objective, targets[idx])
-    weight = valid.astype(jnp.float32)
-    mask = _item_mask(objective, batch_inputs)
-    if mask is not None:
-      weight = weight[:, None] * mask.astype(jnp.float32)
-    metric_sum, metric_count = item_metric(objective, y, t)
-    losses = item_loss(objective, y, t)
-    return jnp.stack([jnp.sum(metric_sum * weight), jnp.sum(metric_count * weight),
-                      jnp.sum(losses * weight), jnp.sum(weight)])
-
-  return eval_chunk
-
-
-def _make_eval(apply: Callable, objective: Objective, fused: bool, pack: int | None = None) -> Callable:
-  eval_chunk = _make_eval_chunk(apply, objective, pack)
-  if not fused:
-    def evaluate_chunk(*args):
-      _TRACES["eval"] += 1
-      return eval_chunk(*args)
-    return evaluate_chunk
-
-  def evaluate_all(variables, frozen, table, inputs, targets, idx_chunks):
-    _TRACES["eval"] += 1
-    sums = jax.lax.map(lambda idx: eval_chunk(variables, frozen, table, inputs, targets, idx), idx_chunks)
-    return jnp.sum(sums, axis=0)
-
-  return evaluate_all
-
-
-@functools.partial(jax.jit, static_argnums=(2, 3))
-def _epoch_order(key: Any, epoch: Any, n: int, total: int) -> Any:
-  """(total,) int32: a permutation of range(n) for this epoch, repeated from its start up to `total`."""
-  perm = jax.random.permutation(jax.random.fold_in(key, epoch), n).astype(jnp.int32)
-  return jnp.resize(perm, (total,))
-
-
-def _round_capacity(most: int, full: int) -> int | None:
-  """`most` real elements rounded up to a multiple of ceil(full / 16) (so that batches whose fill differs
-  a little share one executable); None when that is no less than `full` (nothing to save)."""
-  quantum = -(-full // 16)
-  capacity = max(quantum, -(-most // quantum) * quantum)
-  return None if capacity >= full else capacity
-
-
-def pack_capacity(lengths: np.ndarray, orders: Any, batch_size: int, padded_length: int,
-                  steps: int | None = None) -> int | None:
-  """The `pack` of a training run: the most real elements a batch of the run holds, rounded up to a
-  multiple of ceil(batch_size * padded_length / 16) (so that runs whose batches differ a little share
-  one executable); None when that is no less than the padded batch (nothing to save).
-
-  Args:
-    lengths: (n,) real elements (list elements, graph nodes) of each training example
-      (`hx.compile.values.real_elements`).
-    orders: the epochs' example orders, each (steps * batch_size,) (batch s is order[s*B:(s+1)*B]); an
-      iterable, drawn from only as far as needed.
-    batch_size, padded_length: B and L (or N) of a batch's (B, L) list (or (B, N) graph).
-    steps: the batches of an epoch, if known: then None is returned without drawing any order when even
-      an epoch's average batch leaves nothing to save (the same answer, as the fullest batch holds at
-      least the average).
+  Attributes:
+    config, objective: the call's settings and its resolved objective.
+    frozen, data: the library parameters, and the splits and image table, on the device.
+    steps: training steps per epoch.
+    epochs: the last epoch of the run (`config.epochs`, or 0 when there is nothing to train).
+    first_epoch, first_step: full epochs done before this call, and steps done of the next.
+    end: the step, counted from the run's start, after which this call stops (pauses or finishes).
+    every: validation within epochs (`TuneConfig.val_every`) after every this many steps of the run;
+      None: at the ends of epochs only.
+    orders: epoch (from 0) -> its (steps * batch_size,) int32 example order on the device.
+    step_id: step s -> s as an int32 device scalar (made once, reused by later epochs).
+    dropout_key: the run's dropout key (per epoch and step keys fold into it).
+    train_exe: the compiled training step (None when no step runs).
+    val_eval: the validation split's evaluator; test_plan: the test split's plan (None without one).
+    compile_seconds: wall time of the compilations so far.
   """
-  full = batch_size * padded_length
-  lengths = np.asarray(lengths)
-  if steps is not None and lengths.size:
-    # An epoch's batches hold every example once and the first steps * B - n again (`_epoch_order`), so
-    # its fullest batch holds at least this many elements.
-    extra = steps * batch_size - lengths.size
-    least = -(-(int(lengths.sum()) + extra * int(lengths.min())) // steps)
-    if _round_capacity(least, full) is None:
-      # E.g. GS2's million 4x4 grids among 70,000 3x3 ones: drawing an epoch's order costs ~1 s, paid by
-      # every call to tune (each halving rung, each resumed chunk).
-      return None
-  most = 0
-  for order in orders:
-    per_batch = lengths[np.asarray(order)].reshape(-1, batch_size).sum(1)
-    most = max(most, int(per_batch.max()))
-    if _round_capacity(most, full) is None:
-      # Nothing to save: the later epochs' orders (a permutation of the training set each, 17 s for 20
-      # epochs of the paper's million grids on 2 cores) need not be drawn.
-      return None
-  return _round_capacity(most, full)
+  compiled: Tunable
+  config: TuneConfig
+  objective: Objective
+  frozen: Any
+  data: TuneData
+  steps: int
+  epochs: int
+  first_epoch: int
+  first_step: int
+  end: int
+  every: int | None
+  orders: Callable[[int], jax.Array]
+  step_id: Callable[[int], jax.Array]
+  dropout_key: jax.Array
+  train_exe: Any
+  val_eval: _Evaluator
+  test_plan: EvalPlan | None
+  compile_seconds: float
 
 
-def eval_pack_capacity(lengths: np.ndarray, chunks: np.ndarray, padded_length: int) -> int | None:
-  """The `pack` of a split's evaluation: the most real elements an evaluation chunk holds, rounded as in
-  `pack_capacity` (to a sixteenth of the padded chunk); None when nothing would be saved.
-
-  Args:
-    lengths: (n,) real elements (list elements, graph nodes) of each example of the split.
-    chunks: (num_chunks, chunk) example indices, -1 for a chunk's padding slots (`_eval_chunks`). The
-      evaluation fills such a slot with example 0 (scored with weight 0, but run through the network
-      all the same), so it counts example 0's elements there.
-    padded_length: L (or N) of the split's (n, L) lists (or (n, N) graphs).
-  """
-  chunks = np.asarray(chunks)
-  if chunks.ndim != 2 or chunks.size == 0:
-    raise ValueError(f"chunks must be a non-empty (num_chunks, chunk) array, got shape {chunks.shape}")
-  lengths = np.asarray(lengths)
-  if lengths.size == 0:
-    return None  # an empty split: nothing runs to save
-  most = int(lengths[np.maximum(chunks, 0)].sum(axis=1).max())
-  return _round_capacity(most, chunks.shape[1] * padded_length)
-
-
-def _num_examples(split: Split) -> int:
-  return int(jax.tree.leaves(split.targets)[0].shape[0])
-
-
-def _eval_chunk_size(inputs: Any, eval_images: int) -> int:
-  """Examples per evaluation chunk: as many as push at most `eval_images` images (at least one)."""
-  return max(1, eval_images // images_per_example(inputs))
-
-
-def _eval_chunks(n: int, max_chunk: int) -> np.ndarray:
-  """(num_chunks, chunk) int32 indices covering range(n) in equal chunks, padded with -1."""
-  num = max(1, math.ceil(n / max_chunk))
-  chunk = max(1, math.ceil(n / num))
-  idx = np.full(num * chunk, -1, np.int32)
-  idx[:n] = np.arange(n, dtype=np.int32)
-  return idx.reshape(num, chunk)
-
-
-# ----------------------------------------------------------------------------------------------------
-# Public entry points.
-
-class _EvalPlan(NamedTuple):
-  """How a split is evaluated: chunks (num_chunks, chunk) of example indices (-1: padding) and the pack
-  capacity of its fullest chunk (None: not packed)."""
-  chunks: np.ndarray
-  pack: int | None
+def _prepare(compiled: Tunable, objective: Objective, config: TuneConfig, tx: optax.GradientTransformation,
+             frozen: Any, data: TuneData, carry: TrainState, variables: dict, resume: TuneState | None,
+             until: float | None) -> _Run:
+  """The run's schedule, example orders, compiled training step and validation evaluator."""
+  _, order_key, dropout_key = _run_keys(config)
+  n = num_examples(data.train)
+  steps = max(1, math.ceil(n / config.batch_size))
+  if resume is not None and resume.steps_per_epoch != steps:
+    raise ValueError(f"resuming a run of {resume.steps_per_epoch} steps per epoch on data of {steps}")
+  first_epoch, first_step = (resume.epoch, resume.step) if resume is not None else (0, 0)
+  # Nothing to train (module docstring): no epoch, as with epochs=0.
+  epochs = config.epochs if jax.tree.leaves((carry.params, carry.collections)) else 0
+  end = steps * epochs
+  if until is not None:
+    end = min(end, max(first_epoch * steps + first_step + 1, round(until * steps)))
+  orders = _orders(order_key, first_epoch, n, steps * config.batch_size)
+  # Each step's index on the device, made when first needed and reused by later epochs: making all of
+  # them up front cost ~1 s per call at GS2's 7,134 steps an epoch, paid again by every short halving rung.
+  step_id = functools.cache(lambda s: jax.device_put(np.int32(s)))
+  train_exe, compile_seconds = None, 0.0
+  if end:
+    pack = _train_pack(compiled, config, data.train, orders, steps)
+    args = (carry, frozen, data.table, data.train.inputs, data.train.targets, orders(first_epoch),
+            step_id(0), dropout_key)
+    apply = apply_for(compiled, objective)
+    train_exe, compile_seconds = executable(
+        "train_step", (compiled.key, objective, config.learning_rate, config.batch_size, pack),
+        lambda: make_train_step(apply, objective, tx, config.batch_size, pack), (0,), args)
+  # Validation and test splits of the same shapes share one capacity, hence one executable.
+  splits = [data.val] + ([data.test] if data.test is not None else [])
+  plans = shared_eval_plans(splits, config.eval_images, _packs(compiled, config))
+  val_eval = _Evaluator(compiled, objective, config, frozen, data.table, data.val, variables, plans[0])
+  every = None if config.val_every is None else max(1, round(config.val_every * steps * config.epochs))
+  test_plan = plans[1] if data.test is not None else None
+  return _Run(compiled, config, objective, frozen, data, steps, epochs, first_epoch, first_step,
+              end, every, orders, step_id, dropout_key, train_exe, val_eval, test_plan,
+              compile_seconds + val_eval.compile_seconds)
 
 
-def _eval_plan(compiled: Tunable, config: TuneConfig, split: Split) -> _EvalPlan:
-  """The split's chunks and, packing on (`TuneConfig.pack_lists`) for a program that packs and a list or
-  graph input, the capacity of its fullest chunk: the chunks stay the size they were (their memory is
-  bounded by the padded rows), only the per-element work shrinks."""
-  chunks = _eval_chunks(_num_examples(split), _eval_chunk_size(split.inputs, config.eval_images))
-  if not (config.pack_lists and getattr(compiled, "packs_lists", False)):
-    return _EvalPlan(chunks, None)
-  lengths = real_elements(split.inputs)
+def _orders(key: jax.Array, first_epoch: int, n: int, total: int) -> Callable[[int], jax.Array]:
+  """epoch (from 0) -> its example order (`epoch_order`). The order of the first epoch this call trains
+  is drawn once (a permutation of the training set: ~1 s for GS2's million grids on 2 cores) and shared by
+  the packing, the compilation and the loop."""
+  first = epoch_order(key, first_epoch, n, total)
+  return lambda e: first if e == first_epoch else epoch_order(key, e, n, total)
+
+
+def _train_pack(compiled: Tunable, config: TuneConfig, train: Split, orders: Callable[[int], jax.Array],
+                steps: int) -> int | None:
+  """The pack capacity the training step is compiled for (`pack_capacity`), or None: not packed."""
+  lengths = real_elements(train.inputs) if _packs(compiled, config) else None
   if lengths is None:
-    return _EvalPlan(chunks, None)
-  return _EvalPlan(chunks, eval_pack_capacity(lengths, chunks, images_per_example(split.inputs)))
+    return None
+  # Over the whole run, also when resuming: a paused and resumed run compiles the very step an
+  # uninterrupted one does, so it gives the same numbers bit for bit.
+  return pack_capacity(lengths, (orders(e) for e in range(config.epochs)), config.batch_size,
+                       images_per_example(train.inputs), steps=steps)
 
 
-def _shared_eval_plans(compiled: Tunable, config: TuneConfig, splits: list[Split]) -> list[_EvalPlan]:
-  """The plans of the splits one run evaluates (validation, test); splits of the same shapes get the
-  largest of their capacities (None, no packing, if any has none), so that they share one executable as
-  they did unpacked, instead of compiling one each whenever their fullest chunks fall in different
-  buckets."""
-  plans = [_eval_plan(compiled, config, s) for s in splits]
-  shapes = [(_signature((s.inputs, s.targets)), p.chunks.shape) for s, p in zip(splits, plans)]
-  shared = []
-  for shape, plan in zip(shapes, plans):
-    packs = [p.pack for other, p in zip(shapes, plans) if other == shape]
-    shared.append(plan._replace(pack=None if None in packs else max(packs)))
-  return shared
+class _Best(NamedTuple):
+  """The best validation so far: its variables, score and epoch (None, inf, 0 if none)."""
+  variables: Any = None
+  score: float = math.inf
+  epoch: int = 0
 
+  def keep(self, variables: Any, score: float, epoch: int) -> _Best:
+    """This, or the given ones if `score` is lower. Kept variables are copies: the carry's buffers are
+    donated to (and overwritten by) the next training step."""
+    if score < self.score:
+      return _Best(jax.tree.map(jnp.copy, variables), score, epoch)
+    return self
+
+
+class _Progress(NamedTuple):
+  """What a run has done so far, as the epoch loop carries it on the host.
+
+  Attributes:
+    best: the best validation so far; since_best: full epochs since it (for `patience`).
+    history: the records of the epochs done; steps_run: training steps run in all; epochs_run: the
+      last epoch begun.
+    train_seconds, eval_seconds: wall time of this call's training steps and validation passes.
+    failed: why the run failed (NaN or infinite loss or score), or None.
+    paused: the state to resume from when this call paused, or None.
+  """
+  best: _Best
+  since_best: int
+  history: tuple[EpochRecord, ...]
+  steps_run: int
+  epochs_run: int
+  train_seconds: float = 0.0
+  eval_seconds: float = 0.0
+  failed: str | None = None
+  paused: TuneState | None = None
+
+  @staticmethod
+  def start(resume: TuneState | None) -> _Progress:
+    """Nothing done yet, or what the paused run `resume` had done."""
+    if resume is None:
+      return _Progress(_Best(), 0, (), 0, 0)
+    return _Progress(_Best(resume.best_variables, resume.best_score, resume.best_epoch), resume.since_best,
+                     tuple(resume.history), resume.steps_run, resume.epoch)
+
+
+def _train(run: _Run, carry: TrainState, progress: _Progress) -> _Progress:
+  """The epoch loop: epochs after `run.first_epoch` until the last, a failure, `patience` or the pause."""
+  for epoch in range(run.first_epoch + 1, run.epochs + 1):
+    carry, progress, go_on = _epoch(run, carry, epoch, progress)
+    if not go_on:
+      break
+    carry = carry.next_epoch()
+  return progress
+
+
+def _epoch(run: _Run, carry: TrainState, epoch: int,
+           progress: _Progress) -> tuple[TrainState, _Progress, bool]:
+  """Epoch `epoch` (from 1), or its steps up to the pause point: the steps, the validation at its end,
+  its record and the model selection. Returns (carry, progress, whether the next epoch follows)."""
+  t0 = time.perf_counter()
+  stop = min(run.steps, run.end - (epoch - 1) * run.steps)
+  done = _steps(run, carry, epoch, run.first_step if epoch == run.first_epoch + 1 else 0, stop, progress.best)
+  carry = done.carry
+  loss_sum, bad_step, bad_loss = map(float, jax.device_get((carry.loss_sum, carry.bad_step, carry.bad_loss)))
+  t1 = time.perf_counter()
+  progress = progress._replace(best=done.best, steps_run=progress.steps_run + done.ran, epochs_run=epoch,
+                               train_seconds=progress.train_seconds + t1 - t0 - done.within,
+                               eval_seconds=progress.eval_seconds + done.within)
+  if done.failed is None and bad_step >= 0:
+    done = done._replace(failed=f"loss became {bad_loss} at epoch {epoch} step {int(bad_step) + 1}")
+  if done.failed is not None:
+    return carry, progress._replace(failed=done.failed), False
+  val_score, val_loss = run.val_eval(carry.variables)
+  t2 = time.perf_counter()
+  progress = progress._replace(eval_seconds=progress.eval_seconds + t2 - t1)
+  if not math.isfinite(val_score):
+    return carry, progress._replace(failed=f"validation score became {val_score} at epoch {epoch}"), False
+  progress = progress._replace(best=progress.best.keep(carry.variables, val_score, epoch))
+  if stop < run.steps:
+    # A pause in the middle of the epoch: its parameters were scored, and may be the best so far, but
+    # the epoch is not over (no record, no patience count).
+    return carry, progress._replace(paused=_pause(run, carry, progress, epoch - 1, stop, val_score)), False
+  record = EpochRecord(epoch, loss_sum / run.steps, val_score, val_loss, t1 - t0 - done.within,
+                       t2 - t1 + done.within)
+  if (watcher := _EPOCH_WATCHER.get()) is not None:
+    watcher(epoch, run.config.epochs, val_score)
+  # The best was scored in this epoch (at its end, or within it: val_every, a pause), or it was not.
+  since_best = 0 if progress.best.epoch == epoch else progress.since_best + 1
+  progress = progress._replace(history=progress.history + (record,), since_best=since_best)
+  if run.config.patience is not None and since_best >= run.config.patience:
+    return carry, progress, False
+  if epoch * run.steps >= run.end and epoch < run.config.epochs:
+    # A pause at the end of the epoch: the next call goes on as the next epoch of this one would.
+    return carry, progress._replace(paused=_pause(run, carry, progress, epoch, 0, val_score)), False
+  return carry, progress, True
+
+
+class _Steps(NamedTuple):
+  """What `_steps` did: the carry after them, the steps run, the best validation (within the epoch,
+  `val_every`), the seconds of those validations, and why they failed (None if they did not)."""
+  carry: TrainState
+  ran: int
+  best: _Best
+  within: float
+  failed: str | None = None
+
+
+def _steps(run: _Run, carry: TrainState, epoch: int, begin: int, stop: int, best: _Best) -> _Steps:
+  """Training steps begin .. stop - 1 of epoch `epoch` (from 1), with the NaN checks and the validations
+  within the epoch (`val_every`) between them; the last step's checks are `_epoch`'s."""
+  order, key = run.orders(epoch - 1), jax.random.fold_in(run.dropout_key, epoch)
+  exe, frozen, table, train, within = run.train_exe, run.frozen, run.data.table, run.data.train, 0.0
+  for s in range(begin, stop):
+    carry = exe(carry, frozen, table, train.inputs, train.targets, order, run.step_id(s), key)
+    inside = s + 1 < stop  # the epoch's last step and a pause point are scored after the loop in any case
+    score_here = inside and run.every is not None and ((epoch - 1) * run.steps + s + 1) % run.every == 0
+    if score_here or (inside and (s + 1) % run.config.nan_check_every == 0):
+      # One scalar read: it waits for the steps so far, so a bad candidate stops within
+      # nan_check_every steps instead of running out its epoch.
+      if int(jax.device_get(carry.bad_step)) >= 0:
+        return _Steps(carry, s + 1 - begin, best, within)
+    if score_here:
+      v0 = time.perf_counter()
+      score, _ = run.val_eval(carry.variables)
+      if not math.isfinite(score):
+        return _Steps(carry, s + 1 - begin, best, within, f"validation score became {score} at epoch {epoch} "
+                      f"step {s + 1}")
+      best = best.keep(carry.variables, score, epoch)
+      within += time.perf_counter() - v0
+  return _Steps(carry, stop - begin, best, within)
+
+
+def _pause(run: _Run, carry: TrainState, progress: _Progress, epoch: int, step: int,
+           score: float) -> TuneState:
+  """The state of a run paused after `epoch` full epochs and `step` steps of the next, whose current
+  parameters scored `score`."""
+  c = run.config
+  loss_sum = carry.loss_sum if step else np.float32(0.0)  # at an epoch boundary the next epoch starts at 0
+  return TuneState(
+      params=carry.params, collections=carry.collections, opt_state=carry.opt_state, epoch=epoch, step=step,
+      loss_sum=loss_sum, score=score, best_variables=progress.best.variables, best_score=progress.best.score,
+      best_epoch=progress.best.epoch, since_best=progress.since_best, history=progress.history,
+      steps_run=progress.steps_run, seed=c.seed, batch_size=c.batch_size, learning_rate=c.learning_rate,
+      steps_per_epoch=run.steps)
+
+
+def _result(run: _Run, progress: _Progress, variables: dict, init_seconds: float) -> TuneResult:
+  """The TuneResult of a run: the test split scored for the best variables, unless the run paused."""
+  best, compile_seconds, eval_seconds = progress.best, run.compile_seconds, progress.eval_seconds
+  if best.variables is None and progress.failed is None and progress.epochs_run == 0:
+    # No epoch ran (epochs=0, or nothing to train): report the initial variables.
+    best = best._replace(variables=variables, score=run.val_eval(variables)[0])
+  test_score = None
+  if best.variables is not None and run.data.test is not None and progress.paused is None:
+    t0 = time.perf_counter()
+    test_eval = _Evaluator(run.compiled, run.objective, run.config, run.frozen, run.data.table, run.data.test,
+                           best.variables, run.test_plan)
+    compile_seconds += test_eval.compile_seconds
+    test_score, _ = test_eval(best.variables)
+    eval_seconds += time.perf_counter() - t0 - test_eval.compile_seconds
+  return TuneResult(
+      variables=best.variables, val_score=best.score if best.variables is not None else math.nan,
+      test_score=test_score, best_epoch=best.epoch, epochs_run=progress.epochs_run,
+      history=list(progress.history), failed=progress.failed, steps_run=progress.steps_run,
+      objective=run.objective, init_seconds=init_seconds, compile_seconds=compile_seconds,
+      train_seconds=progress.train_seconds, eval_seconds=eval_seconds, state=progress.paused)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Scoring a split, the first variables, and the small helpers of both.
 
 class _Evaluator:
   """Scores variables on one split with the cached evaluation executable(s)."""
 
   def __init__(self, compiled: Tunable, objective: Objective, config: TuneConfig, frozen: Any, table: Any,
-               split: Split, variables: Any, plan: _EvalPlan | None = None):
+               split: Split, variables: Any, plan: EvalPlan | None = None):
     self.objective = objective
     self.fused = config.fuse_eval if config.fuse_eval is not None else jax.default_backend() != "cpu"
-    chunks, self.pack = plan if plan is not None else _eval_plan(compiled, config, split)
+    chunks, self.pack = plan if plan is not None else eval_plan(split, config.eval_images,
+                                                                _packs(compiled, config))
     self.frozen, self.table, self.split = frozen, table, split
     if self.fused:
       self.idx = [jax.device_put(chunks)]
@@ -628,9 +705,9 @@ class _Evaluator:
       self.idx = [jax.device_put(row) for row in chunks]
     name = "eval_fused" if self.fused else "eval"
     args = (variables, frozen, table, split.inputs, split.targets, self.idx[0])
-    self.exe, self.compile_seconds = _executable(
+    self.exe, self.compile_seconds = executable(
         name, (compiled.key, objective, self.pack),
-        lambda: _make_eval(_apply_for(compiled, objective), objective, self.fused, self.pack), (), args)
+        lambda: make_eval(apply_for(compiled, objective), objective, self.fused, self.pack), (), args)
 
   def __call__(self, variables: Any) -> tuple[float, float]:
     """(score, mean loss) of `variables` on the split."""
@@ -673,7 +750,8 @@ def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective
   """`variables` with the output layer's bias of `compiled.output_slot` set to the mean of `targets`
   (`TuneConfig.bias_from_targets`), or unchanged when that does not apply: not an "mse" objective, a
   per-element one, a program without an output slot (or not a `CompiledProgram`), or targets that are
-  not one array of the bias's size per example.
+  not one array of the bias's size per example. The module's template knows where its output layer is
+  and sets the bias (`hx.compile.modules.set_output_bias`).
 
   Args:
     compiled: the program (`CompiledProgram.output_slot` says which slot, if any).
@@ -684,242 +762,20 @@ def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective
   slot = getattr(compiled, "output_slot", None)
   if objective.loss != "mse" or objective.per_element or slot is None or not hasattr(targets, "shape"):
     return variables
-  bias = variables["params"][slot]["out"]["b"]
+  spec = compiled.specs[compiled.fresh_slots[slot]]
   targets = np.asarray(jax.device_get(targets), np.float64)
-  if targets.ndim < 1 or targets.shape[0] == 0 or targets[0].size != bias.size:
+  if targets.ndim < 1 or targets.shape[0] == 0 or targets[0].size != math.prod(spec.output.shape):
     return variables
-  mean = jnp.asarray(targets.reshape(targets.shape[0], -1).mean(0), bias.dtype).reshape(bias.shape)
   params = list(variables["params"])
-  params[slot] = dict(params[slot], out=dict(params[slot]["out"], b=mean))
+  params[slot] = set_output_bias(spec, params[slot], targets.reshape(targets.shape[0], -1).mean(0))
   return dict(variables, params=tuple(params))
 
 
-_Best = tuple[Any, float, int]
+def _packs(compiled: Tunable, config: TuneConfig) -> bool:
+  """Whether a run packs its lists and graphs: `TuneConfig.pack_lists`, for a program that can."""
+  return bool(config.pack_lists and getattr(compiled, "packs_lists", False))
 
 
-def _keep_best(best: _Best, variables: Any, score: float, epoch: int) -> _Best:
-  """best = (variables, score, epoch) so far, or the given ones if `score` is lower. Kept variables are
-  copies: the carry's buffers are donated to (and overwritten by) the next training step."""
-  if score < best[1]:
-    return jax.tree.map(jnp.copy, variables), score, epoch
-  return best
-
-
-def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
-         config: TuneConfig = TuneConfig(), *, variables: Any = None, resume: TuneState | None = None,
-         until: float | None = None) -> TuneResult:
-  """Trains `compiled`'s fresh parameters on `data.train`, selecting by `data.val` (see module docstring).
-
-  Args:
-    compiled: the candidate (a CompiledProgram).
-    frozen: the frozen library parameters it calls, as `apply` expects them (never updated).
-    data: the task's splits and image table; pass `data.on_device()` to share one copy between candidates.
-    objective: loss and metric (a task's `objective`, or `hx.compile.losses.objective_for_type`); Tune
-      sets `from_logits` itself when the program can give logits (`resolve_objective`).
-    config: optimiser, batching, epochs, patience, seed, evaluation chunks and the NaN check interval.
-    variables: initial variables; default `initial_variables(compiled, config, objective,
-      data.train.targets)`: `compiled.init(key)` with a key derived from `config.seed`, the output bias
-      from the training targets' mean where that applies (`TuneConfig.bias_from_targets`).
-    resume: a paused run's `TuneState` to continue from (then `variables` must be None, and `config`'s
-      seed, batch size and learning rate must be those it was trained with).
-    until: pause after this many epochs in all (a positive float; the steps are rounded to the nearest
-      step, at least one more than `resume` had done); None or >= `config.epochs`: train to the end.
-
-  Returns:
-    A TuneResult. If the loss or validation score became NaN or infinite, `failed` says where, and the
-    variables and scores (validation and test) are those of the best clean epoch before it, or none.
-    If it paused, `state` holds what `resume` needs.
-  """
-  ensure_compilation_cache()
-  if resume is not None and variables is not None:
-    raise ValueError("pass variables or resume, not both")
-  if until is not None and not until > 0:
-    raise ValueError(f"until must be a positive number of epochs, got {until}")
-  if resume is not None:
-    settings = (resume.seed, resume.batch_size, resume.learning_rate)
-    if settings != (config.seed, config.batch_size, config.learning_rate):
-      raise ValueError(f"resuming a run trained with (seed, batch_size, learning_rate) {settings} under "
-                       f"{(config.seed, config.batch_size, config.learning_rate)}")
-  objective = resolve_objective(compiled, objective)
-  apply = _apply_for(compiled, objective)
-  _, order_key, dropout_key = _run_keys(config)
-  tx = optax.adam(config.learning_rate)
-  start = time.perf_counter()
-  if resume is None:
-    if variables is None:
-      variables = initial_variables(compiled, config, objective, data.train.targets)
-    # A private copy: the training step donates (and so deletes) the buffers it is given.
-    variables = jax.tree.map(jnp.copy, jax.device_put(dict(variables)))
-    params, state = _split_variables(variables)
-    opt_state = tx.init(params)
-  else:
-    params, state, opt_state = jax.tree.map(
-        jnp.copy, jax.device_put((resume.params, dict(resume.collections), resume.opt_state)))
-    variables = {"params": params, **state}
-  jax.block_until_ready((params, state, opt_state))
-  init_seconds = time.perf_counter() - start
-  frozen, data = jax.device_put((frozen, data))
-  table, train = data.table, data.train
-
-  n = _num_examples(train)
-  steps = max(1, math.ceil(n / config.batch_size))
-  if resume is not None and resume.steps_per_epoch != steps:
-    raise ValueError(f"resuming a run of {resume.steps_per_epoch} steps per epoch on data of {steps}")
-  # Each step's index on the device, made when first needed and reused by later epochs: making all of
-  # them up front cost ~1 s per call at GS2's 7,134 steps an epoch, paid again by every short halving rung.
-  step_ids: dict[int, jax.Array] = {}
-
-  def step_id(s: int) -> jax.Array:
-    if s not in step_ids:
-      step_ids[s] = jax.device_put(np.int32(s))
-    return step_ids[s]
-
-  zero, minus_one = jax.device_put(np.float32(0.0)), jax.device_put(np.int32(-1))
-
-  def fresh_carry(params, state, opt_state, loss_sum=None):
-    # New accumulators each epoch: the carry is donated to the steps, so these buffers are consumed.
-    loss = jnp.copy(zero) if loss_sum is None else jax.device_put(np.float32(loss_sum))
-    return (params, state, opt_state, loss, jnp.copy(minus_one), jnp.copy(zero))
-
-  # Where training starts (full epochs and steps into the next) and the step at which it stops.
-  first_epoch, first_step = (resume.epoch, resume.step) if resume is not None else (0, 0)
-  # Nothing to train (module docstring): no epoch, as with epochs=0.
-  epochs = config.epochs if jax.tree.leaves((params, state)) else 0
-  end = steps * epochs
-  if until is not None:
-    end = min(end, max(first_epoch * steps + first_step + 1, round(until * steps)))
-  carry = fresh_carry(params, state, opt_state, None if resume is None else resume.loss_sum)
-
-  def epoch_order(e: int) -> jax.Array:
-    # The order of the first epoch this call trains is drawn once (a permutation of the training set:
-    # ~1 s for GS2's million grids on 2 cores) and shared by the packing, the compilation and the loop.
-    return first_order if e == first_epoch else _epoch_order(order_key, e, n, steps * config.batch_size)
-
-  first_order = _epoch_order(order_key, first_epoch, n, steps * config.batch_size)
-  pack = None
-  lengths = None
-  if config.pack_lists and getattr(compiled, "packs_lists", False):
-    lengths = real_elements(train.inputs)
-  if lengths is not None:
-    # Over the whole run, also when resuming: a paused and resumed run compiles the very step an
-    # uninterrupted one does, so it gives the same numbers bit for bit.
-    pack = pack_capacity(lengths, (epoch_order(e) for e in range(config.epochs)), config.batch_size,
-                         images_per_example(train.inputs), steps=steps)
-  step_args = (carry, frozen, table, train.inputs, train.targets, first_order, step_id(0), dropout_key)
-  train_exe, compile_seconds = _executable(
-      "train_step", (compiled.key, objective, config.learning_rate, config.batch_size, pack),
-      lambda: _make_train_step(apply, objective, tx, config.batch_size, pack), (0,), step_args
-  ) if end else (None, 0.0)
-  # Validation and test splits of the same shapes share one capacity, hence one executable.
-  plans = _shared_eval_plans(compiled, config, [data.val] + ([data.test] if data.test is not None else []))
-  val_eval = _Evaluator(compiled, objective, config, frozen, table, data.val, variables, plans[0])
-  compile_seconds += val_eval.compile_seconds
-
-  if resume is None:
-    history: list[EpochRecord] = []
-    best_vars, best_score, best_epoch, since_best, steps_run = None, math.inf, 0, 0, 0
-  else:
-    history = list(resume.history)
-    best_vars, best_score, best_epoch = resume.best_variables, resume.best_score, resume.best_epoch
-    since_best, steps_run = resume.since_best, resume.steps_run
-  failed: str | None = None
-  paused: TuneState | None = None
-  train_seconds = eval_seconds = 0.0
-  epochs_run = first_epoch
-  # Validation within epochs (TuneConfig.val_every): after every `every`-th step of the whole run.
-  every = None if config.val_every is None else max(1, round(config.val_every * steps * config.epochs))
-  for epoch in range(first_epoch + 1, epochs + 1):
-    epochs_run = epoch
-    t0 = time.perf_counter()
-    order = epoch_order(epoch - 1)
-    epoch_key = jax.random.fold_in(dropout_key, epoch)
-    bad_step = -1
-    begin = first_step if epoch == first_epoch + 1 else 0
-    stop = min(steps, end - (epoch - 1) * steps)
-    within = 0.0  # seconds of validation inside this epoch's steps
-    for s in range(begin, stop):
-      carry = train_exe(carry, frozen, table, train.inputs, train.targets, order, step_id(s), epoch_key)
-      steps_run += 1
-      inside = s + 1 < stop  # the epoch's last step and a pause point are scored below in any case
-      score_here = inside and every is not None and ((epoch - 1) * steps + s + 1) % every == 0
-      if score_here or (inside and (s + 1) % config.nan_check_every == 0):
-        # One scalar read: it waits for the steps so far, so a bad candidate stops within
-        # nan_check_every steps instead of running out its epoch.
-        bad_step = int(jax.device_get(carry[4]))
-        if bad_step >= 0:
-          break
-      if score_here:
-        v0 = time.perf_counter()
-        current = {"params": carry[0], **carry[1]}
-        score, _ = val_eval(current)
-        if not math.isfinite(score):
-          failed = f"validation score became {score} at epoch {epoch} step {s + 1}"
-          break
-        best_vars, best_score, best_epoch = _keep_best((best_vars, best_score, best_epoch), current, score,
-                                                       epoch)
-        within += time.perf_counter() - v0
-    loss_sum, bad_step, bad_loss = (float(v) for v in jax.device_get(carry[3:]))
-    t1 = time.perf_counter()
-    train_seconds += t1 - t0 - within
-    eval_seconds += within
-    if failed is not None:
-      break
-    if bad_step >= 0:
-      failed = f"loss became {bad_loss} at epoch {epoch} step {int(bad_step) + 1}"
-      break
-    current = {"params": carry[0], **carry[1]}
-    val_score, val_loss = val_eval(current)
-    t2 = time.perf_counter()
-    eval_seconds += t2 - t1
-    if not math.isfinite(val_score):
-      failed = f"validation score became {val_score} at epoch {epoch}"
-      break
-    if stop < steps:
-      # A pause in the middle of the epoch: its parameters were scored, and may be the best so far, but
-      # the epoch is not over (no record, no patience count).
-      best_vars, best_score, best_epoch = _keep_best((best_vars, best_score, best_epoch), current, val_score,
-                                                     epoch)
-      paused = TuneState(
-          params=carry[0], collections=carry[1], opt_state=carry[2], epoch=epoch - 1, step=stop,
-          loss_sum=carry[3], score=val_score, best_variables=best_vars, best_score=best_score,
-          best_epoch=best_epoch, since_best=since_best, history=tuple(history), steps_run=steps_run,
-          seed=config.seed, batch_size=config.batch_size, learning_rate=config.learning_rate,
-          steps_per_epoch=steps)
-      break
-    history.append(EpochRecord(epoch, loss_sum / steps, val_score, val_loss, t1 - t0 - within,
-                               t2 - t1 + within))
-    best_vars, best_score, best_epoch = _keep_best((best_vars, best_score, best_epoch), current, val_score,
-                                                   epoch)
-    if best_epoch == epoch:
-      since_best = 0  # the best was scored in this epoch: at its end, or within it (val_every, a pause)
-    else:
-      since_best += 1
-      if config.patience is not None and since_best >= config.patience:
-        break
-    if epoch * steps >= end and epoch < config.epochs:
-      # A pause at the end of the epoch: the next call goes on as the next epoch of this one would.
-      paused = TuneState(
-          params=carry[0], collections=carry[1], opt_state=carry[2], epoch=epoch, step=0,
-          loss_sum=np.float32(0.0), score=val_score, best_variables=best_vars, best_score=best_score,
-          best_epoch=best_epoch, since_best=since_best, history=tuple(history), steps_run=steps_run,
-          seed=config.seed, batch_size=config.batch_size, learning_rate=config.learning_rate,
-          steps_per_epoch=steps)
-      break
-    carry = fresh_carry(*carry[:3])
-
-  if best_vars is None and failed is None and epochs_run == 0:
-    # No epoch ran (epochs=0, or nothing to train): report the initial variables.
-    best_vars = variables
-    best_score, _ = val_eval(variables)
-  test_score = None
-  if best_vars is not None and data.test is not None and paused is None:
-    t0 = time.perf_counter()
-    test_eval = _Evaluator(compiled, objective, config, frozen, table, data.test, best_vars, plans[1])
-    compile_seconds += test_eval.compile_seconds
-    test_score, _ = test_eval(best_vars)
-    eval_seconds += time.perf_counter() - t0 - test_eval.compile_seconds
-  return TuneResult(
-      variables=best_vars, val_score=best_score if best_vars is not None else math.nan, test_score=test_score,
-      best_epoch=best_epoch, epochs_run=epochs_run, history=history, failed=failed, steps_run=steps_run,
-      objective=objective, init_seconds=init_seconds, compile_seconds=compile_seconds,
-      train_seconds=train_seconds, eval_seconds=eval_seconds, state=paused)
+def _split_variables(variables: dict) -> tuple[Any, dict]:
+  """(params, the other collections) of {"params": ..., "batch_stats": ..., ...}."""
+  return variables["params"], {k: v for k, v in variables.items() if k != "params"}

@@ -24,6 +24,7 @@ from hx.data.tasks import (
   TaskSizes,
   TaskSpec,
   build_task,
+  read_data_sets,
   regression_targets,
   task_spec,
 )
@@ -32,7 +33,6 @@ __all__ = [
     "DataError", "DataFormatError", "DataNotFoundError", "ImageSet", "TRAIN", "VAL", "TEST",
     "AUTHORS_DIGIT_PAIRS", "SEQUENCES", "Sequence", "sequence", "SIGN_ROLES", "Sources", "digits", "signs",
     "toys", "CELL_COSTS", "DISTANCE_BOUND", "FRACTIONS", "GRAPH_FAMILIES", "KINDS", "PRESETS",
-    "START_DISTANCE", "Task",
-    "TaskSizes", "TaskSpec", "build_task", "regression_targets", "task_spec", "TrainingSettings",
-    "training_settings",
+    "START_DISTANCE", "Task", "TaskSizes", "TaskSpec", "build_task", "read_data_sets", "regression_targets",
+    "task_spec", "TrainingSettings", "training_settings",
 ]

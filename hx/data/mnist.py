@@ -7,7 +7,9 @@ All loaders return an `ImageSet` of float32 (n, 1, 28, 28) images in [0, 1] with
   per class, deterministically for `seed`, into 300 training, 100 validation and 100 test images per class.
 - `load_mnist_idx`: the official 60,000 training / 10,000 test files; the last 10,000 training images are
   the validation pool (the classic 50k/10k/10k split, the same as `mnist.pkl.gz`).
-- `load_mnist_pickle`: the classic pickled 50k/10k/10k split.
+- `load_mnist_pickle`: the classic pickled 50k/10k/10k split, read by an unpickler that builds NumPy arrays,
+  tuples and lists and nothing else: a pickle can name any function to call, so a crafted file read by
+  `pickle.load` would run code; this one is refused with what it names.
 - `load_mnist_tfds`: tensorflow-datasets' "mnist" (needs the `tfds` extra); no network unless
   `download=True`. Validation pool as for the IDX files.
 """
@@ -34,6 +36,37 @@ DIGITS = tuple(str(d) for d in range(10))
 IDX_FILES = {"train_images": "train-images-idx3-ubyte", "train_labels": "train-labels-idx1-ubyte",
              "test_images": "t10k-images-idx3-ubyte", "test_labels": "t10k-labels-idx1-ubyte"}
 _VAL_COUNT = 10_000
+
+# What a pickle of NumPy arrays names (module, name), and nothing else: array reconstruction under NumPy 1's
+# and NumPy 2's module names, dtypes and scalars, the buffer form of protocol 5, and `_codecs.encode`,
+# which Python 2 pickles (the classic mnist.pkl.gz) use to carry an array's bytes as text.
+_ARRAY_GLOBALS = frozenset(
+    [(f"numpy.{core}.multiarray", n) for core in ("core", "_core") for n in ("_reconstruct", "scalar")]
+    + [(f"numpy.{core}.numeric", "_frombuffer") for core in ("core", "_core")]
+    + [("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")])
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+  """An unpickler that makes NumPy arrays, tuples, lists and plain values only: any other global a pickle
+  names (the way a crafted file runs code) is refused before it is looked up."""
+
+  def find_class(self, module: str, name: str):
+    if (module, name) not in _ARRAY_GLOBALS:
+      raise pickle.UnpicklingError(f"it names {module}.{name}, which is not part of a NumPy array (refused: "
+                                   "unpickling it could run code)")
+    return super().find_class(module, name)
+
+
+def _check_arrays(node, where: str = "") -> None:
+  """Refuses anything in an unpickled MNIST but tuples, lists and numeric arrays (`where`: the index path
+  of `node`, e.g. "[0][1]")."""
+  if isinstance(node, (tuple, list)):
+    for i, x in enumerate(node):
+      _check_arrays(x, f"{where}[{i}]")
+  elif not (isinstance(node, np.ndarray) and node.dtype.kind in "biuf"):
+    what = f"an array of {node.dtype}" if isinstance(node, np.ndarray) else f"a {type(node).__name__}"
+    raise pickle.UnpicklingError(f"it holds {what} at {where or 'the top'}, where only tuples, lists and "
+                                 "numeric arrays belong")
 
 
 def mnist_5k_path() -> str:
@@ -129,12 +162,14 @@ def load_mnist_idx(directory: str) -> ImageSet:
 
 def load_mnist_pickle(path: str) -> ImageSet:
   """Full MNIST from the classic `mnist.pkl.gz`: a gzip'd pickle of ((x, y) train 50k, validation 10k,
-  test 10k), x float (n, 784) in [0, 1]."""
+  test 10k), x float (n, 784) in [0, 1]. Read with an unpickler that admits NumPy arrays, tuples and lists
+  only (the module docstring): anything else is a DataFormatError naming what the file holds."""
   if not os.path.exists(path):
     raise DataNotFoundError("MNIST", "the pickle file does not exist", [path], FLAG)
   try:
     with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f:
-      splits = pickle.load(f, encoding="latin1")
+      splits = _ArrayUnpickler(f, encoding="latin1").load()
+    _check_arrays(splits)
     (xtr, ytr), (xva, yva), (xte, yte) = splits
   except Exception as e:  # noqa: BLE001 - any unpickling failure is a format problem of this file
     raise DataFormatError("MNIST", f"not a readable mnist.pkl.gz ((x, y) x 3) ({type(e).__name__}: {e})",

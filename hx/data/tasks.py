@@ -55,7 +55,7 @@ import dataclasses
 import functools
 import re
 import zlib
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -77,8 +77,9 @@ from hx.data.sources import SIGN_ROLES, Sources, digits, signs, toys
 from hx.lang.paper import TASK_TYPES
 from hx.lang.types import Type, function_parts
 
-__all__ = ["TaskSpec", "TaskSizes", "Task", "task_spec", "build_task", "KINDS", "FRACTIONS", "CELL_COSTS",
-           "DISTANCE_BOUND", "START_DISTANCE", "PRESETS", "regression_targets", "GRAPH_FAMILIES"]
+__all__ = ["TaskSpec", "TaskSizes", "Task", "task_spec", "build_task", "read_data_sets", "KINDS", "FRACTIONS",
+           "CELL_COSTS", "DISTANCE_BOUND", "START_DISTANCE", "PRESETS", "regression_targets",
+           "GRAPH_FAMILIES"]
 
 FRACTIONS = (0.02, 0.1, 0.2, 0.5, 1.0)
 """The paper's training-data fractions."""
@@ -543,6 +544,17 @@ def _random_graphs(images: _Images, rng, pool: int, count: int, nodes: tuple[int
   split = Split(inputs, _narrow_targets(targets))
   check_graphs(split.inputs)
   return split
+
+
+def read_data_sets(specs: Iterable[TaskSpec], sources: Sources = Sources()) -> None:
+  """Reads every data set the tasks `specs` draw on, so that a missing or malformed file is found before
+  any work (the sets are cached: the tasks built later take them from memory).
+
+  Raises:
+    hx.data.DataError: as `build_task`.
+  """
+  for which in dict.fromkeys(KINDS[spec.kind].images for spec in specs):
+    _images(which, sources)
 
 
 @functools.lru_cache(maxsize=32)

@@ -218,9 +218,10 @@ class EvalConfig:
     Args:
       sequence: the task sequence.
       preset: "quick" or "paper".
-      methods: from `METHODS` (default `default_methods(sequence)`); "houdini" runs once per strategy.
+      methods: from `METHODS` (None: `default_methods(sequence)`; empty: refused); "houdini" runs once
+        per strategy.
       strategies: HOUDINI's synthesis strategies ("topdown", "evolutionary").
-      fractions, seeds: default the preset's.
+      fractions, seeds: None: the preset's (empty: refused).
       tasks: run the first `tasks` tasks only (default all).
       candidates, seconds: HOUDINI's budget per task: candidate programs, wall seconds.
       epochs: training epochs of every task kind (default the preset's).
@@ -246,7 +247,10 @@ class EvalConfig:
     if preset not in PRESETS:
       raise ConfigError(f"unknown preset {preset!r}; the presets are {', '.join(PRESETS)}")
     p = PRESETS[preset]
-    methods = tuple(methods) if methods else default_methods(key)
+    for name, given in (("methods", methods), ("fractions", fractions)):
+      if given is not None and not len(given):  # an empty list is a mistake, not a request for the default
+        raise ConfigError(f"{name} is empty: give at least one, or None for the default")
+    methods = tuple(methods) if methods is not None else default_methods(key)
     for m in methods:
       if m not in METHODS:
         raise ConfigError(f"unknown method {m!r}; the methods are {', '.join(METHODS)}")
@@ -269,7 +273,8 @@ class EvalConfig:
     ordered = [f"houdini_{s}" for s in strategies if "houdini" in methods]
     ordered += [m for m in BASELINES if m in methods]
 
-    fractions = tuple(sorted({float(f) for f in (fractions or p.default_fractions(key))}))
+    fractions = tuple(sorted({float(f) for f in (fractions if fractions is not None
+                                                  else p.default_fractions(key))}))
     bad = [f for f in fractions if not 0 < f <= 1]
     if bad:
       raise ConfigError(f"training fraction {bad[0]:g} is outside (0, 1]")

@@ -227,27 +227,35 @@ def _programs_md(table: _Table) -> list[str]:
 
 
 def summary_lines(records: list[dict]) -> list[str]:
-  """A few lines for a terminal: per task, HOUDINI's program and test score beside the baselines'
-  (the largest fraction; the mean over instantiations; the program of the first one)."""
+  """A few lines for a terminal: per task, each method's test score at every training fraction run (the
+  mean over instantiations; "failed" where every training failed, "-" where none has run yet), and
+  HOUDINI's program at the largest fraction (the first instantiation's). No record: no line."""
+  if not records:
+    return []
   table = _Table(records)
   largest = table.fractions[-1]
   lines = []
   for index in sorted(table.tasks):
-    datasets, synthetic = table.datasets(index)
+    _, synthetic = table.datasets(index)
     metric = table.metric(index)
-    head = f"Task {index} {table.names(index)[0]}" + (" [synthetic data]" if synthetic else "")
-    lines.append(head)
+    name = "error" if metric == "error" else "RMSE"
+    lines.append(f"Task {index} {table.names(index)[0]}" + (" [synthetic data]" if synthetic else ""))
+    columns = "".join(f"{f'{100 * f:g}%':>10s}" for f in table.fractions)
+    lines.append(f"  {'test ' + name + ' at':26s}{columns}")
     for method in table.methods:
-      s = table.scores(index, method, largest)
-      got = table.by.get((index, method, largest), {})
-      if not got:
+      if not any(table.by.get((index, method, f)) for f in table.fractions):
         continue
-      first = got[min(got)]
-      program = (first["ranked"][0]["named"] or first["ranked"][0]["program"]) if first["ranked"] else "-"
-      score = score_text(metric, statistics.fmean(s)) if s else "failed"
-      label = f"{method_label(method)}:"
-      what = f"  {program}" if method.startswith("houdini_") or method == "standalone_with_fold" else ""
-      lines.append(f"  {label:26s} test {'error' if metric == 'error' else 'RMSE'} {score:>8s}{what}")
+      cells = []
+      for f in table.fractions:
+        s = table.scores(index, method, f)
+        cells.append(score_text(metric, statistics.fmean(s)) if s else
+                     "failed" if table.by.get((index, method, f)) else "-")
+      what = ""
+      got = table.by.get((index, method, largest), {})
+      if got and (method.startswith("houdini_") or method == "standalone_with_fold"):
+        best = got[min(got)]["ranked"]
+        what = "  " + ((best[0]["named"] or best[0]["program"]) if best else "-")
+      lines.append(f"  {method_label(method) + ':':26s}" + "".join(f"{c:>10s}" for c in cells) + what)
   return lines
 
 

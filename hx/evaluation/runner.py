@@ -39,6 +39,7 @@ from typing import Any, Callable
 from absl import logging
 
 from hx import baselines
+from hx.data import read_data_sets
 from hx.data import sequence as make_sequence
 from hx.evaluation.config import PRESETS, ConfigError, EvalConfig
 from hx.evaluation.records import (
@@ -50,8 +51,10 @@ from hx.evaluation.records import (
   write_json,
 )
 from hx.synth.jsonfiles import jsonable
+from hx.synth.progress import Progress
 
-__all__ = ["Outcome", "run", "check_directory", "settings_json", "expected_records", "training_seed"]
+__all__ = ["Outcome", "run", "check_data", "check_directory", "settings_json", "expected_records",
+           "training_seed"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +80,17 @@ class Outcome:
 def settings_json(config: EvalConfig) -> dict:
   """The run's settings as JSON values (what `check_directory` compares)."""
   return jsonable(config)
+
+
+def check_data(config: EvalConfig) -> None:
+  """Reads the data sets the run's tasks draw on, so that a missing or malformed data file is refused
+  before anything is written (`hx.data.read_data_sets`; cached for the run).
+
+  Raises:
+    hx.data.DataError: a data set cannot be read (the message names it, the paths and the flag).
+  """
+  seq = make_sequence(config.sequence, config.seeds[0], config.sources, config.sizes)
+  read_data_sets(seq.tasks[:config.tasks], config.sources)
 
 
 def check_directory(config: EvalConfig, directory: Path) -> None:
@@ -131,9 +145,9 @@ def _score_text(metric: str, x: Any) -> str:
 
 class _Runner:
   def __init__(self, config: EvalConfig, directory: Path, deadline: float | None,
-               progress: Callable[[str], None], executor: Any = None):
+               progress: Callable[[str], None], executor: Any = None, bars: bool = False):
     self.config, self.directory, self.deadline, self.say = config, directory, deadline, progress
-    self.executor = executor
+    self.executor, self.bars = executor, bars
     self.ran = 0
     self.networks: dict[tuple[str, int], dict[int, Any]] = {}
     self.largest = max(config.fractions)
@@ -169,7 +183,14 @@ class _Runner:
 
         archs = [self.architecture(seq.tasks[j]) for j in range(index + 1)]
         template = PNN(archs, self.config.module_config).init_column(jax.random.key(0), index)
-      cache[index] = baselines.load_network(path, self.config.module_config, template)
+      try:
+        cache[index] = baselines.load_network(path, self.config.module_config, template)
+      except baselines.NetworkError as err:
+        # Its record at the largest fraction is what trains it: without the record, the run trains it again.
+        record = record_path(self.directory, method, instance, index + 1, self.largest)
+        also = f" and {record}" if record is not None else ""
+        raise baselines.NetworkError(err.path, f"{err.problem}; delete {path}{also}, then run the same "
+                                     "command again to train it anew") from None
     return cache[index]
 
   def keep_network(self, method: str, instance: int, index: int, network: Any) -> None:
@@ -186,8 +207,8 @@ class _Runner:
     start = time.perf_counter()
     run_sequence(seq, self.method_dir(method, instance), strategy=c.strategy(method), fractions=c.fractions,
                  budget=c.budgets, space=c.space, module_config=c.module_config,
-                 preset=PRESETS[c.preset].training,
-                 tune_configs=dict(c.tune_configs), keep=3, stop_after=index + 1, executor=self.executor)
+                 preset=PRESETS[c.preset].training, tune_configs=dict(c.tune_configs), keep=3,
+                 stop_after=index + 1, executor=self.executor, progress=self.bars)
     for f in c.fractions:
       path = record_path(self.directory, method, instance, index + 1, f)
       rec = json.loads(path.read_text("utf-8"))
@@ -238,32 +259,36 @@ class _Runner:
               net, method=method, modules=modules, column=0 if method == "pnn" else None))
       self.write(method, instance, index, fraction, full, rec)
       return
-    if method == "standalone":
-      regressor = None
-      if self.architecture(full.spec).kind == "graph":
-        regressor = self.network("standalone", instance, 0, seq)
-        if regressor is None:
-          raise RuntimeError(f"the standalone graph baseline of {full.name} needs the regressor of the "
-                             f"sequence's first task, and {self.network_path('standalone', instance, 0)} "
-                             "is missing")
-        starts_from = [source(regressor)]
-      result = baselines.standalone(task, c.module_config, tune_config, seed=seed, element=element,
-                                    regressor=regressor, checkpoint_dir=saving)
-    elif method == "llt":
-      history = [n for j in range(index) if (n := self.network("llt", instance, j, seq)) is not None]
-      result = baselines.llt(task, history, c.module_config, tune_config, seed=seed, element=element,
-                             checkpoint_dir=saving)
-      used = {s for _, s in result.sources if not s.startswith("fresh")}
-      starts_from = [source(n) for n in history if n.task in used]
-    elif method == "pnn":
-      columns = [n for j in range(index) if (n := self.network("pnn", instance, j, seq)) is not None]
-      result = baselines.pnn(task, columns, c.module_config, tune_config, seed=seed, element=element,
-                             checkpoint_dir=saving)
-      starts_from = [source(n) for n in columns]
-    elif method == "standalone_with_fold":
-      result, extra = self.from_scratch(instance, seq, index, fraction, task, tune_config, seed, saving)
-    else:
-      raise ValueError(f"unknown baseline {method!r}")
+    # One network to train: a bar of one, moved by its epochs.
+    with (Progress(f"{method} {full.name} @ {100 * fraction:g}%", 1, self.bars, unit="networks") as bar,
+          bar.watching()):
+      if method == "standalone":
+        regressor = None
+        if self.architecture(full.spec).kind == "graph":
+          regressor = self.network("standalone", instance, 0, seq)
+          if regressor is None:
+            raise RuntimeError(f"the standalone graph baseline of {full.name} needs the regressor of the "
+                               f"sequence's first task, and {self.network_path('standalone', instance, 0)} "
+                               "is missing")
+          starts_from = [source(regressor)]
+        result = baselines.standalone(task, c.module_config, tune_config, seed=seed, element=element,
+                                      regressor=regressor, checkpoint_dir=saving)
+      elif method == "llt":
+        history = [n for j in range(index) if (n := self.network("llt", instance, j, seq)) is not None]
+        result = baselines.llt(task, history, c.module_config, tune_config, seed=seed, element=element,
+                               checkpoint_dir=saving)
+        used = {s for _, s in result.sources if not s.startswith("fresh")}
+        starts_from = [source(n) for n in history if n.task in used]
+      elif method == "pnn":
+        columns = [n for j in range(index) if (n := self.network("pnn", instance, j, seq)) is not None]
+        result = baselines.pnn(task, columns, c.module_config, tune_config, seed=seed, element=element,
+                               checkpoint_dir=saving)
+        starts_from = [source(n) for n in columns]
+      elif method == "standalone_with_fold":
+        result, extra = self.from_scratch(instance, seq, index, fraction, task, tune_config, seed, saving)
+      else:
+        raise ValueError(f"unknown baseline {method!r}")
+      bar.done(result.val_score if result.status == "trained" else math.nan)
     if fraction == self.largest and result.network is not None and method != "standalone_with_fold":
       self.keep_network(method, instance, index, result.network)
     rec = baseline_record(result, task, method=method, sequence=c.sequence, instance=instance,
@@ -312,7 +337,7 @@ class _Runner:
 
 def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
         progress: Callable[[str], None] = lambda line: None, report: bool = True,
-        executor: Any = None) -> Outcome:
+        executor: Any = None, bars: bool = False) -> Outcome:
   """Runs (or resumes) the evaluation `config` in `directory` (see the module docstring).
 
   Args:
@@ -321,20 +346,26 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
     time_budget: stop starting new work after this many seconds (the work under way finishes); run
       again to continue.
     progress: called with one line per record written.
+    bars: while a task trains, show its progress on stderr (`hx.synth.progress.Progress`: a bar on a
+      terminal, plain lines otherwise).
     report: build the report and plots when done (or stopped).
     executor: where HOUDINI's candidates train (`hx.synthesize`'s executor: an Executor, which the
       caller closes, or a name); None: in this process. The baselines train in this process.
 
   Raises:
     ConfigError: the directory holds another run, or other files.
+    hx.data.DataError: a data set cannot be read (found before anything is written).
+    hx.compile.checkpoint.CheckpointError, hx.synth.library.LibraryError, hx.baselines.NetworkError: a
+      file of an earlier, interrupted run is damaged (the message names it and what to do).
   """
   directory = Path(directory)
+  check_data(config)
   check_directory(config, directory)
   expected = expected_records(config)
   if all(record_path(directory, *e) for e in expected):
     return Outcome(directory, True, True, None, 0, _report(directory) if report else None)
   deadline = None if time_budget is None else time.monotonic() + time_budget
-  runner = _Runner(config, directory, deadline, progress, executor)
+  runner = _Runner(config, directory, deadline, progress, executor, bars)
   stopped = None
   for instance in config.seeds:
     seq = make_sequence(config.sequence, instance, config.sources, config.sizes)

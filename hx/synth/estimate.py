@@ -342,7 +342,7 @@ def fit_head(compiled: Any, variables: Mapping[str, Any], frozen: Any, train: An
   """
   import jax.numpy as jnp
 
-  from hx.compile.tuning import resolve_objective
+  from hx.compile.executables import resolve_objective
 
   objective = resolve_objective(compiled, objective)
   slot = head_slot(compiled, prefixed=True)

@@ -38,17 +38,13 @@ The on-disk format is described at `Library.save`.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import datetime
-import errno
 import hashlib
 import json
 import math
 import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence
@@ -57,6 +53,7 @@ import flax.serialization
 import jax
 import numpy as np
 
+from hx import atomic
 from hx.compile.lower import CompiledProgram
 from hx.compile.modules import ModuleSpec, init_module
 from hx.lang import program as P
@@ -586,12 +583,12 @@ class Library:
     The containers (dicts, tuples, lists) are recorded in "structure" rather than in msgpack, which
     would turn tuples into lists.
 
-    Atomicity: everything is written into a new temporary directory beside `path` and fsynced, then
-    renamed into place. An existing library at `path` is replaced by atomically exchanging the two
-    directories (Linux renameat2 RENAME_EXCHANGE), then deleting the old one; where the exchange is
-    unavailable, the old directory is renamed aside first, so a crash between the two renames leaves
-    it as a `.NAME.old-*` sibling (`load` points at it). If anything fails before the rename, `path`
-    is untouched and the temporary directory is removed.
+    Atomicity: `hx.atomic.write_directory_atomically`: everything is written into a new temporary
+    directory beside `path` (`.NAME.tmp-*`) and fsynced, then renamed into place; an existing library at
+    `path` is exchanged with it atomically (Linux renameat2), or where that is unavailable moved aside
+    first, so a crash between the two renames leaves it as a `.NAME.old-*` sibling (`load` points at it).
+    If anything fails before the rename, `path` is untouched and the temporary directory is removed; the
+    temporaries of a save that was killed are removed by the next save to `path`.
 
     Raises:
       LibraryError: `path` exists and is neither an hx library nor an empty directory (it is never
@@ -602,15 +599,13 @@ class Library:
     if path.exists() and not (path.is_dir() and (_is_library_dir(path) or not any(path.iterdir()))):
       raise LibraryError(path, "it exists and is not an hx library; refusing to replace it",
                          action="cannot save library to")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
-    try:
+    def fill(tmp: Path) -> None:
       (tmp / ARRAYS).mkdir()
       records = []
       for e in self.entries:
         data = flax.serialization.msgpack_serialize({str(i): a for i, a in enumerate(e.leaves)})
         rel = f"{ARRAYS}/{e.name}.msgpack"
-        _write_bytes(tmp / rel, data)
+        atomic.write_new_file(tmp / rel, data)
         spec = _encode_spec(e.spec)
         if _decode_spec(json.loads(_canonical_json(spec))) != e.spec:
           raise LibraryError(path, f"the module spec of {e.name} does not survive JSON: {e.spec}",
@@ -621,15 +616,14 @@ class Library:
           "file": rel, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
       manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "version": self.version,
                   "counters": dict(self.counters), "entries": records}
-      _write_bytes(tmp / MANIFEST, (json.dumps(manifest, indent=1, allow_nan=False, ensure_ascii=False)
-                                    + "\n").encode("utf-8"))
-      _fsync_dir(tmp / ARRAYS)
-      _fsync_dir(tmp)
-      _install(tmp, path)
-    except BaseException:
-      shutil.rmtree(tmp, ignore_errors=True)
-      raise
-    _fsync_dir(path.parent)
+      atomic.write_new_file(tmp / MANIFEST, (json.dumps(manifest, indent=1, allow_nan=False,
+                                                        ensure_ascii=False) + "\n").encode("utf-8"))
+
+    try:
+      atomic.write_directory_atomically(path, fill)
+    except OSError as err:  # a read-only or full disk, a parent that is a file: said in one line
+      raise LibraryError(path, f"{err.strerror or err} ({err.filename or path})",
+                         action="cannot save library to") from None
 
   @classmethod
   def load(cls, path: os.PathLike | str) -> Library:
@@ -728,62 +722,3 @@ def _is_library_dir(path: Path) -> bool:
   except (OSError, UnicodeDecodeError, json.JSONDecodeError):
     return False
   return isinstance(manifest, dict) and manifest.get("format") == FORMAT
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-  """Writes `data` to a new file and fsyncs it."""
-  with open(path, "xb") as f:
-    f.write(data)
-    f.flush()
-    os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-  """Makes a directory's entries (new files, renames) durable; a no-op where directories cannot be opened."""
-  if not hasattr(os, "O_DIRECTORY"):
-    return
-  fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-  try:
-    os.fsync(fd)
-  finally:
-    os.close(fd)
-
-
-_RENAME_EXCHANGE = 2  # linux/fs.h
-_AT_FDCWD = -100
-
-
-def _exchange(a: Path, b: Path) -> None:
-  """Atomically swaps two directory entries (Linux renameat2). OSError(ENOSYS) where unavailable."""
-  try:
-    renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-  except (AttributeError, OSError, TypeError):  # not Linux, or a libc without it
-    raise OSError(errno.ENOSYS, "renameat2 is not available") from None
-  renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-  if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) != 0:
-    err = ctypes.get_errno()
-    raise OSError(err, os.strerror(err), os.fspath(a), None, os.fspath(b))
-
-
-def _install(tmp: Path, path: Path) -> None:
-  """Puts the finished directory `tmp` at `path`, replacing what is there atomically where possible."""
-  if not path.exists():
-    os.rename(tmp, path)
-    return
-  try:
-    _exchange(tmp, path)
-  except OSError as err:
-    if err.errno not in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
-      raise
-    # No atomic exchange here: move the old library aside, then the new one in.
-    aside = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
-    os.rmdir(aside)
-    os.rename(path, aside)
-    try:
-      os.rename(tmp, path)
-    except BaseException:
-      os.rename(aside, path)
-      raise
-    shutil.rmtree(aside, ignore_errors=True)
-    return
-  shutil.rmtree(tmp, ignore_errors=True)  # after the exchange, tmp holds the old library

@@ -178,7 +178,7 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
   """
   from hx.compile import ModuleConfig
   from hx.data.settings import training_settings
-  from hx.synth.library import Library
+  from hx.synth.library import Library, LibraryError
 
   fractions = tuple(sorted({float(f) for f in fractions}))
   if not fractions or any(not 0 < f <= 1 for f in fractions):
@@ -199,7 +199,11 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
   for i in range(len(sequence), 0, -1):
     saved = directory / "libraries" / f"after_{i:02d}"
     if saved.exists():
-      library, done = Library.load(saved), i
+      try:
+        library, done = Library.load(saved), i
+      except LibraryError as err:  # damaged: the library before it and the task's records can redo it
+        raise LibraryError(err.path, f"{err.problem}; delete {saved}, then run the same command again to "
+                                     f"search task {i} anew") from None
       break
   if done:
     logging.info("%s: resuming after task %d of %d", directory, done, len(sequence))

@@ -28,6 +28,7 @@ from hx.synth.estimate import Estimate, Scored, estimate_then_train
 from hx.synth.evolution import EvolutionConfig, evolve
 from hx.synth.executors import Executor, Job, JobResult, TaskContext, job_seed, make_executor
 from hx.synth.halving import Halving, successive_halving
+from hx.synth.progress import Progress
 from hx.synth.space import Candidate, SearchSpace
 from hx.synth.topdown import EnumerationStats, enumerate_programs
 
@@ -194,35 +195,6 @@ def task_context(task: Any, library: Any = None, module_config: Any = None, tune
                      checkpoints=checkpoints)
 
 
-class _Progress:
-  """absl logging plus a tqdm progress bar (when `show`): candidates trained, programs enumerated (the
-  search's partial programs expanded), best validation score so far, time of the last candidate."""
-
-  def __init__(self, task: str, total: int | None, show: bool):
-    self.task, self.best, self.count = task, math.inf, 0
-    self.enumerated: Callable[[], int] | None = None
-    self.bar = None
-    if show:
-      from tqdm.auto import tqdm
-
-      self.bar = tqdm(total=total, desc=task, unit="prog", leave=False)
-
-  def update(self, r: JobResult) -> None:
-    self.count += 1
-    if r.ok:
-      self.best = min(self.best, r.val_score)
-    logging.info("%s: candidate %d %s -> %s val %.4g (%.1f s)%s", self.task, self.count, r.candidate.program,
-                 r.status, r.val_score, r.seconds, f" [{r.reason}]" if r.reason else "")
-    if self.bar is not None:
-      self.bar.update(1)
-      extra = {} if self.enumerated is None else {"enumerated": self.enumerated()}
-      self.bar.set_postfix(best=f"{self.best:.4g}", last=f"{r.seconds:.1f}s", **extra)
-
-  def close(self) -> None:
-    if self.bar is not None:
-      self.bar.close()
-
-
 def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", budget: Budget = Budget(),
                seed: int = 0, space: SearchSpace = SearchSpace(), module_config: Any = None,
                tune_config: Any = None, evolution: EvolutionConfig = EvolutionConfig(),
@@ -250,7 +222,9 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     sequence: names the new library functions nn_<sequence>_<k> (default: the task's kind, else "task").
     keep: how many of the best candidates keep their trained variables (and are named as the paper's
       tables name their top 3).
-    progress: show a progress bar (logging goes through absl either way).
+    progress: show the progress (`hx.synth.progress.Progress`: a bar on a terminal, plain lines
+      otherwise: candidates done, the current one's epoch, the best validation score, the time left);
+      logging goes through absl either way.
     when: the time recorded in the new library entries' provenance (ISO text; default: now).
     checkpoint_dir: save every candidate trained to the end here as it trains (`hx.compile.checkpoint`;
       one file per candidate, keyed by the task's data, the program, its seed and settings, and the
@@ -285,7 +259,9 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   deadline = None if budget.seconds is None else wall + budget.seconds
   results: list[JobResult] = []
   estimates: dict[int, Scored] = {}
-  show = _Progress(task.name, budget.candidates, progress)
+  fraction = getattr(task, "fraction", 1.0)
+  show = Progress(f"{task.name} @ {100 * fraction:g}%", budget.candidates, progress)
+  stats: EnumerationStats | None = None
 
   def out_of_budget() -> bool:
     return ((budget.candidates is not None and len(results) >= budget.candidates)
@@ -293,51 +269,50 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
 
   def train(candidates: Sequence[Candidate]) -> list[JobResult]:
     jobs = [Job(len(results) + i, c, job_seed(seed, c)) for i, c in enumerate(candidates)]
-    got = {r.job.index: r for r in _run(executor, context, jobs, show)}
+    got = {r.job.index: r for r in _run(executor, context, jobs, show, stats)}
     batch = [got[j.index] for j in jobs]
     results.extend(batch)
     return batch
 
-  stats = None
   search_seconds = 0.0
   try:
-    if strategy == "topdown":
-      stats = EnumerationStats()
-      show.enumerated = lambda: stats.expanded
-      generator = enumerate_programs(task.type, library, space=space, config=context.module_config,
-                                     limit=budget.candidates, max_expanded=budget.enumerated, stats=stats)
-      if isinstance(budget.schedule, Estimate):
-        got, scored = estimate_then_train(
-            list(generator), budget.schedule, context, seed,
-            lambda ctx, jobs: _run(executor, ctx, jobs, show),
-            lambda: deadline is not None and time.perf_counter() >= deadline)
-        results.extend(got)
-        estimates.update(scored)
-      elif budget.schedule is not None:
-        results.extend(successive_halving(
-            list(generator), budget.schedule, context.tune_config.epochs, seed,
-            lambda jobs: _run(executor, context, jobs, show),
-            lambda: deadline is not None and time.perf_counter() >= deadline))
-      else:
-        # Candidates go to the executor in batches it can run at once; without a time budget, all of
-        # them in one (a parallel executor then keeps every worker busy to the end).
-        parallelism = max(1, int(getattr(executor, "parallelism", 1)))
-        chunk = budget.candidates if budget.seconds is None and budget.candidates else parallelism
-        batch: list[Candidate] = []
-        for candidate in generator:
-          batch.append(candidate)
-          if len(batch) >= chunk:
+    with show.watching():  # the epochs of candidates that train in this process move the bar
+      if strategy == "topdown":
+        stats = EnumerationStats()
+        generator = enumerate_programs(task.type, library, space=space, config=context.module_config,
+                                       limit=budget.candidates, max_expanded=budget.enumerated, stats=stats)
+        if isinstance(budget.schedule, Estimate):
+          got, scored = estimate_then_train(
+              list(generator), budget.schedule, context, seed,
+              lambda ctx, jobs: _run(executor, ctx, jobs, show, stats),
+              lambda: deadline is not None and time.perf_counter() >= deadline)
+          results.extend(got)
+          estimates.update(scored)
+        elif budget.schedule is not None:
+          results.extend(successive_halving(
+              list(generator), budget.schedule, context.tune_config.epochs, seed,
+              lambda jobs: _run(executor, context, jobs, show, stats),
+              lambda: deadline is not None and time.perf_counter() >= deadline))
+        else:
+          # Candidates go to the executor in batches it can run at once; without a time budget, all of
+          # them in one (a parallel executor then keeps every worker busy to the end).
+          parallelism = max(1, int(getattr(executor, "parallelism", 1)))
+          chunk = budget.candidates if budget.seconds is None and budget.candidates else parallelism
+          batch: list[Candidate] = []
+          for candidate in generator:
+            batch.append(candidate)
+            if len(batch) >= chunk:
+              train(batch)
+              batch = []
+              if out_of_budget():
+                break
+          if batch and not out_of_budget():
             train(batch)
-            batch = []
-            if out_of_budget():
-              break
-        if batch and not out_of_budget():
-          train(batch)
-      search_seconds = stats.seconds
-    else:
-      equivalent: list[tuple[Candidate, Candidate]] = []
-      search_seconds = _evolve(task, library, space, context, evolution, seed, train, out_of_budget, budget,
-                               equivalent)
+        search_seconds = stats.seconds
+      else:
+        equivalent: list[tuple[Candidate, Candidate]] = []
+        search_seconds = _evolve(task, library, space, context, evolution, seed, train, out_of_budget, budget,
+                                 equivalent)
   finally:
     show.close()
     if owned:
@@ -379,11 +354,16 @@ def _estimate_fields(e: Scored | None) -> dict[str, Any]:
           "estimate_epochs": e.epochs}
 
 
-def _run(executor: Executor, context: TaskContext, jobs: Sequence[Job], show: _Progress) -> list[JobResult]:
+def _run(executor: Executor, context: TaskContext, jobs: Sequence[Job], show: Progress,
+         stats: EnumerationStats | None) -> list[JobResult]:
   out = []
   for r in executor.run(context, jobs):
-    show.update(r)
     out.append(r)
+    logging.info("%s: candidate %d %s -> %s val %.4g (%.1f s)%s", show.task, show.count + 1,
+                 r.candidate.program, r.status, r.val_score, r.seconds, f" [{r.reason}]" if r.reason else "")
+    if stats is not None:
+      show.extra["enumerated"] = stats.expanded  # the search's partial programs expanded so far
+    show.done(r.val_score if r.ok else math.nan)
   missing = {j.index for j in jobs} - {r.job.index for r in out}
   if missing:
     raise RuntimeError(f"the executor returned no result for jobs {sorted(missing)}")

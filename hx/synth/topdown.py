@@ -85,7 +85,7 @@ def enumerate_programs(task_type: Type, library: Any = None, *, space: SearchSpa
     `hx.synth.space.Candidate`s, without training anything.
   """
   stats = EnumerationStats() if stats is None else stats
-  ordered = _by_cost(task_type, library, space, config, max_expanded, stats)
+  ordered = _best_first(task_type, library, space, config, max_expanded, stats)
   if space.order == "cost":
     ordered = (c for level in _levels(ordered) for c in _round_robin(level))
   count = 0
@@ -131,7 +131,7 @@ def _round_robin(level: list[Candidate]) -> list[Candidate]:
   return out
 
 
-def _by_cost(task_type: Type, library: Any, space: SearchSpace, config: Any, max_expanded: int | None,
+def _best_first(task_type: Type, library: Any, space: SearchSpace, config: Any, max_expanded: int | None,
              stats: EnumerationStats) -> Iterator[Candidate]:
   """The candidates in nondecreasing priority (best-first search over partial programs); their `cost` is
   their priority (`authors_size` under the authors' order)."""
@@ -140,10 +140,9 @@ def _by_cost(task_type: Type, library: Any, space: SearchSpace, config: Any, max
   lib_names = list(lib_types)  # the library's order: the order functions were added
   costs = space.costs
   authors = space.order == "authors"
-  if authors:
-    rank = authors_size
-  else:
-    rank = lambda p: priority(p, costs, bool(lib_names))
+
+  def rank(p: P.Program) -> float:
+    return authors_size(p) if authors else priority(p, costs, bool(lib_names))
   seq = itertools.count()
   start = P.Hole(task_type)
   # Entries: (priority, tie, sequence number, partial program, deferred). Under the "cost" order ties go

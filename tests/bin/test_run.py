@@ -54,6 +54,55 @@ def test_bad_flags_are_one_line_before_any_work(tmp_path, args, message):
   assert not out_dir.exists()
 
 
+@pytest.mark.parametrize("args, message", [
+    (("--time_budget=0",), "error: --time_budget must be a positive number of seconds, got 0"),
+    (("--time_budget=-5",), "error: --time_budget must be a positive number of seconds, got -5"),
+    (("--halving", "--halving_eta=1"), "error: --halving_eta must be >= 2 (each rung keeps 1/eta of the "
+                                       "candidates), got 1"),
+    (("--halving", "--halving_first=0"), "error: --halving_first must be a positive number of epochs, got 0"),
+    (("--fractions=",), "error: --fractions is empty: give at least one value, or leave the flag out"),
+    (("--methods=",), "error: --methods is empty: give at least one value, or leave the flag out"),
+    (("--seeds=",), "error: --seeds is empty"),
+    (("stray", "words"), "error: unexpected arguments stray words (flags take the form --name=value)"),
+])
+def test_bad_flags_once_accepted_or_a_traceback_are_one_line(tmp_path, args, message):
+  out_dir = tmp_path / "out"
+  _refused(_run("--sequence=cs1", *args, f"--output_dir={out_dir}"), message)
+  assert not out_dir.exists()
+
+
+def test_an_output_directory_that_cannot_be_written_is_one_line(tmp_path):
+  (tmp_path / "file").write_text("mine")
+  file = tmp_path / "file"
+  for where, message in ((file, f"--output_dir: {file} is a file, not a directory"),
+                         (file / "run", f"--output_dir: cannot create {file / 'run'}: {file} is not a "
+                                        "directory"),
+                         ("/proc/hx-run", "--output_dir: cannot create or write /proc/hx-run: ")):
+    _refused(_run("--sequence=cs1", f"--output_dir={where}"), f"error: {message}")
+  assert (tmp_path / "file").read_text() == "mine"
+
+
+def test_a_bad_data_file_is_refused_before_anything_is_written_and_a_corrected_rerun_proceeds(tmp_path):
+  made = tmp_path / "made_by_the_pickle"
+  crafted = tmp_path / "mnist.pkl"
+  # A pickle that calls open(made, "w") when loaded by pickle.load.
+  crafted.write_bytes(b"cbuiltins\nopen\n(V" + str(made).encode() + b"\nVw\ntR.")
+  out_dir = tmp_path / "out"
+  tiny = ("--sequence=cs1", "--tasks=1", "--methods=standalone", "--fractions=1", "--examples=20,10,10",
+          "--epochs=1", "--module=mlp_hidden=8,cnn_channels=2:2", f"--output_dir={out_dir}")
+  _refused(_run(*tiny, f"--mnist={crafted}"),
+           "error: MNIST: not a readable mnist.pkl.gz ((x, y) x 3) (UnpicklingError: it names builtins.open, "
+           "which is not part of a NumPy array (refused: unpickling it could run code)); "
+           f"looked at: {crafted}; set --mnist")
+  assert not made.exists() and not out_dir.exists()
+  # The same directory, the data flag corrected: the run proceeds.
+  out = _run(*tiny)
+  assert out.returncode == 0, out.stderr
+  assert "1 records written" in out.stdout and (out_dir / "settings.json").exists()
+  # Its progress: stderr is not a terminal here, so a plain line per network trained.
+  assert "standalone recognize_digit(0) @ 100%: 1/1 networks, best val " in out.stderr
+
+
 def test_a_directory_of_another_run_or_of_other_files_is_refused(tmp_path):
   other = tmp_path / "other"
   check_directory(EvalConfig.make("cs1", fractions=(0.5,)), other)

@@ -28,3 +28,10 @@ def test_a_missing_data_set_is_a_clear_error():
   assert out.returncode == 1
   assert "MNIST" in out.stderr and "/nonexistent/mnist" in out.stderr and "--mnist" in out.stderr
   assert "Traceback" not in out.stderr
+
+
+def test_a_negative_seed_or_a_stray_argument_is_one_line_with_status_1():
+  for args, message in ((("--seed=-1",), "error: --seed must be >= 0, got -1"),
+                        (("cs1",), "error: unexpected arguments cs1 (flags take the form --name=value)")):
+    out = _run(*args)
+    assert out.returncode == 1 and out.stderr.strip().splitlines() == [message]

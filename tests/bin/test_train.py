@@ -37,6 +37,31 @@ def test_bad_input_is_a_clear_error(args, message):
   assert "Traceback" not in out.stderr
 
 
+def _one_line(out, message):
+  assert out.returncode == 1, (out.stdout, out.stderr)
+  assert out.stderr.strip().splitlines() == [message] and out.stdout == ""
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--fraction=0",), "error: --fraction must be in (0, 1], got 0"),
+    (("--fraction=2",), "error: --fraction must be in (0, 1], got 2"),
+    (("--epochs=0",), "error: --epochs must be >= 1, got 0"),
+    (("--batch_size=0",), "error: --batch_size must be >= 1, got 0"),
+    (("--learning_rate=-1",), "error: --learning_rate must be positive, got -1"),
+    (("--fraction=0.5", "extra"), "error: unexpected arguments extra (flags take the form --name=value)"),
+])
+def test_settings_once_accepted_or_a_traceback_are_one_line_before_training(args, message):
+  _one_line(_run(*args), message)
+
+
+def test_a_checkpoint_directory_that_is_a_file_is_refused_before_training(tmp_path):
+  file = tmp_path / "file"
+  file.write_text("mine")
+  _one_line(_run(f"--checkpoint_dir={file}"), f"error: --checkpoint_dir: {file} is a file, not a directory")
+  _one_line(_run(f"--checkpoint_dir={file / 'sub'}"),
+            f"error: --checkpoint_dir: cannot create {file / 'sub'}: {file} is not a directory")
+
+
 def test_a_checkpointed_training_resumes_and_then_gives_its_saved_result(tmp_path):
   args = ("--task=recognize_digit(3)", "--program=nn_a . nn_b", "--preset=quick", "--epochs=2",
           "--fraction=0.2", f"--checkpoint_dir={tmp_path}")
@@ -48,8 +73,9 @@ def test_a_checkpointed_training_resumes_and_then_gives_its_saved_result(tmp_pat
   (saved,) = tmp_path.glob("*.npz")
   assert f"resuming {saved}: finished" in again.stdout
   assert again.stdout.strip().splitlines()[-1] == first.stdout.strip().splitlines()[-1]  # the same scores
-  for f in tmp_path.glob("*.npz"):
-    f.write_bytes(b"garbage")
+  (saved,) = tmp_path.glob("*.npz")
+  saved.write_bytes(saved.read_bytes()[:-100])  # truncated: a zip without its directory
   broken = _run(*args)
-  assert broken.returncode == 1 and "not a Tune checkpoint" in broken.stderr
-  assert "Traceback" not in broken.stderr
+  assert broken.returncode == 1 and broken.stderr.count("\n") == 1
+  assert f"error: checkpoint {saved}: not a Tune checkpoint (BadZipFile: " in broken.stderr
+  assert broken.stderr.strip().endswith("; delete it to start this training again")

@@ -20,7 +20,12 @@ def test_reports_a_type_error_with_status_1():
   assert "type error: lib.nn_cs1_2" in out.stdout
 
 
-def test_unknown_table():
-  out = _run("--table=tab:Nope")
-  assert out.returncode == 2
-  assert "unknown table" in out.stderr
+def test_an_unknown_table_or_a_stray_argument_is_one_line_with_status_1():
+  for args, message in ((("--table=tab:Nope",), "error: --table: unknown table 'tab:Nope'; the tables are: "),
+                        (("--program=nn_a", "--library=tab:Nope"),
+                         "error: --library: unknown table 'tab:Nope'"),
+                        (("tab:CS1Progs",), "error: unexpected arguments tab:CS1Progs")):
+    out = _run(*args)
+    assert out.returncode == 1 and out.stdout == ""
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(message) and "Traceback" not in out.stderr

@@ -9,15 +9,18 @@ import numpy as np
 import pytest
 
 from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, evaluate, tune
-from hx.compile.losses import Objective
-from hx.compile.tuning import (
-  _eval_chunks,
-  _eval_plan,
-  _Evaluator,
-  _shared_eval_plans,
+from hx.compile.batching import (
+  eval_chunk_size,
+  eval_chunks,
   eval_pack_capacity,
+  eval_plan,
+  num_examples,
   pack_capacity,
+  shared_eval_plans,
+  signature,
 )
+from hx.compile.losses import Objective
+from hx.compile.tuning import _Evaluator
 from hx.compile.values import ListBatch, Split, gather, real_elements, rows, take
 from hx.data import Sources, TaskSizes, build_task, task_spec
 from hx.lang import parse
@@ -178,14 +181,14 @@ def test_eval_pack_capacity_is_the_fullest_chunk_rounded_up_and_counts_chunk_pad
   lengths = np.array([8, 6, 7, 6, 6, 8, 7])
   # 7 examples in chunks of at most 3: 3 chunks of 3, the last [6, 7, -1]; its padding slot runs example 0
   # (8 elements) through the network, so it holds 8 + 7 + 8 = 23; the fullest is 8 + 6 + 7 = 21 or 23.
-  chunks = _eval_chunks(7, 3)
+  chunks = eval_chunks(7, 3)
   assert chunks.tolist() == [[0, 1, 2], [3, 4, 5], [6, -1, -1]]
   # Chunks of 3 lists padded to 8: 24 slots, quantum 2; the fullest (7 + 8 + 8 = 23) rounds up to 24.
   assert eval_pack_capacity(lengths, chunks, 8) is None
-  assert eval_pack_capacity(lengths, _eval_chunks(6, 3), 8) == 22  # 8 + 6 + 7 = 21 -> 22
-  assert eval_pack_capacity(lengths, _eval_chunks(6, 3), 16) == 21  # 48 slots, quantum 3: 21
+  assert eval_pack_capacity(lengths, eval_chunks(6, 3), 8) == 22  # 8 + 6 + 7 = 21 -> 22
+  assert eval_pack_capacity(lengths, eval_chunks(6, 3), 16) == 21  # 48 slots, quantum 3: 21
   assert eval_pack_capacity(np.array([1, 1]), np.array([[0, 1]]), 8) == 2  # at least one quantum
-  assert eval_pack_capacity(np.zeros(0, int), _eval_chunks(0, 3), 8) is None
+  assert eval_pack_capacity(np.zeros(0, int), eval_chunks(0, 3), 8) is None
   with pytest.raises(ValueError, match="num_chunks, chunk"):
     eval_pack_capacity(lengths, np.arange(3), 8)
 
@@ -199,16 +202,32 @@ def _list_split(lengths, pad=8):
 def test_validation_and_test_splits_shaped_alike_share_the_larger_capacity():
   """One executable for both, as before packing: the capacity is the larger of the two (none if either
   has none); a split of other shapes keeps its own."""
-  compiled = compile_program(PROGRAM, TYPES, SMALL)
   config = TuneConfig()
   val, test = _list_split([6, 7, 6, 6]), _list_split([8, 7, 6, 8])
-  alone = [_eval_plan(compiled, config, s).pack for s in (val, test)]
+  alone = [eval_plan(s, config.eval_images, packs=True).pack for s in (val, test)]
   assert alone == [26, 30]  # 32 slots, quantum 2
-  shared = lambda *splits: [p.pack for p in _shared_eval_plans(compiled, config, list(splits))]
+  shared = lambda *splits: [p.pack for p in shared_eval_plans(list(splits), config.eval_images, packs=True)]
   assert shared(val, test) == [30, 30]
   assert shared(val, _list_split([8, 8, 8, 8])) == [None, None]
   assert shared(val, _list_split([8, 7, 6])) == [26, 22]
-  assert _eval_plan(compiled, TuneConfig(pack_lists=False), val).pack is None
+  assert eval_plan(val, TuneConfig().eval_images, packs=False).pack is None
+
+
+def test_a_plan_cuts_a_split_into_chunks_of_at_most_eval_images_and_packs_only_lists():
+  lists = _list_split([6, 7, 6, 6, 8, 5, 7])  # 7 lists of 8 padded elements
+  assert num_examples(lists) == 7 and eval_chunk_size(lists.inputs, 24) == 3
+  plan = eval_plan(lists, 24, packs=True)  # 3 lists a chunk at most: 3 chunks of 3, 2 padding slots
+  np.testing.assert_array_equal(plan.chunks, [[0, 1, 2], [3, 4, 5], [6, -1, -1]])
+  # Every chunk holds 19 real elements (padding slots count example 0), rounded up to a quantum of 2.
+  assert plan.pack == eval_pack_capacity(real_elements(lists.inputs), plan.chunks, 8) == 20
+  tensors = Split(np.zeros((5, 3), np.float32), np.zeros((5, 1), np.float32))
+  assert eval_chunk_size(tensors.inputs, 2) == 2  # one image an example
+  tensor_plan = eval_plan(tensors, 2, packs=True)
+  assert tensor_plan.chunks.shape == (3, 2) and tensor_plan.pack is None  # nothing to pack
+  # The shapes a plan's executable is compiled for: structure, shapes, dtypes.
+  assert signature((tensors.inputs, tensors.targets)) == signature((np.ones((5, 3), np.float32),
+                                                                  np.ones((5, 1), np.float32)))
+  assert signature(tensors.inputs) != signature(np.zeros((5, 3), np.float64))
 
 
 def _perturbed(variables, seed):
@@ -235,7 +254,7 @@ def test_packed_evaluation_equals_the_padded_one_on_count_digit():
   padded, packed = (TuneConfig(eval_images=config.eval_images, pack_lists=p) for p in (False, True))
   table, objective = jnp.asarray(task.table), task.objective
   evaluator = _Evaluator(compiled, objective, packed, (), table, jax.device_put(split), variables)
-  capacity = eval_pack_capacity(lengths, _eval_chunks(n, 16), 8)
+  capacity = eval_pack_capacity(lengths, eval_chunks(n, 16), 8)
   assert evaluator.pack == capacity and capacity < 13 * 8
   assert _Evaluator(compiled, objective, padded, (), table, jax.device_put(split), variables).pack is None
   score0, loss0 = evaluate(compiled, variables, (), split, objective, table=table, config=padded)
@@ -269,7 +288,7 @@ def test_packed_evaluation_fused_or_not_equals_the_padded_one(fuse):
   split = Split(ListBatch(values, mask), (values[..., 0] * mask).sum(1, keepdims=True).astype(np.float32))
   objective = Objective("mse", "rmse")
   configs = [TuneConfig(eval_images=8 * 10, fuse_eval=fuse, pack_lists=p) for p in (False, True)]
-  plan = _eval_plan(compiled, configs[1], split)
+  plan = eval_plan(split, configs[1].eval_images, packs=True)
   assert plan.chunks.shape == (5, 9) and plan.pack is not None and plan.pack < 9 * 8
   (score0, loss0), (score1, loss1) = (evaluate(compiled, variables, (), split, objective, config=c)
                                       for c in configs)

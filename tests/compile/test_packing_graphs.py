@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, evaluate, tune
+from hx.compile.batching import eval_chunks, eval_pack_capacity, pack_capacity
 from hx.compile.losses import Objective
-from hx.compile.tuning import _eval_chunks, _Evaluator, eval_pack_capacity, pack_capacity
+from hx.compile.tuning import _Evaluator
 from hx.compile.values import EdgeGraphBatch, GraphBatch, SharedGraphs, Split, gather, real_elements, take
 from hx.data import Sources, TaskSizes, build_task, task_spec
 from hx.data.grids import grid_layouts
@@ -133,7 +134,7 @@ def test_packed_evaluation_equals_the_padded_one_on_graphs(form):
   assert len(set(lengths.tolist())) > 1 and lengths.min() < 16
   config = TuneConfig(eval_images=16 * 12)  # chunks of at most 12 graphs, the last with padding slots
   padded, packed = (TuneConfig(eval_images=config.eval_images, pack_lists=p) for p in (False, True))
-  chunks = _eval_chunks(n, 12)
+  chunks = eval_chunks(n, 12)
   assert (chunks < 0).any()
   capacity = eval_pack_capacity(lengths, chunks, 16)
   assert capacity is not None and capacity < chunks.shape[1] * 16

@@ -9,15 +9,17 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from hx.compile import cache
+from hx.compile.batching import epoch_order, eval_chunks
+from hx.compile.executables import cached_executables, make_train_step
 from hx.compile.losses import Objective, finish_metric, item_loss, item_metric, objective_for_type
 from hx.compile.tuning import (
+  TrainState,
   TuneConfig,
   TuneData,
-  _epoch_order,
-  _eval_chunks,
   clear_tune_caches,
   evaluate,
   initial_variables,
@@ -104,6 +106,44 @@ def test_regression_learns_and_keeps_best_validation():
   assert result.variables["params"]["w"].shape == (4, 1)
   # The running mean was updated by the steps (x has mean ~0 but the initial mean is exactly 0).
   assert float(jnp.abs(result.variables["batch_stats"]["mean"]).sum()) > 0
+
+
+def test_train_state_is_the_carry_a_training_step_takes_and_returns():
+  model, data = Linear(4, 1), _regression()
+  variables, tx = model.init(jax.random.key(0)), optax.adam(0.05)
+  params, collections = variables["params"], {"batch_stats": variables["batch_stats"]}
+  carry = TrainState.begin(params, collections, tx.init(params), 1.5)
+  assert [x.dtype for x in carry[3:]] == [jnp.float32, jnp.int32, jnp.float32]
+  assert (float(carry.loss_sum), int(carry.bad_step), float(carry.bad_loss)) == (1.5, -1, 0.0)
+  assert carry.variables == {"params": params, "batch_stats": variables["batch_stats"]}
+  step = jax.jit(make_train_step(model.apply, MSE, tx, 32))
+  order = epoch_order(jax.random.key(0), 0, 300, 320)
+  x, t = data.train.inputs, data.train.targets
+  after = step(carry, model.frozen(), None, x, t, order, jnp.int32(0), jax.random.key(1))
+  assert isinstance(after, TrainState) and jax.tree.structure(after) == jax.tree.structure(carry)
+  idx = np.asarray(order[:32])
+  want = np.mean((x[idx] @ np.asarray(params["w"]) - t[idx]) ** 2)  # b = 0; training noise is 1e-3
+  assert float(after.loss_sum) - 1.5 == pytest.approx(want, rel=1e-2)
+  assert int(after.bad_step) == -1 and not np.array_equal(after.params["w"], params["w"])
+  # The first non-finite loss of the epoch is remembered (step 2's), and later clean steps keep it.
+  bad = t.copy()
+  bad[np.asarray(order[64:96])] = np.nan
+  for s in range(4):
+    after = step(after, model.frozen(), None, x, bad if s == 2 else t, order, jnp.int32(s), jax.random.key(1))
+  assert int(after.bad_step) == 2 and np.isnan(float(after.bad_loss)) and np.isnan(float(after.loss_sum))
+  fresh = after.next_epoch()
+  assert (float(fresh.loss_sum), int(fresh.bad_step), float(fresh.bad_loss)) == (0.0, -1, 0.0)
+  assert fresh.params is after.params and fresh.opt_state is after.opt_state
+
+
+def test_cached_executables_are_listed_by_name():
+  clear_tune_caches()
+  model = Linear(4, 1)
+  tune(model, model.frozen(), _regression(), MSE, dataclass_replace(FAST, epochs=1))
+  steps = cached_executables("train_step")
+  assert len(steps) == 1 == tune_stats()["compiles"]["train_step"]
+  assert len(cached_executables(_EVAL)) == tune_stats()["compiles"][_EVAL] and cached_executables("x") == []
+  assert callable(steps[0]) and hasattr(steps[0], "cost_analysis")
 
 
 def test_deterministic_for_a_seed():
@@ -250,13 +290,13 @@ def test_fused_and_chunked_evaluation_agree():
 
 
 def test_epoch_order_fills_the_last_batch_from_the_permutation():
-  order = np.asarray(_epoch_order(jax.random.key(0), 0, 10, 12))
+  order = np.asarray(epoch_order(jax.random.key(0), 0, 10, 12))
   assert sorted(order[:10].tolist()) == list(range(10))
   np.testing.assert_array_equal(order[10:], order[:2])
-  assert not np.array_equal(order, np.asarray(_epoch_order(jax.random.key(0), 1, 10, 12)))
-  chunks = _eval_chunks(250, 60)
+  assert not np.array_equal(order, np.asarray(epoch_order(jax.random.key(0), 1, 10, 12)))
+  chunks = eval_chunks(250, 60)
   assert chunks.shape == (5, 50) and (chunks >= 0).sum() == 250
-  assert _eval_chunks(7, 60).tolist() == [list(range(7))]
+  assert eval_chunks(7, 60).tolist() == [list(range(7))]
 
 
 # ----------------------------------------------------------------------------------------------------

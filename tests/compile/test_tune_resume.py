@@ -99,3 +99,17 @@ def test_resuming_with_other_settings_is_refused():
   fewer = TuneData(Split(data.train.inputs[:40], data.train.targets[:40]), data.val, data.test)
   with pytest.raises(ValueError, match="steps per epoch"):
     tune(model, model.frozen(), fewer, MSE, CONFIG, resume=first.state)
+
+
+def test_a_watcher_sees_every_finished_epoch_of_a_paused_and_resumed_run():
+  from hx.compile.tuning import epochs_watched
+
+  data = _regression()
+  model = Linear(4, 1)
+  seen = []
+  with epochs_watched(lambda *epoch: seen.append(epoch)):
+    first = tune(model, model.frozen(), data, MSE, CONFIG, until=1.5)  # a pause inside epoch 2
+    rest = tune(model, model.frozen(), data, MSE, CONFIG, resume=first.state)
+  assert seen == [(r.epoch, 4, r.val_score) for r in rest.history] and len(seen) == 4
+  tune(model, model.frozen(), data, MSE, CONFIG)
+  assert len(seen) == 4  # outside the block: nothing

@@ -96,6 +96,43 @@ def test_mnist_pickle_exact(tmp_path):
     np.testing.assert_array_equal(s.pools, [TRAIN] * 7 + [VAL] * 3 + [TEST] * 4)
 
 
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+def test_mnist_pickle_reads_the_array_pickles_of_every_protocol(tmp_path, protocol):
+  # Protocol 2 pickles carry array bytes through _codecs.encode, protocol 5 through _frombuffer.
+  parts = tuple((np.full((n, 784), 0.5, np.float32), np.arange(n) % 10) for n in (2, 1, 1))
+  p = tmp_path / "m.pkl"
+  p.write_bytes(pickle.dumps(parts, protocol=protocol))
+  assert load_mnist_pickle(str(p)).images.shape == (4, 1, 28, 28)
+
+
+class _CreatesAFile:
+  def __init__(self, path):
+    self.path = path
+
+  def __reduce__(self):  # unpickling calls open(path, "w"): a stand-in for os.system
+    return (open, (str(self.path), "w"))
+
+
+def test_a_crafted_pickle_runs_nothing_and_is_refused_with_what_it_names(tmp_path):
+  made = tmp_path / "made_by_the_pickle"
+  for content in (_CreatesAFile(made), ((np.zeros((1, 784), np.float32), _CreatesAFile(made)),) * 3):
+    p = tmp_path / "mnist.pkl.gz"
+    with gzip.open(p, "wb") as f:
+      pickle.dump(content, f)
+    with pytest.raises(errors.DataFormatError, match=r"it names (builtins|io)\.open, which is not part of a "
+                       "NumPy array") as e:
+      load_mnist(str(p))
+    assert str(p) in str(e.value)
+    assert not made.exists()
+
+
+def test_a_pickle_of_other_plain_values_is_refused(tmp_path):
+  p = tmp_path / "m.pkl"
+  p.write_bytes(pickle.dumps(({"x": 1}, [], [])))
+  with pytest.raises(errors.DataFormatError, match=r"it holds a dict at \[0\], where only tuples"):
+    load_mnist_pickle(str(p))
+
+
 def test_mnist_pickle_corrupt(tmp_path):
   p = tmp_path / "mnist.pkl.gz"
   p.write_bytes(b"not a gzip file")

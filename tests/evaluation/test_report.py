@@ -65,10 +65,16 @@ def test_the_report_aggregates_instances_labels_synthetic_data_and_lays_out_the_
          "nn_x)` | 5.00% CE |" in programs
   for name in ("task_02.png", "task_04.png", "summary.png"):
     assert (tmp_path / "plots" / name).read_bytes()[:4] == b"\x89PNG"
+  # The terminal's summary: every fraction run, each method's mean score, HOUDINI's program.
   lines = summary_lines(records)
-  assert lines[0] == "Task 2 count_digit(1)"
-  assert "compose(nn_cs3_1, map_l(nn_cs3_2))" in lines[1] and "0.400" in lines[1]
-  assert lines[3] == "Task 4 recognize_toy(2) [synthetic data]"
+  assert lines[:4] == [
+      "Task 2 count_digit(1)",
+      "  test RMSE at                     10%      100%",
+      "  HOUDINI (top-down):            1.400     0.400  compose(nn_cs3_1, map_l(nn_cs3_2))",
+      "  standalone:                    1.600     0.600"]
+  assert lines[4:6] == ["Task 4 recognize_toy(2) [synthetic data]",
+                        "  test error at                    10%      100%"]
+  assert summary_lines([]) == []
 
 
 def test_a_directory_without_records_has_no_report(tmp_path):
@@ -121,6 +127,8 @@ def test_presets_and_their_checks():
   for kwargs, message in [
       (dict(seeds=[0, 0]), "seeds must be distinct"), (dict(candidates=0), "Budget.candidates"),
       (dict(module_overrides={"mlp_dropout": 1.5}), "module sizes: mlp_dropout must be in"),
-      (dict(epochs=0), "epochs must be >= 1"), (dict(examples=(0, 1, 1)), "three positive counts")]:
+      (dict(epochs=0), "epochs must be >= 1"), (dict(examples=(0, 1, 1)), "three positive counts"),
+      (dict(methods=[]), "methods is empty"), (dict(fractions=()), "fractions is empty"),
+      (dict(seeds=[]), "seeds must be distinct non-negative integers, got")]:
     with pytest.raises(ConfigError, match=message):
       EvalConfig.make("cs1", **kwargs)

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import hx
+from hx import atomic
 from hx.compile import ListBatch, ModuleConfig, compile_program, init_module, module_spec
 from hx.lang import program as P
 from hx.lang.paper import paper_programs
@@ -448,7 +449,7 @@ def test_replacing_without_an_atomic_exchange_moves_the_old_library_aside(tmp_pa
   def unsupported(a, b):
     raise OSError(errno.ENOSYS, "no renameat2 here")
 
-  monkeypatch.setattr(L, "_exchange", unsupported)
+  monkeypatch.setattr(atomic, "_exchange", unsupported)
   old, new = _two_libraries()
   path = _saved(old, tmp_path / "lib")
   assert Library.load(_saved(new, path)) == new and os.listdir(tmp_path) == ["lib"]
@@ -458,7 +459,7 @@ def test_replacing_without_an_atomic_exchange_moves_the_old_library_aside(tmp_pa
 def test_an_interrupted_save_leaves_the_previous_library(where, tmp_path, monkeypatch):
   old, new = _two_libraries()
   path = _saved(old, tmp_path / "lib")
-  real_write = L._write_bytes
+  real_write = atomic.write_new_file
 
   def write(file, data):
     if (where == "writing an array file" and file.name == "nn_t_2.msgpack"
@@ -470,13 +471,30 @@ def test_an_interrupted_save_leaves_the_previous_library(where, tmp_path, monkey
   def exchange(a, b):
     raise OSError(errno.EIO, "input/output error")
 
-  monkeypatch.setattr(L, "_write_bytes", write)
-  monkeypatch.setattr(L, "_exchange", exchange)
-  expected = OSError if where == "installing" else KeyboardInterrupt
+  monkeypatch.setattr(atomic, "write_new_file", write)
+  monkeypatch.setattr(atomic, "_exchange", exchange)
+  expected = LibraryError if where == "installing" else KeyboardInterrupt
   with pytest.raises(expected):
     new.save(path)
   assert Library.load(path) == old
   assert os.listdir(tmp_path) == ["lib"]  # the temporary directory is gone
+
+
+def test_the_temporaries_of_a_killed_save_go_with_the_next_save(tmp_path):
+  old, new = _two_libraries()
+  path = _saved(old, tmp_path / "lib")
+  stale = tmp_path / ".lib.tmp-k1ll3d"  # what a save killed midway leaves
+  (stale / "arrays").mkdir(parents=True)
+  (stale / "arrays" / "nn_t_2.msgpack").write_bytes(b"half")
+  assert Library.load(_saved(new, path)) == new
+  assert os.listdir(tmp_path) == ["lib"]
+
+
+def test_a_library_that_cannot_be_written_is_one_error_naming_the_path(tmp_path):
+  (tmp_path / "file").write_text("mine")
+  with pytest.raises(LibraryError, match=f"cannot save library to {tmp_path / 'file' / 'lib'}: ") as err:
+    Library().save(tmp_path / "file" / "lib")
+  assert err.value.path == str(tmp_path / "file" / "lib")
 
 
 def test_load_points_at_a_library_left_aside_by_an_interrupted_replacement(tmp_path):

@@ -1,0 +1,248 @@
+"""What Tune runs on the device: the traced functions (a training step, an evaluation over a split's chunks)
+and the cache of their compiled executables.
+
+The training step takes and returns a `TrainState` (its buffers donated); an evaluation returns the
+sums a score is finished from. Each is compiled ahead of time for the shapes of its arguments and cached
+by (its name, a key of what it computes, those shapes): `hx.compile.tuning` (module docstring) says what
+candidates share an executable, and `tune_stats` counts the traces and compilations.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import time
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from hx.compile.batching import signature
+from hx.compile.losses import Objective, item_loss, item_metric
+from hx.compile.values import ELEMENT_BATCHES, gather, take
+
+__all__ = ["TrainState", "tune_stats", "clear_tune_caches", "cached_executables", "executable",
+           "resolve_objective", "apply_for", "make_train_step", "make_eval"]
+
+
+class TrainState(NamedTuple):
+  """The training loop's carry: what a training step takes (donated) and returns; a pytree.
+
+  Attributes:
+    params: the trainable parameters, the variables' "params" collection (a pytree of float32 arrays).
+    collections: the other variable collections ({"batch_stats": ...}, or {}), as the steps update them.
+    opt_state: the optimiser's state for `params` (optax Adam's step count and moments).
+    loss_sum: () float32, the summed training loss of the epoch's steps so far.
+    bad_step: () int32, the step (within the epoch, from 0) of the epoch's first non-finite loss; -1: none.
+    bad_loss: () float32, that loss (0 when there is none).
+  """
+  params: Any
+  collections: Any
+  opt_state: Any
+  loss_sum: Any
+  bad_step: Any
+  bad_loss: Any
+
+  @property
+  def variables(self) -> dict:
+    """{"params": params, **collections}: the variables as `apply` takes them."""
+    return {"params": self.params, **self.collections}
+
+  @staticmethod
+  def begin(params: Any, collections: Any, opt_state: Any, loss_sum: Any = 0.0) -> TrainState:
+    """A carry with fresh accumulators on the device: the loss sum `loss_sum` (0, or what a paused epoch
+    had summed) and no bad step. New buffers, as the steps consume (donate) the carry's."""
+    loss, bad_step, bad_loss = jax.device_put((np.float32(loss_sum), np.int32(-1), np.float32(0.0)))
+    return TrainState(params, collections, opt_state, loss, bad_step, bad_loss)
+
+  def next_epoch(self) -> TrainState:
+    """The same parameters and optimiser state, with the fresh accumulators of a new epoch (`begin`)."""
+    return TrainState.begin(self.params, self.collections, self.opt_state)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Cached executables.
+
+_TRACES: collections.Counter[str] = collections.Counter()
+_COMPILES: collections.Counter[str] = collections.Counter()
+_MAX_EXECUTABLES = 256
+_EXECUTABLES: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+
+
+def tune_stats() -> dict[str, dict[str, int]]:
+  """How many times each jitted function was traced and compiled in this process (for tests)."""
+  return {"traces": dict(_TRACES), "compiles": dict(_COMPILES), "cached_executables": len(_EXECUTABLES)}
+
+
+def cached_executables(name: str) -> list[Any]:
+  """The cached compiled executables of the function `name` ("train_step", "eval", "eval_fused"), the
+  least recently used first (e.g. to read a training step's `cost_analysis`)."""
+  return [exe for (kind, *_), exe in _EXECUTABLES.items() if kind == name]
+
+
+def clear_tune_caches() -> None:
+  """Forgets the cached executables and resets `tune_stats()`."""
+  _EXECUTABLES.clear()
+  _TRACES.clear()
+  _COMPILES.clear()
+
+
+def executable(name: str, cache_key: tuple, make: Callable[[], Callable], donate: tuple[int, ...],
+               args: tuple) -> tuple[Any, float]:
+  """The compiled executable of `make()` for `args`' shapes, compiling it on a miss; (exe, seconds)."""
+  key = (name, cache_key, signature(args))
+  exe = _EXECUTABLES.get(key)
+  if exe is not None:
+    _EXECUTABLES.move_to_end(key)
+    return exe, 0.0
+  start = time.perf_counter()
+  exe = jax.jit(make(), donate_argnums=donate).lower(*args).compile()
+  seconds = time.perf_counter() - start
+  _COMPILES[name] += 1
+  _EXECUTABLES[key] = exe
+  if len(_EXECUTABLES) > _MAX_EXECUTABLES:
+    _EXECUTABLES.popitem(last=False)
+  return exe, seconds
+
+
+# ----------------------------------------------------------------------------------------------------
+# The traced functions.
+
+def _take(inputs: Any, idx: Any) -> Any:
+  """Examples `idx` of a split's inputs as a batch (`hx.compile.values.take`: a SharedGraphs split
+  becomes a GraphBatch, its neighbour tables gathered from the shared layouts)."""
+  return take(inputs, idx)
+
+
+def _targets(objective: Objective, t: Any) -> Any:
+  """Targets as the losses take them: int32 class indices for "ce", else float32 (splits may store small
+  exact integers narrower, e.g. uint8 grid targets)."""
+  return t.astype(jnp.int32 if objective.loss == "ce" else jnp.float32)
+
+
+def resolve_objective(compiled: Any, objective: Objective) -> Objective:
+  """The objective Tune trains and scores `compiled` with: `from_logits` set when the compiled program
+  can return logits matching the loss (output_activation "sigmoid" for "bce", "softmax" for "ce");
+  otherwise `objective` as given (probabilities, clipped before the log)."""
+  wanted = {"bce": "sigmoid", "ce": "softmax"}.get(objective.loss)
+  if wanted is not None and getattr(compiled, "output_activation", None) == wanted:
+    return dataclasses.replace(objective, from_logits=True)
+  return objective
+
+
+def apply_for(compiled: Any, objective: Objective) -> Callable:
+  """compiled.apply, returning logits when the resolved objective takes them from the program."""
+  if objective.from_logits and getattr(compiled, "output_activation", None) in ("sigmoid", "softmax"):
+    return functools.partial(compiled.apply, logits=True)
+  return compiled.apply
+
+
+def _item_mask(objective: Objective, batch_inputs: Any) -> Any:
+  """(B, L|N) bool mask of the scored elements for list/graph outputs, else None."""
+  if not objective.per_element:
+    return None
+  if not isinstance(batch_inputs, ELEMENT_BATCHES):
+    raise TypeError("a list or graph output needs a ListBatch, GraphBatch or EdgeGraphBatch input (its mask "
+                    "scores it)")
+  return batch_inputs.mask
+
+
+def _output_values(y: Any) -> Any:
+  """The (B, ...) array of an output; a list or graph output's (B, L|N, ...) element values."""
+  return y.values if isinstance(y, ELEMENT_BATCHES) else y
+
+
+def _merge_state(state: dict, new_state: Any) -> dict:
+  """The non-"params" collections after a training step, in the structure `state` has."""
+  if not state:
+    return state
+  if isinstance(new_state, dict) and set(new_state) == set(state):
+    return dict(new_state)
+  if set(state) == {"batch_stats"}:
+    return {"batch_stats": new_state}
+  raise TypeError(f"apply returned state {type(new_state)} that does not match collections {set(state)}")
+
+
+def make_train_step(apply: Callable, objective: Objective, tx: optax.GradientTransformation,
+                    batch_size: int, pack: int | None = None) -> Callable:
+  """The training step to jit: train_step(carry, frozen, table, inputs, targets, order, step, key) ->
+  carry, a `TrainState`, on batch `step` of `order` ((steps * batch_size,) int32 example indices of the
+  training split), with the loss averaged over its examples (or over the scored elements of list and
+  graph outputs) and `tx`'s update; `pack`: the capacity `apply` runs its maps on (None: unpacked)."""
+  packing = {} if pack is None else {"pack": pack}
+
+  def loss_fn(params, state, frozen, x, targets, mask, rng):
+    y, new_state = apply({"params": params, **state}, frozen, x, train=True, rng=rng, **packing)
+    losses = item_loss(objective, _output_values(y), targets)
+    if mask is None:
+      loss = jnp.mean(losses)
+    else:
+      m = mask.astype(jnp.float32)
+      loss = jnp.sum(losses * m) / jnp.maximum(jnp.sum(m), 1.0)
+    return loss, new_state
+
+  def train_step(carry: TrainState, frozen, table, inputs, targets, order, step, key) -> TrainState:
+    """Training step `step` (an int32 scalar) of the epoch whose example order is `order`: the next carry."""
+    _TRACES["train_step"] += 1
+    idx = jax.lax.dynamic_slice_in_dim(order, step * batch_size, batch_size)
+    batch_inputs = _take(inputs, idx)
+    x = batch_inputs if table is None else gather(table, batch_inputs)
+    mask = _item_mask(objective, batch_inputs)
+    rng = jax.random.fold_in(key, step)
+    (loss, new_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+        carry.params, carry.collections, frozen, x, _targets(objective, targets[idx]), mask, rng)
+    updates, opt_state = tx.update(grads, carry.opt_state, carry.params)
+    params = optax.apply_updates(carry.params, updates)
+    # Remember the first non-finite loss of the epoch on the device: the host looks every
+    # `nan_check_every` steps.
+    first_bad = jnp.logical_and(carry.bad_step < 0, jnp.logical_not(jnp.isfinite(loss)))
+    return TrainState(params, _merge_state(carry.collections, new_state), opt_state, carry.loss_sum + loss,
+                      jnp.where(first_bad, step, carry.bad_step), jnp.where(first_bad, loss, carry.bad_loss))
+
+  return train_step
+
+
+def _make_eval_chunk(apply: Callable, objective: Objective, pack: int | None = None) -> Callable:
+  packing = {} if pack is None else {"pack": pack}
+
+  def eval_chunk(variables, frozen, table, inputs, targets, idx):
+    """Sums over the examples idx (chunk,) int32 (-1: padding): (metric sum, metric count, loss sum,
+    loss count), float32 scalars."""
+    valid = idx >= 0
+    idx = jnp.maximum(idx, 0)
+    batch_inputs = _take(inputs, idx)
+    x = batch_inputs if table is None else gather(table, batch_inputs)
+    y = _output_values(apply(variables, frozen, x, train=False, rng=None, **packing))
+    t = _targets(objective, targets[idx])
+    weight = valid.astype(jnp.float32)
+    mask = _item_mask(objective, batch_inputs)
+    if mask is not None:
+      weight = weight[:, None] * mask.astype(jnp.float32)
+    metric_sum, metric_count = item_metric(objective, y, t)
+    losses = item_loss(objective, y, t)
+    return jnp.stack([jnp.sum(metric_sum * weight), jnp.sum(metric_count * weight),
+                      jnp.sum(losses * weight), jnp.sum(weight)])
+
+  return eval_chunk
+
+
+def make_eval(apply: Callable, objective: Objective, fused: bool, pack: int | None = None) -> Callable:
+  """The evaluation to jit: f(variables, frozen, table, inputs, targets, idx) -> (4,) float32 sums (metric
+  sum, metric count, loss sum, loss count) over one chunk idx (chunk,) of example indices (-1: padding),
+  or, `fused`, over all chunks idx (num_chunks, chunk) in one call (`lax.map`)."""
+  eval_chunk = _make_eval_chunk(apply, objective, pack)
+  if not fused:
+    def evaluate_chunk(*args):
+      _TRACES["eval"] += 1
+      return eval_chunk(*args)
+    return evaluate_chunk
+
+  def evaluate_all(variables, frozen, table, inputs, targets, idx_chunks):
+    _TRACES["eval"] += 1
+    sums = jax.lax.map(lambda idx: eval_chunk(variables, frozen, table, inputs, targets, idx), idx_chunks)
+    return jnp.sum(sums, axis=0)
+
+  return evaluate_all
