@@ -32,7 +32,10 @@ validation examples, not all of them.
   logistic regression for one bool output (`logistic_fit`), ridge on the one-hot classes for several.
   The library functions run once over the images that the training split and the validation subsample
   use (`hx.compile.memo.apply_prefix` on those rows only, `compact_table`), not over the task's whole
-  table. A candidate that is not such a head gets the short run.
+  table. A candidate that is not such a head gets the short run. The fit is not training: its score is
+  not on the scale of a trained candidate's (at small fractions it can be far better than the same
+  program's after its epochs of Adam), so under "head" the best heads come first whatever the short runs
+  of the others say (benchmarks/RESULTS.md).
 
 What each costs and how well it ranks (Spearman's rank correlation with the final validation scores) is
 measured in benchmarks/RESULTS.md, "Estimates before training".
@@ -410,24 +413,25 @@ class _Heads:
     from hx.compile import compile_program
     from hx.compile.memo import frozen_prefix
 
-    names, rest = frozen_prefix(candidate.program) if self.table is not None else ((), candidate.program)
     context = self.context
     if context.objective.per_element:
       return None
-    compiled = compile_program(rest, candidate.fresh_types, context.module_config, context.library.specs())
+    names, rest = frozen_prefix(candidate.program) if self.table is not None else ((), candidate.program)
+    try:
+      compiled = compile_program(rest, candidate.fresh_types, context.module_config, context.library.specs())
+    except (ValueError, TypeError, NotImplementedError):
+      return None  # the short run reports why it cannot be built (a failed candidate)
     if head_slot(compiled, bool(names)) is None:
       return None
     return compiled, names
 
   def __call__(self, candidate: Candidate, seed: int, compiled: Any, names: tuple[str, ...]) -> float:
-    import dataclasses as dc
-
     from hx.compile import evaluate, make_frozen
     from hx.compile.tuning import initial_variables
 
     context = self.context
     table = self._table(names)
-    config = dc.replace(context.tune_config, seed=seed)
+    config = dataclasses.replace(context.tune_config, seed=seed)
     variables = initial_variables(compiled, config, context.objective, self.train.targets)
     frozen = make_frozen(compiled, context.library.variables())
     fitted = fit_head(compiled, variables, frozen, self.train, table, context.objective,
@@ -459,9 +463,9 @@ def estimate_then_train(candidates: Sequence[Candidate], schedule: Estimate, con
     "estimated" one (nan validation score, no test score, the estimate's times) for the others; and
     each job index's `Scored` estimate.
   """
-  data = context.data
   from hx.compile.values import num_examples
 
+  data = context.data
   n_val = num_examples(data.val.inputs)
   val = subsample_split(data.val, validation_subsample(n_val, schedule.val_examples, seed))
   steps_per_epoch = max(1, math.ceil(num_examples(data.train.inputs) / context.tune_config.batch_size))
