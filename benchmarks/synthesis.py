@@ -31,7 +31,14 @@ Executors: "local" (in this process), "processes" (worker processes: one per cor
 (every candidate to the end), "halving" (`hx.synth.halving.Halving(first=--halving_first,
 eta=--halving_eta, equal=--halving_equal, reference=--halving_reference)`) and "patience:N" (every
 candidate to the end or to its early stop: the task's settings with `TuneConfig.patience = N`, not the
-paper's, which train every epoch).
+paper's, which train every epoch) and "estimate:METHOD:K" (`hx.synth.estimate.Estimate(method=METHOD,
+keep=K)`: every candidate estimated, by a short run or, METHOD "head", by a closed-form fit of a fresh
+head on frozen functions where a candidate is one, and the K best estimates trained to the end; K "all"
+trains every candidate in the estimate's order; `--estimate_share`, `--estimate_max_steps`,
+`--estimate_val` set the short run's share of the steps, its most steps and the validation subsample).
+Where a run has estimates and a "full" run of the same search is in the same output (or in the JSON
+`--compare` names), the figures add Spearman's rank correlation of the estimates with the full run's
+final validation scores, and whether the full run's winner is among the K trained.
 
 `--library PATH` takes the tasks before K's library from a saved `hx.Library` instead of preparing it
 (e.g. a GS2 regressor still training, saved from its checkpoint's best epoch by `regressor_floor.py
@@ -338,10 +345,57 @@ def _isolated(args, argv: list[str], runs: list[tuple[str, str]]) -> dict:
         merged["runs"].extend(one["runs"])
         merged["machine"]["load_after"] = one["machine"]["load_after"]
   merged["argv"] = sys.argv
+  _correlations(merged, args.compare)
   if args.json:
     with open(args.json, "w") as f:
       json.dump(merged, f, indent=1, default=str)
   return merged
+
+
+def _estimate_schedule(name: str, args):
+  """`Estimate` of an "estimate:METHOD:K" schedule name (K a number or "all")."""
+  from hx.synth.estimate import Estimate
+
+  parts = name.split(":")
+  if len(parts) != 3:
+    raise SystemExit(f"schedule {name!r}: estimate:METHOD:K, e.g. estimate:short:4 or estimate:head:all")
+  try:
+    keep = None if parts[2] == "all" else int(parts[2])
+    return Estimate(keep=keep, method=parts[1], share=args.estimate_share, max_steps=args.estimate_max_steps,
+                    val_examples=args.estimate_val)
+  except ValueError as e:
+    raise SystemExit(f"schedule {name!r}: {e}") from e
+
+
+def _correlations(out: dict, compare: str | None = None) -> None:
+  """Adds to each run with estimates, given a "full" run of the same search (in `out` or in the JSON
+  `compare`): `spearman` (its estimates against the full run's final validation scores, by place in the
+  search's order), `spearman_head` / `spearman_short` (over the candidates of each method), and
+  `full_winner_trained` (whether the full run's winner is among those it trained to the end); prints
+  them."""
+  from hx.synth.estimate import spearman
+
+  runs = list(out["runs"])
+  if compare:
+    with open(compare) as f:
+      runs += json.load(f)["runs"]
+  full = next((r for r in runs if r["schedule"] == "full"), None)
+  if full is None:
+    return
+  final = {x[8]: x[2] if x[1] == "trained" else math.nan for x in full["ranked"]}
+  winner = full["ranked"][0][8]
+  for run in out["runs"]:
+    if not run["schedule"].startswith("estimate:"):
+      continue
+    rows = [x for x in run["ranked"] if x[8] in final]
+    run["spearman"] = spearman([x[11] for x in rows], [final[x[8]] for x in rows])
+    for method in ("head", "short"):
+      some = [x for x in rows if x[12] == method]
+      run[f"spearman_{method}"] = spearman([x[11] for x in some], [final[x[8]] for x in some])
+    run["full_winner_trained"] = any(x[8] == winner and x[1] == "trained" for x in run["ranked"])
+    print(f"# {run['schedule']}: Spearman of the estimates with the full run's validation scores "
+          f"{run['spearman']:.3f} (head {run['spearman_head']:.3f}, short {run['spearman_short']:.3f}); "
+          f"the full run's winner trained to the end: {run['full_winner_trained']}", flush=True)
 
 
 def _one_program(args, task, library, config, out: dict, modules=None) -> dict:
@@ -444,6 +498,14 @@ def main(argv: list[str] | None = None) -> dict:
                       help="what halving's rungs give every candidate alike")
   parser.add_argument("--halving_reference", choices=("geomean", "median"), default="geomean",
                       help="under --halving_equal time, the step cost a rung's epochs are priced at")
+  parser.add_argument("--estimate_share", type=float, default=0.1,
+                      help="estimate:...: a short run's share of the full run's training steps")
+  parser.add_argument("--estimate_max_steps", type=int, default=300,
+                      help="estimate:...: a short run's training steps at most")
+  parser.add_argument("--estimate_val", type=int, default=300,
+                      help="estimate:...: validation examples the estimates are scored on")
+  parser.add_argument("--compare", default=None,
+                      help="an earlier output (--json) whose 'full' run the estimates are compared with")
   parser.add_argument("--ray_address", default=None)
   parser.add_argument("--library_dir", default=os.path.join(os.path.expanduser("~"), ".cache", "hx",
                                                             "bench_libraries"))
@@ -543,13 +605,16 @@ def main(argv: list[str] | None = None) -> dict:
     try:
       for schedule_name in args.schedules.split(","):
         schedule, run_config = None, config
-        if schedule_name.strip() == "halving":
+        if schedule_name.strip().startswith("estimate:"):
+          schedule = _estimate_schedule(schedule_name.strip(), args)
+        elif schedule_name.strip() == "halving":
           schedule = Halving(first=args.halving_first, eta=args.halving_eta, equal=args.halving_equal,
                              reference=args.halving_reference)
         elif schedule_name.strip().startswith("patience:"):
           run_config = dataclasses.replace(config, patience=int(schedule_name.strip().split(":")[1]))
         elif schedule_name.strip() != "full":
-          raise SystemExit(f"unknown schedule {schedule_name!r}: full, halving or patience:N")
+          raise SystemExit(f"unknown schedule {schedule_name!r}: full, halving, patience:N or "
+                           "estimate:METHOD:K")
         load = os.getloadavg()[0]
         r = synthesize(task, library, budget=Budget(candidates=args.candidates, schedule=schedule),
                        seed=synthesis_seed, tune_config=run_config, module_config=modules,
@@ -563,15 +628,20 @@ def main(argv: list[str] | None = None) -> dict:
             "search_seconds": r.search_seconds, "compile_seconds": r.compile_seconds,
             "train_seconds": r.train_seconds, "eval_seconds": r.eval_seconds, "worker_seconds": worker,
             "compile_share_of_worker_time": r.compile_seconds / worker if worker else math.nan,
-            "candidate_epochs": sum(x.epochs_run for x in r.ranked),
+            # Estimates' short runs included (a candidate trained to the end after its short run trained
+            # both: the short run is not resumed).
+            "candidate_epochs": sum(x.epochs_run + x.estimate_epochs for x in r.ranked),
+            "estimate_seconds": r.estimate_seconds,
             "top_program": str(best.program), "top_val": best.val_score, "top_test": best.test_score,
             "load_at_start": load,
             # Per candidate: program, status, val, test, epochs, then its times summed over its rungs
             # (seconds in all, compiling), its validation score after each full epoch and its place in
             # the search's order (what benchmarks/studies/halving_replay.py replays), then its training and
-            # scoring seconds.
+            # scoring seconds, then its estimate (nan without one), the estimate's method, seconds and
+            # epochs of training.
             "ranked": [(str(x.program), x.status, x.val_score, x.test_score, x.epochs_run, x.seconds,
-                        x.compile_seconds, list(x.val_history), x.order, x.train_seconds, x.eval_seconds)
+                        x.compile_seconds, list(x.val_history), x.order, x.train_seconds, x.eval_seconds,
+                        x.estimate, x.estimate_method, x.estimate_seconds, x.estimate_epochs)
                        for x in r.ranked],
         }
         out["runs"].append(run)
@@ -582,11 +652,12 @@ def main(argv: list[str] | None = None) -> dict:
         test = "-" if best.test_score is None else f"{best.test_score:.4g}"
         print(f"| {label} | {run['schedule']} | {r.wall_seconds:.0f} | {run['candidates_per_hour']:.0f} | "
               f"{r.search_seconds:.1f} s | {share(r.compile_seconds)} | {share(r.train_seconds)} | "
-              f"{share(r.eval_seconds)} | {worker:.0f} | {run['candidate_epochs']} | `{best.program}` | "
+              f"{share(r.eval_seconds)} | {worker:.0f} | {run['candidate_epochs']:g} | `{best.program}` | "
               f"{best.val_score:.4g} | {test} |", flush=True)
     finally:
       executor.close()
   out["machine"]["load_after"] = os.getloadavg()
+  _correlations(out, args.compare)
   if args.json:
     with open(args.json, "w") as f:
       json.dump(out, f, indent=1, default=str)

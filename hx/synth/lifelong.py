@@ -101,7 +101,12 @@ def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fra
           "reason": r.reason, "val": _score(r.val_score), "test": _score(r.test_score),
           "seconds": r.seconds, "compile_seconds": r.compile_seconds, "train_seconds": r.train_seconds,
           "eval_seconds": r.eval_seconds, "order": r.order, "epochs_run": r.epochs_run,
-          "val_history": list(r.val_history)} for r in result.ranked],
+          "val_history": list(r.val_history),
+          # Under an `Estimate` schedule only (records without one keep the fields they had).
+          **({} if r.estimate_method is None else {
+              "estimate": _score(r.estimate), "estimate_method": r.estimate_method,
+              "estimate_seconds": r.estimate_seconds, "estimate_epochs": r.estimate_epochs})}
+          for r in result.ranked],
   }
 
 

@@ -24,6 +24,7 @@ from absl import logging
 
 from hx.lang import program as P
 from hx.lang.types import Type
+from hx.synth.estimate import Estimate, Scored, estimate_then_train
 from hx.synth.evolution import EvolutionConfig, evolve
 from hx.synth.executors import Executor, Job, JobResult, TaskContext, job_seed, make_executor
 from hx.synth.halving import Halving, successive_halving
@@ -46,13 +47,14 @@ class Budget:
     enumerated: partial programs the top-down search may expand at most.
     seconds: wall time; no new candidate starts after it (the one training finishes; a parallel
       executor's batch, or a halving rung, that started finishes).
-    schedule: None: every candidate trains to the end (the task's epochs); a `Halving`: successive
-      halving (`hx.synth.halving`), the top-down strategy only.
+    schedule: None: every candidate trains to the end (the task's epochs, the paper's way); a `Halving`:
+      successive halving (`hx.synth.halving`); an `Estimate`: every candidate estimated, the best few
+      trained to the end (`hx.synth.estimate`). The last two are ours, the top-down strategy only.
   """
   candidates: int | None = 20
   enumerated: int | None = None
   seconds: float | None = None
-  schedule: Halving | None = None
+  schedule: Halving | Estimate | None = None
 
   def __post_init__(self):
     for name in ("candidates", "enumerated", "seconds"):
@@ -69,8 +71,10 @@ class Ranked:
     rank: 1 for the winner (among trained candidates by validation score, failed ones last).
     program: the program (fresh functions nn_1, nn_2, ...).
     fresh_types: each fresh function's type.
-    status: "trained", "failed" or "equivalent" (not trained: it computes what `equivalent_to` does).
-    reason: why it failed, or which program it is equivalent to.
+    status: "trained", "failed", "equivalent" (not trained: it computes what `equivalent_to` does) or
+      "estimated" (not trained to the end: under an `Estimate` schedule, its estimate was not among the
+      best; `estimate` holds it).
+    reason: why it failed, which program it is equivalent to, or why it was not trained to the end.
     val_score, test_score: scores (the task's metric, lower is better); nan / None if none.
     variables: the trained variables, kept for the first `keep` ranks only (else None).
     seconds: its wall time (training, scoring, compiling); compile_seconds, train_seconds, eval_seconds
@@ -80,6 +84,11 @@ class Ranked:
       reported ranks; else None.
     epochs_run: epochs it trained (fewer than the task's when early stopping or halving stopped it).
     val_history: its validation score after each full epoch, from the first (its learning curve).
+    estimate: under an `Estimate` schedule, its estimated validation score (`hx.synth.estimate`: the
+      task's metric on a validation subsample; nan if none), for every candidate, trained or not.
+    estimate_method: "short" or "head", the estimate it got; None without an `Estimate` schedule.
+    estimate_seconds: the estimate's wall time (part of `seconds`).
+    estimate_epochs: epochs of training the estimate ran (a short run's; not in `epochs_run`).
   """
   rank: int
   program: P.Program
@@ -97,6 +106,10 @@ class Ranked:
   named: P.Program | None = None
   epochs_run: int = 0
   val_history: tuple[float, ...] = ()
+  estimate: float = math.nan
+  estimate_method: str | None = None
+  estimate_seconds: float = 0.0
+  estimate_epochs: float = 0.0
 
   def __str__(self) -> str:
     test = "-" if self.test_score is None else f"{self.test_score:.4g}"
@@ -111,15 +124,18 @@ class SynthesisResult:
   Attributes:
     task: the task's name.
     strategy: "topdown" or "evolutionary".
-    ranked: every candidate considered, best first (trained by validation score, then failed, then
-      equivalent ones).
+    ranked: every candidate considered, best first (trained by validation score, then those an `Estimate`
+      schedule did not train to the end by their estimate, then failed, then equivalent ones).
     library: the library extended with the winner's fresh functions (the input library if nothing
       trained, or the winner has no fresh function).
     added: the `hx.synth.Added` of that extension, or None.
     search_seconds: time spent proposing programs; compile_seconds, train_seconds, eval_seconds: summed
       over candidates; wall_seconds: the whole call.
-    candidates_trained: candidates handed to the executor.
+    candidates_trained: candidates handed to the executor (under an `Estimate` schedule, every candidate
+      estimated, whether trained to the end or not).
     enumeration: the top-down search's counters (None for evolution).
+    estimate_seconds: the estimates' wall time, summed over candidates (part of the other sums for
+      short runs).
   """
   task: str
   strategy: str
@@ -133,6 +149,7 @@ class SynthesisResult:
   wall_seconds: float
   candidates_trained: int
   enumeration: EnumerationStats | None = None
+  estimate_seconds: float = 0.0
 
   @property
   def best(self) -> Ranked:
@@ -145,9 +162,13 @@ class SynthesisResult:
     return tuple(r for r in self.ranked if r.status == "trained")
 
 
-def _sort_key(r: JobResult) -> tuple:
-  score = r.val_score if r.ok else math.inf
-  return (not r.ok, score, r.job.index)
+def _sort_key(r: JobResult, estimates: dict[int, Scored]) -> tuple:
+  """Trained candidates by validation score, then those estimated only by their estimate, then failed."""
+  if r.ok:
+    return (0, r.val_score, r.job.index)
+  if r.status == "estimated":
+    return (1, estimates[r.job.index].value, r.job.index)
+  return (2, math.inf, r.job.index)
 
 
 def task_context(task: Any, library: Any = None, module_config: Any = None, tune_config: Any = None, *,
@@ -189,7 +210,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
       `name`, `type`, `objective`, `train`, `val`, `test` and `table` (then pass `tune_config`).
     library: the `hx.Library` of trained functions (default: empty).
     strategy: "topdown" (enumeration in order of cost) or "evolutionary".
-    budget: candidates to train, partial programs to expand, wall time.
+    budget: candidates to train, partial programs to expand, wall time, and the schedule (every candidate
+      to the end by default; `Halving`, `Estimate`).
     seed: seeds the search (evolution) and every candidate's training (`job_seed`).
     space: what programs may be built (intermediate types, repeat counts, size and fresh limits).
     module_config: module sizes (default: the paper's, `hx.compile.ModuleConfig()`).
@@ -211,7 +233,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
       library): called again after an interruption, finished candidates give their results without
       training and the unfinished continue from their files, to the results of an uninterrupted run.
       Under successive halving a candidate is saved in its last rung only (the earlier rungs pause and
-      resume in memory), keyed by the schedule too. None: no files.
+      resume in memory), keyed by the schedule too; under an `Estimate` schedule, the candidates trained
+      to the end are saved (their short runs are not). None: no files.
 
   Returns:
     A `SynthesisResult`.
@@ -221,8 +244,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   if keep < 1:
     raise ValueError(f"keep must be >= 1, got {keep}")
   if budget.schedule is not None and strategy != "topdown":
-    raise ValueError("successive halving (Budget.schedule) is for the top-down strategy; evolution scores "
-                     "each generation to the end")
+    raise ValueError("successive halving and estimates (Budget.schedule) are for the top-down strategy; "
+                     "evolution scores each generation to the end")
   wall = time.perf_counter()
   kind = getattr(getattr(task, "spec", None), "kind", None)
   if tune_config is None:
@@ -237,6 +260,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   executor = make_executor(executor)
   deadline = None if budget.seconds is None else wall + budget.seconds
   results: list[JobResult] = []
+  estimates: dict[int, Scored] = {}
   fraction = getattr(task, "fraction", 1.0)
   show = Progress(f"{task.name} @ {100 * fraction:g}%", budget.candidates, progress)
   stats: EnumerationStats | None = None
@@ -259,7 +283,14 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
         stats = EnumerationStats()
         generator = enumerate_programs(task.type, library, space=space, config=context.module_config,
                                        limit=budget.candidates, max_expanded=budget.enumerated, stats=stats)
-        if budget.schedule is not None:
+        if isinstance(budget.schedule, Estimate):
+          got, scored = estimate_then_train(
+              list(generator), budget.schedule, context, seed,
+              lambda ctx, jobs: _run(executor, ctx, jobs, show, stats),
+              lambda: deadline is not None and time.perf_counter() >= deadline)
+          results.extend(got)
+          estimates.update(scored)
+        elif budget.schedule is not None:
           results.extend(successive_halving(
               list(generator), budget.schedule, context.tune_config.epochs, seed,
               lambda jobs: _run(executor, context, jobs, show, stats),
@@ -288,7 +319,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     show.close()
     if owned:
       executor.close()
-  ranked = sorted(results, key=_sort_key)
+  ranked = sorted(results, key=lambda r: _sort_key(r, estimates))
   added = None
   if ranked and ranked[0].ok:
     added = _extend(library, ranked[:keep], context, sequence or kind or "task", task.name, when)
@@ -300,7 +331,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
         reason=r.reason, val_score=r.val_score, test_score=r.test_score,
         variables=r.variables if rank <= keep else None, seconds=r.seconds, compile_seconds=r.compile_seconds,
         train_seconds=r.train_seconds, eval_seconds=r.eval_seconds, order=r.job.index, named=named,
-        epochs_run=r.epochs_run, val_history=r.val_history))
+        epochs_run=r.epochs_run if r.status != "estimated" else 0, val_history=r.val_history,
+        **_estimate_fields(estimates.get(r.job.index))))
   if strategy == "evolutionary":
     for dup, rep in equivalent:
       out.append(Ranked(rank=len(out) + 1, program=dup.program, fresh_types=dup.fresh_types,
@@ -312,7 +344,16 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
       library=added.library if added is not None else library, added=added,
       search_seconds=search_seconds, compile_seconds=sum(r.compile_seconds for r in results),
       train_seconds=sum(r.train_seconds for r in results), eval_seconds=sum(r.eval_seconds for r in results),
-      wall_seconds=time.perf_counter() - wall, candidates_trained=len(results), enumeration=stats)
+      wall_seconds=time.perf_counter() - wall, candidates_trained=len(results), enumeration=stats,
+      estimate_seconds=sum(e.seconds for e in estimates.values()))
+
+
+def _estimate_fields(e: Scored | None) -> dict[str, Any]:
+  """Ranked's estimate fields from a candidate's estimate (none: the defaults)."""
+  if e is None:
+    return {}
+  return {"estimate": e.value, "estimate_method": e.method, "estimate_seconds": e.seconds,
+          "estimate_epochs": e.epochs}
 
 
 def _run(executor: Executor, context: TaskContext, jobs: Sequence[Job], show: Progress,
