@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import pathlib
 
 import numpy as np
 
@@ -16,7 +18,7 @@ from hx.data.imageset import ImageSet
 from hx.data.mnist import load_mnist
 from hx.data.smallnorb import load_smallnorb
 
-__all__ = ["Sources", "digits", "toys", "signs", "SIGN_ROLES"]
+__all__ = ["Sources", "content_identity", "digits", "toys", "signs", "SIGN_ROLES"]
 
 SIGN_ROLES = ("speed_30", "speed_50", "speed_70", "speed_80", "speed_100", "start", "goal")
 """The sign classes the graph tasks use, in this order (the class indices of `signs()`)."""
@@ -42,6 +44,36 @@ class Sources:
   download: bool = False
   seed: int = 0
   standin_per_class: tuple[int, int, int] = (600, 200, 200)
+
+  def identity(self) -> dict:
+    """These sources as a run's settings record them: each local path by what it holds, not where it
+    is (`content_identity`), so that a run's directory resumes on another machine that has the same
+    data elsewhere; everything else as it is."""
+    out = dataclasses.asdict(self)
+    for name in ("mnist", "smallnorb", "gtsrb"):
+      value = out[name]
+      if value is not None and value != "tfds" and not value.startswith("tfds:"):
+        out[name] = content_identity(value)
+    out["standin_per_class"] = list(self.standin_per_class)
+    return out
+
+
+def content_identity(path: str) -> str:
+  """What a data path holds, in a line: a file's name and the start of its sha256; a directory's name and
+  a digest of its files' relative paths and sizes (the files themselves can be gigabytes). A path that
+  does not exist is returned as it is (the loader reports it)."""
+  p = pathlib.Path(path)
+  if p.is_file():
+    digest = hashlib.sha256()
+    with open(p, "rb") as f:
+      for block in iter(lambda: f.read(1 << 20), b""):
+        digest.update(block)
+    return f"{p.name} sha256:{digest.hexdigest()[:16]}"
+  if p.is_dir():
+    listing = sorted((str(q.relative_to(p)), q.stat().st_size) for q in p.rglob("*") if q.is_file())
+    digest = hashlib.sha256(repr(listing).encode())
+    return f"{p.name}/ files:{len(listing)} sha256:{digest.hexdigest()[:16]}"
+  return path
 
 
 @functools.lru_cache(maxsize=8)

@@ -78,8 +78,11 @@ class Outcome:
 
 
 def settings_json(config: EvalConfig) -> dict:
-  """The run's settings as JSON values (what `check_directory` compares)."""
-  return jsonable(config)
+  """The run's settings as JSON values (what `check_directory` compares); data paths by what they hold
+  (`hx.data.Sources.identity`)."""
+  settings = jsonable(config)
+  settings["sources"] = config.sources.identity()
+  return settings
 
 
 def check_data(config: EvalConfig) -> None:

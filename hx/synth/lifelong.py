@@ -118,7 +118,8 @@ def _settings(sequence: Any, strategy: str, fractions: Sequence[float], budget: 
               module_config: Any, tune_configs: dict, evolution: EvolutionConfig, keep: int) -> dict:
   return jsonable({
       "sequence": sequence.name, "seed": sequence.seed, "classes": dict(sequence.classes),
-      "tasks": [t.name for t in sequence.tasks], "sources": sequence.sources, "sizes": sequence.sizes,
+      "tasks": [t.name for t in sequence.tasks], "sources": sequence.sources.identity(),
+      "sizes": sequence.sizes,
       "strategy": strategy, "fractions": list(fractions), "budget": budget, "space": space,
       "module_config": module_config, "tune_configs": tune_configs, "evolution": evolution, "keep": keep})
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from hx.data import Sources, TaskSizes
-from hx.evaluation import EvalConfig, run
+from hx.evaluation import ConfigError, EvalConfig, run
 
 TINY_MODULES = {"mlp_hidden": 16, "cnn_channels": (4, 8), "lstm_hidden": 8, "graph_hidden": 8,
                 "graph_message": 4}
@@ -82,3 +82,20 @@ def test_houdini_trains_on_the_executor_it_is_given(tmp_path, monkeypatch):
   with pytest.raises(Stop):
     run(EvalConfig.make("cs1", methods=["houdini"], tasks=1), tmp_path)
   assert given[0] is executor and given[1] is None
+
+
+def test_a_run_directory_resumes_with_the_same_data_at_another_path(tmp_path):
+  from hx.evaluation.runner import check_directory
+
+  data = b"digits" * 100
+  first, moved = tmp_path / "first" / "mnist.pkl.gz", tmp_path / "moved" / "mnist.pkl.gz"
+  for p in (first, moved):
+    p.parent.mkdir()
+    p.write_bytes(data)
+  run = tmp_path / "run"
+  check_directory(EvalConfig.make("cs1", sources=Sources(mnist=str(first))), run)
+  assert str(first) not in (run / "settings.json").read_text()
+  check_directory(EvalConfig.make("cs1", sources=Sources(mnist=str(moved))), run)  # same content: resumes
+  moved.write_bytes(data + b"?")
+  with pytest.raises(ConfigError, match="differing: sources"):
+    check_directory(EvalConfig.make("cs1", sources=Sources(mnist=str(moved))), run)
