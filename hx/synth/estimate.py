@@ -50,7 +50,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from hx.synth.executors import Job, JobResult, TaskContext, failed_result, job_seed
+from hx.synth.jobs import Job, JobResult, TaskContext, failed_result, job_seed
 from hx.synth.space import Candidate
 
 __all__ = ["METHODS", "Estimate", "Scored", "validation_subsample", "subsample_split", "ridge_fit",

@@ -26,8 +26,9 @@ from hx.lang import program as P
 from hx.lang.types import Type
 from hx.synth.estimate import Estimate, Scored, estimate_then_train
 from hx.synth.evolution import EvolutionConfig, evolve
-from hx.synth.executors import Executor, Job, JobResult, TaskContext, job_seed, make_executor
+from hx.synth.executors import Executor, make_executor
 from hx.synth.halving import Halving, successive_halving
+from hx.synth.jobs import Job, JobResult, TaskContext, job_seed
 from hx.synth.progress import Progress
 from hx.synth.space import Candidate, SearchSpace
 from hx.synth.topdown import EnumerationStats, enumerate_programs
@@ -181,7 +182,7 @@ def task_context(task: Any, library: Any = None, module_config: Any = None, tune
   to train a single candidate as a synthesis would (`run_job`, `Job`, `job_seed`)."""
   from hx.compile import ModuleConfig, TuneData
   from hx.compile.batching import num_examples
-  from hx.synth.executors import Checkpoints, task_key
+  from hx.synth.jobs import Checkpoints, task_key
   from hx.synth.library import Library
 
   if tune_config is None:
