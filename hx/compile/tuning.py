@@ -104,7 +104,7 @@ from hx.compile.executables import (
 )
 from hx.compile.losses import Objective, finish_metric
 from hx.compile.modules import set_output_bias
-from hx.compile.values import Split, images_per_example, real_elements
+from hx.lang.values import Split, images_per_example, real_elements
 
 __all__ = [
   "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "TrainState", "Tunable", "tune",
