@@ -11,8 +11,9 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "hx"
 
-LAYERS = ("lang", "compile", "data", "synth", "baselines", "evaluation", "bin")
-"""hx's packages from the bottom up: a package imports only from packages before it."""
+LAYERS = ("lang", "compile", "data", "presets", "synth", "baselines", "evaluation", "bin")
+"""hx's packages from the bottom up (and `hx/presets.py`, between data and synth): a package imports only
+from packages before it."""
 BESIDE = ("atomic", "determinism")
 """Modules beside the packages (`hx/atomic.py`, `hx/determinism.py`): any layer may import them."""
 
@@ -124,3 +125,10 @@ def test_every_import_between_packages_goes_downward():
       if here is not None and there is not None and there > here:
         upward.append(f"{module} -> {target}")
   assert upward == []
+
+
+def test_data_imports_nothing_from_compile():
+  # data builds tasks (their containers and objectives from hx.lang) without the compile layer
+  graph = _graph()
+  assert sorted(f"{m} -> {t}" for m in graph if m.startswith("hx.data") for t in graph[m]
+                if t.startswith("hx.compile")) == []

@@ -280,7 +280,7 @@ class TaskSizes:
 
 
 PRESETS = ("paper", "authors", "quick")
-"""The named sets of sizes and training settings (`TaskSizes.preset`, `hx.data.training_settings`)."""
+"""The named sets of sizes and training settings (`TaskSizes.preset`, `hx.presets.training_settings`)."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -216,7 +216,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     seed: seeds the search (evolution) and every candidate's training (`job_seed`).
     space: what programs may be built (intermediate types, repeat counts, size and fresh limits).
     module_config: module sizes (default: the paper's, `hx.compile.ModuleConfig()`).
-    tune_config: training settings (default: `hx.data.training_settings` for the task's kind).
+    tune_config: training settings (default: `hx.presets.training_settings` for the task's kind).
     evolution: population, generations and rates of the evolutionary search.
     executor: where candidates train: an Executor, or a name of `hx.synth.executors.make_executor`
       ("local", the default: in this process; "processes"; "ray"), made for this call and closed after
@@ -250,7 +250,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   wall = time.perf_counter()
   kind = getattr(getattr(task, "spec", None), "kind", None)
   if tune_config is None:
-    from hx.data.settings import training_settings
+    from hx.presets import training_settings
 
     if kind is None:
       raise ValueError(f"task {task.name} has no kind to take training settings from: pass tune_config")
