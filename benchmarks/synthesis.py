@@ -226,7 +226,7 @@ def _prefix_library(args, seq, index: int, sizes):
   import dataclasses
   import zlib
 
-  from hx.data.settings import training_settings
+  from hx.presets import training_settings
   from hx.synth import Budget, Library, synthesize
 
   programs = None
@@ -541,7 +541,7 @@ def main(argv: list[str] | None = None) -> dict:
   import dataclasses
 
   from hx.data import Sources, TaskSizes, sequence
-  from hx.data.settings import training_settings
+  from hx.presets import training_settings
   from hx.synth import Budget, synthesize
   from hx.synth.halving import Halving
 

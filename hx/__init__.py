@@ -50,7 +50,7 @@ _LAZY = {
     "build_task": "hx.data",
     "Sources": "hx.data",
     "TaskSizes": "hx.data",
-    "training_settings": "hx.data",
+    "training_settings": "hx.presets",
     "Library": "hx.synth",
     "synthesize": "hx.synth",
     "Budget": "hx.synth",
@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 
-_SUBPACKAGES = ("lang", "compile", "data", "synth", "bin")
+_SUBPACKAGES = ("lang", "compile", "data", "presets", "synth", "bin")
 
 
 def __getattr__(name: str):

@@ -228,9 +228,9 @@ def regressor_from_checkpoint(args, seq):
   """(library, function, description) of the best variables so far in `args.checkpoint`."""
   from hx.compile import compile_program
   from hx.compile.checkpoint import describe_checkpoint, load_checkpoint
-  from hx.data.settings import training_settings
   from hx.lang import infer, parse
   from hx.lang.paper import default_type_variables
+  from hx.presets import training_settings
   from hx.synth import Library, Trained
 
   info = describe_checkpoint(args.checkpoint)

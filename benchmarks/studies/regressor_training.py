@@ -73,9 +73,10 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.compile import TuneData, compile_program, tune
   from hx.compile.memo import apply_prefix
   from hx.compile.modules import ModuleConfig
-  from hx.data import Sources, TaskSizes, sequence, training_settings
+  from hx.data import Sources, TaskSizes, sequence
   from hx.lang import infer, parse
   from hx.lang.paper import default_type_variables
+  from hx.presets import training_settings
 
   seq = sequence(args.sequence, seed=args.seed, sizes=TaskSizes.preset("paper"),
                  sources=Sources(mnist=args.mnist, gtsrb=args.gtsrb))

@@ -224,9 +224,10 @@ def main(argv: list[str] | None = None) -> dict:
 
   from benchmarks.studies.regressor_floor import regressor_from_checkpoint
   from hx.compile.memo import apply_prefix, frozen_prefix
-  from hx.data import Sources, TaskSizes, sequence, training_settings
+  from hx.data import Sources, TaskSizes, sequence
   from hx.lang import infer, parse
   from hx.lang.paper import default_type_variables
+  from hx.presets import training_settings
   from hx.synth import Library, task_context
   from hx.synth.executors import job_seed, train_program
   from hx.synth.space import Candidate, equivalence_key

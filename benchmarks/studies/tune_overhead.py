@@ -37,9 +37,10 @@ def main(argv: list[str] | None = None) -> dict:
   from benchmarks.studies.relaxation_learning import exact_states, untrained_regressor
   from hx.compile import compile_program, make_frozen, tune
   from hx.compile.memo import frozen_prefix
-  from hx.data import Sources, TaskSizes, sequence, training_settings
+  from hx.data import Sources, TaskSizes, sequence
   from hx.lang import infer, parse
   from hx.lang.paper import default_type_variables
+  from hx.presets import training_settings
   from hx.synth import task_context
 
   seq = sequence("gs2", seed=0, sizes=TaskSizes.preset("paper"), sources=Sources(mnist=args.mnist))

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from hx.baselines import layers
 from hx.baselines.networks import CNN, MLP, RNN, Architecture
 from hx.compile.modules import apply_module
-from hx.compile.values import GraphBatch
+from hx.lang.values import GraphBatch
 
 __all__ = ["GraphRNN"]
 

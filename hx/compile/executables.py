@@ -22,7 +22,7 @@ import optax
 
 from hx.compile.batching import signature
 from hx.compile.losses import Objective, item_loss, item_metric
-from hx.compile.values import ELEMENT_BATCHES, gather, take
+from hx.lang.values import ELEMENT_BATCHES, gather, take
 
 __all__ = ["TrainState", "tune_stats", "clear_tune_caches", "cached_executables", "executable",
            "resolve_objective", "apply_for", "make_train_step", "make_eval"]

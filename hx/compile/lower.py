@@ -118,9 +118,9 @@ from hx.compile.modules import (
   linear_output,
   module_spec,
 )
-from hx.compile.values import ELEMENT_BATCHES, EdgeGraphBatch, GraphBatch, ListBatch
 from hx.lang import program as P
 from hx.lang.types import Type
+from hx.lang.values import ELEMENT_BATCHES, EdgeGraphBatch, GraphBatch, ListBatch
 
 __all__ = ["CompiledProgram", "compile_program", "make_frozen", "lowering_cache_info"]
 

@@ -30,8 +30,8 @@ import numpy as np
 
 from hx.compile.lower import CompiledProgram
 from hx.compile.modules import reference_module
-from hx.compile.values import EdgeGraphBatch, GraphBatch, ListBatch
 from hx.lang import program as P
+from hx.lang.values import EdgeGraphBatch, GraphBatch, ListBatch
 
 __all__ = ["RefGraph", "reference_apply", "reference_module", "unbatch", "to_batch"]
 

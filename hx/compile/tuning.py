@@ -104,7 +104,7 @@ from hx.compile.executables import (
 )
 from hx.compile.losses import Objective, finish_metric
 from hx.compile.modules import set_output_bias
-from hx.compile.values import Split, images_per_example, real_elements
+from hx.lang.values import Split, images_per_example, real_elements
 
 __all__ = [
   "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "TrainState", "Tunable", "tune",
@@ -125,7 +125,7 @@ class Tunable(Protocol):
 @dataclasses.dataclass(frozen=True)
 class TuneConfig:
   """Training settings. The per-task values (epochs, batch size, learning rate) and where each comes
-  from are in `hx.data.training_settings`; these defaults are the authors' code's optimiser (Adam 1e-3,
+  from are in `hx.presets.training_settings`; these defaults are the authors' code's optimiser (Adam 1e-3,
   batches of 150) and the paper's 20 epochs of the list tasks.
 
   Attributes:

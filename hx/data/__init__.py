@@ -1,16 +1,14 @@
 """hx.data: raw data sets (MNIST, smallNORB, GTSRB and their offline stand-ins), the paper's ten tasks and
-its seven task sequences.
+its seven task sequences. The training settings of each task kind are in `hx.presets`.
 
     >>> from hx import data
     >>> print(data.sequence("cs1", seed=0))        # its tasks and their types; no data built yet
     >>> task = data.sequence("cs1", seed=0).build(2)  # count_digit(0) with its splits
-    >>> data.training_settings(task.spec.kind)          # epochs, batch size, learning rate; their sources
 """
 
 from hx.data.errors import DataError, DataFormatError, DataNotFoundError
 from hx.data.imageset import TEST, TRAIN, VAL, ImageSet
 from hx.data.sequences import AUTHORS_DIGIT_PAIRS, SEQUENCES, Sequence, sequence
-from hx.data.settings import TrainingSettings, training_settings
 from hx.data.sources import SIGN_ROLES, Sources, digits, signs, toys
 from hx.data.tasks import (
   CELL_COSTS,
@@ -34,5 +32,5 @@ __all__ = [
     "AUTHORS_DIGIT_PAIRS", "SEQUENCES", "Sequence", "sequence", "SIGN_ROLES", "Sources", "digits", "signs",
     "toys", "CELL_COSTS", "DISTANCE_BOUND", "FRACTIONS", "GRAPH_FAMILIES", "KINDS", "PRESETS",
     "START_DISTANCE", "Task", "TaskSizes", "TaskSpec", "build_task", "read_data_sets", "regression_targets",
-    "task_spec", "TrainingSettings", "training_settings",
+    "task_spec",
 ]

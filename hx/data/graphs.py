@@ -1,7 +1,7 @@
 """Random connected graphs for the shortest-path tasks beyond grids, and their least-cost labels.
 
 A graph of n nodes is given by its edges, each undirected edge listed once in each direction (sender,
-receiver), sorted by receiver, then sender: the edge-list form of `hx.compile.values.EdgeGraphBatch`.
+receiver), sorted by receiver, then sender: the edge-list form of `hx.lang.values.EdgeGraphBatch`.
 Two families (`KINDS`), both connected, every degree between 1 and `MAX_DEGREE`:
 
   erdos_renyi  G(n, p) with p = mean_degree / (n - 1); the components are then joined by an edge from a

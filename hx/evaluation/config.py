@@ -1,37 +1,7 @@
 """What an evaluation run is: the sequence, the methods, fractions, instances, budgets and sizes.
 
-Two presets (`PRESETS`), each a `Preset`:
-
-  "paper"  the paper's settings wherever it states them (section 4, appendix C): `TaskSizes.paper()`, the
-           paper's module sizes (`ModuleConfig()`), training settings `hx.data.training_settings(kind,
-           "paper")`, the training fractions 2, 10, 20, 50 and 100% (100% only for the graph sequences:
-           "we evaluate only on 100%"), five instantiations of each sequence (seeds 0-4: "Each sequence
-           ... was instantiated five times"; seeds 0-4 are the authors' instantiations where their code
-           fixes them, see `hx.data.sequences`), and the authors' search (`hx.synth.paper_space`: their
-           order, by size first in first out with fresh functions before library ones; their candidate
-           filter; their intermediate types and combinators). Candidate programs per task: 20 for CS1-CS3
-           ("the number of evaluated programs is restricted to 20"); 50 for LS, the authors' code's
-           (capergroup/houdini, `HOUDINI/Eval/CS_LS.py`, M=50), since under their order 10 of the
-           paper's 45 LS rank-1 programs come after the 20th candidate (the last at 45th, on the library
-           the paper's earlier programs leave: benchmarks/enumeration.py); for SS 10 (task 1) and 100
-           (task 2), and for the graph sequences 10 (regressions) and 60 (shortest paths), the authors'
-           code's (`SummingSequence/EvaluatorSummingSeq.py`, `GraphSeq.py`), where the paper gives none.
-           On the graph sequences (GS1, GS2) conv_g's kernel is the authors' grid kernel
-           (`HOUDINI/Interpreter/NeuralModules.py`, `NetGRAPHNew`;
-           the paper does not give it): `graph_kernel="slots"` at their width (100) and depth (5), the
-           cell's cost passed through (`graph_keep=1`), the distance replaced. It is what brought GS2
-           task 2 to the paper's RMSE in one epoch (1.481; the pair kernel's best was 1.96;
-           benchmarks/RESULTS.md, "GS2 task 2: the slot kernel at the paper's RMSE").
-  "quick"  ours, to run a whole sequence in minutes on a laptop CPU: `TaskSizes.quick()`, small modules,
-           `training_settings(kind, "quick")` except that the list tasks train for 8 epochs in batches
-           of 32 instead of 3 epochs in batches of 150 (on 1,200 lists that is 304 steps instead of 24:
-           measured on CS1's count_digit(0), 24 steps leave the LSTM worse than predicting the mean,
-           304 bring the test RMSE from 2.2 to 1.3; the computation per epoch is the same), 4
-           candidate programs per task in hx's cost order (`SearchSpace(order="cost")`: library functions
-           cost less than fresh ones, so four candidates reach the transfer programs), fractions 10% and
-           100%, one instantiation (seed 0), and at least 30 optimiser steps per training
-           (`TuneConfig.min_steps`: at 10% a recognizer has 120 images, one batch, so its 3 epochs would
-           be 3 steps and its score the luck of its initialisation; it trains 30 epochs instead).
+Two presets (`PRESETS`, each a `Preset`): "paper" and "quick"; they, and where each of their numbers
+comes from, are in `hx.presets` (`EVALUATION_PRESETS`).
 
 `EvalConfig.make` applies a preset and the caller's overrides and checks everything up front, so that a
 bad setting is one clear error before any work starts.
@@ -44,9 +14,10 @@ import os
 from typing import Any, Mapping, Sequence
 
 from hx.compile.modules import ModuleConfig
-from hx.data import FRACTIONS, SEQUENCES, TaskSizes, training_settings
+from hx.data import SEQUENCES, TaskSizes
 from hx.data.sources import Sources
 from hx.data.tasks import KINDS
+from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, kind_group, training_settings
 from hx.synth.space import ORDERS, SearchSpace, paper_space
 from hx.synth.synthesize import STRATEGIES, Budget
 
@@ -57,7 +28,6 @@ BASELINES = ("standalone", "llt", "pnn", "standalone_with_fold")
 METHODS = ("houdini",) + BASELINES
 """The methods an evaluation can run: HOUDINI (one per synthesis strategy, `houdini_topdown`,
 `houdini_evolutionary`) and the baselines of `hx.baselines`."""
-GRAPH_SEQUENCES = ("gs1", "gs2")
 
 _LABELS = {"houdini_topdown": "HOUDINI (top-down)", "houdini_evolutionary": "HOUDINI (evolutionary)",
            "standalone": "standalone", "llt": "low-level transfer", "pnn": "progressive NN",
@@ -73,85 +43,21 @@ class ConfigError(ValueError):
   """A setting that cannot work; the message is one line that names it."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Preset:
-  """The defaults of one preset (see the module docstring for where each comes from).
-
-  Attributes:
-    name: "quick" or "paper".
-    training: the `hx.data.training_settings` preset the training settings come from.
-    sizes: split sizes.
-    module_config: module sizes.
-    epochs: (kind group, epochs) overriding the training preset's epochs ("lists" = count and sum tasks).
-    batch_sizes: (kind group, batch size) overriding the training preset's batch size.
-    candidates: (sequence, candidate programs per task), and ("*", default).
-    fractions: default training fractions; graph_fractions those of the graph sequences.
-    seeds: default instantiations.
-    graph_modules: (ModuleConfig field, value) changes on the graph sequences, before the caller's.
-    task_candidates: (sequence, task number, candidate programs) where a task's budget differs from its
-      sequence's.
-    search: "paper" (`hx.synth.paper_space`) or a `SearchSpace.order` for the default space.
-    min_steps: `TuneConfig.min_steps` of every task and method (0: the epochs as given).
-  """
-  name: str
-  training: str
-  sizes: TaskSizes
-  module_config: ModuleConfig
-  epochs: tuple[tuple[str, int], ...]
-  batch_sizes: tuple[tuple[str, int], ...]
-  candidates: tuple[tuple[str, int], ...]
-  fractions: tuple[float, ...]
-  graph_fractions: tuple[float, ...]
-  seeds: tuple[int, ...]
-  graph_modules: tuple[tuple[str, Any], ...] = ()
-  task_candidates: tuple[tuple[str, int, int], ...] = ()
-  search: str = "cost"
-  min_steps: int = 0
-
-  def budget(self, sequence: str, task: int | None = None) -> Budget:
-    """HOUDINI's budget for `sequence`, or for its task `task` (1-based) where the preset sets one."""
-    table = dict(self.candidates)
-    per_task = {(s, n): c for s, n, c in self.task_candidates}
-    return Budget(candidates=per_task.get((sequence, task), table.get(sequence, table["*"])))
-
-  def space(self, sequence: str) -> SearchSpace:
-    """HOUDINI's search space on `sequence`: the authors' search (`hx.synth.paper_space`) where `search` is
-    "paper", else the default space in the order `search` names."""
-    if self.search == "paper":
-      return paper_space(graphs=sequence in GRAPH_SEQUENCES)
-    return SearchSpace(order=self.search)
-
-  def default_fractions(self, sequence: str) -> tuple[float, ...]:
-    return self.graph_fractions if sequence in GRAPH_SEQUENCES else self.fractions
-
-  def modules(self, sequence: str) -> ModuleConfig:
-    """The module sizes of `sequence` under this preset."""
-    if sequence in GRAPH_SEQUENCES and self.graph_modules:
-      return dataclasses.replace(self.module_config, **dict(self.graph_modules))
-    return self.module_config
+PRESETS = EVALUATION_PRESETS
+"""The evaluation presets by name (`hx.presets.EVALUATION_PRESETS`)."""
 
 
-PRESETS: dict[str, Preset] = {
-    "paper": Preset(
-        name="paper", training="paper", sizes=TaskSizes.paper(), module_config=ModuleConfig(), epochs=(),
-        batch_sizes=(),
-        candidates=(("cs1", 20), ("cs2", 20), ("cs3", 20), ("ls", 50), ("*", 20)),
-        task_candidates=(("ss", 1, 10), ("ss", 2, 100), ("gs1", 1, 10), ("gs1", 2, 60), ("gs2", 1, 10),
-                         ("gs2", 2, 60), ("gs2", 3, 60)),
-        fractions=FRACTIONS, graph_fractions=(1.0,), seeds=(0, 1, 2, 3, 4),
-        graph_modules=(("graph_kernel", "slots"), ("graph_update", "replace"), ("graph_keep", 1)),
-        search="paper"),
-    "quick": Preset(
-        name="quick", training="quick", sizes=TaskSizes.quick(),
-        module_config=ModuleConfig(mlp_hidden=64, cnn_channels=(8, 16), lstm_hidden=32, graph_hidden=16,
-                                   graph_message=8),
-        epochs=(("lists", 8),), batch_sizes=(("lists", 32),), candidates=(("*", 4),), fractions=(0.1, 1.0),
-        graph_fractions=(1.0,), seeds=(0,), min_steps=30),
-}
+def _budget(preset: Preset, sequence: str, task: int | None = None) -> Budget:
+  """HOUDINI's budget for `sequence`, or for its task `task` (1-based) where the preset sets one."""
+  return Budget(candidates=preset.candidates_for(sequence, task))
 
 
-def _group(kind: str) -> str:
-  return "lists" if kind in ("count_digit", "count_toy", "sum_digits") else kind
+def _space(preset: Preset, sequence: str) -> SearchSpace:
+  """HOUDINI's search space on `sequence`: the authors' search (`hx.synth.paper_space`) where the preset's
+  `search` is "paper", else the default space in the order `search` names."""
+  if preset.search == "paper":
+    return paper_space(graphs=sequence in GRAPH_SEQUENCES)
+  return SearchSpace(order=preset.search)
 
 
 def default_methods(sequence: str) -> tuple[str, ...]:
@@ -290,7 +196,7 @@ class EvalConfig:
     if not 1 <= tasks <= n:
       raise ConfigError(f"--tasks must be in 1..{n} for {key}, got {tasks}")
 
-    budget = p.budget(key)
+    budget = _budget(p, key)
     if schedule is not None and "evolutionary" in strategies:
       raise ConfigError("successive halving is for the top-down strategy; the evolutionary one scores each "
                         "generation to the end")
@@ -299,11 +205,11 @@ class EvalConfig:
     try:
       budget = Budget(candidates=budget.candidates if candidates is None else candidates, seconds=seconds,
                       schedule=schedule)
-      budgets = tuple(dataclasses.replace(budget, candidates=p.budget(key, i).candidates)
+      budgets = tuple(dataclasses.replace(budget, candidates=_budget(p, key, i).candidates)
                       if candidates is None else budget for i in range(1, n + 1))
     except ValueError as err:
       raise ConfigError(str(err)) from None
-    space = p.space(key)
+    space = _space(p, key)
     if order is not None:
       if order not in ORDERS:
         raise ConfigError(f"unknown search order {order!r}; the orders are {', '.join(ORDERS)}")
@@ -328,11 +234,11 @@ class EvalConfig:
     for kind in kinds:
       assert kind in KINDS, kind
       changes = {}
-      e = epochs if epochs is not None else dict(p.epochs).get(_group(kind))
+      e = epochs if epochs is not None else dict(p.epochs).get(kind_group(kind))
       if e is not None:
         changes["epochs"] = e
-      if _group(kind) in dict(p.batch_sizes):
-        changes["batch_size"] = dict(p.batch_sizes)[_group(kind)]
+      if kind_group(kind) in dict(p.batch_sizes):
+        changes["batch_size"] = dict(p.batch_sizes)[kind_group(kind)]
       if not bias_from_targets:
         changes["bias_from_targets"] = False
       if patience is not None:

@@ -50,7 +50,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from hx.synth.executors import Job, JobResult, TaskContext, failed_result, job_seed
+from hx.synth.jobs import Job, JobResult, TaskContext, failed_result, job_seed
 from hx.synth.space import Candidate
 
 __all__ = ["METHODS", "Estimate", "Scored", "validation_subsample", "subsample_split", "ridge_fit",
@@ -143,7 +143,7 @@ def validation_subsample(n: int, size: int | None, seed: int) -> np.ndarray:
 
 def subsample_split(split: Any, idx: np.ndarray) -> Any:
   """The examples `idx` of `split` (an `hx.compile.values.Split`), in the split's own form."""
-  from hx.compile.values import Split, rows
+  from hx.lang.values import Split, rows
 
   idx = np.asarray(idx)
   return Split(rows(split.inputs, idx), np.asarray(split.targets)[idx])
@@ -255,7 +255,7 @@ def compact_table(table: Any, splits: Sequence[Any]) -> tuple[Any, list[Any]]:
   """Only the rows of `table` that `splits` point at: (table (m, ...) with m the distinct indices, the
   splits with their indices renumbered into it), so that a frozen prefix runs over m images, not the
   task's whole table. The splits select the same images as before."""
-  from hx.compile.values import Split
+  from hx.lang.values import Split
 
   arrays = [np.asarray(_index_arrays(s.inputs)) for s in splits]
   used, inverse = np.unique(np.concatenate([a.reshape(-1) for a in arrays]), return_inverse=True)
@@ -302,7 +302,7 @@ def head_features(compiled: Any, variables: Mapping[str, Any], frozen: Any, inpu
   import jax
   import jax.numpy as jnp
 
-  from hx.compile.values import gather, num_examples, take
+  from hx.lang.values import gather, num_examples, take
 
   w = variables["params"][slot]["out"]["w"]
   d = w.shape[0]
@@ -463,7 +463,7 @@ def estimate_then_train(candidates: Sequence[Candidate], schedule: Estimate, con
     "estimated" one (nan validation score, no test score, the estimate's times) for the others; and
     each job index's `Scored` estimate.
   """
-  from hx.compile.values import num_examples
+  from hx.lang.values import num_examples
 
   data = context.data
   n_val = num_examples(data.val.inputs)

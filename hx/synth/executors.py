@@ -1,4 +1,4 @@
-"""Training candidates: one function that trains a candidate, and executors that run many.
+"""Executors: where many candidates train (`hx.synth.jobs.run_job` trains one).
 
 A synthesizer never trains a program itself. It hands `Job`s (a candidate and its seed) to an
 `Executor` together with the `TaskContext` they share (the task's data, its objective, the library, the
@@ -13,23 +13,26 @@ training happens:
 `make_executor(name, ...)` builds one by name. A job may also continue a paused candidate (`Job.resume`,
 `Job.until`: successive halving trains survivors further rather than from the start).
 
-Every job's seed is derived from the synthesis seed and the candidate's equivalence class
-(`job_seed`), never from the order in which jobs run or the worker that runs them, so any executor gives
-the same result for a job, given the same number of XLA threads per worker (see `hx.synth.parallel` on
-why the thread count can change the last digits of a CNN candidate's scores).
+`Job`, `JobResult`, `TaskContext`, `run_job` and the rest of one job's training live in `hx.synth.jobs`
+(re-exported here), which the executors of this module and of `hx.synth.parallel` share; a job's result
+does not depend on the executor that ran it (`hx.synth.jobs` on seeds).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import time
-import zlib
-from typing import Any, Iterator, Mapping, Protocol, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
-from hx.lang import program as P
-from hx.lang.types import Type
-from hx.synth.space import Candidate
+from hx.synth.jobs import (
+  Checkpoints,
+  Job,
+  JobResult,
+  TaskContext,
+  failed_result,
+  job_seed,
+  run_job,
+  task_key,
+  train_program,
+)
 
 __all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "Executor", "LocalExecutor",
            "job_seed", "train_program", "run_job", "failed_result", "make_executor", "EXECUTORS",
@@ -38,239 +41,12 @@ __all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "Execut
 EXECUTORS = ("local", "processes", "ray")
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class TaskContext:
-  """What every candidate of one task shares.
-
-  Attributes:
-    data: the task's `hx.compile.TuneData` (train, val, test splits and image table).
-    objective: the `hx.compile.Objective` candidates are trained and scored with.
-    library: the `hx.Library` the candidates may call.
-    module_config: the `hx.compile.ModuleConfig` fresh functions are built with.
-    tune_config: the `hx.compile.TuneConfig` (epochs, batch size, ...); its seed is replaced per job.
-  """
-  data: Any
-  objective: Any
-  library: Any
-  module_config: Any
-  tune_config: Any
-  checkpoints: Checkpoints | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Checkpoints:
-  """Where a task's candidates are saved as they train, so that a synthesis interrupted midway resumes
-  them (`hx.compile.checkpoint`): a candidate trained to the end is written to `directory` every
-  `every_seconds` and when it finishes (under successive halving, in its last rung only: the earlier
-  rungs pause and resume in memory). Run again, a finished candidate's file gives its result without
-  training, and an unfinished one's continues where it was saved, to the result of an uninterrupted run.
-
-  Attributes:
-    directory: one file per candidate (`for_job`); must be reachable from every worker (on a cluster,
-      a shared file system).
-    task_key: what the task is (`task_key`: its name and a fingerprint of its data); a candidate's key adds
-      its program, fresh types, seed, training and module settings and the library's versions.
-    every_seconds: how often a training candidate is saved.
-  """
-  directory: str
-  task_key: str
-  every_seconds: float = 120.0
-
-  def for_job(self, job: Job, context: TaskContext) -> Any:
-    """The `hx.compile.checkpoint.Checkpoint` of `job` in `context`."""
-    from hx.compile.checkpoint import checkpoint_in
-
-    library = context.library.versions() if context.library is not None else {}
-    fresh = sorted((k, str(t)) for k, t in job.candidate.fresh_types.items())
-    config = dataclasses.replace(context.tune_config, seed=job.seed)
-    key = (f"{self.task_key} | program {job.candidate.program} | fresh {fresh} | {config} | "
-           f"{context.module_config} | library {sorted(library.items())}")
-    if job.schedule is not None:
-      key += f" | schedule {job.schedule}"
-    return checkpoint_in(self.directory, key, self.every_seconds)
-
-
-def task_key(name: str, data: Any) -> str:
-  """`name` and a fingerprint of `data` (every array's dtype, shape and bytes): the task part of a
-  checkpoint key, so that a directory of checkpoints is never resumed on other data."""
-  from hx.compile.checkpoint import fingerprint
-
-  return f"task {name} | data {fingerprint(data)}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Job:
-  """One candidate to train.
-
-  Attributes:
-    index: its place in the search's order.
-    candidate: the program and its fresh functions' types.
-    seed: seeds its training (`job_seed`).
-    until: pause after this many epochs (a float; `hx.compile.tune`'s `until`); None: train to the end.
-    resume: a paused run's `hx.compile.TuneState` (host arrays) to continue from; None: start afresh.
-    schedule: the successive-halving schedule it is part of (its text), or None. A run paused inside an
-      epoch scores an extra validation there, so a halved candidate's checkpoint is keyed by it.
-  """
-  index: int
-  candidate: Candidate
-  seed: int
-  until: float | None = None
-  resume: Any = dataclasses.field(default=None, compare=False, repr=False)
-  schedule: str | None = None
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class JobResult:
-  """A trained (or failed) candidate.
-
-  Attributes:
-    job: the job.
-    status: "trained" or "failed".
-    reason: why it failed (None if trained).
-    val_score, test_score: the validation score of its best epoch (nan if none) and the test score of
-      those parameters (None if not scored).
-    variables: its trained {"params", "batch_stats"} (host NumPy arrays), None if none.
-    epochs_run, best_epoch: epochs trained, and the epoch (from 1) the variables come from.
-    steps_run: training steps run in all (those of earlier rungs included when the job resumed).
-    compile_seconds, train_seconds, eval_seconds: time compiling, in training steps, in scoring.
-    seconds: wall time of the whole job.
-    state: the `hx.compile.TuneState` (host NumPy arrays) to continue from when the job paused
-      (`Job.until`), else None.
-    attempts: how many times it was started (more than 1 when a worker died under it).
-    val_history: the validation score after each full epoch trained, from the first (all of them when
-      the job resumed a paused run: `hx.compile.TuneState.history` carries the earlier ones); a learning
-      curve, for reports and for studying budget schedules (benchmarks/studies/halving_replay.py).
-  """
-  job: Job
-  status: str
-  reason: str | None
-  val_score: float
-  test_score: float | None
-  variables: Any
-  epochs_run: int = 0
-  best_epoch: int = 0
-  steps_run: int = 0
-  compile_seconds: float = 0.0
-  train_seconds: float = 0.0
-  eval_seconds: float = 0.0
-  seconds: float = 0.0
-  state: Any = None
-  attempts: int = 1
-  val_history: tuple[float, ...] = ()
-
-  @property
-  def candidate(self) -> Candidate:
-    return self.job.candidate
-
-  @property
-  def ok(self) -> bool:
-    return self.status == "trained" and math.isfinite(self.val_score)
-
-
-def job_seed(seed: int, candidate: Candidate) -> int:
-  """The training seed of `candidate` in a synthesis seeded with `seed` (independent of order)."""
-  return zlib.crc32(repr((seed, candidate.key)).encode()) & 0x7FFFFFFF
-
-
-def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: TaskContext, *,
-                  seed: int, frozen_variables: Mapping[str, Any] | None = None,
-                  prefixes: Any = None, until: float | None = None, resume: Any = None,
-                  checkpoint: Any = None) -> tuple[Any, Any]:
-  """Compiles `program` (its fresh functions of the given types) and trains it with Tune.
-
-  Library functions the program applies first to every input image (its frozen prefix,
-  `hx.compile.memo.frozen_prefix`) are applied once to the task's image table instead of once per image
-  per step, and the rest of the program is trained on the result: the same fresh functions, parameters,
-  losses and scores, up to rounding.
-
-  Args:
-    program: a complete program; its `lib.` functions must be in `context.library`.
-    fresh_types: each fresh function's type (no type variables).
-    context: the task's data, objective, library and settings.
-    seed: the training seed (initialisation, shuffling, dropout).
-    frozen_variables: the library's variables already on the device (name -> {"params",
-      "batch_stats"}); default: taken from the library.
-    prefixes: an `hx.compile.memo.PrefixTables` to share prefix tables between candidates; default: one
-      for this call only.
-    until, resume: pause after `until` epochs, continue a paused run (see `hx.compile.tune`).
-    checkpoint: an `hx.compile.checkpoint.Checkpoint` to save the run to and resume it from (used only
-      when the run trains to the end, `until` None; from `resume` or its file, whichever is further).
-
-  Returns:
-    (compiled, tune_result): the `hx.compile.CompiledProgram` trained (the program without its frozen
-    prefix, if it has one: its fresh slots are the program's, so its variables are the program's) and
-    the `hx.compile.TuneResult`.
-  """
-  from hx.compile import compile_program, make_frozen, tune
-  from hx.compile.memo import PrefixTables, frozen_prefix
-  from hx.synth.library import Library
-
-  library = context.library if context.library is not None else Library()
-  data = context.data
-  names, rest = frozen_prefix(program) if data.table is not None else ((), program)
-  if names:
-    prefixes = prefixes if prefixes is not None else PrefixTables()
-    data = data._replace(table=prefixes.table(library, names, data.table))
-  compiled = compile_program(rest, fresh_types, context.module_config, library.specs())
-  variables = frozen_variables if frozen_variables is not None else library.variables()
-  frozen = make_frozen(compiled, variables)
-  config = dataclasses.replace(context.tune_config, seed=seed)
-  if checkpoint is not None and until is None:
-    from hx.compile.checkpoint import tune_checkpointed
-
-    return compiled, tune_checkpointed(compiled, frozen, data, context.objective, config, checkpoint,
-                                       resume=resume)
-  return compiled, tune(compiled, frozen, data, context.objective, config, until=until, resume=resume)
-
-
 class Executor(Protocol):
   """Trains jobs. `run` may yield results in any order; every job gets exactly one result."""
 
   def run(self, context: TaskContext, jobs: Sequence[Job]) -> Iterator[JobResult]: ...
 
   def close(self) -> None: ...
-
-
-def _result(job: Job, compiled: Any, r: Any, seconds: float) -> JobResult:
-  import jax
-  import numpy as np
-
-  variables = None if r.variables is None else jax.tree.map(np.asarray, jax.device_get(r.variables))
-  failed = r.failed is not None or r.variables is None
-  return JobResult(
-      job=job, status="failed" if failed else "trained", reason=r.failed, val_score=float(r.val_score),
-      test_score=None if r.test_score is None else float(r.test_score), variables=variables,
-      epochs_run=r.epochs_run, best_epoch=r.best_epoch, steps_run=r.steps_run,
-      compile_seconds=r.compile_seconds,
-      train_seconds=r.train_seconds + r.init_seconds, eval_seconds=r.eval_seconds, seconds=seconds,
-      state=None if r.state is None else r.state.on_host(),
-      val_history=tuple(float(e.val_score) for e in r.history))
-
-
-def failed_result(job: Job, reason: str, seconds: float = 0.0, attempts: int = 1) -> JobResult:
-  """A job that produced nothing, with the reason (what an executor reports for a job it lost)."""
-  return JobResult(job=job, status="failed", reason=reason, val_score=math.nan, test_score=None,
-                   variables=None, seconds=seconds, attempts=attempts)
-
-
-def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] | None = None,
-            prefixes: Any = None) -> JobResult:
-  """Trains one job; an error while compiling or training becomes a failed result with the reason (but
-  a checkpoint file that cannot be used raises its `hx.compile.checkpoint.CheckpointError`)."""
-  from hx.compile.checkpoint import CheckpointError
-
-  start = time.perf_counter()
-  c = job.candidate
-  try:
-    checkpoint = context.checkpoints.for_job(job, context) if context.checkpoints is not None else None
-    compiled, r = train_program(c.program, c.fresh_types, context, seed=job.seed,
-                                frozen_variables=frozen_variables, prefixes=prefixes, until=job.until,
-                                resume=job.resume, checkpoint=checkpoint)
-  except CheckpointError:
-    raise  # a file to look at, not a candidate that failed
-  except (ValueError, TypeError, NotImplementedError, FloatingPointError) as err:
-    return failed_result(job, f"{type(err).__name__}: {err}", time.perf_counter() - start)
-  return _result(job, compiled, r, time.perf_counter() - start)
 
 
 class LocalExecutor:

@@ -54,7 +54,7 @@ import dataclasses
 import math
 from typing import Callable, Sequence
 
-from hx.synth.executors import Job, JobResult, job_seed
+from hx.synth.jobs import Job, JobResult, job_seed
 from hx.synth.space import Candidate
 
 __all__ = ["EQUAL", "REFERENCES", "Halving", "Rung", "replay", "stop_by_patience", "step_shares",

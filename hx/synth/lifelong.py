@@ -166,7 +166,7 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
     strategy, budget, space, module_config, evolution, executor, keep: as for `hx.synthesize`; `budget`
       may also be one `Budget` per task of the sequence (the authors' budgets differ by task).
     fractions: training fractions to run each task on, in (0, 1].
-    preset: training settings of `hx.data.training_settings` per task kind ("paper" or "quick").
+    preset: training settings of `hx.presets.training_settings` per task kind ("paper" or "quick").
     tune_configs: task kind -> `hx.compile.TuneConfig`, overriding the preset's.
     progress: show progress bars.
     stop_after: stop after this many tasks are finished in all (for tests of resuming); None: all.
@@ -178,7 +178,7 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
     ValueError: a fraction outside (0, 1].
   """
   from hx.compile import ModuleConfig
-  from hx.data.settings import training_settings
+  from hx.presets import training_settings
   from hx.synth.library import Library, LibraryError
 
   fractions = tuple(sorted({float(f) for f in fractions}))

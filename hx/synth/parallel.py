@@ -50,7 +50,7 @@ import uuid
 from multiprocessing.connection import wait
 from typing import Any, Iterator, Sequence
 
-from hx.synth.executors import Job, JobResult, TaskContext, failed_result, run_job
+from hx.synth.jobs import Job, JobResult, TaskContext, failed_result, run_job
 
 __all__ = ["ProcessExecutor", "RayExecutor", "default_process_options", "available_cpus"]
 

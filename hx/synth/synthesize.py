@@ -26,8 +26,9 @@ from hx.lang import program as P
 from hx.lang.types import Type
 from hx.synth.estimate import Estimate, Scored, estimate_then_train
 from hx.synth.evolution import EvolutionConfig, evolve
-from hx.synth.executors import Executor, Job, JobResult, TaskContext, job_seed, make_executor
+from hx.synth.executors import Executor, make_executor
 from hx.synth.halving import Halving, successive_halving
+from hx.synth.jobs import Job, JobResult, TaskContext, job_seed
 from hx.synth.progress import Progress
 from hx.synth.space import Candidate, SearchSpace
 from hx.synth.topdown import EnumerationStats, enumerate_programs
@@ -181,7 +182,7 @@ def task_context(task: Any, library: Any = None, module_config: Any = None, tune
   to train a single candidate as a synthesis would (`run_job`, `Job`, `job_seed`)."""
   from hx.compile import ModuleConfig, TuneData
   from hx.compile.batching import num_examples
-  from hx.synth.executors import Checkpoints, task_key
+  from hx.synth.jobs import Checkpoints, task_key
   from hx.synth.library import Library
 
   if tune_config is None:
@@ -215,7 +216,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     seed: seeds the search (evolution) and every candidate's training (`job_seed`).
     space: what programs may be built (intermediate types, repeat counts, size and fresh limits).
     module_config: module sizes (default: the paper's, `hx.compile.ModuleConfig()`).
-    tune_config: training settings (default: `hx.data.training_settings` for the task's kind).
+    tune_config: training settings (default: `hx.presets.training_settings` for the task's kind).
     evolution: population, generations and rates of the evolutionary search.
     executor: where candidates train: an Executor, or a name of `hx.synth.executors.make_executor`
       ("local", the default: in this process; "processes"; "ray"), made for this call and closed after
@@ -249,7 +250,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   wall = time.perf_counter()
   kind = getattr(getattr(task, "spec", None), "kind", None)
   if tune_config is None:
-    from hx.data.settings import training_settings
+    from hx.presets import training_settings
 
     if kind is None:
       raise ValueError(f"task {task.name} has no kind to take training settings from: pass tune_config")

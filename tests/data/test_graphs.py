@@ -19,7 +19,6 @@ from hx.data import (
   TaskSizes,
   build_task,
   task_spec,
-  training_settings,
 )
 from hx.data.graphs import (
   MAX_DEGREE,
@@ -31,6 +30,7 @@ from hx.data.graphs import (
 )
 from hx.data.tasks import _images
 from hx.lang.paper import TASK_TYPES
+from hx.presets import training_settings
 
 SOURCES = Sources(standin_per_class=(30, 12, 12))
 SIZES = TaskSizes(graphs=(60, 10, 20), graph_nodes=((10, 20), (30, 50), (30, 50)))

@@ -1,8 +1,20 @@
-"""Training settings per task kind, in one place: what the binaries use now and synthesis will use later.
+"""Every preset of hx in one place, and where each of its numbers comes from: the training settings per
+task kind, the split sizes, the module sizes and the candidate budgets of each preset.
 
-    >>> from hx.data import training_settings
-    >>> training_settings("count_digit")                 # the paper's: 20 epochs, Adam 1e-3, batches of 150
-    >>> training_settings("shortest_path_mnist", "quick")  # ours: a short run for tests and laptops
+    >>> from hx import presets
+    >>> presets.training_settings("count_digit")         # the paper's: 20 epochs, Adam 1e-3, batches of 150
+    >>> presets.training_settings("regress_mnist", "quick")  # ours: a short run for tests and laptops
+    >>> presets.EVALUATION_PRESETS["paper"].candidates    # candidate programs per sequence
+
+This module sits above `hx.data` and below `hx.synth` (docs/DESIGN.md, "The layers"): synthesis, the
+baselines, the evaluation and the binaries read it; it imports `hx.data` (task kinds, `TaskSizes`) and,
+on use, `hx.compile` (`TuneConfig`, `ModuleConfig`). The split sizes of each preset are `TaskSizes`'
+constructors (`TaskSizes.paper()`, `authors()`, `quick()`, with their sources in `hx.data.TaskSizes`),
+and the paper's module sizes are `hx.compile.ModuleConfig()`'s defaults (with theirs): the layers below
+build tasks and modules of those sizes without this module. It imports no JAX until a `TuneConfig` or a
+`ModuleConfig` is made.
+
+## Training settings per task kind (`training_settings`)
 
 Three presets (`PRESETS`):
 
@@ -29,8 +41,40 @@ no patience, and the authors' code trains every epoch. Their code also scores th
 `TuneConfig.val_every`); "paper" and "quick" score it at the end of every epoch, as the paper's words
 say.
 
-This module imports no JAX (the data layer must not); `TrainingSettings.tune_config` imports
-hx.compile on use.
+## Evaluation presets (`EVALUATION_PRESETS`, `hx.evaluation.PRESETS`)
+
+What an evaluation run defaults to (`hx.evaluation.EvalConfig.make`): two presets, each a `Preset`:
+
+  "paper"  the paper's settings wherever it states them (section 4, appendix C): `TaskSizes.paper()`, the
+           paper's module sizes (`ModuleConfig()`), training settings `training_settings(kind,
+           "paper")`, the training fractions 2, 10, 20, 50 and 100% (100% only for the graph sequences:
+           "we evaluate only on 100%"), five instantiations of each sequence (seeds 0-4: "Each sequence
+           ... was instantiated five times"; seeds 0-4 are the authors' instantiations where their code
+           fixes them, see `hx.data.sequences`), and the authors' search (`hx.synth.paper_space`: their
+           order, by size first in first out with fresh functions before library ones; their candidate
+           filter; their intermediate types and combinators). Candidate programs per task: 20 for CS1-CS3
+           ("the number of evaluated programs is restricted to 20"); 50 for LS, the authors' code's
+           (capergroup/houdini, `HOUDINI/Eval/CS_LS.py`, M=50), since under their order 10 of the
+           paper's 45 LS rank-1 programs come after the 20th candidate (the last at 45th, on the library
+           the paper's earlier programs leave: benchmarks/enumeration.py); for SS 10 (task 1) and 100
+           (task 2), and for the graph sequences 10 (regressions) and 60 (shortest paths), the authors'
+           code's (`SummingSequence/EvaluatorSummingSeq.py`, `GraphSeq.py`), where the paper gives none.
+           On the graph sequences (GS1, GS2) conv_g's kernel is the authors' grid kernel
+           (`HOUDINI/Interpreter/NeuralModules.py`, `NetGRAPHNew`;
+           the paper does not give it): `graph_kernel="slots"` at their width (100) and depth (5), the
+           cell's cost passed through (`graph_keep=1`), the distance replaced. It is what brought GS2
+           task 2 to the paper's RMSE in one epoch (1.481; the pair kernel's best was 1.96;
+           benchmarks/RESULTS.md, "GS2 task 2: the slot kernel at the paper's RMSE").
+  "quick"  ours, to run a whole sequence in minutes on a laptop CPU: `TaskSizes.quick()`, small modules,
+           `training_settings(kind, "quick")` except that the list tasks train for 8 epochs in batches
+           of 32 instead of 3 epochs in batches of 150 (on 1,200 lists that is 304 steps instead of 24:
+           measured on CS1's count_digit(0), 24 steps leave the LSTM worse than predicting the mean,
+           304 bring the test RMSE from 2.2 to 1.3; the computation per epoch is the same), 4
+           candidate programs per task in hx's cost order (`SearchSpace(order="cost")`: library functions
+           cost less than fresh ones, so four candidates reach the transfer programs), fractions 10% and
+           100%, one instantiation (seed 0), and at least 30 optimiser steps per training
+           (`TuneConfig.min_steps`: at 10% a recognizer has 120 images, one batch, so its 3 epochs would
+           be 3 steps and its score the luck of its initialisation; it trains 30 epochs instead).
 """
 
 from __future__ import annotations
@@ -38,9 +82,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from hx.data.tasks import GRAPH_FAMILIES, KINDS, PRESETS, TaskSizes
+from hx.data.tasks import FRACTIONS, GRAPH_FAMILIES, KINDS, PRESETS, TaskSizes
 
-__all__ = ["TrainingSettings", "training_settings", "PRESETS"]
+__all__ = ["TrainingSettings", "training_settings", "kind_group", "PRESETS", "Preset", "EVALUATION_PRESETS",
+           "GRAPH_SEQUENCES"]
+
+GRAPH_SEQUENCES = ("gs1", "gs2")
+"""The paper's graph sequences: their own fractions, module changes and search space."""
 
 _PAPER = "paper, appendix C"
 _AUTHORS = "authors' code"
@@ -104,7 +152,10 @@ class TrainingSettings:
     return TuneConfig(**fields)
 
 
-def _group(kind: str) -> str:
+def kind_group(kind: str) -> str:
+  """The group of task kinds `kind` trains with: "recognize", "classify", "lists" (count_digit, count_toy,
+  sum_digits), "regress", "graph" (the paper's shortest-path tasks) or "random_graphs" (ours); the tables
+  of this module set epochs and batch sizes per group."""
   if kind.startswith("recognize"):
     return "recognize"
   if kind == "classify_digit":
@@ -166,7 +217,7 @@ _LEARNING_RATE = {
 
 
 def _train_examples(kind: str, sizes: TaskSizes) -> int | None:
-  group = _group(kind)
+  group = kind_group(kind)
   if group == "recognize":
     return sizes.binary[0]
   if group == "lists":
@@ -189,7 +240,7 @@ def training_settings(kind: str, preset: str = "paper") -> TrainingSettings:
     raise ValueError(f"unknown task kind {kind!r}; the kinds are {', '.join(KINDS)}")
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; the presets are {', '.join(PRESETS)}")
-  epochs, epochs_source, batch, batch_source = _EPOCHS_AND_BATCH[preset][_group(base)]
+  epochs, epochs_source, batch, batch_source = _EPOCHS_AND_BATCH[preset][kind_group(base)]
   sizes = TaskSizes.preset(preset)
   sizes_source = {"paper": f"{_PAPER} (TaskSizes.paper())", "authors": f"{_AUTHORS} (TaskSizes.authors())",
                   "quick": f"{_OURS} (TaskSizes.quick())"}[preset]
@@ -207,3 +258,82 @@ def training_settings(kind: str, preset: str = "paper") -> TrainingSettings:
                ("learning_rate", _LEARNING_RATE[preset]), ("patience", patience_source),
                ("sizes", sizes_source), ("val_every", val_every_source)),
       val_every=val_every)
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+  """The defaults of one preset (see the module docstring for where each comes from).
+
+  Attributes:
+    name: "quick" or "paper".
+    training: the `training_settings` preset the training settings come from.
+    sizes: split sizes.
+    module_sizes: (ModuleConfig field, value) where the preset's module sizes differ from the paper's
+      (`hx.compile.ModuleConfig()`); `module_config` is the result.
+    epochs: (kind group, epochs) overriding the training preset's epochs ("lists" = count and sum tasks).
+    batch_sizes: (kind group, batch size) overriding the training preset's batch size.
+    candidates: (sequence, candidate programs per task), and ("*", default).
+    fractions: default training fractions; graph_fractions those of the graph sequences.
+    seeds: default instantiations.
+    graph_modules: (ModuleConfig field, value) changes on the graph sequences, before the caller's.
+    task_candidates: (sequence, task number, candidate programs) where a task's budget differs from its
+      sequence's.
+    search: "paper" (`hx.synth.paper_space`) or a `SearchSpace.order` for the default space.
+    min_steps: `TuneConfig.min_steps` of every task and method (0: the epochs as given).
+  """
+  name: str
+  training: str
+  sizes: TaskSizes
+  epochs: tuple[tuple[str, int], ...]
+  batch_sizes: tuple[tuple[str, int], ...]
+  candidates: tuple[tuple[str, int], ...]
+  fractions: tuple[float, ...]
+  graph_fractions: tuple[float, ...]
+  seeds: tuple[int, ...]
+  module_sizes: tuple[tuple[str, Any], ...] = ()
+  graph_modules: tuple[tuple[str, Any], ...] = ()
+  task_candidates: tuple[tuple[str, int, int], ...] = ()
+  search: str = "cost"
+  min_steps: int = 0
+
+  @property
+  def module_config(self) -> Any:
+    """The preset's `hx.compile.ModuleConfig` (imports JAX)."""
+    from hx.compile.modules import ModuleConfig
+
+    return ModuleConfig(**dict(self.module_sizes))
+
+  def candidates_for(self, sequence: str, task: int | None = None) -> int:
+    """HOUDINI's candidate programs per task on `sequence`, or on its task `task` (1-based) where the
+    preset sets one (`hx.evaluation.EvalConfig` makes the `hx.synth.Budget`)."""
+    table = dict(self.candidates)
+    per_task = {(s, n): c for s, n, c in self.task_candidates}
+    return per_task.get((sequence, task), table.get(sequence, table["*"]))
+
+  def default_fractions(self, sequence: str) -> tuple[float, ...]:
+    return self.graph_fractions if sequence in GRAPH_SEQUENCES else self.fractions
+
+  def modules(self, sequence: str) -> Any:
+    """The module sizes of `sequence` under this preset."""
+    if sequence in GRAPH_SEQUENCES and self.graph_modules:
+      return dataclasses.replace(self.module_config, **dict(self.graph_modules))
+    return self.module_config
+
+
+EVALUATION_PRESETS: dict[str, Preset] = {
+    "paper": Preset(
+        name="paper", training="paper", sizes=TaskSizes.paper(), epochs=(),
+        batch_sizes=(),
+        candidates=(("cs1", 20), ("cs2", 20), ("cs3", 20), ("ls", 50), ("*", 20)),
+        task_candidates=(("ss", 1, 10), ("ss", 2, 100), ("gs1", 1, 10), ("gs1", 2, 60), ("gs2", 1, 10),
+                         ("gs2", 2, 60), ("gs2", 3, 60)),
+        fractions=FRACTIONS, graph_fractions=(1.0,), seeds=(0, 1, 2, 3, 4),
+        graph_modules=(("graph_kernel", "slots"), ("graph_update", "replace"), ("graph_keep", 1)),
+        search="paper"),
+    "quick": Preset(
+        name="quick", training="quick", sizes=TaskSizes.quick(),
+        module_sizes=(("mlp_hidden", 64), ("cnn_channels", (8, 16)), ("lstm_hidden", 32),
+                      ("graph_hidden", 16), ("graph_message", 8)),
+        epochs=(("lists", 8),), batch_sizes=(("lists", 32),), candidates=(("*", 4),), fractions=(0.1, 1.0),
+        graph_fractions=(1.0,), seeds=(0,), min_steps=30),
+}

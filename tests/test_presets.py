@@ -1,11 +1,12 @@
-"""Training settings per task kind and preset, each with where it comes from."""
+"""Training settings per task kind and preset (`hx.presets`), each with where it comes from."""
 
 import subprocess
 import sys
 
 import pytest
 
-from hx.data import KINDS, PRESETS, TaskSizes, TrainingSettings, training_settings
+from hx.data import KINDS, TaskSizes
+from hx.presets import PRESETS, TrainingSettings, training_settings
 
 
 @pytest.mark.parametrize("kind, epochs, batch", [
@@ -64,7 +65,8 @@ def test_bad_kind_or_preset():
 
 
 def test_settings_import_no_jax():
-  code = ("import sys, hx.data; hx.data.training_settings('count_digit'); hx.data.TaskSizes.authors(); "
+  code = ("import sys, hx.data, hx.presets; hx.presets.training_settings('count_digit'); "
+          "hx.data.TaskSizes.authors(); "
           "print('jax' in sys.modules)")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
   assert out.stdout.strip() == "False"
