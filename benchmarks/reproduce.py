@@ -1,7 +1,8 @@
 """Reproduces the paper's evaluation: every task sequence under the paper preset, as far as time allows.
 
     python benchmarks/reproduce.py --mnist PATH/mnist.pkl.gz [--sequences cs1,ss,...]
-        [--seeds 0,1,2,3,4] [--fractions 0.02,...] [--time_budget SECONDS] [--output_dir runs/reproduce]
+        [--seeds 0,1,2,3,4] [--fractions 0.02,...] [--time_budget SECONDS]
+        [--output_dir benchmarks/reproduction]
         [--results results.md]
 
 Each sequence runs through `hx.evaluation.run` with `preset="paper"` (the paper's sizes, modules,
@@ -9,7 +10,12 @@ training settings, fractions, five instantiations and candidate budgets; `hx.eva
 OUTPUT_DIR/<sequence>, with the default methods of the sequence (HOUDINI top-down and the baselines the
 paper compares there). --seeds and --fractions run a part of it (the directory's settings then say so).
 The run is resumable: the same command carries on where a previous one stopped, and --time_budget
-(seconds, over all sequences) stops starting new work when it runs out.
+(seconds, over all sequences) stops starting new work when it runs out. By default it writes into
+`benchmarks/reproduction/<sequence>/`, whose records, settings and reports are committed: a clone
+resumes from them (its settings name the data by content, so the same data at another path will do).
+The trained networks, libraries and checkpoints stay out of git (`benchmarks/reproduction/.gitignore`):
+a finished sequence needs none of them, and one stopped midway continues on the machine that has them;
+on a fresh clone it trains its unfinished methods again from their first task.
 
 Without --smallnorb and --gtsrb the toy and traffic-sign tasks run on rendered stand-ins; every result on
 them is labelled synthetic. At the end (or when the time runs out) it writes, for every task that has
@@ -93,6 +99,26 @@ def _results(sequence: str, directory: Path) -> list[str]:
   return lines + [""]
 
 
+def _command_text(argv: list[str]) -> str:
+  """The command line with data paths as what they hold (`hx.data.content_identity`): a committed file
+  names no path outside the repository."""
+  from hx.data.sources import content_identity
+
+  out, data_flag = [], None
+  for arg in argv:
+    name, eq, value = arg.partition("=")
+    if name in ("--mnist", "--smallnorb", "--gtsrb", "--output_dir"):
+      if eq:
+        arg = f"{name}={'DIR' if name == '--output_dir' else repr(content_identity(value))}"
+      else:
+        data_flag = name
+    elif data_flag is not None:
+      arg = "DIR" if data_flag == "--output_dir" else repr(content_identity(arg))
+      data_flag = None
+    out.append(arg)
+  return " ".join(out)
+
+
 def main() -> int:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--sequences", default=",".join(SEQUENCES))
@@ -100,7 +126,8 @@ def main() -> int:
   parser.add_argument("--fractions", default=None, help="training fractions (default: the paper's)")
   parser.add_argument("--tasks", type=int, default=None, help="only the first N tasks of each sequence")
   parser.add_argument("--time_budget", type=float, default=None, help="seconds, over all sequences")
-  parser.add_argument("--output_dir", default="runs/reproduce")
+  parser.add_argument("--output_dir", default=str(Path(__file__).resolve().parent / "reproduction"),
+                      help="default: benchmarks/reproduction, whose records are committed")
   parser.add_argument("--results", default=None, help="markdown output (default OUTPUT_DIR/results.md)")
   parser.add_argument("--mnist", default=None)
   parser.add_argument("--smallnorb", default=None)
@@ -126,7 +153,7 @@ def main() -> int:
     print(f"{config.sequence}: {'finished' if outcome.finished else 'stopped: ' + str(outcome.stopped)}; "
           f"report {outcome.report}", flush=True)
   lines = [f"Generated {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')} by "
-           f"`python benchmarks/reproduce.py {' '.join(sys.argv[1:])}` on {platform.machine()}, "
+           f"`python benchmarks/reproduce.py {_command_text(sys.argv[1:])}` on {platform.machine()}, "
            f"Python {platform.python_version()}.", ""]
   for config in configs:
     lines += _results(config.sequence, out / config.sequence)
