@@ -24,7 +24,7 @@ from hx.compile import TuneConfig, TuneData, tune
 from hx.compile.batching import num_examples
 from hx.compile.tuning import EpochRecord, TuneResult
 
-__all__ = ["Outcome", "Prepared", "Ready", "prepare", "train", "fit"]
+__all__ = ["Outcome", "score_json", "Prepared", "Ready", "prepare", "train", "fit"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
@@ -73,6 +73,13 @@ class Outcome:
     and for studying budget schedules (benchmarks/studies/halving_replay.py)."""
     return tuple(float(e.val_score) for e in self.history)
 
+  def reported(self) -> dict[str, Any]:
+    """What every record's entry for a trained model holds (HOUDINI's ranked candidates in
+    `hx.synth.lifelong.record`, a baseline's network in `hx.evaluation.records.baseline_record`), as JSON
+    values: "status", "reason", "val" and "test" (`score_json`), "seconds"."""
+    return {"status": self.status, "reason": self.reason, "val": score_json(self.val_score),
+            "test": score_json(self.test_score), "seconds": self.seconds}
+
   def fields(self, **changes: Any) -> dict[str, Any]:
     """This outcome's fields (those of `Outcome` only, not a subclass's), with `changes`: the keyword
     arguments that build a `JobResult`, `Ranked` or `BaselineResult` from it."""
@@ -97,6 +104,13 @@ class Outcome:
                    compile_seconds=r.compile_seconds, train_seconds=r.train_seconds + r.init_seconds,
                    eval_seconds=r.eval_seconds, seconds=seconds,
                    state=None if r.state is None else r.state.on_host(), history=tuple(r.history))
+
+
+def score_json(x: float | None) -> float | str | None:
+  """A score as a record holds it: a float, "nan" or "inf" (JSON has no such numbers), or None."""
+  if x is None:
+    return None
+  return float(x) if math.isfinite(x) else str(x)
 
 
 class Ready(Protocol):
