@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
 from typing import Any, Protocol
 
@@ -138,10 +139,40 @@ class Prepared:
 
 def prepare(task: Any, tune_config: TuneConfig) -> Prepared:
   """`task` (an `hx.Task`, or any value with `train`, `val`, `test`, `table` and `objective`) ready to
-  train on with `tune_config`: its data put on the device once, for every model trained on it, and the
-  epochs raised to the task's minimum of steps (`TuneConfig.for_examples`)."""
-  data = TuneData(task.train, task.val, task.test, task.table).on_device()
+  train on with `tune_config`: its data put on the device once, for every model trained on it (`_on_device`:
+  once per task, for all its fractions and methods), and the epochs raised to the task's minimum of steps
+  (`TuneConfig.for_examples`)."""
+  data = _on_device(TuneData(task.train, task.val, task.test, task.table))
   return Prepared(data, task.objective, tune_config.for_examples(num_examples(task.train)))
+
+
+_LAST_PUT: list[tuple[Any, Any]] = []
+"""The host arrays of the last `prepare` with their device copies (each host array held, so that its id
+is not reused by another while it is here)."""
+_LAST_PUT_LOCK = threading.Lock()
+
+
+def _on_device(data: TuneData) -> TuneData:
+  """`data` on the device, the device copies of the last call reused for the very same host arrays.
+
+  A task's fractions (`hx.Task.with_fraction`) share its image table and its validation and test
+  splits, and every method of an evaluation trains on the same task: prepared one after another, they
+  copy those arrays to the device once, not once per fraction and method. Only the last call's copies
+  are kept, so the device holds no more than one task's data beyond what is in use. (Task data is a
+  value: hx never writes into a task's arrays, so the same host array has the same contents.)
+  """
+  import jax
+
+  leaves, treedef = jax.tree.flatten(data)
+  with _LAST_PUT_LOCK:
+    kept = {id(host): device for host, device in _LAST_PUT}
+    missing = [i for i, leaf in enumerate(leaves) if id(leaf) not in kept]
+    put = jax.device_put([leaves[i] for i in missing])
+    device = [kept.get(id(leaf)) for leaf in leaves]
+    for i, d in zip(missing, put):
+      device[i] = d
+    _LAST_PUT[:] = list(zip(leaves, device))
+  return jax.tree.unflatten(treedef, device)
 
 
 def train(model: Any, ready: Ready, *, seed: int, frozen: Any = (), variables: Any = None,

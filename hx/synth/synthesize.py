@@ -405,6 +405,10 @@ def _extend(library: Any, top: Sequence[JobResult], context: TaskContext, sequen
   best = top[0]
   if best.variables is None:
     raise RuntimeError(f"the executor returned no trained variables for the best program {best.candidate}")
+  # The program as a whole, for its module specs and slots: what was trained may be the program without
+  # its frozen prefix, in another process, whose CompiledProgram (closures) cannot travel back. Lowering
+  # is cached by key and lazy (nothing is traced until `apply` runs, which `Library.add` never calls), so
+  # this compiles nothing with XLA.
   compiled = compile_program(best.candidate.program, best.candidate.fresh_types, context.module_config,
                              library.specs())
   trained = Trained(compiled, best.variables, validation=best.val_score, test=best.test_score)
