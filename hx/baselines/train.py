@@ -40,7 +40,7 @@ from hx.compile.checkpoint import checkpoint_in, fingerprint
 from hx.compile.tuning import output_bias_from_targets
 from hx.lang import program as P
 from hx.lang.types import Type
-from hx.synth.fitting import Outcome, fit, prepare
+from hx.synth.fitting import Outcome, fit, prepare, seeded
 
 __all__ = ["BaselineResult", "standalone", "llt", "pnn", "from_scratch", "METHODS"]
 
@@ -76,7 +76,7 @@ def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tu
          sources: tuple = (), checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   start = time.perf_counter()
   ready = prepare(task, tune_config)
-  config = dataclasses.replace(ready.tune_config, seed=seed)
+  config = seeded(ready, seed)
   init = variables
   if init is None:
     init = tunable.init(jax.random.key(seed))

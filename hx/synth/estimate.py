@@ -51,6 +51,7 @@ from typing import Any, Callable, Mapping, Sequence
 import jax
 import numpy as np
 
+from hx.synth.fitting import seeded
 from hx.synth.jobs import Job, JobResult, TaskContext, failed_result, job_seed
 from hx.synth.space import Candidate
 
@@ -434,7 +435,7 @@ class _Heads:
 
     context = self.context
     table = self._table(names)
-    config = dataclasses.replace(context.tune_config, seed=seed)
+    config = seeded(context, seed)
     variables = initial_variables(compiled, config, context.objective, self.train.targets)
     frozen = make_frozen(compiled, context.library.variables())
     fitted = fit_head(compiled, variables, frozen, self.train, table, context.objective,

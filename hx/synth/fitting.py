@@ -25,7 +25,7 @@ from hx.compile import TuneConfig, TuneData, tune
 from hx.compile.batching import num_examples
 from hx.compile.tuning import EpochRecord, TuneResult
 
-__all__ = ["Outcome", "score_json", "Prepared", "Ready", "prepare", "train", "fit"]
+__all__ = ["Outcome", "score_json", "Prepared", "Ready", "prepare", "seeded", "train", "fit"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
@@ -137,6 +137,12 @@ class Prepared:
   tune_config: TuneConfig
 
 
+def seeded(ready: Ready, seed: int) -> TuneConfig:
+  """The training settings of one model trained on `ready` with `seed` (initialisation, shuffling,
+  dropout): what `train` trains with, and what a checkpoint's key names."""
+  return dataclasses.replace(ready.tune_config, seed=seed)
+
+
 def prepare(task: Any, tune_config: TuneConfig) -> Prepared:
   """`task` (an `hx.Task`, or any value with `train`, `val`, `test`, `table` and `objective`) ready to
   train on with `tune_config`: its data put on the device once, for every model trained on it (`_on_device`:
@@ -191,7 +197,7 @@ def train(model: Any, ready: Ready, *, seed: int, frozen: Any = (), variables: A
     checkpoint: an `hx.compile.checkpoint.Checkpoint` to save the run to and resume it from (used only
       when the run trains to the end, `until` None; from `resume` or its file, whichever is further).
   """
-  config = dataclasses.replace(ready.tune_config, seed=seed)
+  config = seeded(ready, seed)
   if checkpoint is not None and until is None:
     from hx.compile.checkpoint import tune_checkpointed
 

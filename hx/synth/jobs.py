@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from hx.lang import program as P
 from hx.lang.types import Type
-from hx.synth.fitting import Outcome, train
+from hx.synth.fitting import Outcome, seeded, train
 from hx.synth.space import Candidate
 
 __all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "job_seed", "train_program",
@@ -70,7 +70,7 @@ class Checkpoints:
 
     library = context.library.versions() if context.library is not None else {}
     fresh = sorted((k, str(t)) for k, t in job.candidate.fresh_types.items())
-    config = dataclasses.replace(context.tune_config, seed=job.seed)
+    config = seeded(context, job.seed)
     key = (f"{self.task_key} | program {job.candidate.program} | fresh {fresh} | {config} | "
            f"{context.module_config} | library {sorted(library.items())}")
     if job.schedule is not None:
