@@ -6,8 +6,9 @@ Tune's own result, for callers that pause and resume runs in memory).
     outcome = fit(compiled, ready, seed=0)                    # per model: a compiled program, a network
     print(outcome.status, outcome.val_score, outcome.test_score)
 
-Synthesis (`hx.synth.jobs.train_program`, through `run_job`), the baselines (`hx.baselines.train`) and
-`hx.bin.train` all train through `fit`. `Outcome` is the record of one training that they share:
+The baselines (`hx.baselines.train`) and `hx.bin.train` train through `fit`; synthesis
+(`hx.synth.jobs.train_program`) through `train`, which `run_job` turns into the same `Outcome`, since a
+candidate may pause and resume. `Outcome` is the record of one training that they share:
 `hx.synth.jobs.JobResult`, `hx.synth.Ranked` and `hx.baselines.BaselineResult` are outcomes with what
 each adds (the job, the rank, the network), so a result's scores, epochs and times are read from Tune's
 result once (`Outcome.of`) and handed on whole (`Outcome.fields`) rather than copied field by field.
