@@ -1,4 +1,5 @@
-"""Training the baselines: every one through `hx.compile.tune`, as HOUDINI's candidates are trained.
+"""Training the baselines: every one through `hx.synth.fitting.fit` (Tune), as HOUDINI's candidates are
+trained.
 
     r = standalone(task, config, tune_config, seed=0)                       # a new network, random weights
     r = llt(task, [earlier networks...], config, tune_config, seed=0)       # from the earlier weights
@@ -34,92 +35,66 @@ from hx.baselines.graph import GraphRNN
 from hx.baselines.llt import transfer
 from hx.baselines.networks import Architecture, Network, architecture, count_parameters
 from hx.baselines.pnn import PNN
-from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, tune
-from hx.compile.batching import num_examples
-from hx.compile.checkpoint import checkpoint_in, fingerprint, tune_checkpointed
+from hx.compile import ModuleConfig, TuneConfig, compile_program
+from hx.compile.checkpoint import checkpoint_in, fingerprint
 from hx.compile.tuning import output_bias_from_targets
 from hx.lang import program as P
 from hx.lang.types import Type
+from hx.synth.fitting import Outcome, fit, prepare, seeded
 
 __all__ = ["BaselineResult", "standalone", "llt", "pnn", "from_scratch", "METHODS"]
 
 METHODS = ("standalone", "llt", "pnn", "standalone_with_fold")
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class BaselineResult:
-  """One trained baseline network.
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
+class BaselineResult(Outcome):
+  """One trained baseline network: its training's `hx.synth.fitting.Outcome` (status, reason, scores as
+  for HOUDINI's candidates, the task's metric with lower better; epochs and Tune's split of the time,
+  `seconds` the whole call), with what a baseline adds.
 
   Attributes:
     method: "standalone", "llt", "pnn" or "standalone_with_fold".
     task: the task's name.
     description: the network as an hx program's text (or, for the graph and progressive networks, a
       description in the same style).
-    status: "trained" or "failed"; reason: why it failed.
-    val_score, test_score: as for HOUDINI's candidates (the task's metric, lower is better).
     network: the trained network (None when no epoch finished cleanly).
     parameters: trainable parameters; frozen_parameters: parameters it uses but does not train.
-    epochs_run, best_epoch: as Tune reports them.
-    compile_seconds, train_seconds, eval_seconds, seconds: Tune's split, and the whole call.
     sources: for LLT, where each layer started from (`hx.baselines.llt.transfer`); else ().
   """
   method: str
   task: str
   description: str
-  status: str
-  reason: str | None
-  val_score: float
-  test_score: float | None
   network: Network | None
   parameters: int
   frozen_parameters: int
-  epochs_run: int
-  best_epoch: int
-  compile_seconds: float
-  train_seconds: float
-  eval_seconds: float
-  seconds: float
   sources: tuple[tuple[str, str], ...] = ()
-
-
-def _data(task: Any) -> TuneData:
-  return TuneData(task.train, task.val, task.test, task.table)
-
-
-def _host(tree: Any) -> Any:
-  return jax.tree.map(np.asarray, jax.device_get(tree))
 
 
 def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tune_config: TuneConfig,
          seed: int, variables: Any, to_modules: Any, arch: Architecture | None, column: int | None = None,
          sources: tuple = (), checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   start = time.perf_counter()
-  config = dataclasses.replace(tune_config, seed=seed).for_examples(num_examples(task.train))
+  ready = prepare(task, tune_config)
+  config = seeded(ready, seed)
   init = variables
   if init is None:
     init = tunable.init(jax.random.key(seed))
     if config.bias_from_targets:
       init = output_bias_from_targets(tunable, init, task.objective, task.train.targets)
-  data = _data(task)
-  if checkpoint_dir is None:
-    r = tune(tunable, frozen, data, task.objective, config, variables=init)
-  else:
-    key = (f"baseline {method} | task {task.name} | {description} | {config} | data {fingerprint(data)} | "
-           f"start {fingerprint(init)} | frozen {fingerprint(frozen)}")
-    r = tune_checkpointed(tunable, frozen, data, task.objective, config, checkpoint_in(checkpoint_dir, key),
-                          variables=init)
+  checkpoint = None
+  if checkpoint_dir is not None:
+    key = (f"baseline {method} | task {task.name} | {description} | {config} | "
+           f"data {fingerprint(ready.data)} | start {fingerprint(init)} | frozen {fingerprint(frozen)}")
+    checkpoint = checkpoint_in(checkpoint_dir, key)
+  outcome = fit(tunable, ready, seed=seed, frozen=frozen, variables=init, checkpoint=checkpoint)
   network = None
-  if r.variables is not None and arch is not None:
-    network = Network(method, task.name, arch, _host(to_modules(r.variables)), column)
-  failed = r.failed is not None or r.variables is None
+  if outcome.variables is not None and arch is not None:
+    network = Network(method, task.name, arch, to_modules(outcome.variables), column)
   return BaselineResult(
-      method=method, task=task.name, description=description, status="failed" if failed else "trained",
-      reason=r.failed, val_score=float(r.val_score),
-      test_score=None if r.test_score is None else float(r.test_score), network=network,
+      method=method, task=task.name, description=description, network=network,
       parameters=count_parameters(init["params"]), frozen_parameters=_frozen_parameters(frozen),
-      epochs_run=r.epochs_run, best_epoch=r.best_epoch, compile_seconds=r.compile_seconds,
-      train_seconds=r.train_seconds + r.init_seconds, eval_seconds=r.eval_seconds,
-      seconds=time.perf_counter() - start, sources=sources)
+      sources=sources, **outcome.fields(seconds=time.perf_counter() - start))
 
 
 def _frozen_parameters(frozen: Any) -> int:

@@ -33,19 +33,13 @@ from absl import app, flags, logging
 
 from hx.bin.checks import FlagError, no_arguments, one_line, refuse, writable_directory
 from hx.bin.data_flags import sources_from_flags
-from hx.compile import NoTemplateError, TuneData, compile_program, tune
-from hx.compile.batching import num_examples
-from hx.compile.checkpoint import (
-  CheckpointError,
-  checkpoint_in,
-  describe_checkpoint,
-  fingerprint,
-  tune_checkpointed,
-)
+from hx.compile import NoTemplateError, compile_program
+from hx.compile.checkpoint import CheckpointError, checkpoint_in, describe_checkpoint, fingerprint
 from hx.data import PRESETS, DataError, build_task, task_spec
 from hx.lang import HxTypeError, ParseError, infer, parse
 from hx.lang.paper import default_type_variables
 from hx.presets import training_settings
+from hx.synth.fitting import fit, prepare
 
 _TASK = flags.DEFINE_string("task", "count_digit(1)", "The task, e.g. 'recognize_digit(3)', 'sum_digits'.")
 _PROGRAM = flags.DEFINE_string("program", "compose(nn_a, map_l(compose(nn_b, nn_c)))", "The program.")
@@ -107,7 +101,8 @@ def main(argv: list[str]) -> int:
     return refuse(err)
   if _FRACTION.value != 1.0:
     task = task.with_fraction(_FRACTION.value)
-  config = config.for_examples(num_examples(task.train))
+  ready = prepare(task, config)
+  config = ready.tune_config
   print(f"task    {task.summary()}")
   print(f"program {program} : {typing.type}")
   for name in compiled.fresh_slots:
@@ -118,25 +113,23 @@ def main(argv: list[str]) -> int:
   for setting, where in settings.sources:
     if setting not in overrides:
       print(f"  {setting}: {where}")
-  data = TuneData(task.train, task.val, task.test, task.table).on_device()
-  if _CHECKPOINT.value is None:
-    result = tune(compiled, (), data, task.objective, config)
-  else:
-    where = checkpoint_in(_CHECKPOINT.value, f"train {task.name} | program {program} | {config} | "
-                                             f"data {fingerprint(data)}")
-    try:
-      if os.path.exists(where.path):
-        saved = describe_checkpoint(where.path)
-        print(f"resuming {where.path}: " + (f"{saved['epochs']} epochs done" if saved["kind"] == "paused"
-                                             else "finished"))
-      result = tune_checkpointed(compiled, (), data, task.objective, config, where)
-    except (CheckpointError, OSError) as err:  # a damaged file; a disk that filled up
-      return refuse(err)
+  checkpoint = None
+  if _CHECKPOINT.value is not None:
+    checkpoint = checkpoint_in(_CHECKPOINT.value, f"train {task.name} | program {program} | {config} | "
+                                                  f"data {fingerprint(ready.data)}")
+  try:
+    if checkpoint is not None and os.path.exists(checkpoint.path):
+      saved = describe_checkpoint(checkpoint.path)
+      print(f"resuming {checkpoint.path}: " + (f"{saved['epochs']} epochs done" if saved["kind"] == "paused"
+                                                else "finished"))
+    result = fit(compiled, ready, seed=config.seed, checkpoint=checkpoint)
+  except (CheckpointError, OSError) as err:  # a damaged file; a disk that filled up
+    return refuse(err)
   for e in result.history:
     print(f"epoch {e.epoch:3d}  train loss {e.train_loss:9.4f}  val {task.metric} {e.val_score:8.3f}  "
           f"({e.train_seconds:.1f} s + {e.val_seconds:.1f} s)")
-  if result.failed:
-    print(f"failed: {result.failed}")
+  if result.status == "failed":
+    print(f"failed: {result.reason}")
     return 1
   print(f"best epoch {result.best_epoch}: val {task.metric} {result.val_score:.3f}, "
         f"test {task.metric} {result.test_score:.3f}" + ("  [synthetic data]" if task.synthetic else ""))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 from pathlib import Path
@@ -50,12 +49,6 @@ def record_path(directory: Path, method: str, instance: int, index: int, fractio
     if p.exists():
       return p
   return None
-
-
-def _score(x: float | None) -> float | str | None:
-  if x is None:
-    return None
-  return float(x) if math.isfinite(x) else str(x)
 
 
 def network_version(network: Any) -> str | None:
@@ -106,8 +99,7 @@ def baseline_record(result: Any, task: Any, *, method: str, sequence: str, insta
       "seconds": {"compile": result.compile_seconds, "train": result.train_seconds,
                   "eval": result.eval_seconds, "wall": result.seconds},
       "ranked": [{"rank": 1, "program": result.description, "named": result.description,
-                  "status": result.status, "reason": result.reason, "val": _score(result.val_score),
-                  "test": _score(result.test_score), "seconds": result.seconds}],
+                  **result.reported()}],
   }
   rec.update(extra or {})
   return rec

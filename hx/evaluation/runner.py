@@ -313,10 +313,9 @@ class _Runner:
     best = rec["ranked"][0] if rec["ranked"] else None
     if best is None or best["status"] != "trained":
       reason = f"{houdini} trained no program for this task and fraction: there is no structure to train"
-      failed = baselines.BaselineResult(
+      failed = baselines.BaselineResult(  # an Outcome's defaults: no scores, epochs or time
           method="standalone_with_fold", task=task.name, description="-", status="failed", reason=reason,
-          val_score=math.nan, test_score=None, network=None, parameters=0, frozen_parameters=0, epochs_run=0,
-          best_epoch=0, compile_seconds=0.0, train_seconds=0.0, eval_seconds=0.0, seconds=0.0)
+          network=None, parameters=0, frozen_parameters=0)
       return failed, {"structure_from": {"method": houdini, "program": None}}
     library = Library.load(self.method_dir(houdini, instance) / "libraries" / f"after_{index:02d}")
     program = parse(best["program"])

@@ -22,6 +22,7 @@ from hx.synth.executors import (
   make_executor,
   train_program,
 )
+from hx.synth.fitting import Outcome, Prepared, fit, prepare
 from hx.synth.halving import Halving
 from hx.synth.library import FORMAT_VERSION, Added, Entry, Library, LibraryError, Provenance, Trained
 from hx.synth.lifelong import SequenceRun, SettingsMismatch, run_sequence
@@ -47,7 +48,7 @@ __all__ = [
     "EnumerationStats", "enumerate", "enumerate_programs",
     "EvolutionConfig", "Generation", "evolve",
     "Checkpoints", "Executor", "Job", "JobResult", "LocalExecutor", "TaskContext", "job_seed",
-    "train_program",
+    "train_program", "Outcome", "Prepared", "prepare", "fit",
     "make_executor", "default_executor", "Halving", "Estimate",
     "STRATEGIES", "Budget", "Ranked", "SynthesisResult", "synthesize", "task_context",
     "SequenceRun", "SettingsMismatch", "run_sequence",

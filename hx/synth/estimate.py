@@ -48,8 +48,10 @@ import math
 import time
 from typing import Any, Callable, Mapping, Sequence
 
+import jax
 import numpy as np
 
+from hx.synth.fitting import seeded
 from hx.synth.jobs import Job, JobResult, TaskContext, failed_result, job_seed
 from hx.synth.space import Candidate
 
@@ -397,6 +399,8 @@ class _Heads:
       self.table, (self.train, self.val) = compact_table(data.table, [data.train, val])
     else:
       self.table, self.train = None, data.train
+    # Every candidate is scored on the subsample: on the device once, not once per candidate.
+    self.val = jax.device_put(self.val)
 
   def _table(self, names: tuple[str, ...]) -> Any:
     if not names:
@@ -431,7 +435,7 @@ class _Heads:
 
     context = self.context
     table = self._table(names)
-    config = dataclasses.replace(context.tune_config, seed=seed)
+    config = seeded(context, seed)
     variables = initial_variables(compiled, config, context.objective, self.train.targets)
     frozen = make_frozen(compiled, context.library.variables())
     fitted = fit_head(compiled, variables, frozen, self.train, table, context.objective,
@@ -467,7 +471,8 @@ def estimate_then_train(candidates: Sequence[Candidate], schedule: Estimate, con
 
   data = context.data
   n_val = num_examples(data.val.inputs)
-  val = subsample_split(data.val, validation_subsample(n_val, schedule.val_examples, seed))
+  # On the device once, for every candidate's short run (Tune would copy a host subsample per run).
+  val = jax.device_put(subsample_split(data.val, validation_subsample(n_val, schedule.val_examples, seed)))
   steps_per_epoch = max(1, math.ceil(num_examples(data.train.inputs) / context.tune_config.batch_size))
   until = short_run_epochs(schedule, context.tune_config.epochs, steps_per_epoch)
   jobs = [Job(first_index + i, c, job_seed(seed, c)) for i, c in enumerate(candidates)]

@@ -14,13 +14,13 @@ why the thread count can change the last digits of a CNN candidate's scores).
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 import zlib
 from typing import Any, Mapping
 
 from hx.lang import program as P
 from hx.lang.types import Type
+from hx.synth.fitting import Outcome, seeded, train
 from hx.synth.space import Candidate
 
 __all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "job_seed", "train_program",
@@ -70,7 +70,7 @@ class Checkpoints:
 
     library = context.library.versions() if context.library is not None else {}
     fresh = sorted((k, str(t)) for k, t in job.candidate.fresh_types.items())
-    config = dataclasses.replace(context.tune_config, seed=job.seed)
+    config = seeded(context, job.seed)
     key = (f"{self.task_key} | program {job.candidate.program} | fresh {fresh} | {config} | "
            f"{context.module_config} | library {sorted(library.items())}")
     if job.schedule is not None:
@@ -107,52 +107,22 @@ class Job:
   schedule: str | None = None
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class JobResult:
-  """A trained (or failed) candidate.
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
+class JobResult(Outcome):
+  """A trained (or failed) candidate: its training's `hx.synth.fitting.Outcome` (status, scores, host
+  variables, epochs, times, a paused run's state, the epochs' history and `val_history`), with the job.
 
   Attributes:
     job: the job.
-    status: "trained" or "failed".
-    reason: why it failed (None if trained).
-    val_score, test_score: the validation score of its best epoch (nan if none) and the test score of
-      those parameters (None if not scored).
-    variables: its trained {"params", "batch_stats"} (host NumPy arrays), None if none.
-    epochs_run, best_epoch: epochs trained, and the epoch (from 1) the variables come from.
-    steps_run: training steps run in all (those of earlier rungs included when the job resumed).
-    compile_seconds, train_seconds, eval_seconds: time compiling, in training steps, in scoring.
-    seconds: wall time of the whole job.
-    state: the `hx.compile.TuneState` (host NumPy arrays) to continue from when the job paused
-      (`Job.until`), else None.
+    seconds: wall time of the whole job (compiling the program included).
     attempts: how many times it was started (more than 1 when a worker died under it).
-    val_history: the validation score after each full epoch trained, from the first (all of them when
-      the job resumed a paused run: `hx.compile.TuneState.history` carries the earlier ones); a learning
-      curve, for reports and for studying budget schedules (benchmarks/studies/halving_replay.py).
   """
   job: Job
-  status: str
-  reason: str | None
-  val_score: float
-  test_score: float | None
-  variables: Any
-  epochs_run: int = 0
-  best_epoch: int = 0
-  steps_run: int = 0
-  compile_seconds: float = 0.0
-  train_seconds: float = 0.0
-  eval_seconds: float = 0.0
-  seconds: float = 0.0
-  state: Any = None
   attempts: int = 1
-  val_history: tuple[float, ...] = ()
 
   @property
   def candidate(self) -> Candidate:
     return self.job.candidate
-
-  @property
-  def ok(self) -> bool:
-    return self.status == "trained" and math.isfinite(self.val_score)
 
 
 def job_seed(seed: int, candidate: Candidate) -> int:
@@ -164,7 +134,8 @@ def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: 
                   seed: int, frozen_variables: Mapping[str, Any] | None = None,
                   prefixes: Any = None, until: float | None = None, resume: Any = None,
                   checkpoint: Any = None) -> tuple[Any, Any]:
-  """Compiles `program` (its fresh functions of the given types) and trains it with Tune.
+  """Compiles `program` (its fresh functions of the given types) and trains it
+  (`hx.synth.fitting.train`).
 
   Library functions the program applies first to every input image (its frozen prefix,
   `hx.compile.memo.frozen_prefix`) are applied once to the task's image table instead of once per image
@@ -189,48 +160,25 @@ def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: 
     prefix, if it has one: its fresh slots are the program's, so its variables are the program's) and
     the `hx.compile.TuneResult`.
   """
-  from hx.compile import compile_program, make_frozen, tune
+  from hx.compile import compile_program, make_frozen
   from hx.compile.memo import PrefixTables, frozen_prefix
   from hx.synth.library import Library
 
   library = context.library if context.library is not None else Library()
-  data = context.data
-  names, rest = frozen_prefix(program) if data.table is not None else ((), program)
+  names, rest = frozen_prefix(program) if context.data.table is not None else ((), program)
   if names:
     prefixes = prefixes if prefixes is not None else PrefixTables()
-    data = data._replace(table=prefixes.table(library, names, data.table))
+    table = prefixes.table(library, names, context.data.table)
+    context = dataclasses.replace(context, data=context.data._replace(table=table))
   compiled = compile_program(rest, fresh_types, context.module_config, library.specs())
   variables = frozen_variables if frozen_variables is not None else library.variables()
-  frozen = make_frozen(compiled, variables)
-  config = dataclasses.replace(context.tune_config, seed=seed)
-  if checkpoint is not None and until is None:
-    from hx.compile.checkpoint import tune_checkpointed
-
-    return compiled, tune_checkpointed(compiled, frozen, data, context.objective, config, checkpoint,
-                                       resume=resume)
-  return compiled, tune(compiled, frozen, data, context.objective, config, until=until, resume=resume)
-
-
-def _result(job: Job, compiled: Any, r: Any, seconds: float) -> JobResult:
-  import jax
-  import numpy as np
-
-  variables = None if r.variables is None else jax.tree.map(np.asarray, jax.device_get(r.variables))
-  failed = r.failed is not None or r.variables is None
-  return JobResult(
-      job=job, status="failed" if failed else "trained", reason=r.failed, val_score=float(r.val_score),
-      test_score=None if r.test_score is None else float(r.test_score), variables=variables,
-      epochs_run=r.epochs_run, best_epoch=r.best_epoch, steps_run=r.steps_run,
-      compile_seconds=r.compile_seconds,
-      train_seconds=r.train_seconds + r.init_seconds, eval_seconds=r.eval_seconds, seconds=seconds,
-      state=None if r.state is None else r.state.on_host(),
-      val_history=tuple(float(e.val_score) for e in r.history))
+  return compiled, train(compiled, context, seed=seed, frozen=make_frozen(compiled, variables), until=until,
+                         resume=resume, checkpoint=checkpoint)
 
 
 def failed_result(job: Job, reason: str, seconds: float = 0.0, attempts: int = 1) -> JobResult:
   """A job that produced nothing, with the reason (what an executor reports for a job it lost)."""
-  return JobResult(job=job, status="failed", reason=reason, val_score=math.nan, test_score=None,
-                   variables=None, seconds=seconds, attempts=attempts)
+  return JobResult(job=job, status="failed", reason=reason, seconds=seconds, attempts=attempts)
 
 
 def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] | None = None,
@@ -243,11 +191,12 @@ def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] 
   c = job.candidate
   try:
     checkpoint = context.checkpoints.for_job(job, context) if context.checkpoints is not None else None
-    compiled, r = train_program(c.program, c.fresh_types, context, seed=job.seed,
-                                frozen_variables=frozen_variables, prefixes=prefixes, until=job.until,
-                                resume=job.resume, checkpoint=checkpoint)
+    _, r = train_program(c.program, c.fresh_types, context, seed=job.seed,
+                         frozen_variables=frozen_variables, prefixes=prefixes, until=job.until,
+                         resume=job.resume, checkpoint=checkpoint)
   except CheckpointError:
     raise  # a file to look at, not a candidate that failed
   except (ValueError, TypeError, NotImplementedError, FloatingPointError) as err:
     return failed_result(job, f"{type(err).__name__}: {err}", time.perf_counter() - start)
-  return _result(job, compiled, r, time.perf_counter() - start)
+  seconds = time.perf_counter() - start
+  return JobResult(job=job, **Outcome.of(r, seconds).fields())

@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
-import math
 import os
 import re
 import shutil
@@ -42,6 +41,7 @@ from typing import Any, Sequence
 from absl import logging
 
 from hx.synth.evolution import EvolutionConfig
+from hx.synth.fitting import score_json
 from hx.synth.jsonfiles import jsonable, write_json
 from hx.synth.space import SearchSpace
 from hx.synth.synthesize import Budget, SynthesisResult, synthesize
@@ -71,12 +71,6 @@ class SequenceRun:
   resumed_after: int
 
 
-def _score(x: float | None) -> float | str | None:
-  if x is None:
-    return None
-  return float(x) if math.isfinite(x) else str(x)
-
-
 def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fraction: float, seed: int,
            library_before: Any) -> dict:
   """The JSON record of one synthesis run: task, fraction, every candidate with its scores, times, epochs
@@ -97,14 +91,13 @@ def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fra
                   "train": result.train_seconds, "eval": result.eval_seconds, "wall": result.wall_seconds},
       "ranked": [{
           "rank": r.rank, "program": str(r.program), "named": None if r.named is None else str(r.named),
-          "fresh_types": {n: str(t) for n, t in r.fresh_types.items()}, "status": r.status,
-          "reason": r.reason, "val": _score(r.val_score), "test": _score(r.test_score),
-          "seconds": r.seconds, "compile_seconds": r.compile_seconds, "train_seconds": r.train_seconds,
+          "fresh_types": {n: str(t) for n, t in r.fresh_types.items()}, **r.reported(),
+          "compile_seconds": r.compile_seconds, "train_seconds": r.train_seconds,
           "eval_seconds": r.eval_seconds, "order": r.order, "epochs_run": r.epochs_run,
           "val_history": list(r.val_history),
           # Under an `Estimate` schedule only (records without one keep the fields they had).
           **({} if r.estimate_method is None else {
-              "estimate": _score(r.estimate), "estimate_method": r.estimate_method,
+              "estimate": score_json(r.estimate), "estimate_method": r.estimate_method,
               "estimate_seconds": r.estimate_seconds, "estimate_epochs": r.estimate_epochs})}
           for r in result.ranked],
   }

@@ -27,6 +27,7 @@ from hx.lang.types import Type
 from hx.synth.estimate import Estimate, Scored, estimate_then_train
 from hx.synth.evolution import EvolutionConfig, evolve
 from hx.synth.executors import Executor, make_executor
+from hx.synth.fitting import Outcome
 from hx.synth.halving import Halving, successive_halving
 from hx.synth.jobs import Job, JobResult, TaskContext, job_seed
 from hx.synth.progress import Progress
@@ -64,14 +65,12 @@ class Budget:
         raise ValueError(f"Budget.{name} must be positive or None, got {v}")
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class Ranked:
-  """One candidate of a synthesis, as reported.
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
+class Ranked(Outcome):
+  """One candidate of a synthesis, as reported: its training's `hx.synth.fitting.Outcome` (status,
+  reason, scores, epochs, times, `val_history`), with its place in the ranking.
 
-  Attributes:
-    rank: 1 for the winner (among trained candidates by validation score, failed ones last).
-    program: the program (fresh functions nn_1, nn_2, ...).
-    fresh_types: each fresh function's type.
+  The outcome's fields as a synthesis reports them:
     status: "trained", "failed", "equivalent" (not trained: it computes what `equivalent_to` does) or
       "estimated" (not trained to the end: under an `Estimate` schedule, its estimate was not among the
       best; `estimate` holds it).
@@ -80,11 +79,17 @@ class Ranked:
     variables: the trained variables, kept for the first `keep` ranks only (else None).
     seconds: its wall time (training, scoring, compiling); compile_seconds, train_seconds, eval_seconds
       split it.
+    epochs_run: epochs it trained (fewer than the task's when early stopping or halving stopped it; 0 for
+      one an `Estimate` schedule did not train to the end).
+    state: always None (nothing of a synthesis resumes from a report).
+
+  Attributes:
+    rank: 1 for the winner (among trained candidates by validation score, failed ones last).
+    program: the program (fresh functions nn_1, nn_2, ...).
+    fresh_types: each fresh function's type.
     order: its place in the search's order (0 first).
     named: the program as the library names it after `Library.add` (nn_<sequence>_<k>), for the
       reported ranks; else None.
-    epochs_run: epochs it trained (fewer than the task's when early stopping or halving stopped it).
-    val_history: its validation score after each full epoch, from the first (its learning curve).
     estimate: under an `Estimate` schedule, its estimated validation score (`hx.synth.estimate`: the
       task's metric on a validation subsample; nan if none), for every candidate, trained or not.
     estimate_method: "short" or "head", the estimate it got; None without an `Estimate` schedule.
@@ -94,19 +99,8 @@ class Ranked:
   rank: int
   program: P.Program
   fresh_types: dict[str, Type]
-  status: str
-  reason: str | None
-  val_score: float
-  test_score: float | None
-  variables: Any
-  seconds: float
-  compile_seconds: float
-  train_seconds: float
-  eval_seconds: float
   order: int
   named: P.Program | None = None
-  epochs_run: int = 0
-  val_history: tuple[float, ...] = ()
   estimate: float = math.nan
   estimate_method: str | None = None
   estimate_seconds: float = 0.0
@@ -180,21 +174,20 @@ def task_context(task: Any, library: Any = None, module_config: Any = None, tune
   settings; with `checkpoint_dir`, where its candidates are saved as they train (`Checkpoints`, keyed by
   the task's name and a fingerprint of its data). `synthesize` builds one per call; build one yourself
   to train a single candidate as a synthesis would (`run_job`, `Job`, `job_seed`)."""
-  from hx.compile import ModuleConfig, TuneData
-  from hx.compile.batching import num_examples
+  from hx.compile import ModuleConfig
+  from hx.synth.fitting import prepare
   from hx.synth.jobs import Checkpoints, task_key
   from hx.synth.library import Library
 
   if tune_config is None:
     raise ValueError(f"task_context needs the training settings of task {task.name} (tune_config)")
-  data = TuneData(task.train, task.val, task.test, task.table).on_device()
-  tune_config = tune_config.for_examples(num_examples(task.train))
+  ready = prepare(task, tune_config)
   checkpoints = None
   if checkpoint_dir is not None:
-    checkpoints = Checkpoints(os.fspath(checkpoint_dir), task_key(task.name, data), checkpoint_seconds)
-  return TaskContext(data=data, objective=task.objective,
+    checkpoints = Checkpoints(os.fspath(checkpoint_dir), task_key(task.name, ready.data), checkpoint_seconds)
+  return TaskContext(data=ready.data, objective=ready.objective,
                      library=library if library is not None else Library(),
-                     module_config=module_config or ModuleConfig(), tune_config=tune_config,
+                     module_config=module_config or ModuleConfig(), tune_config=ready.tune_config,
                      checkpoints=checkpoints)
 
 
@@ -327,19 +320,15 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   out = []
   for rank, r in enumerate(ranked, 1):
     named = added.programs[rank - 1] if added is not None and rank <= len(added.programs) else None
-    out.append(Ranked(
-        rank=rank, program=r.candidate.program, fresh_types=r.candidate.fresh_types, status=r.status,
-        reason=r.reason, val_score=r.val_score, test_score=r.test_score,
-        variables=r.variables if rank <= keep else None, seconds=r.seconds, compile_seconds=r.compile_seconds,
-        train_seconds=r.train_seconds, eval_seconds=r.eval_seconds, order=r.job.index, named=named,
-        epochs_run=r.epochs_run if r.status != "estimated" else 0, val_history=r.val_history,
-        **_estimate_fields(estimates.get(r.job.index))))
+    outcome = r.fields(variables=r.variables if rank <= keep else None, state=None,
+                       epochs_run=r.epochs_run if r.status != "estimated" else 0)
+    estimate = _estimate_fields(estimates.get(r.job.index))
+    out.append(Ranked(rank=rank, program=r.candidate.program, fresh_types=r.candidate.fresh_types,
+                      order=r.job.index, named=named, **outcome, **estimate))
   if strategy == "evolutionary":
     for dup, rep in equivalent:
-      out.append(Ranked(rank=len(out) + 1, program=dup.program, fresh_types=dup.fresh_types,
-                        status="equivalent", reason=f"equivalent to {rep.program}", val_score=math.nan,
-                        test_score=None, variables=None, seconds=0.0, compile_seconds=0.0, train_seconds=0.0,
-                        eval_seconds=0.0, order=-1))
+      out.append(Ranked(rank=len(out) + 1, program=dup.program, fresh_types=dup.fresh_types, order=-1,
+                        status="equivalent", reason=f"equivalent to {rep.program}"))
   return SynthesisResult(
       task=task.name, strategy=strategy, ranked=tuple(out),
       library=added.library if added is not None else library, added=added,
@@ -416,6 +405,10 @@ def _extend(library: Any, top: Sequence[JobResult], context: TaskContext, sequen
   best = top[0]
   if best.variables is None:
     raise RuntimeError(f"the executor returned no trained variables for the best program {best.candidate}")
+  # The program as a whole, for its module specs and slots: what was trained may be the program without
+  # its frozen prefix, in another process, whose CompiledProgram (closures) cannot travel back. Lowering
+  # is cached by key and lazy (nothing is traced until `apply` runs, which `Library.add` never calls), so
+  # this compiles nothing with XLA.
   compiled = compile_program(best.candidate.program, best.candidate.fresh_types, context.module_config,
                              library.specs())
   trained = Trained(compiled, best.variables, validation=best.val_score, test=best.test_score)
