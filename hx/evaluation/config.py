@@ -160,95 +160,131 @@ class EvalConfig:
     for name, given in (("methods", methods), ("fractions", fractions)):
       if given is not None and not len(given):  # an empty list is a mistake, not a request for the default
         raise ConfigError(f"{name} is empty: give at least one, or None for the default")
-    methods = tuple(methods) if methods is not None else default_methods(key)
-    for m in methods:
-      if m not in METHODS:
-        raise ConfigError(f"unknown method {m!r}; the methods are {', '.join(METHODS)}")
-    if len(set(methods)) != len(methods):
-      raise ConfigError(f"a method is named twice in {', '.join(methods)}")
     strategies = tuple(strategies)
-    if not strategies or any(s not in STRATEGIES for s in strategies):
-      raise ConfigError(f"unknown strategy in {', '.join(strategies) or '(none)'}; the strategies are "
-                        f"{', '.join(STRATEGIES)}")
-    if "pnn" in methods and key in GRAPH_SEQUENCES:
-      raise ConfigError(f"pnn is not defined for the graph sequence {key} (the paper does not compare "
-                        "progressive networks on graphs)")
-    if "standalone_with_fold" in methods:
-      if key != "ss":
-        raise ConfigError("standalone_with_fold is the SS sequence's baseline (the paper's appendix, "
-                          f"'Summing Experiment'), not {key}'s")
-      if "houdini" not in methods:
-        raise ConfigError("standalone_with_fold trains HOUDINI's program from scratch: add houdini to the "
-                          "methods")
-    ordered = [f"houdini_{s}" for s in strategies if "houdini" in methods]
-    ordered += [m for m in BASELINES if m in methods]
-
-    fractions = tuple(sorted({float(f) for f in (fractions if fractions is not None
-                                                  else p.default_fractions(key))}))
-    bad = [f for f in fractions if not 0 < f <= 1]
-    if bad:
-      raise ConfigError(f"training fraction {bad[0]:g} is outside (0, 1]")
-    seeds = tuple(seeds) if seeds is not None else p.seeds
-    if not seeds or any(not isinstance(s, int) or s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
-      raise ConfigError(f"seeds must be distinct non-negative integers, got {list(seeds)}")
-    n = len(SEQUENCES[key])
-    tasks = n if tasks is None else tasks
-    if not 1 <= tasks <= n:
-      raise ConfigError(f"--tasks must be in 1..{n} for {key}, got {tasks}")
-
-    budget = _budget(p, key)
-    if schedule is not None and "evolutionary" in strategies:
-      raise ConfigError("successive halving is for the top-down strategy; the evolutionary one scores each "
-                        "generation to the end")
-    if patience is not None and patience < 1:
-      raise ConfigError(f"patience must be >= 1, got {patience}")
-    try:
-      budget = Budget(candidates=budget.candidates if candidates is None else candidates, seconds=seconds,
-                      schedule=schedule)
-      budgets = tuple(dataclasses.replace(budget, candidates=_budget(p, key, i).candidates)
-                      if candidates is None else budget for i in range(1, n + 1))
-    except ValueError as err:
-      raise ConfigError(str(err)) from None
-    space = _space(p, key)
-    if order is not None:
-      if order not in ORDERS:
-        raise ConfigError(f"unknown search order {order!r}; the orders are {', '.join(ORDERS)}")
-      space = dataclasses.replace(space, order=order)
-    if authors_filter is not None:
-      space = dataclasses.replace(space, authors_filter=authors_filter)
-    try:
-      module_config = dataclasses.replace(p.modules(key), **dict(module_overrides or {}))
-    except (TypeError, ValueError) as err:
-      raise ConfigError(f"module sizes: {err}") from None
-    sizes = p.sizes
-    if examples is not None:
-      if len(examples) != 3 or min(examples) < 1:
-        raise ConfigError(f"examples must be three positive counts (train, val, test), got {examples}")
-      sizes = dataclasses.replace(sizes, binary=tuple(examples), lists=tuple(examples))
-    if epochs is not None and epochs < 1:
-      raise ConfigError(f"epochs must be >= 1, got {epochs}")
+    ordered = _methods(key, methods, strategies)
+    fractions, seeds, tasks = _runs(p, key, fractions, seeds, tasks)
+    budget, budgets = _budgets(p, key, candidates, seconds, schedule, strategies, patience)
+    space = _search_space(p, key, order, authors_filter)
+    module_config, sizes = _sizes(p, key, module_overrides, examples, epochs)
     _check_sources(sources)
-
-    kinds = sorted({k.split("(")[0] for k in SEQUENCES[key]})
-    configs = []
-    for kind in kinds:
-      assert kind in KINDS, kind
-      changes = {}
-      e = epochs if epochs is not None else dict(p.epochs).get(kind_group(kind))
-      if e is not None:
-        changes["epochs"] = e
-      if kind_group(kind) in dict(p.batch_sizes):
-        changes["batch_size"] = dict(p.batch_sizes)[kind_group(kind)]
-      if not bias_from_targets:
-        changes["bias_from_targets"] = False
-      if patience is not None:
-        changes["patience"] = patience
-      if p.min_steps and epochs is None:  # epochs the caller names are trained as named
-        changes["min_steps"] = p.min_steps
-      configs.append((kind, training_settings(kind, p.training).tune_config(**changes)))
-    return cls(sequence=key, methods=tuple(ordered), fractions=fractions, seeds=seeds, preset=preset,
+    return cls(sequence=key, methods=ordered, fractions=fractions, seeds=seeds, preset=preset,
                tasks=tasks, budget=budget, budgets=budgets, space=space, module_config=module_config,
-               sizes=sizes, sources=sources, tune_configs=tuple(configs))
+               sizes=sizes, sources=sources,
+               tune_configs=_tune_configs(p, key, epochs, bias_from_targets, patience))
+
+
+def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[str, ...]) -> tuple[str, ...]:
+  """The methods in run order ("houdini_<strategy>" first, then the baselines), checked."""
+  methods = tuple(methods) if methods is not None else default_methods(key)
+  for m in methods:
+    if m not in METHODS:
+      raise ConfigError(f"unknown method {m!r}; the methods are {', '.join(METHODS)}")
+  if len(set(methods)) != len(methods):
+    raise ConfigError(f"a method is named twice in {', '.join(methods)}")
+  if not strategies or any(s not in STRATEGIES for s in strategies):
+    raise ConfigError(f"unknown strategy in {', '.join(strategies) or '(none)'}; the strategies are "
+                      f"{', '.join(STRATEGIES)}")
+  if "pnn" in methods and key in GRAPH_SEQUENCES:
+    raise ConfigError(f"pnn is not defined for the graph sequence {key} (the paper does not compare "
+                      "progressive networks on graphs)")
+  if "standalone_with_fold" in methods:
+    if key != "ss":
+      raise ConfigError("standalone_with_fold is the SS sequence's baseline (the paper's appendix, "
+                        f"'Summing Experiment'), not {key}'s")
+    if "houdini" not in methods:
+      raise ConfigError("standalone_with_fold trains HOUDINI's program from scratch: add houdini to the "
+                        "methods")
+  ordered = [f"houdini_{s}" for s in strategies if "houdini" in methods]
+  return tuple(ordered + [m for m in BASELINES if m in methods])
+
+
+def _runs(p: Preset, key: str, fractions: Sequence[float] | None, seeds: Sequence[int] | None,
+          tasks: int | None) -> tuple[tuple[float, ...], tuple[int, ...], int]:
+  """The training fractions (ascending), instantiations and number of tasks, checked."""
+  fractions = tuple(sorted({float(f) for f in (fractions if fractions is not None
+                                                else p.default_fractions(key))}))
+  bad = [f for f in fractions if not 0 < f <= 1]
+  if bad:
+    raise ConfigError(f"training fraction {bad[0]:g} is outside (0, 1]")
+  seeds = tuple(seeds) if seeds is not None else p.seeds
+  if not seeds or any(not isinstance(s, int) or s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+    raise ConfigError(f"seeds must be distinct non-negative integers, got {list(seeds)}")
+  n = len(SEQUENCES[key])
+  tasks = n if tasks is None else tasks
+  if not 1 <= tasks <= n:
+    raise ConfigError(f"--tasks must be in 1..{n} for {key}, got {tasks}")
+  return fractions, seeds, tasks
+
+
+def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None, schedule: Any,
+             strategies: tuple[str, ...], patience: int | None) -> tuple[Budget, tuple[Budget, ...]]:
+  """The sequence's default budget and each task's (`candidates` overrides every task's), checked."""
+  if schedule is not None and "evolutionary" in strategies:
+    raise ConfigError("successive halving is for the top-down strategy; the evolutionary one scores each "
+                      "generation to the end")
+  if patience is not None and patience < 1:
+    raise ConfigError(f"patience must be >= 1, got {patience}")
+  default = _budget(p, key)
+  try:
+    budget = Budget(candidates=default.candidates if candidates is None else candidates, seconds=seconds,
+                    schedule=schedule)
+    budgets = tuple(dataclasses.replace(budget, candidates=_budget(p, key, i).candidates)
+                    if candidates is None else budget for i in range(1, len(SEQUENCES[key]) + 1))
+  except ValueError as err:
+    raise ConfigError(str(err)) from None
+  return budget, budgets
+
+
+def _search_space(p: Preset, key: str, order: str | None, authors_filter: bool | None) -> SearchSpace:
+  """The preset's search space with the caller's order and filter, checked."""
+  space = _space(p, key)
+  if order is not None:
+    if order not in ORDERS:
+      raise ConfigError(f"unknown search order {order!r}; the orders are {', '.join(ORDERS)}")
+    space = dataclasses.replace(space, order=order)
+  if authors_filter is not None:
+    space = dataclasses.replace(space, authors_filter=authors_filter)
+  return space
+
+
+def _sizes(p: Preset, key: str, module_overrides: Mapping[str, Any] | None,
+           examples: tuple[int, int, int] | None, epochs: int | None) -> tuple[ModuleConfig, TaskSizes]:
+  """The module sizes and split sizes with the caller's changes, checked (and the epochs given)."""
+  try:
+    module_config = dataclasses.replace(p.modules(key), **dict(module_overrides or {}))
+  except (TypeError, ValueError) as err:
+    raise ConfigError(f"module sizes: {err}") from None
+  sizes = p.sizes
+  if examples is not None:
+    if len(examples) != 3 or min(examples) < 1:
+      raise ConfigError(f"examples must be three positive counts (train, val, test), got {examples}")
+    sizes = dataclasses.replace(sizes, binary=tuple(examples), lists=tuple(examples))
+  if epochs is not None and epochs < 1:
+    raise ConfigError(f"epochs must be >= 1, got {epochs}")
+  return module_config, sizes
+
+
+def _tune_configs(p: Preset, key: str, epochs: int | None, bias_from_targets: bool,
+                  patience: int | None) -> tuple[tuple[str, Any], ...]:
+  """(task kind, TuneConfig) for each kind of the sequence: the preset's training settings and the
+  caller's changes."""
+  configs = []
+  for kind in sorted({k.split("(")[0] for k in SEQUENCES[key]}):
+    assert kind in KINDS, kind
+    changes = {}
+    e = epochs if epochs is not None else dict(p.epochs).get(kind_group(kind))
+    if e is not None:
+      changes["epochs"] = e
+    if kind_group(kind) in dict(p.batch_sizes):
+      changes["batch_size"] = dict(p.batch_sizes)[kind_group(kind)]
+    if not bias_from_targets:
+      changes["bias_from_targets"] = False
+    if patience is not None:
+      changes["patience"] = patience
+    if p.min_steps and epochs is None:  # epochs the caller names are trained as named
+      changes["min_steps"] = p.min_steps
+    configs.append((kind, training_settings(kind, p.training).tune_config(**changes)))
+  return tuple(configs)
 
 
 def _check_sources(sources: Sources) -> None:
