@@ -18,7 +18,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from absl import logging
 
@@ -242,13 +242,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
                      "evolution scores each generation to the end")
   wall = time.perf_counter()
   kind = getattr(getattr(task, "spec", None), "kind", None)
-  if tune_config is None:
-    from hx.presets import training_settings
-
-    if kind is None:
-      raise ValueError(f"task {task.name} has no kind to take training settings from: pass tune_config")
-    tune_config = training_settings(kind).tune_config()
-  context = task_context(task, library, module_config, tune_config, checkpoint_dir=checkpoint_dir)
+  context = task_context(task, library, module_config, _tune_config(task, kind, tune_config),
+                         checkpoint_dir=checkpoint_dir)
   library = context.library
   owned = executor is None or isinstance(executor, str)
   executor = make_executor(executor)
@@ -271,6 +266,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     return batch
 
   search_seconds = 0.0
+  equivalent: list[tuple[Candidate, Candidate]] = []  # the evolutionary search's programs seen twice
   try:
     with show.watching():  # the epochs of candidates that train in this process move the bar
       if strategy == "topdown":
@@ -290,23 +286,9 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
               lambda jobs: _run(executor, context, jobs, show, stats),
               lambda: deadline is not None and time.perf_counter() >= deadline))
         else:
-          # Candidates go to the executor in batches it can run at once; without a time budget, all of
-          # them in one (a parallel executor then keeps every worker busy to the end).
-          parallelism = max(1, int(getattr(executor, "parallelism", 1)))
-          chunk = budget.candidates if budget.seconds is None and budget.candidates else parallelism
-          batch: list[Candidate] = []
-          for candidate in generator:
-            batch.append(candidate)
-            if len(batch) >= chunk:
-              train(batch)
-              batch = []
-              if out_of_budget():
-                break
-          if batch and not out_of_budget():
-            train(batch)
+          _in_order(generator, budget, executor, train, out_of_budget)
         search_seconds = stats.seconds
       else:
-        equivalent: list[tuple[Candidate, Candidate]] = []
         search_seconds = _evolve(task, library, space, context, evolution, seed, train, out_of_budget, budget,
                                  equivalent)
   finally:
@@ -317,6 +299,51 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   added = None
   if ranked and ranked[0].ok:
     added = _extend(library, ranked[:keep], context, sequence or kind or "task", task.name, when)
+  out = _ranking(ranked, estimates, added, keep, equivalent)
+  return SynthesisResult(
+      task=task.name, strategy=strategy, ranked=tuple(out),
+      library=added.library if added is not None else library, added=added,
+      search_seconds=search_seconds, compile_seconds=sum(r.compile_seconds for r in results),
+      train_seconds=sum(r.train_seconds for r in results), eval_seconds=sum(r.eval_seconds for r in results),
+      wall_seconds=time.perf_counter() - wall, candidates_trained=len(results), enumeration=stats,
+      estimate_seconds=sum(e.seconds for e in estimates.values()))
+
+
+def _tune_config(task: Any, kind: str | None, tune_config: Any) -> Any:
+  """`tune_config`, or the default training settings of the task's kind (`hx.presets`)."""
+  if tune_config is not None:
+    return tune_config
+  from hx.presets import training_settings
+
+  if kind is None:
+    raise ValueError(f"task {task.name} has no kind to take training settings from: pass tune_config")
+  return training_settings(kind).tune_config()
+
+
+def _in_order(generator: Iterator[Candidate], budget: Budget, executor: Executor,
+              train: Callable[[Sequence[Candidate]], list[JobResult]],
+              out_of_budget: Callable[[], bool]) -> None:
+  """Trains the candidates to the end in the search's order until the budget runs out. They go to the
+  executor in batches it can run at once; without a time budget, all of them in one (a parallel
+  executor then keeps every worker busy to the end)."""
+  parallelism = max(1, int(getattr(executor, "parallelism", 1)))
+  chunk = budget.candidates if budget.seconds is None and budget.candidates else parallelism
+  batch: list[Candidate] = []
+  for candidate in generator:
+    batch.append(candidate)
+    if len(batch) >= chunk:
+      train(batch)
+      batch = []
+      if out_of_budget():
+        return
+  if batch and not out_of_budget():
+    train(batch)
+
+
+def _ranking(ranked: Sequence[JobResult], estimates: dict[int, Scored], added: Any, keep: int,
+             equivalent: Sequence[tuple[Candidate, Candidate]]) -> list[Ranked]:
+  """The ranked candidates as `Ranked` records: the best `keep` with their variables, the winner's
+  library names, each candidate's estimate; then the evolutionary search's equivalent programs."""
   out = []
   for rank, r in enumerate(ranked, 1):
     named = added.programs[rank - 1] if added is not None and rank <= len(added.programs) else None
@@ -325,17 +352,10 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     estimate = _estimate_fields(estimates.get(r.job.index))
     out.append(Ranked(rank=rank, program=r.candidate.program, fresh_types=r.candidate.fresh_types,
                       order=r.job.index, named=named, **outcome, **estimate))
-  if strategy == "evolutionary":
-    for dup, rep in equivalent:
-      out.append(Ranked(rank=len(out) + 1, program=dup.program, fresh_types=dup.fresh_types, order=-1,
-                        status="equivalent", reason=f"equivalent to {rep.program}"))
-  return SynthesisResult(
-      task=task.name, strategy=strategy, ranked=tuple(out),
-      library=added.library if added is not None else library, added=added,
-      search_seconds=search_seconds, compile_seconds=sum(r.compile_seconds for r in results),
-      train_seconds=sum(r.train_seconds for r in results), eval_seconds=sum(r.eval_seconds for r in results),
-      wall_seconds=time.perf_counter() - wall, candidates_trained=len(results), enumeration=stats,
-      estimate_seconds=sum(e.seconds for e in estimates.values()))
+  for dup, rep in equivalent:
+    out.append(Ranked(rank=len(out) + 1, program=dup.program, fresh_types=dup.fresh_types, order=-1,
+                      status="equivalent", reason=f"equivalent to {rep.program}"))
+  return out
 
 
 def _estimate_fields(e: Scored | None) -> dict[str, Any]:
