@@ -304,88 +304,108 @@ def build_report(directory: Any) -> Path:
                  "The top 3 programs per task, ranked by validation score, with their test scores, as the "
                  "paper's appendix tables print them. Functions named nn_* were trained for the task; lib.* "
                  "are frozen library functions learned on earlier tasks.", ""] + programs), "utf-8")
+  lines = _header_lines(directory, table, records) + _scores_lines(table)
+  for index in sorted(table.tasks):
+    lines += _task_lines(directory, table, index, plots[index])
+  lines += _time_lines(table, records) + _FILES_LINES + ["## HOUDINI's programs", ""] + programs
+  path = directory / "report.md"
+  path.write_text("\n".join(lines), "utf-8")
+  return path
+
+
+def _header_lines(directory: Path, table: _Table, records: list[dict]) -> list[str]:
+  """The report's title, its synthetic-data warning, the run's settings and whether it is finished."""
   settings = _settings(directory)
-  largest = table.fractions[-1]
-  any_synthetic = any(table.datasets(i)[1] for i in table.tasks)
   lines = [f"# {table.sequence.upper()}: HOUDINI and the baselines", ""]
-  if any_synthetic:
+  if any(table.datasets(i)[1] for i in table.tasks):
     lines += ["**Some tasks below ran on SYNTHETIC stand-in data (rendered images standing in for a data set "
               "not available here); their numbers say nothing about the real data set.**", ""]
-  if settings:
-    s = settings["settings"]
-    lines += [f"Run started {settings.get('started', '?')}; preset `{s.get('preset')}`; methods "
-              f"{', '.join(method_label(m) for m in s.get('methods', []))}; training fractions "
-              f"{', '.join(f'{100 * f:g}%' for f in s.get('fractions', []))}; instantiations (seeds) "
-              f"{', '.join(map(str, s.get('seeds', [])))}; HOUDINI's budget per task: "
-              f"{_budget_text(s.get('budgets') or s.get('budget'))}.", ""]
-  n_expected = None
-  if settings:
-    s = settings["settings"]
-    per_task = len(s.get("fractions", [])) * len(s.get("seeds", []))
-    methods = s.get("methods", [])
-    n_expected = sum(per_task for t in range(s.get("tasks", 0)) for m in methods
-                     if not (m == "standalone_with_fold" and t == 0))
-  if n_expected is not None and len(records) < n_expected:
-    lines += [f"**Unfinished: {len(records)} of {n_expected} records so far** (run the same command again to "
+  if not settings:
+    return lines
+  s = settings["settings"]
+  lines += [f"Run started {settings.get('started', '?')}; preset `{s.get('preset')}`; methods "
+            f"{', '.join(method_label(m) for m in s.get('methods', []))}; training fractions "
+            f"{', '.join(f'{100 * f:g}%' for f in s.get('fractions', []))}; instantiations (seeds) "
+            f"{', '.join(map(str, s.get('seeds', [])))}; HOUDINI's budget per task: "
+            f"{_budget_text(s.get('budgets') or s.get('budget'))}.", ""]
+  per_task = len(s.get("fractions", [])) * len(s.get("seeds", []))
+  expected = sum(per_task for t in range(s.get("tasks", 0)) for m in s.get("methods", [])
+                 if not (m == "standalone_with_fold" and t == 0))
+  if len(records) < expected:
+    lines += [f"**Unfinished: {len(records)} of {expected} records so far** (run the same command again to "
               "continue).", ""]
-  lines += ["![test error against training data](plots/summary.png)", "",
-            f"## Test scores at {100 * largest:g}% of the training data", "",
-            "Classification error (%) for recognition and classification tasks, RMSE for counting, summing, "
-            "regression and shortest paths; mean over instantiations ± standard deviation.", "",
-            "| Task | data | " + " | ".join(method_label(m) for m in table.methods) + " |",
-            "|---|---|" + "---|" * len(table.methods)]
+  return lines
+
+
+def _scores_lines(table: _Table) -> list[str]:
+  """The summary table: every task's test score per method at the largest fraction."""
+  largest = table.fractions[-1]
+  lines = ["![test error against training data](plots/summary.png)", "",
+           f"## Test scores at {100 * largest:g}% of the training data", "",
+           "Classification error (%) for recognition and classification tasks, RMSE for counting, summing, "
+           "regression and shortest paths; mean over instantiations ± standard deviation.", "",
+           "| Task | data | " + " | ".join(method_label(m) for m in table.methods) + " |",
+           "|---|---|" + "---|" * len(table.methods)]
   for index in sorted(table.tasks):
     datasets, synthetic = table.datasets(index)
     lines.append(f"| {table.label(index)} | {', '.join(datasets)}{' (synthetic)' if synthetic else ''} | "
                  + " | ".join(table.cell(index, m, largest) for m in table.methods) + " |")
+  return lines + [""]
+
+
+def _task_lines(directory: Path, table: _Table, index: int, plot: Path) -> list[str]:
+  """One task's section: its data, plot, scores per fraction, each method's program and the paper's."""
+  datasets, synthetic = table.datasets(index)
+  largest = table.fractions[-1]
+  lines = [f"## {table.label(index)}", "", f"Data: {_data_note(datasets, synthetic)}.", "",
+           f"![Task {index}]({plot.relative_to(directory)})", "",
+           "| fraction | " + " | ".join(method_label(m) for m in table.methods) + " |",
+           "|---|" + "---|" * len(table.methods)]
+  for f in table.fractions:
+    lines.append(f"| {100 * f:g}% | " + " | ".join(table.cell(index, m, f) for m in table.methods) + " |")
   lines.append("")
-  for index in sorted(table.tasks):
-    datasets, synthetic = table.datasets(index)
-    lines += [f"## {table.label(index)}", "", f"Data: {_data_note(datasets, synthetic)}.", "",
-              f"![Task {index}]({plots[index].relative_to(directory)})", "",
-              "| fraction | " + " | ".join(method_label(m) for m in table.methods) + " |",
-              "|---|" + "---|" * len(table.methods)]
-    for f in table.fractions:
-      lines.append(f"| {100 * f:g}% | " + " | ".join(table.cell(index, m, f) for m in table.methods) + " |")
-    lines.append("")
-    for method in table.methods:
-      r = table.by.get((index, method, largest), {}).get(table.instances[0])
-      if r is None or not r.get("ranked"):
-        continue
-      best = r["ranked"][0]
-      note = f" (same as {r['same_as']}: nothing to transfer on a first task)" if r.get("same_as") else ""
-      extra = ""
-      if "parameters" in r:
-        extra = f"; {r['parameters']:,} trained parameters" + (
-            f", {r['frozen_parameters']:,} frozen" if r.get("frozen_parameters") else "")
-      if r.get("candidates_trained") is not None:
-        extra = f"; {r['candidates_trained']} candidates trained in {r['seconds']['wall']:.0f} s"
-      lines.append(f"- {method_label(method)}: `{best['named'] or best['program']}`{note}{extra}")
-    algorithms = ["top-down"] + (["evolutionary"] if "houdini_evolutionary" in table.methods else [])
-    for algorithm in algorithms:
-      for t in paper_top(table.sequence, index, algorithm):
-        lines.append(f"- the paper ({t.table}, {t.task}, 100% of its data): `{t.program}`, {t.score}")
-    graph = PAPER_GRAPH_TABLE.get(table.sequence)
-    if graph:
-      cells = [f"{row} {vals[index - 1]:g}" for row, vals in graph.items() if index - 1 < len(vals)]
-      ours = {PAPER_GRAPH_ROWS[m]: m for m in table.methods if m in PAPER_GRAPH_ROWS}
-      lines.append(f"- the paper's graph table (RMSE): {', '.join(cells)}; our rows compare as "
-                   + ", ".join(f"{method_label(m)} ~ '{row}'" for row, m in ours.items()))
-    lines.append("")
-  lines += ["## Time", "", "Wall seconds per method, summed over tasks, fractions and instantiations "
-            "(HOUDINI's: its whole synthesis, every candidate's training included).", "",
-            "| method | seconds | records |", "|---|---|---|"]
+  for method in table.methods:
+    r = table.by.get((index, method, largest), {}).get(table.instances[0])
+    if r is None or not r.get("ranked"):
+      continue
+    best = r["ranked"][0]
+    note = f" (same as {r['same_as']}: nothing to transfer on a first task)" if r.get("same_as") else ""
+    extra = ""
+    if "parameters" in r:
+      extra = f"; {r['parameters']:,} trained parameters" + (
+          f", {r['frozen_parameters']:,} frozen" if r.get("frozen_parameters") else "")
+    if r.get("candidates_trained") is not None:
+      extra = f"; {r['candidates_trained']} candidates trained in {r['seconds']['wall']:.0f} s"
+    lines.append(f"- {method_label(method)}: `{best['named'] or best['program']}`{note}{extra}")
+  algorithms = ["top-down"] + (["evolutionary"] if "houdini_evolutionary" in table.methods else [])
+  for algorithm in algorithms:
+    for t in paper_top(table.sequence, index, algorithm):
+      lines.append(f"- the paper ({t.table}, {t.task}, 100% of its data): `{t.program}`, {t.score}")
+  graph = PAPER_GRAPH_TABLE.get(table.sequence)
+  if graph:
+    cells = [f"{row} {vals[index - 1]:g}" for row, vals in graph.items() if index - 1 < len(vals)]
+    ours = {PAPER_GRAPH_ROWS[m]: m for m in table.methods if m in PAPER_GRAPH_ROWS}
+    lines.append(f"- the paper's graph table (RMSE): {', '.join(cells)}; our rows compare as "
+                 + ", ".join(f"{method_label(m)} ~ '{row}'" for row, m in ours.items()))
+  return lines + [""]
+
+
+def _time_lines(table: _Table, records: list[dict]) -> list[str]:
+  """Wall seconds per method."""
+  lines = ["## Time", "", "Wall seconds per method, summed over tasks, fractions and instantiations "
+           "(HOUDINI's: its whole synthesis, every candidate's training included).", "",
+           "| method | seconds | records |", "|---|---|---|"]
   for method in table.methods:
     recs = [r for r in records if r["method"] == method]
     total = sum(r["seconds"]["wall"] for r in recs if not r.get("same_as"))
     lines.append(f"| {method_label(method)} | {total:.0f} | {len(recs)} |")
-  lines += ["", "## Files", "",
-            "- `programs.md`: HOUDINI's top 3 programs per task in the paper's appendix layout.",
-            "- `plots/`: the figures above.",
-            "- `<method>/seed_<S>/records/TT_TASK/fraction_F.json`: one record per method, instantiation, "
-            "task and training fraction (scores, programs, timings, library or network versions, data "
-            "provenance); `python -m hx.bin.report DIR` rebuilds this report from them.", ""]
-  lines += ["## HOUDINI's programs", ""] + programs
-  path = directory / "report.md"
-  path.write_text("\n".join(lines), "utf-8")
-  return path
+  return lines + [""]
+
+
+_FILES_LINES = [
+    "## Files", "",
+    "- `programs.md`: HOUDINI's top 3 programs per task in the paper's appendix layout.",
+    "- `plots/`: the figures above.",
+    "- `<method>/seed_<S>/records/TT_TASK/fraction_F.json`: one record per method, instantiation, "
+    "task and training fraction (scores, programs, timings, library or network versions, data "
+    "provenance); `python -m hx.bin.report DIR` rebuilds this report from them.", ""]
