@@ -20,7 +20,8 @@ import time
 
 import numpy as np
 
-from hx.data import PRESETS, SEQUENCES, Sources, TaskSizes, sequence
+from hx.data import SEQUENCES, Sources, sequence
+from hx.presets import PRESETS, task_sizes
 
 
 def _arrays(tree):
@@ -42,12 +43,13 @@ def main() -> None:
   parser.add_argument("--smallnorb", default=None)
   parser.add_argument("--gtsrb", default=None)
   parser.add_argument("--seed", type=int, default=0)
-  parser.add_argument("--preset", default="paper", choices=PRESETS, help="split sizes (TaskSizes.preset)")
+  parser.add_argument("--preset", default="paper", choices=PRESETS,
+                      help="split sizes (hx.presets.task_sizes)")
   parser.add_argument("--grids_4x4", type=int, default=None, help="4x4 training grids (paper: 1e6)")
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
   sources = Sources(mnist=args.mnist, smallnorb=args.smallnorb, gtsrb=args.gtsrb, seed=args.seed)
-  sizes = TaskSizes.preset(args.preset)
+  sizes = task_sizes(args.preset)
   if args.grids_4x4 is not None:
     sizes = dataclasses.replace(sizes, grids_train=tuple((n, args.grids_4x4 if n == 4 else c)
                                                          for n, c in sizes.grids_train))

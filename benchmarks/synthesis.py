@@ -540,8 +540,8 @@ def main(argv: list[str] | None = None) -> dict:
 
   import dataclasses
 
-  from hx.data import Sources, TaskSizes, sequence
-  from hx.presets import training_settings
+  from hx.data import Sources, sequence
+  from hx.presets import task_sizes, training_settings
   from hx.synth import Budget, synthesize
   from hx.synth.halving import Halving
 
@@ -550,7 +550,7 @@ def main(argv: list[str] | None = None) -> dict:
   space = search_space(args.combinators, args.order, graphs=name in ("gs1", "gs2"))
   fix = fix_config(args.fix_horizon)
   index = int(k or 1)
-  sizes = TaskSizes.preset(args.preset)
+  sizes = task_sizes(args.preset)
   seq = sequence(name, seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
   t0 = time.perf_counter()
   if args.library is not None:

@@ -8,11 +8,10 @@ task kind, the split sizes, the module sizes and the candidate budgets of each p
 
 This module sits above `hx.data` and below `hx.synth` (docs/DESIGN.md, "The layers"): synthesis, the
 baselines, the evaluation and the binaries read it; it imports `hx.data` (task kinds, `TaskSizes`) and,
-on use, `hx.compile` (`TuneConfig`, `ModuleConfig`). The split sizes of each preset are `TaskSizes`'
-constructors (`TaskSizes.paper()`, `authors()`, `quick()`, with their sources in `hx.data.TaskSizes`),
-and the paper's module sizes are `hx.compile.ModuleConfig()`'s defaults (with theirs): the layers below
-build tasks and modules of those sizes without this module. It imports no JAX until a `TuneConfig` or a
-`ModuleConfig` is made.
+on use, `hx.compile` (`TuneConfig`, `ModuleConfig`). The layers below build tasks and modules of any
+size without this module; their defaults are the paper preset's (`TaskSizes()`, `ModuleConfig()`, whose
+docstrings give the source of each default). It imports no JAX until a `TuneConfig` or a `ModuleConfig`
+is made.
 
 ## Training settings per task kind (`training_settings`)
 
@@ -20,15 +19,15 @@ Three presets (`PRESETS`):
 
   "paper"    the paper's text (appendix C, "Details of Experimental Setup") wherever it states a number:
              20 epochs for the list tasks, 1,000 for the regressions, 5 for the shortest-path tasks, and
-             `TaskSizes.paper()` (12,000 training lists, 2,100 test examples; 70,000 3x3 + 1,000,000 4x4
+             `task_sizes("paper")` (12,000 training lists, 2,100 test examples; 70,000 3x3 + 1,000,000 4x4
              training grids, 10,000 5x5 test grids). The paper gives no optimiser, learning rate, batch
              size or epochs for the recognize and classify tasks: those come from the authors' code.
   "authors"  the authors' code (capergroup/houdini: `HOUDINI/Interpreter/Interpreter.py`,
              `HOUDINI/Eval/Task.py`, `CS_LS.py`, `GraphSeq.py`, `SummingSequence/EvaluatorSummingSeq.py`):
              Adam with learning rate 1e-3, batches of 150 (10 for the regressions), 30 epochs for the
              recognize, classify and list tasks, 1,000 for the regressions, 10 for the shortest-path
-             tasks (GS2's street task ran 30), and `TaskSizes.authors()` (6,000 training lists).
-  "quick"    ours, not the paper's: a few epochs on `TaskSizes.quick()`, for tests and laptop runs.
+             tasks (GS2's street task ran 30), and `task_sizes("authors")` (6,000 training lists).
+  "quick"    ours, not the paper's: a few epochs on `task_sizes("quick")`, for tests and laptop runs.
 
 The random-graph tasks (`hx.data.GRAPH_FAMILIES`, ours) have no settings in the paper or the authors'
 code: under "paper" and "authors" they train as those presets train the grid tasks (and say so in their
@@ -45,7 +44,7 @@ say.
 
 What an evaluation run defaults to (`hx.evaluation.EvalConfig.make`): two presets, each a `Preset`:
 
-  "paper"  the paper's settings wherever it states them (section 4, appendix C): `TaskSizes.paper()`, the
+  "paper"  the paper's settings wherever it states them (section 4, appendix C): `task_sizes("paper")`, the
            paper's module sizes (`ModuleConfig()`), training settings `training_settings(kind,
            "paper")`, the training fractions 2, 10, 20, 50 and 100% (100% only for the graph sequences:
            "we evaluate only on 100%"), five instantiations of each sequence (seeds 0-4: "Each sequence
@@ -65,7 +64,7 @@ What an evaluation run defaults to (`hx.evaluation.EvalConfig.make`): two preset
            cell's cost passed through (`graph_keep=1`), the distance replaced. It is what brought GS2
            task 2 to the paper's RMSE in one epoch (1.481; the pair kernel's best was 1.96;
            benchmarks/RESULTS.md, "GS2 task 2: the slot kernel at the paper's RMSE").
-  "quick"  ours, to run a whole sequence in minutes on a laptop CPU: `TaskSizes.quick()`, small modules,
+  "quick"  ours, to run a whole sequence in minutes on a laptop CPU: `task_sizes("quick")`, small modules,
            `training_settings(kind, "quick")` except that the list tasks train for 8 epochs in batches
            of 32 instead of 3 epochs in batches of 150 (on 1,200 lists that is 304 steps instead of 24:
            measured on CS1's count_digit(0), 24 steps leave the LSTM worse than predicting the mean,
@@ -82,10 +81,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from hx.data.tasks import FRACTIONS, GRAPH_FAMILIES, KINDS, PRESETS, TaskSizes
+from hx.data.tasks import FRACTIONS, GRAPH_FAMILIES, KINDS, TaskSizes
 
-__all__ = ["TrainingSettings", "training_settings", "kind_group", "PRESETS", "Preset", "EVALUATION_PRESETS",
-           "GRAPH_SEQUENCES"]
+__all__ = ["TrainingSettings", "training_settings", "task_sizes", "task_sizes_source", "kind_group",
+           "PRESETS", "Preset", "EVALUATION_PRESETS", "GRAPH_SEQUENCES"]
+
+PRESETS = ("paper", "authors", "quick")
+"""The named sets of split sizes and training settings (`task_sizes`, `training_settings`)."""
 
 GRAPH_SEQUENCES = ("gs1", "gs2")
 """The paper's graph sequences: their own fractions, module changes and search space."""
@@ -150,6 +152,41 @@ class TrainingSettings:
                   patience=self.patience, val_every=self.val_every)
     fields.update(overrides)
     return TuneConfig(**fields)
+
+
+# The split sizes of each preset, as `TaskSizes` fields that differ from its defaults (the paper's, whose
+# sources `TaskSizes`' docstring gives), with where each comes from.
+_TASK_SIZES: dict[str, tuple[tuple[tuple[str, Any], ...], str]] = {
+    "paper": ((), f"{_PAPER}: 12,000 training lists, 2,100 test examples, 70,000 3x3 + 1,000,000 4x4 "
+                  "training grids and 10,000 5x5 test grids; the authors' where it gives none (2,100 "
+                  "validation lists, 6,000 / 2,100 / 2,100 recognize examples); 1,000 5x5 validation grids "
+                  "(hx's choice: validation runs every epoch)"),
+    "authors": ((("lists", (6000, 2100, 2100)), ("grids_val", ((5, 10_000),))),
+                f"{_AUTHORS}: CS_LS.py / EvaluatorSummingSeq.py, 6,000 training lists; GraphSeq.py, "
+                "10,000 5x5 validation grids"),
+    "quick": ((("binary", (1200, 300, 300)), ("lists", (1200, 300, 300)),
+               ("grids_train", ((3, 1_000), (4, 2_000))), ("grids_val", ((5, 200),)),
+               ("grids_test", ((5, 500),)), ("graphs", (2_000, 200, 500))),
+              f"{_OURS}: small splits for tests and laptop runs (a minute or so per candidate)"),
+}
+
+
+def task_sizes(preset: str = "paper") -> TaskSizes:
+  """The split sizes of a preset ("paper", "authors" or "quick"); `task_sizes_source` says where they
+  come from.
+
+  Raises:
+    ValueError: an unknown preset (the message lists the known ones).
+  """
+  if preset not in PRESETS:
+    raise ValueError(f"unknown preset {preset!r}; the presets are {', '.join(PRESETS)}")
+  return TaskSizes(**dict(_TASK_SIZES[preset][0]))
+
+
+def task_sizes_source(preset: str) -> str:
+  """Where the split sizes of `preset` come from."""
+  task_sizes(preset)  # the same error for an unknown preset
+  return _TASK_SIZES[preset][1]
 
 
 def kind_group(kind: str) -> str:
@@ -241,9 +278,7 @@ def training_settings(kind: str, preset: str = "paper") -> TrainingSettings:
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; the presets are {', '.join(PRESETS)}")
   epochs, epochs_source, batch, batch_source = _EPOCHS_AND_BATCH[preset][kind_group(base)]
-  sizes = TaskSizes.preset(preset)
-  sizes_source = {"paper": f"{_PAPER} (TaskSizes.paper())", "authors": f"{_AUTHORS} (TaskSizes.authors())",
-                  "quick": f"{_OURS} (TaskSizes.quick())"}[preset]
+  sizes = task_sizes(preset)
   patience_source = (f"{_OURS}" if preset == "quick" else
                      "none stated: the paper selects the best validation epoch, the authors' code trains "
                      "every epoch")
@@ -256,7 +291,7 @@ def training_settings(kind: str, preset: str = "paper") -> TrainingSettings:
       sizes=sizes, train_examples=_train_examples(base, sizes),
       sources=(("epochs", epochs_source), ("batch_size", batch_source),
                ("learning_rate", _LEARNING_RATE[preset]), ("patience", patience_source),
-               ("sizes", sizes_source), ("val_every", val_every_source)),
+               ("sizes", task_sizes_source(preset)), ("val_every", val_every_source)),
       val_every=val_every)
 
 
@@ -322,7 +357,7 @@ class Preset:
 
 EVALUATION_PRESETS: dict[str, Preset] = {
     "paper": Preset(
-        name="paper", training="paper", sizes=TaskSizes.paper(), epochs=(),
+        name="paper", training="paper", sizes=task_sizes("paper"), epochs=(),
         batch_sizes=(),
         candidates=(("cs1", 20), ("cs2", 20), ("cs3", 20), ("ls", 50), ("*", 20)),
         task_candidates=(("ss", 1, 10), ("ss", 2, 100), ("gs1", 1, 10), ("gs1", 2, 60), ("gs2", 1, 10),
@@ -331,7 +366,7 @@ EVALUATION_PRESETS: dict[str, Preset] = {
         graph_modules=(("graph_kernel", "slots"), ("graph_update", "replace"), ("graph_keep", 1)),
         search="paper"),
     "quick": Preset(
-        name="quick", training="quick", sizes=TaskSizes.quick(),
+        name="quick", training="quick", sizes=task_sizes("quick"),
         module_sizes=(("mlp_hidden", 64), ("cnn_channels", (8, 16)), ("lstm_hidden", 32),
                       ("graph_hidden", 16), ("graph_message", 8)),
         epochs=(("lists", 8),), batch_sizes=(("lists", 32),), candidates=(("*", 4),), fractions=(0.1, 1.0),

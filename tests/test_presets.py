@@ -6,7 +6,14 @@ import sys
 import pytest
 
 from hx.data import KINDS, TaskSizes
-from hx.presets import PRESETS, TrainingSettings, training_settings
+from hx.presets import (
+  EVALUATION_PRESETS,
+  PRESETS,
+  TrainingSettings,
+  task_sizes,
+  task_sizes_source,
+  training_settings,
+)
 
 
 @pytest.mark.parametrize("kind, epochs, batch", [
@@ -18,7 +25,7 @@ from hx.presets import PRESETS, TrainingSettings, training_settings
 def test_paper_preset(kind, epochs, batch):
   s = training_settings(kind)
   assert (s.epochs, s.batch_size, s.learning_rate, s.patience) == (epochs, batch, 1e-3, None)
-  assert s.preset == "paper" and s.sizes == TaskSizes.paper()
+  assert s.preset == "paper" and s.sizes == task_sizes("paper")
   # Only what the paper's text states is attributed to it: the epochs of the list, regression and graph
   # tasks; the optimiser and batch sizes come from the authors' code.
   assert s.source("learning_rate").startswith("authors' code")
@@ -42,7 +49,7 @@ def test_authors_and_quick_presets():
   assert training_settings("regress_speed", "authors").batch_size == 10
   for kind in KINDS:
     quick = training_settings(kind, "quick")
-    assert quick.epochs <= 10 and quick.sizes == TaskSizes.quick() and "ours" in quick.source("epochs")
+    assert quick.epochs <= 10 and quick.sizes == task_sizes("quick") and "ours" in quick.source("epochs")
     assert all(where for _, where in quick.sources)
   assert set(PRESETS) == {"paper", "authors", "quick"}
 
@@ -64,9 +71,26 @@ def test_bad_kind_or_preset():
     training_settings("count_digit").source("momentum")
 
 
+def test_size_presets():
+  paper, authors, quick = task_sizes("paper"), task_sizes("authors"), task_sizes("quick")
+  assert paper == TaskSizes() and paper.lists == (12000, 2100, 2100) and authors.lists[0] == 6000
+  assert paper.grids_train == authors.grids_train == ((3, 70_000), (4, 1_000_000))
+  assert paper.grids_test == ((5, 10_000),) and authors.grids_val == ((5, 10_000),)
+  assert quick.lists[0] < 2000 and sum(c for _, c in quick.grids_train) < 5000
+  assert task_sizes_source("paper").startswith("paper, appendix C")
+  assert task_sizes_source("authors").startswith("authors' code")
+  assert "ours" in task_sizes_source("quick")
+  for name in ("paper", "quick"):
+    assert EVALUATION_PRESETS[name].sizes == task_sizes(name)
+  with pytest.raises(ValueError, match="unknown preset 'laptop'"):
+    task_sizes("laptop")
+  with pytest.raises(ValueError, match="unknown preset 'laptop'"):
+    task_sizes_source("laptop")
+
+
 def test_settings_import_no_jax():
   code = ("import sys, hx.data, hx.presets; hx.presets.training_settings('count_digit'); "
-          "hx.data.TaskSizes.authors(); "
+          "hx.presets.task_sizes('authors'); "
           "print('jax' in sys.modules)")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
   assert out.stdout.strip() == "False"

@@ -56,9 +56,10 @@ def main(argv: list[str] | None = None) -> dict:
   from benchmarks.studies.regressor_floor import regressor_from_checkpoint
   from benchmarks.studies.relaxation_learning import exact_states
   from hx.compile.memo import apply_prefix
-  from hx.data import Sources, TaskSizes, sequence
+  from hx.data import Sources, sequence
+  from hx.presets import task_sizes
 
-  seq = sequence("gs2", seed=0, sizes=TaskSizes.preset("paper"), sources=Sources(mnist=args.mnist))
+  seq = sequence("gs2", seed=0, sizes=task_sizes("paper"), sources=Sources(mnist=args.mnist))
   task = seq.build(1)
   truth = exact_states(task)
   if args.exact:

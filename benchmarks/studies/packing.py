@@ -27,7 +27,7 @@ import time
 import jax
 
 from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, evaluate, tune
-from hx.data import Sources, TaskSizes, build_task, task_spec
+from hx.data import Sources, build_task, task_spec
 from hx.lang import parse
 from hx.lang.types import parse_type
 
@@ -46,7 +46,8 @@ CONFIGS = {"padded": TuneConfig(pack_lists=False), "packed": TuneConfig(pack_lis
 
 def _candidate(name: str):
   start = time.perf_counter()
-  task = build_task(task_spec(name), Sources(), TaskSizes.paper(), 0)
+  from hx.presets import task_sizes
+  task = build_task(task_spec(name), Sources(), task_sizes("paper"), 0)
   print(f"built {task.name} in {time.perf_counter() - start:.1f} s", flush=True)
   text, types = CANDIDATES[name]
   compiled = compile_program(parse(text), {k: parse_type(v) for k, v in types.items()}, ModuleConfig())

@@ -158,13 +158,14 @@ def main(argv: list[str] | None = None) -> dict:
   args = parser.parse_args(argv)
 
   from hx.compile.memo import apply_prefix
-  from hx.data import Sources, TaskSizes, sequence
+  from hx.data import Sources, sequence
   from hx.data.tasks import DISTANCE_BOUND
+  from hx.presets import task_sizes
   from hx.synth import Library
 
   if (args.library is None) == (args.checkpoint is None):
     raise SystemExit("give --library or --checkpoint")
-  sizes = TaskSizes.preset(args.preset)
+  sizes = task_sizes(args.preset)
   seq = sequence(args.sequence, seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
   if args.save_library is not None and args.checkpoint is None:
     raise SystemExit("--save_library saves a checkpoint's regressor: give --checkpoint")

@@ -73,12 +73,12 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.compile import TuneData, compile_program, tune
   from hx.compile.memo import apply_prefix
   from hx.compile.modules import ModuleConfig
-  from hx.data import Sources, TaskSizes, sequence
+  from hx.data import Sources, sequence
   from hx.lang import infer, parse
   from hx.lang.paper import default_type_variables
-  from hx.presets import training_settings
+  from hx.presets import task_sizes, training_settings
 
-  seq = sequence(args.sequence, seed=args.seed, sizes=TaskSizes.preset("paper"),
+  seq = sequence(args.sequence, seed=args.seed, sizes=task_sizes("paper"),
                  sources=Sources(mnist=args.mnist, gtsrb=args.gtsrb))
   task = seq.build(0)
   program = parse(args.program)

@@ -217,6 +217,7 @@ def main(argv: list[str] | None = None) -> dict:
   if not 0.0 <= args.cost_errors <= 1.0:
     parser.error(f"--cost_errors {args.cost_errors} is outside [0, 1]")
   from benchmarks.synthesis import fix_config, module_config
+  from hx.presets import task_sizes
 
   fix = fix_config(args.fix_horizon, args.fix_tolerance)
 
@@ -224,7 +225,7 @@ def main(argv: list[str] | None = None) -> dict:
 
   from benchmarks.studies.regressor_floor import regressor_from_checkpoint
   from hx.compile.memo import apply_prefix, frozen_prefix
-  from hx.data import Sources, TaskSizes, sequence
+  from hx.data import Sources, sequence
   from hx.lang import infer, parse
   from hx.lang.paper import default_type_variables
   from hx.presets import training_settings
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.synth.executors import job_seed, train_program
   from hx.synth.space import Candidate, equivalence_key
 
-  sizes = TaskSizes.preset("paper")
+  sizes = task_sizes("paper")
   seq = sequence("gs2", seed=args.seed, sizes=sizes, sources=Sources(mnist=args.mnist))
   if args.checkpoint is not None:
     ns = argparse.Namespace(checkpoint=args.checkpoint, program=args.regressor)

@@ -45,12 +45,12 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.compile import batching as B
   from hx.compile import executables as X
   from hx.compile import tuning as T
-  from hx.data import Sources, TaskSizes, sequence
+  from hx.data import Sources, sequence
   from hx.lang import infer, parse
   from hx.lang.paper import default_type_variables
-  from hx.presets import training_settings
+  from hx.presets import task_sizes, training_settings
 
-  task = sequence("gs2", seed=0, sizes=TaskSizes.preset("paper"), sources=Sources(mnist=args.mnist)).build(0)
+  task = sequence("gs2", seed=0, sizes=task_sizes("paper"), sources=Sources(mnist=args.mnist)).build(0)
   program = parse("compose(nn_1, nn_2)")
   compiled = compile_program(program, default_type_variables(infer(program, {}, task.spec.type).fresh))
   data = TuneData(task.train, task.val, task.test, task.table).on_device()

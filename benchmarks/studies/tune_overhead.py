@@ -37,13 +37,13 @@ def main(argv: list[str] | None = None) -> dict:
   from benchmarks.studies.relaxation_learning import exact_states, untrained_regressor
   from hx.compile import compile_program, make_frozen, tune
   from hx.compile.memo import frozen_prefix
-  from hx.data import Sources, TaskSizes, sequence
+  from hx.data import Sources, sequence
   from hx.lang import infer, parse
   from hx.lang.paper import default_type_variables
-  from hx.presets import training_settings
+  from hx.presets import task_sizes, training_settings
   from hx.synth import task_context
 
-  seq = sequence("gs2", seed=0, sizes=TaskSizes.preset("paper"), sources=Sources(mnist=args.mnist))
+  seq = sequence("gs2", seed=0, sizes=task_sizes("paper"), sources=Sources(mnist=args.mnist))
   library = untrained_regressor(seq)
   task = seq.build(1)
   program = parse("compose(repeat(10, conv_g(nn_1)), map_g(compose(lib.nn_gs2_1, lib.nn_gs2_2)))")

@@ -35,10 +35,10 @@ from hx.bin.checks import FlagError, no_arguments, one_line, refuse, writable_di
 from hx.bin.data_flags import sources_from_flags
 from hx.compile import NoTemplateError, compile_program
 from hx.compile.checkpoint import CheckpointError, checkpoint_in, describe_checkpoint, fingerprint
-from hx.data import PRESETS, DataError, build_task, task_spec
+from hx.data import DataError, build_task, task_spec
 from hx.lang import HxTypeError, ParseError, infer, parse
 from hx.lang.paper import default_type_variables
-from hx.presets import training_settings
+from hx.presets import PRESETS, training_settings
 from hx.synth.fitting import fit, prepare
 
 _TASK = flags.DEFINE_string("task", "count_digit(1)", "The task, e.g. 'recognize_digit(3)', 'sum_digits'.")

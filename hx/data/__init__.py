@@ -16,7 +16,6 @@ from hx.data.tasks import (
   FRACTIONS,
   GRAPH_FAMILIES,
   KINDS,
-  PRESETS,
   START_DISTANCE,
   Task,
   TaskSizes,
@@ -30,7 +29,7 @@ from hx.data.tasks import (
 __all__ = [
     "DataError", "DataFormatError", "DataNotFoundError", "ImageSet", "TRAIN", "VAL", "TEST",
     "AUTHORS_DIGIT_PAIRS", "SEQUENCES", "Sequence", "sequence", "SIGN_ROLES", "Sources", "digits", "signs",
-    "toys", "CELL_COSTS", "DISTANCE_BOUND", "FRACTIONS", "GRAPH_FAMILIES", "KINDS", "PRESETS",
+    "toys", "CELL_COSTS", "DISTANCE_BOUND", "FRACTIONS", "GRAPH_FAMILIES", "KINDS",
     "START_DISTANCE", "Task", "TaskSizes", "TaskSpec", "build_task", "read_data_sets", "regression_targets",
     "task_spec",
 ]

@@ -9,8 +9,8 @@ size, shared by all grids of that size); its targets are uint8 (exact small inte
 float32). Training examples come from the training pool, validation examples from the validation pool
 (held-out training images) and test examples from the test pool, so the splits never share an image.
 
-Sizes are in `TaskSizes` (`TaskSizes.paper()`, the default, or `TaskSizes.authors()`); the construction
-follows the authors' implementation:
+Sizes are in `TaskSizes` (the paper's by default; `hx.presets.task_sizes` names each preset's); the
+construction follows the authors' implementation:
 - recognize_digit(d), recognize_toy(t): half positives, negatives uniform over the other classes.
   classify_digit: every image of each pool, 10 classes.
 - count_digit(d), count_toy(t): lists of lengths 2-5 for training (equal numbers per length) and 6-8 for
@@ -79,7 +79,7 @@ from hx.lang.values import (
 )
 
 __all__ = ["TaskSpec", "TaskSizes", "Task", "task_spec", "build_task", "read_data_sets", "KINDS", "FRACTIONS",
-           "CELL_COSTS", "DISTANCE_BOUND", "START_DISTANCE", "PRESETS", "regression_targets",
+           "CELL_COSTS", "DISTANCE_BOUND", "START_DISTANCE", "regression_targets",
            "GRAPH_FAMILIES"]
 
 FRACTIONS = (0.02, 0.1, 0.2, 0.5, 1.0)
@@ -201,20 +201,21 @@ def task_spec(name: str) -> TaskSpec:
 
 @dataclasses.dataclass(frozen=True)
 class TaskSizes:
-  """How many examples each split has. The defaults are `TaskSizes.paper()`.
+  """How many examples each split has. The defaults are the paper preset's; `hx.presets.task_sizes` holds
+  every preset's sizes ("paper", "authors", "quick") with their sources.
 
-  Where each number comes from (the paper: appendix C of the paper's text; the authors: their code,
+  Where each default comes from (the paper: appendix C of the paper's text; the authors: their code,
   `HOUDINI/Eval/*.py`):
     lists: the paper's 12,000 training examples ("we use 12000 data points for training, with 2100 for
       testing"; the sentence names "the rest of the tasks in GS1, GS2, GS3 and SS", which we read, as
       the list lengths that follow it suggest, as the list tasks); the authors' code trains on 6,000
-      (`TaskSizes.authors()`). Validation 2,100: the authors' (the paper gives none).
+      (`hx.presets.task_sizes("authors")`). Validation 2,100: the authors' (the paper gives none).
     binary: the recognize tasks, 6,000 / 2,100 / 2,100 in both: the authors' code (the paper's sentence
       does not name their sequences).
     train_lengths, test_lengths: list lengths 2-5 for training, 6-8 for validation and test (paper).
     grids_train, grids_test: 70,000 3x3 + 1,000,000 4x4 training grids, 10,000 5x5 test grids (paper
       and authors). grids_val: the paper gives none; the authors' code draws 10,000 5x5 validation grids
-      (`authors()`); `paper()` keeps 1,000, an hx choice (validation runs every epoch).
+      (the "authors" preset); the default keeps 1,000, an hx choice (validation runs every epoch).
 
   Attributes:
     binary: (train, val, test) examples of recognize_* tasks.
@@ -254,33 +255,6 @@ class TaskSizes:
     if len(self.graph_nodes) != 3 or any(len(r) != 2 or not 2 <= r[0] <= r[1] for r in self.graph_nodes):
       raise ValueError(f"TaskSizes.graph_nodes must be three (lo, hi) node ranges with 2 <= lo <= hi, got "
                        f"{self.graph_nodes}")
-
-  @classmethod
-  def paper(cls) -> TaskSizes:
-    """The paper's text (appendix C), with the authors' numbers where it gives none (see the class)."""
-    return cls()
-
-  @classmethod
-  def authors(cls) -> TaskSizes:
-    """The authors' code: 6,000 training lists, 10,000 5x5 validation grids."""
-    return cls(lists=(6000, 2100, 2100), grids_val=((5, 10_000),))
-
-  @classmethod
-  def quick(cls) -> TaskSizes:
-    """Ours, not the paper's: small splits for tests and laptop runs (a minute or so per candidate)."""
-    return cls(binary=(1200, 300, 300), lists=(1200, 300, 300), grids_train=((3, 1_000), (4, 2_000)),
-               grids_val=((5, 200),), grids_test=((5, 500),), graphs=(2_000, 200, 500))
-
-  @classmethod
-  def preset(cls, name: str) -> TaskSizes:
-    """`paper()`, `authors()` or `quick()` by name."""
-    if name not in PRESETS:
-      raise ValueError(f"unknown preset {name!r}; the presets are {', '.join(PRESETS)}")
-    return getattr(cls, name)()
-
-
-PRESETS = ("paper", "authors", "quick")
-"""The named sets of sizes and training settings (`TaskSizes.preset`, `hx.presets.training_settings`)."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

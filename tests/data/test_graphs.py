@@ -30,7 +30,7 @@ from hx.data.graphs import (
 )
 from hx.data.tasks import _images
 from hx.lang.paper import TASK_TYPES
-from hx.presets import training_settings
+from hx.presets import task_sizes, training_settings
 
 SOURCES = Sources(standin_per_class=(30, 12, 12))
 SIZES = TaskSizes(graphs=(60, 10, 20), graph_nodes=((10, 20), (30, 50), (30, 50)))
@@ -120,7 +120,7 @@ def test_graph_tasks_are_registered_beside_the_papers_ten():
     settings = training_settings(kind)
     assert settings.epochs == 5 and settings.train_examples == TaskSizes().graphs[0]
     assert "ours" in settings.source("epochs") and "ours" in settings.source("batch_size")
-    assert training_settings(kind, "quick").train_examples == TaskSizes.quick().graphs[0]
+    assert training_settings(kind, "quick").train_examples == task_sizes("quick").graphs[0]
 
 
 @pytest.mark.parametrize("name", sorted(GRAPH_FAMILIES))

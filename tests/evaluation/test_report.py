@@ -6,10 +6,11 @@ import json
 import pytest
 
 from hx.compile import ModuleConfig
-from hx.data import FRACTIONS, TaskSizes
+from hx.data import FRACTIONS
 from hx.evaluation import ConfigError, EvalConfig, build_report, load_records, summary_lines
 from hx.evaluation.paper import paper_top
 from hx.evaluation.records import fraction_file, task_dir
+from hx.presets import task_sizes
 from hx.synth import SearchSpace, paper_space
 
 
@@ -94,7 +95,7 @@ def test_presets_and_their_checks():
   quick = EvalConfig.make("cs1")
   assert quick.methods == ("houdini_topdown", "standalone", "llt", "pnn")
   assert quick.fractions == (0.1, 1.0) and quick.seeds == (0,) and quick.budget.candidates == 4
-  assert quick.sizes == TaskSizes.quick() and quick.tune_config("count_digit").epochs == 8
+  assert quick.sizes == task_sizes("quick") and quick.tune_config("count_digit").epochs == 8
   assert quick.tune_config("count_digit").batch_size == 32
   # At least 30 optimiser steps per training under quick; the paper preset trains its epochs as given.
   assert {c.min_steps for _, c in quick.tune_configs} == {30}
