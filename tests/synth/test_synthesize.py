@@ -242,3 +242,34 @@ def test_the_task_context_sizes_the_run_for_the_tasks_training_split():
   assert context.tune_config.epochs == 3  # 3 steps an epoch (40 examples in batches of 16)
   plain = task_context(task, tune_config=TuneConfig(epochs=2, batch_size=16))
   assert plain.tune_config.epochs == 2
+
+
+def test_the_winner_joins_the_library_without_being_compiled_again(monkeypatch):
+  # The winner is compiled by XLA once, to train; adding it to the library re-lowers its structure (a
+  # cached, lazy step) and checks its parameters' shapes (`jax.eval_shape`: a trace, no compilation),
+  # but compiles nothing.
+  import importlib
+
+  import jax
+
+  S = importlib.import_module("hx.synth.synthesize")  # the module: `hx.synth.synthesize` is the function
+
+  events: list[str] = []
+  inside = []
+  jax.monitoring.register_event_duration_secs_listener(
+      lambda name, _secs, **_kw: events.append(name) if inside else None)
+  extend = S._extend
+
+  def counted(*args, **kwargs):
+    inside.append(True)
+    try:
+      return extend(*args, **kwargs)
+    finally:
+      inside.pop()
+
+  monkeypatch.setattr(S, "_extend", counted)
+  r = synthesize(sum_task(n=100), None, budget=Budget(candidates=2), module_config=TINY,
+                 tune_config=TuneConfig(epochs=1, batch_size=50), seed=0)
+  assert r.added is not None and len(r.library) == len(r.best.fresh_types)
+  assert "/jax/core/compile/jaxpr_trace_duration" in events  # the listener hears what runs inside
+  assert "/jax/core/compile/backend_compile_duration" not in events, events
