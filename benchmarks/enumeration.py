@@ -106,32 +106,28 @@ def filter_effect(tables: list[str] | None = None) -> dict:
   import dataclasses
   import re
 
-  from hx.evaluation.config import EvalConfig
-  from hx.lang.paper import paper_library_before, paper_programs
+  from hx.evaluation.paper import rank1_tasks
   from hx.synth import paper_space
   from hx.synth.space import Completer
 
   reasons: dict[str, list] = {}
   total = kept_total = 0
   tables = tables or [t for t in paper_tables() if t.startswith("tab:") and "Evo" not in t]
-  for table in tables:
-    for p in [p for p in paper_programs() if p.table == table and p.rank == 1]:
-      sequence = "ls" if p.sequence.startswith("ls") else p.sequence
-      budget = EvalConfig.make(sequence, preset="paper").budgets[p.task_number - 1].candidates
-      library = paper_library_before(table, p.task_number)
-      space = paper_space(graphs=sequence.startswith("gs"))
-      free = list(enumerate_programs(p.type, library, space=dataclasses.replace(space, authors_filter=False),
-                                     limit=budget))
-      kept = {c.key for c in enumerate_programs(p.type, library, space=space, limit=budget)}
-      completer = Completer(library, space)
-      for c in free:
-        total += 1
-        if c.key in kept:
-          kept_total += 1
-          continue
-        why = completer.authors_reason(c.program, c.fresh_types) or "more than two open types"
-        why = re.sub(r"nn_\d+ : .*? (is not|takes)", r"a fresh function \1", why)
-        reasons.setdefault(why, [0, f"{table} task {p.task_number}: {c}"])[0] += 1
+  for t in rank1_tasks("paper", tables):
+    p, library = t.program, t.library
+    space = paper_space(graphs=p.sequence.startswith("gs"))
+    free = list(enumerate_programs(p.type, library, space=dataclasses.replace(space, authors_filter=False),
+                                   limit=t.budget))
+    kept = {c.key for c in enumerate_programs(p.type, library, space=space, limit=t.budget)}
+    completer = Completer(library, space)
+    for c in free:
+      total += 1
+      if c.key in kept:
+        kept_total += 1
+        continue
+      why = completer.authors_reason(c.program, c.fresh_types) or "more than two open types"
+      why = re.sub(r"nn_\d+ : .*? (is not|takes)", r"a fresh function \1", why)
+      reasons.setdefault(why, [0, f"{t.table} task {p.task_number}: {c}"])[0] += 1
   return {"candidates": total, "kept": kept_total, "removed": {k: v[0] for k, v in reasons.items()},
           "examples": {k: v[1] for k, v in reasons.items()}}
 

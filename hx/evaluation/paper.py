@@ -5,11 +5,12 @@ numbers (the graph sequences' table; every other baseline result of the paper is
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from hx.lang.paper import paper_programs
 
-__all__ = ["PaperTop", "paper_top", "PAPER_GRAPH_TABLE", "PAPER_GRAPH_ROWS", "Position", "rank1_positions"]
+__all__ = ["PaperTop", "paper_top", "PAPER_GRAPH_TABLE", "PAPER_GRAPH_ROWS", "Position", "Rank1Task",
+           "rank1_tasks", "rank1_positions"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +82,44 @@ class Position:
     return self.position is not None and self.position <= self.budget
 
 
+class Rank1Task(NamedTuple):
+  """One task whose rank-1 top-down program the paper prints, with what a search of it starts from.
+
+  Attributes:
+    table: the paper's table (or figure) label.
+    program: the paper's rank-1 program (`hx.lang.paper.PaperProgram`).
+    config: the `hx.evaluation.EvalConfig` of the task's sequence under the preset (its search space,
+      module sizes and budgets).
+    library: the library the paper's earlier rank-1 programs of the table leave
+      (`hx.lang.paper.paper_library_before`).
+    budget: the candidates the preset trains on the task.
+  """
+  table: str
+  program: Any
+  config: Any
+  library: Any
+  budget: int
+
+
+def rank1_tasks(preset: str = "paper", tables: Any = None) -> Iterator[Rank1Task]:
+  """The tasks of the paper's top-down tables (default every top-down table and figure) whose rank-1
+  program it prints, in table order, each with its preset's search settings and the paper's library."""
+  from hx.evaluation.config import EvalConfig
+  from hx.lang.paper import paper_library_before, paper_tables
+
+  configs: dict[str, Any] = {}
+  for table in tables or paper_tables():
+    for p in paper_programs():
+      if p.table != table or p.rank != 1 or p.algorithm != "top-down" or table.startswith("text:"):
+        continue
+      sequence = "ls" if p.sequence.startswith("ls") else p.sequence
+      if sequence not in configs:
+        configs[sequence] = EvalConfig.make(sequence, preset=preset)
+      config = configs[sequence]
+      yield Rank1Task(table, p, config, paper_library_before(table, p.task_number),
+                      config.budgets[p.task_number - 1].candidates)
+
+
 def rank1_positions(preset: str = "paper", *, space: Any = None, tables: Any = None,
                     limit: int = 300) -> Iterator[Position]:
   """The position of each rank-1 program of the paper's top-down tables in the search `preset` runs.
@@ -97,28 +136,15 @@ def rank1_positions(preset: str = "paper", *, space: Any = None, tables: Any = N
     tables: the table labels to walk (default every top-down table and figure of the paper).
     limit: candidates to enumerate per task before giving up.
   """
-  from hx.evaluation.config import EvalConfig
   from hx.lang import infer
-  from hx.lang.paper import default_type_variables, paper_library_before, paper_tables
+  from hx.lang.paper import default_type_variables
   from hx.synth.space import equivalence_key
   from hx.synth.topdown import enumerate_programs
 
-  configs: dict[str, Any] = {}
-  for table in tables or paper_tables():
-    for p in paper_programs():
-      if p.table != table or p.rank != 1 or p.algorithm != "top-down" or table.startswith("text:"):
-        continue
-      sequence = "ls" if p.sequence.startswith("ls") else p.sequence
-      if sequence not in configs:
-        configs[sequence] = EvalConfig.make(sequence, preset=preset)
-      config = configs[sequence]
-      library = paper_library_before(table, p.task_number)
-      key = equivalence_key(p.program, default_type_variables(infer(p.program, library, p.type).fresh))
-      found = None
-      candidates = enumerate_programs(p.type, library, space=space or config.space,
-                                      config=config.module_config, limit=limit)
-      for i, c in enumerate(candidates, 1):
-        if c.key == key:
-          found = i
-          break
-      yield Position(table, p.task_number, p.text, found, config.budgets[p.task_number - 1].candidates)
+  for t in rank1_tasks(preset, tables):
+    p = t.program
+    key = equivalence_key(p.program, default_type_variables(infer(p.program, t.library, p.type).fresh))
+    candidates = enumerate_programs(p.type, t.library, space=space or t.config.space,
+                                    config=t.config.module_config, limit=limit)
+    found = next((i for i, c in enumerate(candidates, 1) if c.key == key), None)
+    yield Position(t.table, p.task_number, p.text, found, t.budget)
