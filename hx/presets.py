@@ -61,14 +61,14 @@ What an evaluation run defaults to (`hx.evaluation.EvalConfig.make`): two preset
            On the graph sequences (GS1, GS2) conv_g's kernel is the authors' grid kernel
            (`HOUDINI/Interpreter/NeuralModules.py`, `NetGRAPHNew`;
            the paper does not give it): `graph_kernel="slots"` at their width (100) and depth (5), the
-           cell's cost passed through (`graph_keep=1`), the distance replaced. It is what brought GS2
-           task 2 to the paper's RMSE in one epoch (1.481; the pair kernel's best was 1.96;
-           benchmarks/RESULTS.md, "GS2 task 2: the slot kernel at the paper's RMSE").
+           cell's cost passed through (`graph_keep=1`), the distance replaced: the kernel that brought GS2
+           task 2 to the paper's RMSE, where hx's pair kernel did not (benchmarks/RESULTS.md, "GS2 task 2:
+           the slot kernel at the paper's RMSE", notes/2026-11-24-gs2-slot-kernel.md).
   "quick"  ours, to run a whole sequence in minutes on a laptop CPU: `task_sizes("quick")`, small modules,
            `training_settings(kind, "quick")` except that the list tasks train for 8 epochs in batches
            of 32 instead of 3 epochs in batches of 150 (on 1,200 lists that is 304 steps instead of 24:
-           measured on CS1's count_digit(0), 24 steps leave the LSTM worse than predicting the mean,
-           304 bring the test RMSE from 2.2 to 1.3; the computation per epoch is the same), 4
+           measured on CS1's count_digit(0), 24 steps leave the LSTM worse than predicting the mean;
+           the computation per epoch is the same), 4
            candidate programs per task in hx's cost order (`SearchSpace(order="cost")`: library functions
            cost less than fresh ones, so four candidates reach the transfer programs), fractions 10% and
            100%, one instantiation (seed 0), and at least 30 optimiser steps per training

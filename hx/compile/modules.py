@@ -355,9 +355,9 @@ def _dense(rng: jax.Array, n_in: int, n_out: int, zero: bool = False) -> dict:
 def _uniform_dense(rng: jax.Array, n_in: int, n_out: int) -> dict:
   """A dense layer as PyTorch starts one (`nn.Linear`, `nn.Conv2d`): weights and biases uniform in
   +-1/sqrt(n_in). The slot kernel's layers start so, as the authors' grid kernel does: with its inputs'
-  large distances (the bound, ~64) and ten applications in a row, starting from `_dense`'s LeCun-normal
-  weights left a replacing kernel at test RMSE 3.3 after an epoch of GS2 task 2, where this start reached
-  the authors' ~1.5 (benchmarks/RESULTS.md)."""
+  large distances (the bound, ~64) and ten applications in a row, a replacing kernel started from
+  `_dense`'s LeCun-normal weights stayed far from the authors' RMSE after an epoch of GS2 task 2, where
+  this start reached it (benchmarks/notes/2026-11-24-gs2-slot-kernel.md)."""
   bound = 1.0 / math.sqrt(n_in)
   kw, kb = jax.random.split(rng)
   return {"w": jax.random.uniform(kw, (n_in, n_out), jnp.float32, -bound, bound),
