@@ -74,6 +74,12 @@ What an evaluation run defaults to (`hx.evaluation.EvalConfig.make`): two preset
            100%, one instantiation (seed 0), and at least 30 optimiser steps per training
            (`TuneConfig.min_steps`: at 10% a recognizer has 120 images, one batch, so its 3 epochs would
            be 3 steps and its score the luck of its initialisation; it trains 30 epochs instead).
+           On the graph sequences (GS1, GS2) the quick preset searches as the paper preset does (the
+           authors' order and filter, `graph_search="paper"`) and trains every candidate of that space
+           (30 per task at most; it holds 1 for the regressions, 18 and 30 for the shortest-path tasks on
+           the libraries the paper's programs leave): in the cost order the first candidates are
+           `map_g(...)` programs, a network per cell with no graph convolution at all, which cannot see a
+           path, and 4 of them were what GS2's quick run showed.
 """
 
 from __future__ import annotations
@@ -314,6 +320,7 @@ class Preset:
     task_candidates: (sequence, task number, candidate programs) where a task's budget differs from its
       sequence's.
     search: "paper" (`hx.synth.paper_space`) or a `SearchSpace.order` for the default space.
+    graph_search: the same for the graph sequences (GS1, GS2); None: `search`.
     min_steps: `TuneConfig.min_steps` of every task and method (0: the epochs as given).
   """
   name: str
@@ -330,6 +337,7 @@ class Preset:
   task_candidates: tuple[tuple[str, int, int], ...] = ()
   search: str = "cost"
   min_steps: int = 0
+  graph_search: str | None = None
 
   @property
   def module_config(self) -> Any:
@@ -344,6 +352,12 @@ class Preset:
     table = dict(self.candidates)
     per_task = {(s, n): c for s, n, c in self.task_candidates}
     return per_task.get((sequence, task), table.get(sequence, table["*"]))
+
+  def search_for(self, sequence: str) -> str:
+    """`search`, or `graph_search` on a graph sequence where the preset sets one."""
+    if sequence in GRAPH_SEQUENCES and self.graph_search is not None:
+      return self.graph_search
+    return self.search
 
   def default_fractions(self, sequence: str) -> tuple[float, ...]:
     return self.graph_fractions if sequence in GRAPH_SEQUENCES else self.fractions
@@ -369,6 +383,7 @@ EVALUATION_PRESETS: dict[str, Preset] = {
         name="quick", training="quick", sizes=task_sizes("quick"),
         module_sizes=(("mlp_hidden", 64), ("cnn_channels", (8, 16)), ("lstm_hidden", 32),
                       ("graph_hidden", 16), ("graph_message", 8)),
-        epochs=(("lists", 8),), batch_sizes=(("lists", 32),), candidates=(("*", 4),), fractions=(0.1, 1.0),
-        graph_fractions=(1.0,), seeds=(0,), min_steps=30),
+        epochs=(("lists", 8),), batch_sizes=(("lists", 32),),
+        candidates=(("gs1", 30), ("gs2", 30), ("*", 4)), fractions=(0.1, 1.0),
+        graph_fractions=(1.0,), seeds=(0,), min_steps=30, graph_search="paper"),
 }

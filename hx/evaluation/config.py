@@ -54,10 +54,11 @@ def _budget(preset: Preset, sequence: str, task: int | None = None) -> Budget:
 
 def _space(preset: Preset, sequence: str) -> SearchSpace:
   """HOUDINI's search space on `sequence`: the authors' search (`hx.synth.paper_space`) where the preset's
-  `search` is "paper", else the default space in the order `search` names."""
-  if preset.search == "paper":
+  search for it (`Preset.search_for`) is "paper", else the default space in the order it names."""
+  search = preset.search_for(sequence)
+  if search == "paper":
     return paper_space(graphs=sequence in GRAPH_SEQUENCES)
-  return SearchSpace(order=preset.search)
+  return SearchSpace(order=search)
 
 
 def default_methods(sequence: str) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""The presets' module sizes per sequence (`Preset.modules`)."""
+"""The presets per sequence: module sizes (`Preset.modules`), search spaces and budgets."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from hx.compile.modules import ModuleConfig
 from hx.evaluation.config import PRESETS, ConfigError, EvalConfig
 from hx.lang.parser import parse
 from hx.lang.types import parse_type
+from hx.synth.space import SearchSpace
 
 IMAGE = "Tensor<real>[3][28][28]"
 STATE = "Tensor<real>[2]"
@@ -35,3 +36,23 @@ def test_other_sequences_and_presets_keep_their_sizes_and_the_caller_has_the_las
   assert (c.module_config.graph_kernel, c.module_config.graph_keep) == ("pairs", 0)
   with pytest.raises(ConfigError, match="graph_keep"):
     EvalConfig.make("gs2", preset="paper", module_overrides={"graph_keep": -1})
+
+
+def test_the_quick_preset_searches_the_graph_sequences_as_the_paper_preset_does():
+  from hx.evaluation.paper import rank1_positions
+  from hx.synth import paper_space
+
+  for sequence in ("gs1", "gs2"):
+    c = EvalConfig.make(sequence, preset="quick")
+    assert c.space == paper_space(graphs=True) and {b.candidates for b in c.budgets} == {30}
+  cs1 = EvalConfig.make("cs1", preset="quick")
+  assert cs1.space.order == "cost" and not cs1.space.authors_filter
+  assert {b.candidates for b in cs1.budgets} == {4}
+  # Within its budgets, every rank-1 program of the paper's graph tables (at the paper's module sizes,
+  # whose types the paper's programs have): a graph convolution over the regressor's outputs, where the
+  # cost order's first four candidates are per-cell networks (map_g).
+  quick = EvalConfig.make("gs2", preset="quick")
+  positions = list(rank1_positions("paper", space=quick.space, tables=["tab:GS1Progs", "tab:GS2Progs"]))
+  assert len(positions) == 5 and all(p.position <= quick.budgets[1].candidates for p in positions), positions
+  first = list(rank1_positions("paper", space=SearchSpace(order="cost"), tables=["tab:GS2Progs"]))
+  assert first[1].position > 4 and first[2].position > 4
