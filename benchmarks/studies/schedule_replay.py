@@ -1,0 +1,168 @@
+"""Halving and the short-run estimate, replayed on every search the committed reproduction trained.
+
+    python benchmarks/studies/schedule_replay.py [benchmarks/reproduction] [--min_candidates 8]
+        [--subsample 300] [--markdown]
+
+The reproduction (benchmarks/reproduction/, the paper preset) trains every candidate of each HOUDINI task
+to the end and records each one's validation score after every epoch (`val_history`) and its seconds
+(compiling, training, evaluating). A survivor of halving resumes where it paused, and a short run
+(`hx.synth.estimate`, method "short") trains the first epochs of the full run exactly, so these curves
+say, without training again, what each schedule would have chosen on each task:
+
+- "every candidate": the run itself;
+- "halving F/ETA": `Halving(first=F, eta=ETA)` (`hx.synth.halving.replay`);
+- "short E, keep K": every candidate's first E epochs, scored by its best validation score among them;
+  the best K train to the end (their full runs' scores) and the best of those wins;
+- "floor": what any schedule that compiles every candidate costs at least: the compilations and the
+  winner's full run, nothing else (a perfect estimate that costs nothing but the compilation).
+
+Cost is modelled from the records, not measured: a candidate costs its recorded compilation once, plus
+its recorded training and evaluation seconds per epoch times the epochs it trains, except that a short
+run scores a subsample of `--subsample` validation examples (as `hx.synth.estimate` does), whose
+evaluation is charged in proportion. The records were written on 2 shared cores with a persistent
+compilation cache of varying warmth, so the costs compare schedules on the same task, not tasks. What a
+real run adds (a validation at each pause, re-dispatch) is left out. Results go to
+benchmarks/RESULTS.md by hand, labelled as replayed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def load_tasks(root: str, min_candidates: int) -> list[dict]:
+  """Every HOUDINI top-down record under `root` with at least `min_candidates` trained candidates, each
+  as {name, epochs, val_examples, cands: [{program, val, test, curve, compile, train, eval, order}]} in
+  the search's order."""
+  tasks = []
+  pattern = os.path.join(root, "*", "houdini_topdown", "seed_*", "records", "*", "fraction_*.json")
+  for path in sorted(glob.glob(pattern)):
+    with open(path) as f:
+      record = json.load(f)
+    cands = [dict(program=x["program"], val=x["val"], test=x["test"], curve=list(x["val_history"] or []),
+                  compile=x["compile_seconds"], train=x["train_seconds"], eval=x["eval_seconds"],
+                  epochs=x["epochs_run"], order=x["order"])
+             for x in record["ranked"] if x["status"] == "trained" and x["val_history"]]
+    if len(cands) < min_candidates:
+      continue
+    cands.sort(key=lambda c: c["order"])
+    task = record["task"].split(" [")[0]
+    name = f"{record['sequence']} {record['task_index']} {task} @ {record['fraction']:g}"
+    tasks.append(dict(name=name, epochs=max(c["epochs"] for c in cands), cands=cands,
+                      val_examples=int(record["data"]["val"])))
+  return tasks
+
+
+def _cost(c: dict, epochs: float, eval_share: float = 1.0) -> float:
+  per = max(c["epochs"], 1)
+  return c["compile"] + epochs * (c["train"] + eval_share * c["eval"]) / per
+
+
+def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tuple[int, int]],
+                subsample: int) -> list[dict]:
+  """One row per schedule on `task`: the program chosen, its rank in the full run, its validation and
+  test scores, candidate-epochs and modelled seconds."""
+  from hx.synth.estimate import spearman
+  from hx.synth.halving import Halving, replay
+
+  cands, epochs = task["cands"], task["epochs"]
+  full_order = sorted(range(len(cands)), key=lambda i: (cands[i]["val"], i))
+  full_rank = {i: k for k, i in enumerate(full_order, 1)}
+  full_seconds = sum(_cost(c, c["epochs"]) for c in cands)
+  share = min(1.0, subsample / task["val_examples"])
+
+  def row(schedule: str, win: int, trained: int, seconds: float, rho: float = math.nan) -> dict:
+    return dict(task=task["name"], schedule=schedule, program=cands[win]["program"], rank=full_rank[win],
+                val=cands[win]["val"], test=cands[win]["test"], candidate_epochs=trained, seconds=seconds,
+                speedup=full_seconds / seconds, spearman=rho)
+
+  rows = [row("every candidate", full_order[0], sum(c["epochs"] for c in cands), full_seconds)]
+  # The floor of any schedule that compiles every candidate: that, and the winner's full run alone.
+  best = full_order[0]
+  rows.append(row("floor: compile all, train the winner", best, cands[best]["epochs"],
+                  sum(c["compile"] for c in cands) + _cost(cands[best], cands[best]["epochs"])
+                  - cands[best]["compile"]))
+  curves = [c["curve"] for c in cands]
+  for first, eta in halvings:
+    trained = replay(curves, Halving(first=first, eta=eta), epochs)
+    scores = [min(h[:n]) if n else math.inf for h, n in zip(curves, trained)]
+    win = min(range(len(cands)), key=lambda i: (scores[i], i))
+    rows.append(row(f"halving {first:g}/{eta}", win, sum(trained),
+                    sum(_cost(c, n) for c, n in zip(cands, trained))))
+  for e, keep in shorts:
+    estimate = [min(h[:e]) for h in curves]
+    kept = sorted(range(len(cands)), key=lambda i: (estimate[i], i))[:keep]
+    win = min(kept, key=lambda i: (cands[i]["val"], i))
+    # The short runs on the subsample, then the kept ones from scratch (compiled already).
+    seconds = sum(_cost(c, e, share) for c in cands)
+    seconds += sum(_cost(cands[i], cands[i]["epochs"]) - cands[i]["compile"] for i in kept)
+    rows.append(row(f"short {e}, keep {keep}", win, e * len(cands) + sum(cands[i]["epochs"] for i in kept),
+                    seconds, spearman(estimate, [c["val"] for c in cands])))
+  return rows
+
+
+def summary(rows: list[dict]) -> list[dict]:
+  """Per schedule over the tasks: how often it chose the full run's winner, the median and worst test
+  score relative to the winner's, and the median modelled speed-up over training every candidate and
+  over halving 2/4."""
+  by_task: dict[str, dict[str, dict]] = {}
+  for r in rows:
+    by_task.setdefault(r["task"], {})[r["schedule"]] = r
+  out = []
+  for schedule in dict.fromkeys(r["schedule"] for r in rows):
+    mine = [t[schedule] for t in by_task.values() if schedule in t]
+    rel = [r["test"] / t["every candidate"]["test"] for r, t in zip(mine, by_task.values())]
+    halving = [t[schedule]["seconds"] and t["halving 2/4"]["seconds"] / t[schedule]["seconds"]
+               for t in by_task.values() if "halving 2/4" in t and schedule in t]
+    out.append(dict(schedule=schedule, tasks=len(mine), same_winner=sum(r["rank"] == 1 for r in mine),
+                    test_ratio_median=statistics.median(rel), test_ratio_worst=max(rel),
+                    speedup_median=statistics.median(r["speedup"] for r in mine),
+                    vs_halving_median=statistics.median(halving) if halving else math.nan))
+  return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("root", nargs="?", default=os.path.join(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))), "reproduction"))
+  parser.add_argument("--min_candidates", type=int, default=8)
+  parser.add_argument("--subsample", type=int, default=300, help="validation examples a short run scores")
+  parser.add_argument("--json", default=None)
+  args = parser.parse_args(argv)
+  tasks = load_tasks(args.root, args.min_candidates)
+  halvings = [(1, 3), (2, 4), (4, 4)]
+  shorts = [(e, k) for e in (1, 2, 4, 8) for k in (1, 2, 4)]
+  rows = [r for t in tasks for r in replay_task(t, halvings, shorts, args.subsample)]
+  print(f"# {len(tasks)} tasks (replayed from {os.path.relpath(args.root)}; costs modelled from the records)\n")
+  print("| task | schedule | chosen (rank in full run) | test / full winner's | cand-epochs | model s | "
+        "full / this | Spearman |")
+  print("|---|---|---|---|---|---|---|---|")
+  full = {r["task"]: r for r in rows if r["schedule"] == "every candidate"}
+  for r in rows:
+    rho = "-" if math.isnan(r["spearman"]) else f"{r['spearman']:.2f}"
+    print(f"| {r['task']} | {r['schedule']} | {r['rank']} | {r['test'] / full[r['task']]['test']:.3f} | "
+          f"{r['candidate_epochs']} | {r['seconds']:.0f} | {r['speedup']:.1f} | {rho} |")
+  sums = summary(rows)
+  print("\n| schedule | tasks | full run's winner | test / winner's, median (worst) | full / this, median | "
+        "halving 2/4 / this, median |")
+  print("|---|---|---|---|---|---|")
+  for s in sums:
+    print(f"| {s['schedule']} | {s['tasks']} | {s['same_winner']} | {s['test_ratio_median']:.3f} "
+          f"({s['test_ratio_worst']:.3f}) | {s['speedup_median']:.1f} | {s['vs_halving_median']:.2f} |")
+  out = {"rows": rows, "summary": sums}
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(out, f, indent=1)
+  return out
+
+
+if __name__ == "__main__":
+  main()
