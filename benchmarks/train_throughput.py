@@ -2,6 +2,7 @@
 
     python benchmarks/train_throughput.py [--epochs 3] [--json out.json]
     python benchmarks/train_throughput.py --peer [--rounds 2] [--threads 2]
+    python benchmarks/train_throughput.py --authors HARNESS [--rounds 3] [--threads 2]
 
 The candidate is `compose(nn_a, map_l(compose(nn_b, nn_c)))` at the paper's sizes (appendix C):
 nn_c a CNN (conv 5x5 x32, pool, conv 5x5 x64, pool, spatial dropout) from a 1x28x28 image to its 1024
@@ -26,6 +27,15 @@ load on a shared machine. --threads restricts the process to that many CPUs (sch
 JAX starts: XLA's thread pool sizes itself by it) and gives torch as many threads. --peer_device cuda
 runs the peer on the GPU (torch's CUDA build), beside hx on JAX's GPU backend: both on one GPU, one after
 the other.
+
+--authors HARNESS also times the paper authors' own PyTorch code on the same candidate in every round
+(after hx and the peer, so the three alternate): HARNESS is a directory the user set up as
+PATH/tools/authors-harness/README.md describes (HARNESS/bench_count.py, the authors' repository in
+HARNESS/src, a venv with torch in HARNESS/venv). It runs as a child process (`bench_count.py --threads N
+--epochs E+1`, evaluations in the loop off), pinned to the same CPUs, on random data of the same sizes
+drawn by the harness (6,000 lists of 2-5 images, batches of one length as the authors' loop draws them);
+its first epoch is a warm-up and is dropped. Nothing of the authors' code is imported here. --authors
+implies --peer; the harness always builds the paper's sizes (--small does not reach it).
 """
 
 from __future__ import annotations
@@ -139,6 +149,36 @@ def _flop_rate(sec_per_step: float) -> dict:
           "matmul_2048_gflop_per_s (float32, best of 10)": round(peak / 1e9, 1)}
 
 
+def authors_run(harness: str, epochs: int, threads: int, batch_size: int, train_lists: int,
+                val_lists: int) -> dict:
+  """One run of the authors' code through the harness in `harness` (a child process on this process's
+  CPUs): its JSON figures (`bench_count.py`), with "epoch_train_s" the training epochs after the first."""
+  import tempfile
+
+  python = os.path.join(harness, "venv", "bin", "python")
+  script = os.path.join(harness, "bench_count.py")
+  for path in (python, script):
+    if not os.path.exists(path):
+      raise SystemExit(f"--authors {harness}: {path} is missing (see the harness README)")
+  with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "authors.json")
+    # --eval_every larger than the run: the harness then scores validation and test only at the first
+    # and last iteration (both outside the timed training epochs), not every 1% of the iterations.
+    cmd = [python, script, "--threads", str(threads), "--epochs", str(epochs + 1),
+           "--eval_every", str(10 ** 9), "--batch_size", str(batch_size),
+           "--train_per_len", str(max(1, train_lists // 4)), "--val_per_len", str(max(1, val_lists // 3)),
+           "--json", out]
+    proc = subprocess.run(cmd, cwd=harness, capture_output=True, text=True)
+    if proc.returncode != 0:
+      raise SystemExit(f"the authors' harness failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    with open(out) as f:
+      figures = json.load(f)
+  steady = figures["epoch_train_s"][1:] or figures["epoch_train_s"]
+  figures["epoch_train_s"] = steady
+  figures["sec_per_epoch"] = round(statistics.median(steady), 3)
+  return figures
+
+
 def _hx_run(args, compiled, data, objective, config) -> dict:
   """One tune of the candidate: the per-epoch figures."""
   from hx.compile.tuning import evaluate, tune
@@ -191,7 +231,11 @@ def main(argv: list[str] | None = None) -> dict:
                       help="leave JAX's persistent compilation cache on (compile time is then a cache load)")
   parser.add_argument("--peer", action="store_true",
                       help="also train the PyTorch peer (benchmarks/torch_reference.py) and print the ratio")
-  parser.add_argument("--rounds", type=int, default=1, help="with --peer: alternate hx and torch this often")
+  parser.add_argument("--rounds", type=int, default=1,
+                      help="with --peer or --authors: alternate hx, the peer and the authors' code "
+                           "this many times")
+  parser.add_argument("--authors", default=None, metavar="HARNESS",
+                      help="also time the authors' code through this harness directory (implies --peer)")
   parser.add_argument("--threads", type=int, default=2,
                       help="CPUs for the process (affinity) and torch's thread count; 0: all")
   parser.add_argument("--peer_device", default="cpu",
@@ -199,6 +243,7 @@ def main(argv: list[str] | None = None) -> dict:
                            "JAX's default backend, which should be the same GPU)")
   parser.add_argument("--json", default=None, help="write the figures to this file")
   args = parser.parse_args(argv)
+  args.peer = args.peer or args.authors is not None
   if args.peer and args.peer_device != "cpu":
     # JAX takes 75% of a GPU's memory at start by default; torch then runs out beside it.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -245,11 +290,15 @@ def main(argv: list[str] | None = None) -> dict:
                                  epochs=args.epochs, batch_size=args.batch_size,
                                  eval_batch_size=max(1, args.eval_images // 8), threads=cpus,
                                  small=args.small, device=args.peer_device)
-    rounds.append((hx_figures, peer))
+    authors = None
+    if args.authors:
+      authors = authors_run(args.authors, args.epochs, cpus, args.batch_size, args.train_lists,
+                            args.val_lists)
+    rounds.append((hx_figures, peer, authors))
 
   first = rounds[0][0]
   steps = -(-args.train_lists // args.batch_size)
-  sec_per_epoch = statistics.median(s for hx_figures, _ in rounds for s in hx_figures["epoch_train_s"])
+  sec_per_epoch = statistics.median(s for hx_figures, *_ in rounds for s in hx_figures["epoch_train_s"])
   figures = {
     "program": str(program),
     "module_config": "small" if args.small else "paper",
@@ -259,7 +308,7 @@ def main(argv: list[str] | None = None) -> dict:
     "init_s": first["init_s"],
     "compile_s": first["compile_s"],
     "persistent_cache": bool(args.persistent_cache),
-    "epoch_train_s": [s for hx_figures, _ in rounds for s in hx_figures["epoch_train_s"]],
+    "epoch_train_s": [s for hx_figures, *_ in rounds for s in hx_figures["epoch_train_s"]],
     "sec_per_epoch": round(sec_per_epoch, 3),
     "examples_per_s": round(steps * args.batch_size / sec_per_epoch, 1),
     "ms_per_step": round(1000 * sec_per_epoch / steps, 2),
@@ -274,9 +323,9 @@ def main(argv: list[str] | None = None) -> dict:
   }
   figures.update(_flop_rate(sec_per_epoch / steps))
   if args.peer:
-    peers = [p for _, p in rounds]
+    peers = [p for _, p, _ in rounds]
     torch_sec = statistics.median(s for p in peers for s in p["epoch_train_s"])
-    ratios = [round(p["sec_per_epoch"] / hx_figures["sec_per_epoch"], 2) for hx_figures, p in rounds]
+    ratios = [round(p["sec_per_epoch"] / hx_figures["sec_per_epoch"], 2) for hx_figures, p, _ in rounds]
     figures.update({
       "torch_epoch_train_s": [s for p in peers for s in p["epoch_train_s"]],
       "torch_sec_per_epoch": round(torch_sec, 3),
@@ -293,6 +342,28 @@ def main(argv: list[str] | None = None) -> dict:
       # the test split being as large as validation's 2100 lists).
       "authors_schedule_projected_s (torch, 20 epochs)": round(
           20 * torch_sec + 200 * statistics.median(p["val_pass_s"] for p in peers), 1),
+    })
+  if args.authors:
+    authors = [a for *_, a in rounds]
+    per_round = [(hx_figures["sec_per_epoch"], p["sec_per_epoch"], a["sec_per_epoch"])
+                 for hx_figures, p, a in rounds]
+    hx_med = statistics.median(h for h, _, _ in per_round)
+    authors_med = statistics.median(a for _, _, a in per_round)
+    figures.update({
+      "side_by_side_per_round (s per epoch: hx, peer, authors)": per_round,
+      "hx_sec_per_epoch (median of round medians)": hx_med,
+      "peer_sec_per_epoch (median of round medians)": statistics.median(p for _, p, _ in per_round),
+      "authors_sec_per_epoch (median of round medians)": authors_med,
+      "authors_epoch_train_s": [s for a in authors for s in a["epoch_train_s"]],
+      # The harness draws train_lists // 4 lists of each length 2-5, none padded.
+      "authors_images_per_epoch": (authors[0]["data"]["train_lists"] // 4
+                                   * sum(authors[0]["data"]["train_lengths"])),
+      "authors_batches_per_epoch": authors[0]["data"]["batches_per_epoch"],
+      "authors_seconds_per_eval_pass (val + test)": authors[0]["seconds_per_eval_pass"],
+      "ratio_authors_per_round (authors s / hx s)": [round(a / h, 2) for h, _, a in per_round],
+      "ratio_authors (authors s / hx s, medians)": round(authors_med / hx_med, 2),
+      "authors_harness": authors[0]["harness"],
+      "authors_param_count": authors[0]["param_count"],
     })
   figures.update({
     "backend": jax.default_backend(),
