@@ -29,7 +29,9 @@ Executors: "local" (in this process), "processes" (worker processes: one per cor
 `ProcessExecutor(lend=True)`), "default" (`hx.synth.executors.default_executor()`), "ray"
 (a local Ray with every core, a job per core; `--ray_address` joins a cluster). Schedules: "full"
 (every candidate to the end), "halving" (`hx.synth.halving.Halving(first=--halving_first,
-eta=--halving_eta, equal=--halving_equal, reference=--halving_reference)`) and "patience:N" (every
+eta=--halving_eta, equal=--halving_equal, reference=--halving_reference)`), "halving:sub" (the same,
+its rungs before the last scored on `--estimate_val` validation examples: `Halving.val_examples`) and
+"patience:N" (every
 candidate to the end or to its early stop: the task's settings with `TuneConfig.patience = N`, not the
 paper's, which train every epoch) and "estimate:METHOD:K" (`hx.synth.estimate.Estimate(method=METHOD,
 keep=K)`: every candidate estimated, by a short run or, METHOD "head", by a closed-form fit of a fresh
@@ -503,7 +505,8 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--estimate_max_steps", type=int, default=300,
                       help="estimate:...: a short run's training steps at most")
   parser.add_argument("--estimate_val", type=int, default=300,
-                      help="estimate:...: validation examples the estimates are scored on")
+                      help="estimate:... and halving:sub: validation examples the estimates (and halving's "
+                      "early rungs) are scored on")
   parser.add_argument("--compare", default=None,
                       help="an earlier output (--json) whose 'full' run the estimates are compared with")
   parser.add_argument("--ray_address", default=None)
@@ -607,13 +610,14 @@ def main(argv: list[str] | None = None) -> dict:
         schedule, run_config = None, config
         if schedule_name.strip().startswith("estimate:"):
           schedule = _estimate_schedule(schedule_name.strip(), args)
-        elif schedule_name.strip() == "halving":
+        elif schedule_name.strip() in ("halving", "halving:sub"):
+          sub = args.estimate_val if schedule_name.strip() == "halving:sub" else None
           schedule = Halving(first=args.halving_first, eta=args.halving_eta, equal=args.halving_equal,
-                             reference=args.halving_reference)
+                             reference=args.halving_reference, val_examples=sub)
         elif schedule_name.strip().startswith("patience:"):
           run_config = dataclasses.replace(config, patience=int(schedule_name.strip().split(":")[1]))
         elif schedule_name.strip() != "full":
-          raise SystemExit(f"unknown schedule {schedule_name!r}: full, halving, patience:N or "
+          raise SystemExit(f"unknown schedule {schedule_name!r}: full, halving, halving:sub, patience:N or "
                            "estimate:METHOD:K")
         load = os.getloadavg()[0]
         r = synthesize(task, library, budget=Budget(candidates=args.candidates, schedule=schedule),

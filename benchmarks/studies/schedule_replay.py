@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> dict:
   halvings = [(1, 3), (2, 4), (4, 4)]
   shorts = [(e, k) for e in (1, 2, 4, 8) for k in (1, 2, 4)]
   rows = [r for t in tasks for r in replay_task(t, halvings, shorts, args.subsample)]
-  print(f"# {len(tasks)} tasks (replayed from {os.path.relpath(args.root)}; costs modelled from the records)\n")
+  print(f"# {len(tasks)} tasks (replayed from {os.path.relpath(args.root)}; costs modelled from the "
+        "records)\n")
   print("| task | schedule | chosen (rank in full run) | test / full winner's | cand-epochs | model s | "
         "full / this | Spearman |")
   print("|---|---|---|---|---|---|---|---|")

@@ -113,7 +113,8 @@ class Scored:
     value: the estimated validation score (the task's metric on the subsample; lower is better), nan
       when there is none.
     method: "short" or "head": the estimate it got (a candidate that is no head gets "short" under
-      the "head" method).
+      the "head" method); "halving" for a candidate `Halving(val_examples=...)` stopped before its last
+      rung (its best score on the validation subsample).
     seconds: the estimate's wall time (for a short run: compiling, training and scoring it).
     epochs: epochs of training the estimate ran (0 for the closed form).
     reason: why there is no estimate (the short run failed, say), else None.

@@ -54,6 +54,7 @@ import dataclasses
 import math
 from typing import Callable, Sequence
 
+from hx.compile.tuning import TuneState
 from hx.synth.jobs import Job, JobResult, job_seed
 from hx.synth.space import Candidate
 
@@ -108,6 +109,16 @@ class Halving:
       benchmarks/notes/2026-11-24-gs2-reference-and-lending.md): in our grammar as fast as the median,
       with the same top program and scores (the two references were close there); in the paper's
       grammar it finished where the median's search was stopped unfinished. Both are ours.
+    val_examples: the rungs before the last score a fixed subsample of this many validation examples
+      (`hx.synth.estimate.validation_subsample`, drawn from the synthesis seed: the same for every
+      candidate), and the last rung all of it; None (the default): every rung scores all of it. At small
+      training fractions validation is most of a candidate's cost (CS1's count_digit at 2%: 2,100
+      validation lists scored every epoch against 240 training lists), and the early rungs only rank
+      the candidates. A survivor of the last rung picks its best epoch among those scored on the whole
+      split (its best so far, scored on the subsample, is forgotten when the last rung resumes it); the
+      candidates stopped before the last rung are reported with status "estimated" and their
+      subsample score as their estimate (method "halving"), ranked after those trained to the end,
+      since their scores are not on the same examples. Ours, as issue 35 asks.
   """
   first: float = 2.0
   eta: int = 4
@@ -115,6 +126,7 @@ class Halving:
   equal: str = "epochs"
   price: float = 0.1
   reference: str = "geomean"
+  val_examples: int | None = None
 
   def __post_init__(self):
     if not self.first > 0:
@@ -127,6 +139,8 @@ class Halving:
       raise ValueError(f"Halving.price must be in (0, 1), got {self.price}")
     if self.reference not in REFERENCES:
       raise ValueError(f"Halving.reference must be one of {', '.join(REFERENCES)}, got {self.reference!r}")
+    if self.val_examples is not None and self.val_examples < 1:
+      raise ValueError(f"Halving.val_examples must be >= 1 or None, got {self.val_examples}")
 
   def __repr__(self) -> str:
     # Job.schedule (and so a halved candidate's checkpoint key) is this text: equal epochs keep the text
@@ -137,6 +151,8 @@ class Halving:
       text += f", equal={self.equal!r}, price={self.price!r}"
       if self.reference != "median":
         text += f", reference={self.reference!r}"
+    if self.val_examples is not None:
+      text += f", val_examples={self.val_examples!r}"
     return text + ")"
 
   def rungs(self, epochs: int, candidates: int) -> tuple[Rung, ...]:
@@ -176,10 +192,23 @@ def _combine(before: JobResult | None, after: JobResult) -> JobResult:
       attempts=before.attempts + after.attempts - 1)
 
 
+def _forget_best(state: TuneState) -> TuneState:
+  """A paused run's state with no best epoch yet: resumed, it keeps only the epochs it scores from now."""
+  return dataclasses.replace(state, best_variables=None, best_score=math.inf, best_epoch=0, since_best=0)
+
+
+def _stopped(r: JobResult, reached: float) -> JobResult:
+  """The result of a candidate that halving stopped before the last rung, scored on the subsample."""
+  return dataclasses.replace(
+      r, status="estimated", val_score=math.nan, test_score=None, variables=None,
+      reason=f"stopped by halving after {reached:g} epochs: validation-subsample score {r.val_score:.4g}")
+
+
 def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epochs: int, seed: int,
                        run: Callable[[list[Job]], list[JobResult]],
-                       out_of_time: Callable[[], bool] = lambda: False, first_index: int = 0
-                       ) -> list[JobResult]:
+                       out_of_time: Callable[[], bool] = lambda: False, first_index: int = 0,
+                       run_subsample: Callable[[list[Job]], list[JobResult]] | None = None
+                       ) -> tuple[list[JobResult], dict[int, float]]:
   """Trains `candidates` under `schedule`; returns one result per candidate, in their order.
 
   Args:
@@ -192,10 +221,18 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
     out_of_time: checked before each rung after the first; when true, no further rung starts (the
       candidates keep their last rung's results; paused ones have no test score).
     first_index: the index of the first candidate's job.
+    run_subsample: as `run`, scoring the validation subsample (`Halving.val_examples`) instead of the
+      whole split, and no test split: the rungs before the last train with it. Needed when the schedule
+      has `val_examples`, ignored otherwise.
 
   Returns:
-    One JobResult per candidate: its last rung's outcome, with its times summed over its rungs.
+    (results, stopped): one JobResult per candidate, its last rung's outcome with its times summed over
+    its rungs; and under `val_examples`, per job index of each candidate stopped before the last rung
+    (status "estimated", see `Halving`), its best score on the validation subsample ({} otherwise).
   """
+  subsample = schedule.val_examples is not None
+  if subsample and run_subsample is None:
+    raise ValueError(f"{schedule!r} scores a validation subsample: pass run_subsample")
   jobs = [Job(first_index + i, c, job_seed(seed, c), schedule=repr(schedule))
           for i, c in enumerate(candidates)]
   latest: list[JobResult | None] = [None] * len(jobs)
@@ -204,9 +241,15 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
   active = list(range(len(jobs)))
 
   def train(untils: dict[int, float | None]) -> None:
-    batch = [dataclasses.replace(jobs[i], until=u, resume=None if latest[i] is None else latest[i].state)
-             for i, u in untils.items()]
-    got = {r.job.index: r for r in run(batch)} if batch else {}
+    final = subsample and any(u is None for u in untils.values())
+    batch = []
+    for i, u in untils.items():
+      resume = None if latest[i] is None else latest[i].state
+      if final and resume is not None:
+        resume = _forget_best(resume)
+      batch.append(dataclasses.replace(jobs[i], until=u, resume=resume))
+    runner = run_subsample if subsample and not final else run
+    got = {r.job.index: r for r in runner(batch)} if batch else {}
     for i, u in untils.items():
       latest[i] = _combine(latest[i], got[jobs[i].index])
       reached[i] = epochs if u is None else u
@@ -235,7 +278,15 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
     if timed:
       share = step_shares(latest, schedule.reference)
   # Reported with the plain job and without the paused states (their arrays are not needed any more).
-  return [dataclasses.replace(r, job=jobs[i], state=None) for i, r in enumerate(latest) if r is not None]
+  out, stopped = [], {}
+  for i, r in enumerate(latest):
+    if r is None:
+      continue
+    if subsample and reached[i] < epochs and r.ok and r.state is not None:
+      stopped[jobs[i].index] = r.val_score
+      r = _stopped(r, reached[i])
+    out.append(dataclasses.replace(r, job=jobs[i], state=None))
+  return out, stopped
 
 
 def step_shares(results: Sequence[JobResult | None], reference: str = "geomean") -> list[float]:

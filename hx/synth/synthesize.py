@@ -73,7 +73,8 @@ class Ranked(Outcome):
   The outcome's fields as a synthesis reports them:
     status: "trained", "failed", "equivalent" (not trained: it computes what `equivalent_to` does) or
       "estimated" (not trained to the end: under an `Estimate` schedule, its estimate was not among the
-      best; `estimate` holds it).
+      best; under `Halving(val_examples=...)`, halving stopped it before the last rung; `estimate`
+      holds its score).
     reason: why it failed, which program it is equivalent to, or why it was not trained to the end.
     val_score, test_score: scores (the task's metric, lower is better); nan / None if none.
     variables: the trained variables, kept for the first `keep` ranks only (else None).
@@ -91,8 +92,9 @@ class Ranked(Outcome):
     named: the program as the library names it after `Library.add` (nn_<sequence>_<k>), for the
       reported ranks; else None.
     estimate: under an `Estimate` schedule, its estimated validation score (`hx.synth.estimate`: the
-      task's metric on a validation subsample; nan if none), for every candidate, trained or not.
-    estimate_method: "short" or "head", the estimate it got; None without an `Estimate` schedule.
+      task's metric on a validation subsample; nan if none), for every candidate, trained or not; under
+      `Halving(val_examples=...)`, a stopped candidate's best score on the subsample.
+    estimate_method: "short", "head" or "halving", the estimate it got; None without either schedule.
     estimate_seconds: the estimate's wall time (part of `seconds`).
     estimate_epochs: epochs of training the estimate ran (a short run's; not in `epochs_run`).
   """
@@ -155,6 +157,23 @@ class SynthesisResult:
   @property
   def trained(self) -> tuple[Ranked, ...]:
     return tuple(r for r in self.ranked if r.status == "trained")
+
+
+def _subsample_context(context: TaskContext, val_examples: int | None, seed: int) -> TaskContext | None:
+  """`context` scoring a fixed subsample of `val_examples` validation examples (drawn from `seed`), with
+  no test split and no checkpoints, as the early rungs of `Halving(val_examples=...)` train; None for
+  None."""
+  if val_examples is None:
+    return None
+  import jax
+
+  from hx.lang.values import num_examples
+  from hx.synth.estimate import subsample_split, validation_subsample
+
+  data = context.data
+  idx = validation_subsample(num_examples(data.val.inputs), val_examples, seed)
+  val = jax.device_put(subsample_split(data.val, idx))  # on the device once, for every rung
+  return dataclasses.replace(context, data=data._replace(val=val, test=None), checkpoints=None)
 
 
 def _sort_key(r: JobResult, estimates: dict[int, Scored]) -> tuple:
@@ -281,10 +300,16 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
           results.extend(got)
           estimates.update(scored)
         elif budget.schedule is not None:
-          results.extend(successive_halving(
+          sub = _subsample_context(context, budget.schedule.val_examples, seed)
+          got, stopped = successive_halving(
               list(generator), budget.schedule, context.tune_config.epochs, seed,
               lambda jobs: _run(executor, context, jobs, show, stats),
-              lambda: deadline is not None and time.perf_counter() >= deadline))
+              lambda: deadline is not None and time.perf_counter() >= deadline,
+              run_subsample=None if sub is None else lambda jobs: _run(executor, sub, jobs, show, stats))
+          results.extend(got)
+          by_index = {r.job.index: r for r in got}
+          estimates.update({i: Scored(v, "halving", by_index[i].seconds, by_index[i].epochs_run)
+                            for i, v in stopped.items()})
         else:
           _in_order(generator, budget, executor, train, out_of_budget)
         search_seconds = stats.seconds

@@ -95,14 +95,14 @@ def test_a_schedule_priced_at_the_geometric_mean_trains_the_costly_cluster_less(
   score = [lambda e: 2.0 - e, lambda e: 2.5, lambda e: 3.0, lambda e: 3.1, lambda e: 3.2]
   trainer = Scripted(cost, score)
   schedule = Halving(first=0.1, eta=2, equal="time", reference="median")
-  got = successive_halving(candidates(5), schedule, 1, seed=0, run=trainer)
+  got, _ = successive_halving(candidates(5), schedule, 1, seed=0, run=trainer)
   assert trainer.calls[1] == [(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1), (4, 0.1)]
   # 10 steps of 0.25 s each (the cheap two go on).
   assert [r.train_seconds for r in got[2:]] == pytest.approx([2.5] * 3)
   trainer = Scripted(cost, score)
   schedule = Halving(first=0.1, eta=2, equal="time")
   assert schedule.reference == "geomean"  # the default
-  got = successive_halving(candidates(5), schedule, 1, seed=0, run=trainer)
+  got, _ = successive_halving(candidates(5), schedule, 1, seed=0, run=trainer)
   share = round(0.1 * math.exp((2 * math.log(0.01) + 3 * math.log(0.25)) / 5) / 0.25, 6)
   assert trainer.calls[1] == [(0, 0.1), (1, 0.1), (2, share), (3, share), (4, share)]
   assert got[0].test_score == 0.0
@@ -120,7 +120,7 @@ def test_equal_time_rungs_let_a_cheap_learner_overtake_a_costly_one():
   assert [(r.until, r.keep) for r in schedule.rungs(1, 4)] == [(0.1, 4), (0.2, 2), (0.4, 1), (0.8, 1),
                                                                 (1.0, 1)]
   trainer = Scripted(cost, score)
-  got = successive_halving(candidates(4), schedule, 1, seed=0, run=trainer)
+  got, _ = successive_halving(candidates(4), schedule, 1, seed=0, run=trainer)
   # Every candidate first trains a tenth of the first rung (0.01 epochs), which prices its steps: the
   # median 0.01 s, so candidate 3's share of a rung is 0.01 / 0.25. In the first rung that is 0.004
   # epochs, short of the 0.01 it has: it trains no further. The second rung keeps the best two, 3 (1.98)
@@ -135,7 +135,7 @@ def test_equal_time_rungs_let_a_cheap_learner_overtake_a_costly_one():
   # Under equal epochs there is no pricing, and candidate 3 trains every rung at full length (1.6 at
   # 0.2 epochs beats 1.7) and wins.
   trainer = Scripted(cost, score)
-  got = successive_halving(candidates(4), Halving(first=0.1, eta=2), 1, seed=0, run=trainer)
+  got, _ = successive_halving(candidates(4), Halving(first=0.1, eta=2), 1, seed=0, run=trainer)
   assert trainer.calls == [[(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1)], [(3, 0.2), (1, 0.2)], [(3, 0.4)],
                            [(3, 0.8)], [(3, None)]]
   assert got[3].train_seconds == pytest.approx(25.0)
@@ -149,7 +149,7 @@ def test_equal_time_keeps_a_costly_candidate_no_one_beats():
   score = [lambda e: 2.8, lambda e: 2.5, lambda e: 2.0 - e]
   trainer = Scripted(cost, score)
   schedule = Halving(first=0.2, eta=2, equal="time", reference="median")
-  got = successive_halving(candidates(3), schedule, 1, seed=0, run=trainer)
+  got, _ = successive_halving(candidates(3), schedule, 1, seed=0, run=trainer)
   # Rungs (0.2, 3), (0.4, 1), (0.8, 1), (1, 1); candidate 2's share is 0.04: 0.008 epochs of the first
   # rung and 0.016 of the second (short of the 0.02 priced), 0.032 of the third.
   assert trainer.calls == [[(0, 0.02), (1, 0.02), (2, 0.02)], [(0, 0.2), (1, 0.2)], [(2, 0.032)],
@@ -161,7 +161,7 @@ def test_a_candidate_that_fails_while_priced_is_not_trained_on():
   cost = [0.01, 0.01]
   score = [lambda e: math.nan, lambda e: 2.0]
   trainer = Scripted(cost, score)
-  got = successive_halving(candidates(2), Halving(first=0.5, eta=2, equal="time"), 1, seed=0, run=trainer)
+  got, _ = successive_halving(candidates(2), Halving(first=0.5, eta=2, equal="time"), 1, seed=0, run=trainer)
   assert trainer.calls == [[(0, 0.05), (1, 0.05)], [(1, 0.5)], [(1, None)]]
   assert not got[0].ok and got[1].test_score == 0.0
 

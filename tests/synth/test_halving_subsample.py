@@ -1,0 +1,61 @@
+"""Successive halving whose early rungs score a validation subsample (`Halving(val_examples=...)`),
+trained for real on the summing task of tests/synth/test_synthesize.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from hx.synth.halving import Halving
+from hx.synth.synthesize import Budget, synthesize
+from tests.synth.test_parallel import CONFIG
+from tests.synth.test_synthesize import TINY, sum_task
+
+EPOCHS = 4
+SCHEDULE = dict(first=1, eta=2)  # rungs: 4 candidates to 1 epoch, 2 to 2, 1 to 4
+
+
+def _run(val_examples):
+  config = dataclasses.replace(CONFIG, epochs=EPOCHS)
+  return synthesize(sum_task(n=300), None, budget=Budget(candidates=4, schedule=Halving(
+      **SCHEDULE, val_examples=val_examples)), module_config=TINY, tune_config=config, seed=3,
+      executor="local")
+
+
+def test_early_rungs_score_the_subsample_and_the_last_rung_all_of_the_validation_split():
+  plain, sub = _run(None), _run(40)
+  assert sub.best.status == "trained" and sub.best.epochs_run == EPOCHS and sub.best.test_score is not None
+  # The last rung began after 2 epochs. Validation does not change training, so the survivor's
+  # parameters are the plain run's at every epoch: its last two scores (the whole split) are the plain
+  # run's, its first two (40 of the 200 validation sums) are not.
+  same = {str(r.program): r for r in plain.ranked if r.epochs_run == EPOCHS}
+  mine = same.get(str(sub.best.program))
+  if mine is None:
+    pytest.skip("the subsample ranked another survivor into the last rung than the whole split did")
+  np.testing.assert_allclose(sub.best.val_history[2:], mine.val_history[2:], rtol=1e-6)
+  assert not np.allclose(sub.best.val_history[:2], mine.val_history[:2], rtol=1e-6)
+  # Its best epoch is among those scored on the whole split.
+  assert sub.best.val_score == pytest.approx(min(mine.val_history[2:]), rel=1e-6)
+  assert sub.best.test_score == pytest.approx(mine.test_score, rel=1e-5)
+
+
+def test_the_candidates_halving_stopped_are_estimated_and_ranked_after_the_survivor():
+  r = _run(40)
+  statuses = [x.status for x in r.ranked]
+  assert statuses == ["trained", "estimated", "estimated", "estimated"], statuses
+  for x in r.ranked[1:]:
+    assert x.estimate_method == "halving" and math.isfinite(x.estimate)
+    assert math.isnan(x.val_score) and x.test_score is None and "stopped by halving after" in x.reason
+    assert x.estimate_epochs in (1, 2)
+  # One stopped after the second rung, two after the first; all ranked by their subsample scores.
+  assert sorted(x.estimate_epochs for x in r.ranked[1:]) == [1, 1, 2]
+
+
+def test_the_schedule_is_checked_and_named_in_its_text():
+  with pytest.raises(ValueError, match="val_examples"):
+    Halving(val_examples=0)
+  assert repr(Halving(first=1, eta=2, val_examples=300)) == (
+      "Halving(first=1, eta=2, min_keep=1, val_examples=300)")
