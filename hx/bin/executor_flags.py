@@ -45,6 +45,9 @@ _HALVING_EQUAL = flags.DEFINE_enum("halving_equal", "epochs", ["epochs", "time"]
 _HALVING_REFERENCE = flags.DEFINE_enum("halving_reference", "geomean", ["geomean", "median"],
                                        "--halving_equal=time: the step cost a rung's epochs are priced at "
                                        "(the geometric mean or the median of the candidates').")
+_HALVING_VAL = flags.DEFINE_integer("halving_val", None, "Halving's rungs before the last score this many "
+                                    "validation examples (a fixed subsample), the last all of them; unset: "
+                                    "every rung scores all of them.")
 
 
 def executor_from_flags() -> Any:
@@ -66,17 +69,20 @@ def executor_from_flags() -> Any:
 
 
 def schedule_from_flags() -> Any:
-  """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, --halving_equal and
-  --halving_reference, or None. FlagError (`hx.bin.checks`) for a first rung or an eta that cannot work,
-  also without --halving (they would be wrong the day it is added)."""
+  """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, --halving_equal,
+  --halving_reference and --halving_val, or None. FlagError (`hx.bin.checks`) for a first rung, an eta or
+  a subsample that cannot work, also without --halving (they would be wrong the day it is added)."""
   if not _HALVING_FIRST.value > 0:
     raise FlagError(f"--halving_first must be a positive number of epochs, got {_HALVING_FIRST.value:g}")
   if _HALVING_ETA.value < 2:
     raise FlagError(f"--halving_eta must be >= 2 (each rung keeps 1/eta of the candidates), got "
                     f"{_HALVING_ETA.value}")
+  if _HALVING_VAL.value is not None and _HALVING_VAL.value < 1:
+    raise FlagError(f"--halving_val must be a positive number of validation examples, got "
+                    f"{_HALVING_VAL.value}")
   if not _HALVING.value:
     return None
   from hx.synth.halving import Halving
 
   return Halving(first=_HALVING_FIRST.value, eta=_HALVING_ETA.value, equal=_HALVING_EQUAL.value,
-                 reference=_HALVING_REFERENCE.value)
+                 reference=_HALVING_REFERENCE.value, val_examples=_HALVING_VAL.value)

@@ -1,9 +1,11 @@
 """--executor and the halving flags (hx.bin.executor_flags), without starting any worker."""
 
+import pytest
 from absl import flags
 from absl.testing import flagsaver
 
 from hx.bin import executor_flags
+from hx.bin.checks import FlagError
 from hx.synth.executors import LocalExecutor
 from hx.synth.halving import Halving
 from hx.synth.parallel import ProcessExecutor
@@ -36,3 +38,8 @@ def test_schedule_from_flags():
   # The flags' defaults are Halving's own (first 2 epochs, eta 4).
   with flagsaver.flagsaver(halving=True):
     assert executor_flags.schedule_from_flags() == Halving() == Halving(first=2.0, eta=4)
+  with flagsaver.flagsaver(halving=True, halving_val=300):
+    assert executor_flags.schedule_from_flags() == Halving(val_examples=300)
+  with flagsaver.flagsaver(halving=True, halving_val=0):
+    with pytest.raises(FlagError, match="--halving_val must be a positive number"):
+      executor_flags.schedule_from_flags()
