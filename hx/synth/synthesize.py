@@ -159,6 +159,22 @@ class SynthesisResult:
     return tuple(r for r in self.ranked if r.status == "trained")
 
 
+def _scheduled(candidates: list[Candidate], schedule: Halving | Estimate, context: TaskContext, seed: int,
+               run: Callable[[TaskContext, list[Job]], list[JobResult]],
+               out_of_time: Callable[[], bool]) -> tuple[list[JobResult], dict[int, Scored]]:
+  """The candidates trained under `schedule` (estimates first, or successive halving), with the estimate
+  of every candidate that did not train to the end, by job index."""
+  if isinstance(schedule, Estimate):
+    return estimate_then_train(candidates, schedule, context, seed, run, out_of_time)
+  sub = _subsample_context(context, schedule.val_examples, seed)
+  got, stopped = successive_halving(
+      candidates, schedule, context.tune_config.epochs, seed, lambda jobs: run(context, jobs), out_of_time,
+      run_subsample=None if sub is None else lambda jobs: run(sub, jobs))
+  by_index = {r.job.index: r for r in got}
+  return got, {i: Scored(v, "halving", by_index[i].seconds, by_index[i].epochs_run)
+               for i, v in stopped.items()}
+
+
 def _subsample_context(context: TaskContext, val_examples: int | None, seed: int) -> TaskContext | None:
   """`context` scoring a fixed subsample of `val_examples` validation examples (drawn from `seed`), with
   no test split and no checkpoints, as the early rungs of `Halving(val_examples=...)` train; None for
@@ -292,24 +308,13 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
         stats = EnumerationStats()
         generator = enumerate_programs(task.type, library, space=space, config=context.module_config,
                                        limit=budget.candidates, max_expanded=budget.enumerated, stats=stats)
-        if isinstance(budget.schedule, Estimate):
-          got, scored = estimate_then_train(
+        if budget.schedule is not None:
+          got, scored = _scheduled(
               list(generator), budget.schedule, context, seed,
               lambda ctx, jobs: _run(executor, ctx, jobs, show, stats),
               lambda: deadline is not None and time.perf_counter() >= deadline)
           results.extend(got)
           estimates.update(scored)
-        elif budget.schedule is not None:
-          sub = _subsample_context(context, budget.schedule.val_examples, seed)
-          got, stopped = successive_halving(
-              list(generator), budget.schedule, context.tune_config.epochs, seed,
-              lambda jobs: _run(executor, context, jobs, show, stats),
-              lambda: deadline is not None and time.perf_counter() >= deadline,
-              run_subsample=None if sub is None else lambda jobs: _run(executor, sub, jobs, show, stats))
-          results.extend(got)
-          by_index = {r.job.index: r for r in got}
-          estimates.update({i: Scored(v, "halving", by_index[i].seconds, by_index[i].epochs_run)
-                            for i, v in stopped.items()})
         else:
           _in_order(generator, budget, executor, train, out_of_budget)
         search_seconds = stats.seconds
