@@ -10,10 +10,12 @@ import pytest
 from hx.evaluation import build_report, load_records
 
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks" / "reproduction"
-RUNS = sorted(p for p in ROOT.iterdir() if (p / "settings.json").exists()) if ROOT.exists() else []
+# A run per sequence at 2% (ROOT/<sequence>), and at other fractions in ROOT/fraction_<f>/<sequence>.
+RUNS = sorted(p for p in [*ROOT.iterdir(), *ROOT.glob("fraction_*/*")] if (p / "settings.json").exists()
+              ) if ROOT.exists() else []
 
 
-@pytest.mark.parametrize("run", RUNS, ids=[p.name for p in RUNS])
+@pytest.mark.parametrize("run", RUNS, ids=[str(p.relative_to(ROOT)) for p in RUNS])
 def test_a_committed_run_rebuilds_its_report_from_its_records_alone(run, tmp_path):
   copy = tmp_path / run.name
   shutil.copytree(run, copy, ignore=shutil.ignore_patterns("checkpoints", "libraries", "networks"))
