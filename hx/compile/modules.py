@@ -113,6 +113,7 @@ __all__ = [
   "batch_norm", "row_dropout", "PRECISION", "matmul",
 ]
 
+MLP_ORDERS = ("bn_relu", "relu_bn")
 AGGREGATIONS = ("min", "max", "mean", "sum")
 GRAPH_UPDATES = ("replace", "residual")
 GRAPH_KERNELS = ("pairs", "slots")
@@ -124,6 +125,10 @@ class ModuleConfig:
 
   Attributes:
     mlp_hidden: width of the MLP's hidden layer (paper: 1024).
+    mlp_order: where the MLP's batch norm sits: "bn_relu" (the default, hx's until now: Dense -> batch
+      norm -> ReLU) or "relu_bn" (the authors' code, `NetMLP.forward` in capergroup/houdini's
+      `HOUDINI/Interpreter/NeuralModules.py`: Dense -> ReLU -> batch norm). The paper says "one hidden
+      layer of size 1024, followed by batch normalization and dropout", which both orders read.
     mlp_dropout: dropout rate after the MLP's batch norm (the paper gives none; 0.5, as torch's default).
     cnn_channels: output channels of the CNN's convolutions (paper: 32, 64).
     cnn_kernel: convolution kernel size (paper: 5; stride 1, no padding).
@@ -157,6 +162,7 @@ class ModuleConfig:
   """
   mlp_hidden: int = 1024
   mlp_dropout: float = 0.5
+  mlp_order: str = "bn_relu"
   cnn_channels: tuple[int, ...] = (32, 64)
   cnn_kernel: int = 5
   cnn_pool: int = 2
@@ -183,6 +189,8 @@ class ModuleConfig:
                        f"{self.graph_aggregations!r}")
     if self.graph_update not in GRAPH_UPDATES:
       raise ValueError(f"graph_update must be one of {GRAPH_UPDATES}, got {self.graph_update!r}")
+    if self.mlp_order not in MLP_ORDERS:
+      raise ValueError(f"mlp_order must be one of {MLP_ORDERS}, got {self.mlp_order!r}")
     if self.graph_kernel not in GRAPH_KERNELS:
       raise ValueError(f"graph_kernel must be one of {GRAPH_KERNELS}, got {self.graph_kernel!r}")
     for name in ("graph_slots", "graph_slot_hidden", "graph_slot_layers"):
@@ -227,6 +235,13 @@ class ModuleSpec:
       if k == name:
         return v
     raise KeyError(f"{self.template} spec has no size {name!r}")
+
+  def get(self, name: str, default: Any = None) -> Any:
+    """`spec[name]`, or `default` where the spec has no such size."""
+    try:
+      return self[name]
+    except KeyError:
+      return default
 
   @property
   def type(self) -> Type:
@@ -307,6 +322,8 @@ def module_spec(fn_type: Type, config: ModuleConfig = ModuleConfig(), *, role: s
   if 1 <= len(args) <= 2 and all(_is_vector_like(a) for a in args):
     hyper = dict(hidden=c.mlp_hidden, dropout=c.mlp_dropout, bn_momentum=c.bn_momentum,
                  bn_epsilon=c.bn_epsilon)
+    if c.mlp_order != "bn_relu":  # named only where it differs: earlier specs and libraries keep their keys
+      hyper["order"] = c.mlp_order
     return ModuleSpec("mlp", tuple(args), out, act, tuple(sorted(hyper.items())))
   if len(args) == 1 and isinstance(args[0], ListType) and _is_vector_like(args[0].elem):
     if role == "kernel":
@@ -766,8 +783,9 @@ def mlp_layers(spec: ModuleSpec, params: dict, stats: dict, x: jax.Array, *, mas
                keys: jax.Array | None, train: bool, hidden_extra: jax.Array | None = None,
                out_extra: jax.Array | None = None) -> tuple[jax.Array, jax.Array, dict]:
   """The `mlp` template's layers on x (R, n_in) float32, its arguments flattened and concatenated:
-  Dense -> masked batch norm -> ReLU -> dropout (training, with keys) -> Dense, with optional additions
-  to the two pre-activations (a progressive network's lateral inputs, `hx.baselines.layers.mlp`).
+  Dense -> masked batch norm -> ReLU (or ReLU -> batch norm under the spec's "order" "relu_bn",
+  `ModuleConfig.mlp_order`) -> dropout (training, with keys) -> Dense, with optional additions to the two
+  pre-activations (a progressive network's lateral inputs, `hx.baselines.layers.mlp`).
 
   Args:
     hidden_extra: (R, hidden) added to the hidden layer's pre-activation (before batch norm), or None.
@@ -775,14 +793,19 @@ def mlp_layers(spec: ModuleSpec, params: dict, stats: dict, x: jax.Array, *, mas
 
   Returns:
     (y, hidden, new_stats): y (R, n_out), the output layer's pre-activation; hidden (R, hidden), the
-    hidden activations after batch norm and ReLU (before dropout); the updated batch statistics.
+    hidden activations after batch norm and ReLU, in the spec's order (before dropout); the updated batch
+    statistics.
   """
   h = apply_dense(params["hidden"], x)
   if hidden_extra is not None:
     h = h + hidden_extra
-  h, bn = batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"], spec["bn_epsilon"])
-  hidden = jax.nn.relu(h)
-  h = hidden
+  if spec.get("order", "bn_relu") == "relu_bn":
+    h, bn = batch_norm(jax.nn.relu(h), params["bn"], stats["bn"], mask, train, spec["bn_momentum"],
+                       spec["bn_epsilon"])
+  else:
+    h, bn = batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"], spec["bn_epsilon"])
+    h = jax.nn.relu(h)
+  hidden = h
   if train and keys is not None and spec["dropout"] > 0:
     h = row_dropout(h, keys, spec["dropout"], h.shape[1:])
   y = apply_dense(params["out"], h)
@@ -803,8 +826,13 @@ def _apply_mlp(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, ma
 def _reference_mlp(spec: ModuleSpec, p: dict, s: dict, args: Sequence[Any]) -> np.ndarray:
   h = _ref_dense(p["hidden"], np.concatenate([_ref_vector(a) for a in args]))
   bn, stats_bn = p["bn"], s["bn"]
+  relu_first = spec.get("order", "bn_relu") == "relu_bn"
+  if relu_first:
+    h = _ref_relu(h)
   h = (h - stats_bn["mean"]) / np.sqrt(stats_bn["var"] + spec["bn_epsilon"]) * bn["scale"] + bn["bias"]
-  return _ref_activate(_ref_dense(p["out"], _ref_relu(h)), spec.activation).reshape(spec.output.shape)
+  if not relu_first:
+    h = _ref_relu(h)
+  return _ref_activate(_ref_dense(p["out"], h), spec.activation).reshape(spec.output.shape)
 
 
 def _init_cnn(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:

@@ -27,6 +27,7 @@ from tests.compile.lowering_helpers import CFG, IMG, jit_apply_module, randomize
 # One type per template (and per kind of output layer), with the role it needs.
 CASES = {
   "mlp": ("Tensor<real>[3] -> Tensor<real>[2] -> Tensor<real>[2]", None),
+  "mlp relu_bn": ("Tensor<real>[3] -> Tensor<real>[2] -> Tensor<real>[2]", None),
   "cnn": (f"{IMG} -> Tensor<real>[3]", None),
   "cnn features": (f"{IMG} -> Tensor<real>[8]", None),
   "lstm": ("List<Tensor<real>[2]> -> Tensor<real>[2]", None),
@@ -38,6 +39,8 @@ CASES = {
 def _spec(case: str):
   text, role = CASES[case]
   config = dataclasses.replace(CFG, graph_kernel="slots") if case == "slot_kernel" else CFG
+  if case == "mlp relu_bn":
+    config = dataclasses.replace(CFG, mlp_order="relu_bn")
   return spec(text, role, config)
 
 
@@ -83,6 +86,22 @@ def test_init_apply_and_reference_agree(case):
     want = reference_module(s, params, stats, _example(inputs, i))
     assert want.dtype == np.float64 and want.shape == s.output.shape
     np.testing.assert_allclose(np.asarray(y[i]), want, rtol=1e-4, atol=1e-5)
+
+
+def test_the_mlp_order_is_the_batch_norm_s_place():
+  # The authors' order (ReLU, then batch norm) and hx's (batch norm, then ReLU) differ on the same
+  # parameters; the default spec does not name an order, so specs and libraries made before keep their
+  # keys, and an unknown order is refused.
+  hx, authors = _spec("mlp"), _spec("mlp relu_bn")
+  assert "order" not in dict(hx.hyper) and authors["order"] == "relu_bn" and hx.get("order") is None
+  params, stats = init_module(hx, jax.random.key(0))
+  params, stats = randomize(params, 1), randomize(stats, 2)
+  inputs = _inputs(hx, 4, np.random.default_rng(3))
+  run = [jit_apply_module(s, params, stats, inputs, mask=jnp.ones(4, bool), keys=None, train=False)[0]
+         for s in (hx, authors)]
+  assert not np.allclose(np.asarray(run[0]), np.asarray(run[1]))
+  with pytest.raises(ValueError, match="mlp_order"):
+    dataclasses.replace(CFG, mlp_order="bn_after")
 
 
 def test_unknown_templates_are_refused():
