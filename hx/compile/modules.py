@@ -162,7 +162,9 @@ class ModuleConfig:
   """
   mlp_hidden: int = 1024
   mlp_dropout: float = 0.5
-  mlp_order: str = "bn_relu"
+  # Added after runs were saved: their settings (`hx.synth.jsonfiles.jsonable`) name it only where it is
+  # not the default, so theirs still match. (The metadata key is `hx.synth.jsonfiles.OMIT_DEFAULT`'s.)
+  mlp_order: str = dataclasses.field(default="bn_relu", metadata={"hx_json_omit_default": True})
   cnn_channels: tuple[int, ...] = (32, 64)
   cnn_kernel: int = 5
   cnn_pool: int = 2

@@ -36,3 +36,15 @@ def test_cs1_at_2_percent_is_committed():
   houdini = {r["task_index"]: r for r in records if r["method"] == "houdini_topdown"}
   assert sorted(houdini) == [1, 2, 3, 4] and {r["fraction"] for r in records} == {0.02}
   assert {r["method"] for r in records} == {"houdini_topdown", "standalone", "llt", "pnn"}
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[str(p.relative_to(ROOT)) for p in RUNS])
+def test_the_paper_preset_still_writes_the_module_settings_a_committed_run_saved(run):
+  # A run resumes only where its saved settings equal what the preset writes now: a ModuleConfig field
+  # added since (e.g. mlp_order) must be left out at its default (`hx.synth.jsonfiles.OMIT_DEFAULT`).
+  from hx.evaluation import EvalConfig
+  from hx.synth.jsonfiles import jsonable
+
+  saved = json.loads((run / "settings.json").read_text("utf-8"))["settings"]
+  assert saved["preset"] == "paper"
+  assert jsonable(EvalConfig.make(saved["sequence"], preset="paper").module_config) == saved["module_config"]

@@ -31,3 +31,15 @@ def test_write_json_replaces_the_file_whole_or_not_at_all(tmp_path):
     write_json(path, {"a": object()})  # not serialisable: fails half-way through the dump
   assert json.loads(path.read_text()) == {"a": 1}
   assert [p.name for p in path.parent.iterdir()] == ["record.json"]  # no temporary file left
+
+
+def test_a_field_marked_omit_default_is_written_only_where_it_differs():
+  from hx.synth.jsonfiles import OMIT_DEFAULT
+
+  @dataclasses.dataclass(frozen=True)
+  class Settings:
+    a: int = 1
+    b: str = dataclasses.field(default="old", metadata={OMIT_DEFAULT: True})
+
+  assert jsonable(Settings()) == {"a": 1}
+  assert jsonable(Settings(a=2, b="new")) == {"a": 2, "b": "new"}
