@@ -162,9 +162,11 @@ class ModuleConfig:
   """
   mlp_hidden: int = 1024
   mlp_dropout: float = 0.5
-  # Added after runs were saved: their settings (`hx.synth.jsonfiles.jsonable`) name it only where it is
-  # not the default, so theirs still match. (The metadata key is `hx.synth.jsonfiles.OMIT_DEFAULT`'s.)
-  mlp_order: str = dataclasses.field(default="bn_relu", metadata={"hx_json_omit_default": True})
+  # Added after runs were saved: their settings (`hx.synth.jsonfiles.jsonable`) and checkpoint keys (the
+  # repr, below the class) name it only where it is not the default, so theirs still match. (The metadata
+  # key is `hx.synth.jsonfiles.OMIT_DEFAULT`'s.)
+  mlp_order: str = dataclasses.field(default="bn_relu", repr=False,
+                                     metadata={"hx_json_omit_default": True})
   cnn_channels: tuple[int, ...] = (32, 64)
   cnn_kernel: int = 5
   cnn_pool: int = 2
@@ -205,6 +207,18 @@ class ModuleConfig:
     for name in ("mlp_dropout", "cnn_dropout"):
       if not 0.0 <= getattr(self, name) < 1.0:
         raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+
+
+_fields_repr = ModuleConfig.__repr__
+
+
+def _module_config_repr(self: ModuleConfig) -> str:
+  """The dataclass's repr, with `mlp_order` only where it is not the default (see the field)."""
+  text = _fields_repr(self)
+  return text if self.mlp_order == "bn_relu" else f"{text[:-1]}, mlp_order={self.mlp_order!r})"
+
+
+ModuleConfig.__repr__ = _module_config_repr
 
 
 class NoTemplateError(TypeError):

@@ -102,6 +102,9 @@ def test_the_mlp_order_is_the_batch_norm_s_place():
   assert not np.allclose(np.asarray(run[0]), np.asarray(run[1]))
   with pytest.raises(ValueError, match="mlp_order"):
     dataclasses.replace(CFG, mlp_order="bn_after")
+  # Checkpoint keys hold the config's repr: the default's is what it was before the field existed.
+  assert "mlp_order" not in repr(CFG)
+  assert repr(dataclasses.replace(CFG, mlp_order="relu_bn")).endswith(", mlp_order='relu_bn')")
 
 
 def test_unknown_templates_are_refused():
