@@ -52,11 +52,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from hx.compile.tuning import TuneState
 from hx.synth.jobs import Job, JobResult, job_seed
 from hx.synth.space import Candidate
+
+if TYPE_CHECKING:
+  from hx.compile.tuning import TuneState
 
 __all__ = ["EQUAL", "REFERENCES", "Halving", "Rung", "replay", "stop_by_patience", "step_shares",
            "successive_halving"]
@@ -198,10 +200,12 @@ def _forget_best(state: TuneState) -> TuneState:
 
 
 def _stopped(r: JobResult, reached: float) -> JobResult:
-  """The result of a candidate that halving stopped before the last rung, scored on the subsample."""
+  """The result of a candidate that did not train in the last rung (halving stopped it, or it stopped
+  early before), scored on the validation subsample only."""
   return dataclasses.replace(
       r, status="estimated", val_score=math.nan, test_score=None, variables=None,
-      reason=f"stopped by halving after {reached:g} epochs: validation-subsample score {r.val_score:.4g}")
+      reason=f"stopped by halving after {reached:g} epochs, before its last rung: validation-subsample "
+             f"score {r.val_score:.4g}")
 
 
 def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epochs: int, seed: int,
@@ -282,7 +286,9 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
   for i, r in enumerate(latest):
     if r is None:
       continue
-    if subsample and reached[i] < epochs and r.ok and r.state is not None:
+    # Under `val_examples` only the last rung scores the whole split: a candidate that did not train in it
+    # (stopped by halving, or early by patience before it) has a subsample score alone.
+    if subsample and reached[i] < epochs and r.ok:
       stopped[jobs[i].index] = r.val_score
       r = _stopped(r, reached[i])
     out.append(dataclasses.replace(r, job=jobs[i], state=None))
