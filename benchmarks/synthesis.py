@@ -488,6 +488,8 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--mlp_order", choices=("bn_relu", "relu_bn"), default=None,
                       help="task K's fresh MLPs: batch norm before ReLU (hx's default) or after it (the "
                            "authors' code); the library keeps its own")
+  parser.add_argument("--fold_step_norm", type=int, choices=(0, 1), default=None,
+                      help="task K's fold steps: with batch norm (1, hx's default) or without (0)")
   parser.add_argument("--fix_horizon", default=None,
                       help="LO,HI: FixConfig.train_horizon of task K's fix loops in training (default: "
                            "FixConfig's, 16 to max_iterations)")
@@ -567,7 +569,8 @@ def main(argv: list[str] | None = None) -> dict:
     library, library_path = _prefix_library(args, seq, index, sizes)
   changes = dict(graph_update=args.graph_update, graph_kernel=args.graph_kernel,
                  graph_slot_hidden=args.graph_slot_hidden, graph_slot_layers=args.graph_slot_layers,
-                 graph_keep=args.graph_keep, fix=fix, mlp_order=args.mlp_order)
+                 graph_keep=args.graph_keep, fix=fix, mlp_order=args.mlp_order,
+                 fold_step_norm=None if args.fold_step_norm is None else bool(args.fold_step_norm))
   modules = None
   if any(v is not None for v in changes.values()):
     modules = module_config(**changes)

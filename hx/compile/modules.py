@@ -125,6 +125,11 @@ class ModuleConfig:
 
   Attributes:
     mlp_hidden: width of the MLP's hidden layer (paper: 1024).
+    fold_step_norm: whether a fold step's MLP (the only two-argument MLP: `S -> A -> S`) has its batch
+      norm (True, the default, as every MLP and the authors' `NetMLP`). False leaves it out: one batch
+      norm layer applied at every list position normalises each position by its own batch statistics in
+      training but by one running average in evaluation, and on SS's sums that kept hx's folds far from
+      the paper's score (benchmarks/notes/2026-11-25-ss-fold.md). Ours; not yet a preset's.
     mlp_order: where the MLP's batch norm sits: "bn_relu" (the default, hx's until now: Dense -> batch
       norm -> ReLU) or "relu_bn" (the authors' code, `NetMLP.forward` in capergroup/houdini's
       `HOUDINI/Interpreter/NeuralModules.py`: Dense -> ReLU -> batch norm). The paper says "one hidden
@@ -167,6 +172,7 @@ class ModuleConfig:
   # key is `hx.synth.jsonfiles.OMIT_DEFAULT`'s.)
   mlp_order: str = dataclasses.field(default="bn_relu", repr=False,
                                      metadata={"hx_json_omit_default": True})
+  fold_step_norm: bool = dataclasses.field(default=True, repr=False, metadata={"hx_json_omit_default": True})
   cnn_channels: tuple[int, ...] = (32, 64)
   cnn_kernel: int = 5
   cnn_pool: int = 2
@@ -213,9 +219,12 @@ _fields_repr = ModuleConfig.__repr__
 
 
 def _module_config_repr(self: ModuleConfig) -> str:
-  """The dataclass's repr, with `mlp_order` only where it is not the default (see the field)."""
+  """The dataclass's repr, with `mlp_order` and `fold_step_norm` only where they are not the defaults
+  (see the fields)."""
   text = _fields_repr(self)
-  return text if self.mlp_order == "bn_relu" else f"{text[:-1]}, mlp_order={self.mlp_order!r})"
+  extra = [f"mlp_order={self.mlp_order!r}"] if self.mlp_order != "bn_relu" else []
+  extra += ["fold_step_norm=False"] if not self.fold_step_norm else []
+  return f"{text[:-1]}, {', '.join(extra)})" if extra else text
 
 
 ModuleConfig.__repr__ = _module_config_repr
@@ -340,6 +349,8 @@ def module_spec(fn_type: Type, config: ModuleConfig = ModuleConfig(), *, role: s
                  bn_epsilon=c.bn_epsilon)
     if c.mlp_order != "bn_relu":  # named only where it differs: earlier specs and libraries keep their keys
       hyper["order"] = c.mlp_order
+    if len(args) == 2 and not c.fold_step_norm:  # two arguments: a fold step (`hx.compile.lower`)
+      hyper["batch_norm"] = False
     return ModuleSpec("mlp", tuple(args), out, act, tuple(sorted(hyper.items())))
   if len(args) == 1 and isinstance(args[0], ListType) and _is_vector_like(args[0].elem):
     if role == "kernel":
@@ -788,9 +799,10 @@ def _ref_vector(a: Any) -> np.ndarray:
 def _init_mlp(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
   n_in = sum(_size(a) for a in spec.inputs)
   h = spec["hidden"]
-  params = {"hidden": _dense(keys[0], n_in, h),
-            "bn": {"scale": jnp.ones((h,), jnp.float32), "bias": jnp.zeros((h,), jnp.float32)},
-            "out": _dense(keys[1], h, _size(spec.output))}
+  params = {"hidden": _dense(keys[0], n_in, h), "out": _dense(keys[1], h, _size(spec.output))}
+  if not spec.get("batch_norm", True):
+    return params, {}
+  params["bn"] = {"scale": jnp.ones((h,), jnp.float32), "bias": jnp.zeros((h,), jnp.float32)}
   stats = {"bn": {"mean": jnp.zeros((h,), jnp.float32), "var": jnp.ones((h,), jnp.float32)}}
   return params, stats
 
@@ -815,11 +827,15 @@ def mlp_layers(spec: ModuleSpec, params: dict, stats: dict, x: jax.Array, *, mas
   h = apply_dense(params["hidden"], x)
   if hidden_extra is not None:
     h = h + hidden_extra
-  if spec.get("order", "bn_relu") == "relu_bn":
-    h, bn = batch_norm(jax.nn.relu(h), params["bn"], stats["bn"], mask, train, spec["bn_momentum"],
-                       spec["bn_epsilon"])
+  new_stats = {}
+  if not spec.get("batch_norm", True):
+    h = jax.nn.relu(h)
+  elif spec.get("order", "bn_relu") == "relu_bn":
+    h, new_stats["bn"] = batch_norm(jax.nn.relu(h), params["bn"], stats["bn"], mask, train,
+                                    spec["bn_momentum"], spec["bn_epsilon"])
   else:
-    h, bn = batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"], spec["bn_epsilon"])
+    h, new_stats["bn"] = batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"],
+                                    spec["bn_epsilon"])
     h = jax.nn.relu(h)
   hidden = h
   if train and keys is not None and spec["dropout"] > 0:
@@ -827,7 +843,7 @@ def mlp_layers(spec: ModuleSpec, params: dict, stats: dict, x: jax.Array, *, mas
   y = apply_dense(params["out"], h)
   if out_extra is not None:
     y = y + out_extra
-  return y, hidden, {"bn": bn}
+  return y, hidden, new_stats
 
 
 def _apply_mlp(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
@@ -841,6 +857,8 @@ def _apply_mlp(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, ma
 
 def _reference_mlp(spec: ModuleSpec, p: dict, s: dict, args: Sequence[Any]) -> np.ndarray:
   h = _ref_dense(p["hidden"], np.concatenate([_ref_vector(a) for a in args]))
+  if not spec.get("batch_norm", True):
+    return _ref_activate(_ref_dense(p["out"], _ref_relu(h)), spec.activation).reshape(spec.output.shape)
   bn, stats_bn = p["bn"], s["bn"]
   relu_first = spec.get("order", "bn_relu") == "relu_bn"
   if relu_first:

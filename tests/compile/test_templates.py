@@ -28,6 +28,7 @@ from tests.compile.lowering_helpers import CFG, IMG, jit_apply_module, randomize
 CASES = {
   "mlp": ("Tensor<real>[3] -> Tensor<real>[2] -> Tensor<real>[2]", None),
   "mlp relu_bn": ("Tensor<real>[3] -> Tensor<real>[2] -> Tensor<real>[2]", None),
+  "fold step without batch norm": ("Tensor<real>[3] -> Tensor<real>[2] -> Tensor<real>[3]", None),
   "cnn": (f"{IMG} -> Tensor<real>[3]", None),
   "cnn features": (f"{IMG} -> Tensor<real>[8]", None),
   "lstm": ("List<Tensor<real>[2]> -> Tensor<real>[2]", None),
@@ -41,6 +42,8 @@ def _spec(case: str):
   config = dataclasses.replace(CFG, graph_kernel="slots") if case == "slot_kernel" else CFG
   if case == "mlp relu_bn":
     config = dataclasses.replace(CFG, mlp_order="relu_bn")
+  if case == "fold step without batch norm":
+    config = dataclasses.replace(CFG, fold_step_norm=False)
   return spec(text, role, config)
 
 
@@ -105,6 +108,19 @@ def test_the_mlp_order_is_the_batch_norm_s_place():
   # Checkpoint keys hold the config's repr: the default's is what it was before the field existed.
   assert "mlp_order" not in repr(CFG)
   assert repr(dataclasses.replace(CFG, mlp_order="relu_bn")).endswith(", mlp_order='relu_bn')")
+
+
+def test_only_a_fold_step_loses_its_batch_norm():
+  # fold_step_norm=False takes the batch norm out of two-argument MLPs (fold steps) alone; the default
+  # names nothing, so earlier specs, settings and checkpoint keys stay as they were.
+  off = dataclasses.replace(CFG, fold_step_norm=False)
+  step = _spec("fold step without batch norm")
+  assert step["batch_norm"] is False and _spec("mlp").get("batch_norm") is None
+  params, stats = init_module(step, jax.random.key(0))
+  assert set(params) == {"hidden", "out"} and stats == {}
+  one = spec("Tensor<real>[3] -> Tensor<real>[2]", None, off)
+  assert one.get("batch_norm") is None and "bn" in init_module(one, jax.random.key(0))[0]
+  assert "fold_step_norm" not in repr(CFG) and repr(off).endswith(", fold_step_norm=False)")
 
 
 def test_unknown_templates_are_refused():

@@ -20,7 +20,7 @@ from hx.synth import Library
 from hx.synth.executors import JobResult, TaskContext, train_program
 from hx.synth.lifelong import SettingsMismatch, run_sequence
 from hx.synth.space import SearchSpace
-from hx.synth.synthesize import Budget, synthesize
+from hx.synth.synthesize import Budget, synthesize, task_context
 
 SUM = parse_type("List<Tensor<real>[1]> -> Tensor<real>[1]")
 TINY = ModuleConfig(mlp_hidden=32, cnn_channels=(4, 8), lstm_hidden=16, mlp_dropout=0.0, cnn_dropout=0.0)
@@ -278,3 +278,22 @@ def test_the_winner_joins_the_library_without_being_compiled_again(monkeypatch):
   jax.jit(lambda x: x * 2)(np.ones(1000 + time.time_ns() % 100_000, np.float32))
   inside.pop()
   assert "/jax/core/compile/backend_compile_duration" in events
+
+
+def test_a_fold_step_without_batch_norm_learns_to_sum():
+  # One batch norm layer applied at every list position normalises each position by its own statistics
+  # in training and by one running average in evaluation; without it (ModuleConfig.fold_step_norm=False)
+  # the fold learns the running sum. Measured on seeds 0 and 1: test RMSE 0.011 and 0.020 without it,
+  # 0.22 and 0.44 with it (predicting the mean: 0.66).
+  from hx.lang import parse
+
+  task = sum_task(n=600)
+  step = {"nn_1": parse_type("Tensor<real>[1] -> Tensor<real>[1] -> Tensor<real>[1]")}
+  scores = {}
+  for norm in (True, False):
+    context = task_context(task, None, dataclasses.replace(TINY, fold_step_norm=norm),
+                           TuneConfig(epochs=30, learning_rate=1e-2, batch_size=50))
+    _, r = train_program(parse("fold_l(nn_1, zeros(1))"), step, context, seed=0)
+    scores[norm] = r.test_score
+  assert scores[False] < 0.1 * trivial_rmse(task.test)
+  assert scores[False] < 0.25 * scores[True]
