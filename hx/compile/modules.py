@@ -167,9 +167,9 @@ class ModuleConfig:
   """
   mlp_hidden: int = 1024
   mlp_dropout: float = 0.5
-  # Added after runs were saved: their settings (`hx.synth.jsonfiles.jsonable`) and checkpoint keys (the
-  # repr, below the class) name it only where it is not the default, so theirs still match. (The metadata
-  # key is `hx.synth.jsonfiles.OMIT_DEFAULT`'s.)
+  # Added after runs were saved: settings (`hx.synth.jsonfiles.jsonable`) and checkpoint keys (the repr,
+  # below the class) name these two only where they are not the defaults, so earlier runs' still match.
+  # (The metadata key is `hx.synth.jsonfiles.OMIT_DEFAULT`'s; `compile` cannot import `synth`.)
   mlp_order: str = dataclasses.field(default="bn_relu", repr=False,
                                      metadata={"hx_json_omit_default": True})
   fold_step_norm: bool = dataclasses.field(default=True, repr=False, metadata={"hx_json_omit_default": True})
