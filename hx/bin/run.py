@@ -99,9 +99,11 @@ def _module_overrides(items: list[str] | None) -> dict:
       if isinstance(current, tuple):
         parts = [p for p in text.split(":") if p]
         value = tuple(int(p) for p in parts) if current and isinstance(current[0], int) else tuple(parts)
+      elif isinstance(current, bool):  # bool("False") is True: read the words instead
+        value = {"true": True, "1": True, "false": False, "0": False}[text.strip().lower()]
       else:
         value = type(current)(text)
-    except ValueError:
+    except (ValueError, KeyError):
       raise FlagError(f"--module: {name}={text!r} is not a {type(current).__name__}") from None
     out[name] = value
   return out

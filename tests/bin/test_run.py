@@ -42,6 +42,7 @@ def _refused(out, message):
     (("--sequence=cs1", "--strategy=random"), "unknown strategy in random"),
     (("--sequence=cs1", "--tasks=5"), "--tasks must be in 1..4 for cs1, got 5"),
     (("--sequence=cs1", "--module=mlp_width=3"), "--module: 'mlp_width=3' is not NAME=VALUE"),
+    (("--sequence=ss", "--module=fold_step_norm=maybe"), "--module: fold_step_norm='maybe' is not a bool"),
     (("--sequence=cs1", "--halving", "--strategy=topdown,evolutionary"),
      "successive halving is for the top-down strategy"),
     (("--sequence=cs1", "--patience=0"), "patience must be >= 1, got 0"),
@@ -240,3 +241,11 @@ def test_a_short_sequence_end_to_end_with_resume_and_a_rebuilt_report(tmp_path):
   out = _run(*TINY_RUN, f"--output_dir={part}")
   assert out.returncode == 0, out.stderr[-3000:]
   assert _essence(part) == essence
+
+
+def test_a_bool_module_setting_is_read_as_the_word_it_is():
+  from hx.bin.run import _module_overrides
+
+  assert _module_overrides(["fold_step_norm=False"]) == {"fold_step_norm": False}
+  assert _module_overrides(["fold_step_norm=true", "mlp_hidden=8"]) == {"fold_step_norm": True,
+                                                                          "mlp_hidden": 8}
