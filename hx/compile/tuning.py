@@ -291,6 +291,11 @@ class TuneState:
     """Epochs trained so far, a partial epoch counted by its share of steps (e.g. 1.5)."""
     return self.epoch + self.step / self.steps_per_epoch
 
+  def without_best(self) -> TuneState:
+    """This state with no best epoch yet: resumed, the run keeps only the epochs it scores from now on
+    (as after its validation data change, `hx.synth.halving`'s last rung on the whole split)."""
+    return dataclasses.replace(self, best_variables=None, best_score=math.inf, best_epoch=0, since_best=0)
+
   def on_host(self) -> TuneState:
     """The same state with host NumPy arrays (to pickle it, or send it to another process)."""
     arrays = (self.params, self.collections, self.opt_state, self.loss_sum, self.best_variables)

@@ -55,7 +55,8 @@ from hx.synth.fitting import seeded
 from hx.synth.jobs import Job, JobResult, TaskContext, failed_result, job_seed
 from hx.synth.space import Candidate
 
-__all__ = ["METHODS", "Estimate", "Scored", "validation_subsample", "subsample_split", "ridge_fit",
+__all__ = ["METHODS", "Estimate", "Scored", "validation_subsample", "subsample_split", "subsample_context",
+           "ridge_fit",
            "logistic_fit", "spearman", "compact_table", "head_slot", "head_features", "fit_head",
            "estimate_then_train", "short_run_epochs"]
 
@@ -150,6 +151,19 @@ def subsample_split(split: Any, idx: np.ndarray) -> Any:
 
   idx = np.asarray(idx)
   return Split(rows(split.inputs, idx), np.asarray(split.targets)[idx])
+
+
+def subsample_context(context: TaskContext, val_examples: int | None, seed: int) -> TaskContext:
+  """`context` scoring a fixed subsample of `val_examples` validation examples (`validation_subsample`,
+  drawn from `seed`; all of them for None), put on the device once for every run in it, with no test
+  split and no checkpoints: what the short runs of an `Estimate` and the early rungs of
+  `Halving(val_examples=...)` train in."""
+  from hx.lang.values import num_examples
+
+  data = context.data
+  idx = validation_subsample(num_examples(data.val.inputs), val_examples, seed)
+  val = jax.device_put(subsample_split(data.val, idx))
+  return dataclasses.replace(context, data=data._replace(val=val, test=None), checkpoints=None)
 
 
 def ridge_fit(features: np.ndarray, targets: np.ndarray, ridge: float) -> tuple[np.ndarray, np.ndarray]:
@@ -471,9 +485,8 @@ def estimate_then_train(candidates: Sequence[Candidate], schedule: Estimate, con
   from hx.lang.values import num_examples
 
   data = context.data
-  n_val = num_examples(data.val.inputs)
-  # On the device once, for every candidate's short run (Tune would copy a host subsample per run).
-  val = jax.device_put(subsample_split(data.val, validation_subsample(n_val, schedule.val_examples, seed)))
+  sub = subsample_context(context, schedule.val_examples, seed)
+  val = sub.data.val
   steps_per_epoch = max(1, math.ceil(num_examples(data.train.inputs) / context.tune_config.batch_size))
   until = short_run_epochs(schedule, context.tune_config.epochs, steps_per_epoch)
   jobs = [Job(first_index + i, c, job_seed(seed, c)) for i, c in enumerate(candidates)]
@@ -494,7 +507,6 @@ def estimate_then_train(candidates: Sequence[Candidate], schedule: Estimate, con
       reason = f"closed-form estimate scored {value}"
     estimates[job.index] = Scored(value, "head", time.perf_counter() - start, 0.0, reason)
   if short:
-    sub = dataclasses.replace(context, data=data._replace(val=val, test=None), checkpoints=None)
     for r in run(sub, short):
       r = dataclasses.replace(r, state=None, variables=None)
       epochs = r.steps_run / steps_per_epoch

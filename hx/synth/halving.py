@@ -52,13 +52,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
 from hx.synth.jobs import Job, JobResult, job_seed
 from hx.synth.space import Candidate
-
-if TYPE_CHECKING:
-  from hx.compile.tuning import TuneState
 
 __all__ = ["EQUAL", "REFERENCES", "Halving", "Rung", "replay", "stop_by_patience", "step_shares",
            "successive_halving"]
@@ -194,11 +191,6 @@ def _combine(before: JobResult | None, after: JobResult) -> JobResult:
       attempts=before.attempts + after.attempts - 1)
 
 
-def _forget_best(state: TuneState) -> TuneState:
-  """A paused run's state with no best epoch yet: resumed, it keeps only the epochs it scores from now."""
-  return dataclasses.replace(state, best_variables=None, best_score=math.inf, best_epoch=0, since_best=0)
-
-
 def _stopped(r: JobResult, reached: float) -> JobResult:
   """The result of a candidate that did not train in the last rung (halving stopped it, or it stopped
   early before), scored on the validation subsample only."""
@@ -250,7 +242,7 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
     for i, u in untils.items():
       resume = None if latest[i] is None else latest[i].state
       if final and resume is not None:
-        resume = _forget_best(resume)
+        resume = resume.without_best()
       batch.append(dataclasses.replace(jobs[i], until=u, resume=resume))
     runner = run_subsample if subsample and not final else run
     got = {r.job.index: r for r in runner(batch)} if batch else {}

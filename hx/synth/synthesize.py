@@ -24,7 +24,7 @@ from absl import logging
 
 from hx.lang import program as P
 from hx.lang.types import Type
-from hx.synth.estimate import Estimate, Scored, estimate_then_train
+from hx.synth.estimate import Estimate, Scored, estimate_then_train, subsample_context
 from hx.synth.evolution import EvolutionConfig, evolve
 from hx.synth.executors import Executor, make_executor
 from hx.synth.fitting import Outcome
@@ -166,30 +166,13 @@ def _scheduled(candidates: list[Candidate], schedule: Halving | Estimate, contex
   of every candidate that did not train to the end, by job index."""
   if isinstance(schedule, Estimate):
     return estimate_then_train(candidates, schedule, context, seed, run, out_of_time)
-  sub = _subsample_context(context, schedule.val_examples, seed)
+  sub = None if schedule.val_examples is None else subsample_context(context, schedule.val_examples, seed)
   got, stopped = successive_halving(
       candidates, schedule, context.tune_config.epochs, seed, lambda jobs: run(context, jobs), out_of_time,
       run_subsample=None if sub is None else lambda jobs: run(sub, jobs))
   by_index = {r.job.index: r for r in got}
   return got, {i: Scored(v, "halving", by_index[i].seconds, by_index[i].epochs_run)
                for i, v in stopped.items()}
-
-
-def _subsample_context(context: TaskContext, val_examples: int | None, seed: int) -> TaskContext | None:
-  """`context` scoring a fixed subsample of `val_examples` validation examples (drawn from `seed`), with
-  no test split and no checkpoints, as the early rungs of `Halving(val_examples=...)` train; None for
-  None."""
-  if val_examples is None:
-    return None
-  import jax
-
-  from hx.lang.values import num_examples
-  from hx.synth.estimate import subsample_split, validation_subsample
-
-  data = context.data
-  idx = validation_subsample(num_examples(data.val.inputs), val_examples, seed)
-  val = jax.device_put(subsample_split(data.val, idx))  # on the device once, for every rung
-  return dataclasses.replace(context, data=data._replace(val=val, test=None), checkpoints=None)
 
 
 def _sort_key(r: JobResult, estimates: dict[int, Scored]) -> tuple:
