@@ -95,6 +95,7 @@ import numpy as np
 from jax import lax
 
 from hx.compile.fixpoint import FixConfig
+from hx.defaults import OMIT_DEFAULT, omit_defaults
 from hx.lang.types import (
   FunctionType,
   GraphType,
@@ -114,6 +115,7 @@ __all__ = [
 ]
 
 MLP_ORDERS = ("bn_relu", "relu_bn")
+
 AGGREGATIONS = ("min", "max", "mean", "sum")
 GRAPH_UPDATES = ("replace", "residual")
 GRAPH_KERNELS = ("pairs", "slots")
@@ -167,12 +169,6 @@ class ModuleConfig:
   """
   mlp_hidden: int = 1024
   mlp_dropout: float = 0.5
-  # Added after runs were saved: settings (`hx.synth.jsonfiles.jsonable`) and checkpoint keys (the repr,
-  # below the class) name these two only where they are not the defaults, so earlier runs' still match.
-  # (The metadata key is `hx.synth.jsonfiles.OMIT_DEFAULT`'s; `compile` cannot import `synth`.)
-  mlp_order: str = dataclasses.field(default="bn_relu", repr=False,
-                                     metadata={"hx_json_omit_default": True})
-  fold_step_norm: bool = dataclasses.field(default=True, repr=False, metadata={"hx_json_omit_default": True})
   cnn_channels: tuple[int, ...] = (32, 64)
   cnn_kernel: int = 5
   cnn_pool: int = 2
@@ -191,6 +187,14 @@ class ModuleConfig:
   bn_momentum: float = 0.9
   bn_epsilon: float = 1e-5
   fix: FixConfig = FixConfig()
+  # Added after runs were saved: named in the repr and the settings only where not the defaults
+  # (`hx.defaults`).
+  mlp_order: str = dataclasses.field(default="bn_relu", metadata={OMIT_DEFAULT: True})
+  fold_step_norm: bool = dataclasses.field(default=True, metadata={OMIT_DEFAULT: True})
+
+  def __repr__(self) -> str:
+    # The dataclass's own repr (checkpoint keys hold it), but for the fields marked OMIT_DEFAULT.
+    return f"ModuleConfig({', '.join(f'{n}={v!r}' for n, v in omit_defaults(self))})"
 
   def __post_init__(self):
     bad = [a for a in self.graph_aggregations if a not in AGGREGATIONS]
@@ -215,19 +219,6 @@ class ModuleConfig:
         raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
 
 
-_fields_repr = ModuleConfig.__repr__
-
-
-def _module_config_repr(self: ModuleConfig) -> str:
-  """The dataclass's repr, with `mlp_order` and `fold_step_norm` only where they are not the defaults
-  (see the fields)."""
-  text = _fields_repr(self)
-  extra = [f"mlp_order={self.mlp_order!r}"] if self.mlp_order != "bn_relu" else []
-  extra += ["fold_step_norm=False"] if not self.fold_step_norm else []
-  return f"{text[:-1]}, {', '.join(extra)})" if extra else text
-
-
-ModuleConfig.__repr__ = _module_config_repr
 
 
 class NoTemplateError(TypeError):

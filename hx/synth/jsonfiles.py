@@ -13,22 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from hx.atomic import write_atomically
+from hx.defaults import omit_defaults
 
 __all__ = ["jsonable", "write_json"]
 
 
-OMIT_DEFAULT = "hx_json_omit_default"
-"""Field metadata key: a dataclass field marked `{OMIT_DEFAULT: True}` is left out of `jsonable` where it
-holds its default, so a setting added after runs were saved keeps their saved settings matching."""
-
-
 def jsonable(x: Any) -> Any:
   """`x` as plain JSON values: dataclasses and dicts as objects (keys as text; a field marked
-  `OMIT_DEFAULT` left out where it holds its default), lists and tuples as arrays, a non-finite float as
-  its text ("nan", "inf"), anything else (types, programs) as its text."""
+  `hx.defaults.OMIT_DEFAULT` left out where it holds its default), lists and tuples as arrays, a
+  non-finite float as its text ("nan", "inf"), anything else (types, programs) as its text."""
   if dataclasses.is_dataclass(x) and not isinstance(x, type):
-    return {f.name: jsonable(getattr(x, f.name)) for f in dataclasses.fields(x)
-            if not (f.metadata.get(OMIT_DEFAULT) and getattr(x, f.name) == f.default)}
+    return {name: jsonable(value) for name, value in omit_defaults(x)}
   if isinstance(x, dict):
     return {str(k): jsonable(v) for k, v in x.items()}
   if isinstance(x, (list, tuple)):

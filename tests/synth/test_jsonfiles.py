@@ -34,7 +34,7 @@ def test_write_json_replaces_the_file_whole_or_not_at_all(tmp_path):
 
 
 def test_a_field_marked_omit_default_is_written_only_where_it_differs():
-  from hx.synth.jsonfiles import OMIT_DEFAULT
+  from hx.defaults import OMIT_DEFAULT
 
   @dataclasses.dataclass(frozen=True)
   class Settings:
