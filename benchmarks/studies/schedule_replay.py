@@ -138,6 +138,9 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--json", default=None)
   args = parser.parse_args(argv)
   tasks = load_tasks(args.root, args.min_candidates)
+  if not tasks:
+    raise SystemExit(f"{args.root}: no HOUDINI top-down record with {args.min_candidates} or more trained "
+                     "candidates (ROOT/<sequence>/houdini_topdown/seed_*/records/*/fraction_*.json)")
   halvings = [(1, 3), (2, 4), (4, 4)]
   shorts = [(e, k) for e in (1, 2, 4, 8) for k in (1, 2, 4)]
   rows = [r for t in tasks for r in replay_task(t, halvings, shorts, args.subsample)]

@@ -46,6 +46,8 @@ def _refused(out, message):
     (("--sequence=cs1", "--halving", "--strategy=topdown,evolutionary"),
      "successive halving is for the top-down strategy"),
     (("--sequence=cs1", "--patience=0"), "patience must be >= 1, got 0"),
+    (("--sequence=cs1", "--halving", "--halving_val=0"),
+     "--halving_val must be a positive number of validation examples, got 0"),
     (("--sequence=cs1", "--executor=ray", "--ray_address=nowhere"),
      "error: --executor: a Ray address is 'auto' or HOST:PORT"),
 ]))
