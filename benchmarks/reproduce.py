@@ -3,7 +3,7 @@
     python benchmarks/reproduce.py --mnist PATH/mnist.pkl.gz [--sequences cs1,ss,...]
         [--seeds 0,1,2,3,4] [--fractions 0.02,...] [--time_budget SECONDS]
         [--output_dir benchmarks/reproduction]
-        [--results results.md]
+        [--results results.md] [--module fold_step_norm=False --output_dir DIR]
 
 Each sequence runs through `hx.evaluation.run` with `preset="paper"` (the paper's sizes, modules,
 training settings, fractions, five instantiations and candidate budgets; `hx.evaluation.config`) into
@@ -21,6 +21,10 @@ Without --smallnorb and --gtsrb the toy and traffic-sign tasks run on rendered s
 them is labelled synthetic. At the end (or when the time runs out) it writes, for every task that has
 results, the paper's top program and test score beside HOUDINI's and the baselines' scores, the data each
 used and the time each took, to --results (markdown; default OUTPUT_DIR/results.md).
+
+--module changes module settings (`hx.compile.ModuleConfig` fields, as `hx.bin.run --module`): a variant
+of the paper preset, refused unless --output_dir names a directory of its own
+(`benchmarks/reproduction/variants/<name>/`), so that nothing in the paper preset's folders comes from it.
 """
 
 from __future__ import annotations
@@ -33,10 +37,13 @@ import sys
 import time
 from pathlib import Path
 
+from hx.bin.checks import module_overrides
 from hx.data import SEQUENCES, Sources
 from hx.evaluation import ConfigError, EvalConfig, load_records, method_label, run
 from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
 from hx.evaluation.report import score_text
+
+_DEFAULT_OUTPUT = Path(__file__).resolve().parent / "reproduction"
 
 
 def _floats(text: str | None) -> list[float] | None:
@@ -126,19 +133,28 @@ def main() -> int:
   parser.add_argument("--fractions", default=None, help="training fractions (default: the paper's)")
   parser.add_argument("--tasks", type=int, default=None, help="only the first N tasks of each sequence")
   parser.add_argument("--time_budget", type=float, default=None, help="seconds, over all sequences")
-  parser.add_argument("--output_dir", default=str(Path(__file__).resolve().parent / "reproduction"),
+  parser.add_argument("--output_dir", default=str(_DEFAULT_OUTPUT),
                       help="default: benchmarks/reproduction, whose records are committed")
   parser.add_argument("--results", default=None, help="markdown output (default OUTPUT_DIR/results.md)")
   parser.add_argument("--mnist", default=None)
   parser.add_argument("--smallnorb", default=None)
   parser.add_argument("--gtsrb", default=None)
+  parser.add_argument("--module", default=None,
+                      help="ModuleConfig fields to change, as hx.bin.run's --module (e.g. "
+                           "fold_step_norm=False): a variant, not the paper preset, so only with an "
+                           "--output_dir of its own")
   args = parser.parse_args()
   sources = Sources(mnist=args.mnist, smallnorb=args.smallnorb, gtsrb=args.gtsrb)
   out = Path(args.output_dir)
   sequences = [s for s in args.sequences.split(",") if s]
   try:
+    modules = module_overrides(args.module.split(",") if args.module else None)
+    if modules and out.resolve() == _DEFAULT_OUTPUT.resolve():
+      raise ValueError(f"--module {args.module} is not the paper preset; give it an --output_dir of its own "
+                       "(e.g. benchmarks/reproduction/variants/NAME)")
     configs = [EvalConfig.make(s, preset="paper", seeds=_ints(args.seeds), fractions=_floats(args.fractions),
-                               tasks=args.tasks, sources=sources) for s in sequences]
+                               tasks=args.tasks, sources=sources, module_overrides=modules)
+               for s in sequences]
   except (ConfigError, ValueError) as err:
     print(f"error: {err}", file=sys.stderr)
     return 1

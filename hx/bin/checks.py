@@ -14,13 +14,15 @@ when it parses the flags, also with exit status 1.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FlagError", "refuse", "one_line", "no_arguments", "nonempty_lists", "writable_directory"]
+__all__ = ["FlagError", "refuse", "one_line", "no_arguments", "nonempty_lists", "writable_directory",
+           "module_overrides"]
 
 
 class FlagError(ValueError):
@@ -78,3 +80,33 @@ def writable_directory(path: os.PathLike | str, flag: str) -> None:
       os.rmdir(first)
   except OSError as err:
     raise FlagError(f"{flag}: cannot create or write {path}: {err.strerror or err} in {probe_in}") from None
+
+
+def module_overrides(items: list[str] | None, flag: str = "--module") -> dict:
+  """ModuleConfig fields to change, from `NAME=VALUE` items (`mlp_hidden=16`, `cnn_channels=4:8`,
+  `fold_step_norm=False`), each read as its field's type; a flag that is not one refused with a
+  FlagError naming `flag`."""
+  from hx.compile.modules import ModuleConfig  # imports JAX, which the other checks do not need
+
+  if not items:
+    return {}
+  fields = {f.name: f for f in dataclasses.fields(ModuleConfig)}
+  default = ModuleConfig()
+  out = {}
+  for item in items:
+    name, sep, text = item.partition("=")
+    if not sep or name not in fields:
+      raise FlagError(f"{flag}: {item!r} is not NAME=VALUE with NAME one of {', '.join(fields)}")
+    current = getattr(default, name)
+    try:
+      if isinstance(current, tuple):
+        parts = [p for p in text.split(":") if p]
+        value = tuple(int(p) for p in parts) if current and isinstance(current[0], int) else tuple(parts)
+      elif isinstance(current, bool):  # bool("False") is True: read the words instead
+        value = {"true": True, "1": True, "false": False, "0": False}[text.strip().lower()]
+      else:
+        value = type(current)(text)
+    except (ValueError, KeyError):
+      raise FlagError(f"{flag}: {name}={text!r} is not a {type(current).__name__}") from None
+    out[name] = value
+  return out

@@ -28,16 +28,21 @@ rendered stand-ins for smallNORB and GTSRB, which every result on them labels sy
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
 from absl import app, flags, logging
 
-from hx.bin.checks import FlagError, no_arguments, nonempty_lists, refuse, writable_directory
+from hx.bin.checks import (
+  FlagError,
+  module_overrides,
+  no_arguments,
+  nonempty_lists,
+  refuse,
+  writable_directory,
+)
 from hx.bin.data_flags import sources_from_flags
 from hx.bin.executor_flags import executor_from_flags, schedule_from_flags
-from hx.compile.modules import ModuleConfig
 from hx.data import SEQUENCES, DataError
 from hx.evaluation.config import METHODS, PRESETS, ConfigError, EvalConfig, method_label
 
@@ -84,31 +89,6 @@ _PROGRESS = flags.DEFINE_boolean("progress", True, "While a task trains, show a 
 _FIXED: list[str] = []  # the sequence of an hx-<sequence> script
 
 
-def _module_overrides(items: list[str] | None) -> dict:
-  if not items:
-    return {}
-  fields = {f.name: f for f in dataclasses.fields(ModuleConfig)}
-  default = ModuleConfig()
-  out = {}
-  for item in items:
-    name, sep, text = item.partition("=")
-    if not sep or name not in fields:
-      raise FlagError(f"--module: {item!r} is not NAME=VALUE with NAME one of {', '.join(fields)}")
-    current = getattr(default, name)
-    try:
-      if isinstance(current, tuple):
-        parts = [p for p in text.split(":") if p]
-        value = tuple(int(p) for p in parts) if current and isinstance(current[0], int) else tuple(parts)
-      elif isinstance(current, bool):  # bool("False") is True: read the words instead
-        value = {"true": True, "1": True, "false": False, "0": False}[text.strip().lower()]
-      else:
-        value = type(current)(text)
-    except (ValueError, KeyError):
-      raise FlagError(f"--module: {name}={text!r} is not a {type(current).__name__}") from None
-    out[name] = value
-  return out
-
-
 def _numbers(flag: str, items: list[str] | None, kind: type) -> list | None:
   if items is None:
     return None
@@ -137,7 +117,7 @@ def config_from_flags() -> EvalConfig:
       sequence, preset=_PRESET.value, methods=_METHODS.value, strategies=_STRATEGY.value,
       fractions=_numbers("fractions", _FRACTIONS.value, float), seeds=_numbers("seeds", _SEEDS.value, int),
       tasks=_TASKS.value, candidates=_CANDIDATES.value, seconds=_BUDGET_SECONDS.value, epochs=_EPOCHS.value,
-      module_overrides=_module_overrides(_MODULE.value),
+      module_overrides=module_overrides(_MODULE.value, "--module"),
       examples=tuple(examples) if examples is not None else None, sources=sources_from_flags(0),
       bias_from_targets=_BIAS.value, schedule=schedule_from_flags(), patience=_PATIENCE.value,
       order=_ORDER.value, authors_filter=_AUTHORS_FILTER.value)

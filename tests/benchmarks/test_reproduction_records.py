@@ -13,9 +13,13 @@ ROOT = Path(__file__).resolve().parents[2] / "benchmarks" / "reproduction"
 # A run per sequence at 2% (ROOT/<sequence>), and at other fractions in ROOT/fraction_<f>/<sequence>.
 RUNS = sorted(p for p in [*ROOT.iterdir(), *ROOT.glob("fraction_*/*")] if (p / "settings.json").exists()
               ) if ROOT.exists() else []
+# Variants of the paper preset (reproduce.py --module ...): ROOT/variants/<name>/<sequence>, and at other
+# fractions ROOT/variants/<name>/fraction_<f>/<sequence>.
+VARIANTS = sorted(p for p in [*ROOT.glob("variants/*/*"), *ROOT.glob("variants/*/fraction_*/*")]
+                  if (p / "settings.json").exists())
 
 
-@pytest.mark.parametrize("run", RUNS, ids=[str(p.relative_to(ROOT)) for p in RUNS])
+@pytest.mark.parametrize("run", RUNS + VARIANTS, ids=[str(p.relative_to(ROOT)) for p in RUNS + VARIANTS])
 def test_a_committed_run_rebuilds_its_report_from_its_records_alone(run, tmp_path):
   copy = tmp_path / run.name
   shutil.copytree(run, copy, ignore=shutil.ignore_patterns("checkpoints", "libraries", "networks"))
@@ -48,3 +52,27 @@ def test_the_paper_preset_still_writes_the_module_settings_a_committed_run_saved
   saved = json.loads((run / "settings.json").read_text("utf-8"))["settings"]
   assert saved["preset"] == "paper"
   assert jsonable(EvalConfig.make(saved["sequence"], preset="paper").module_config) == saved["module_config"]
+
+
+@pytest.mark.parametrize("run", VARIANTS, ids=[str(p.relative_to(ROOT)) for p in VARIANTS])
+def test_a_committed_variant_is_not_the_paper_preset(run):
+  # A variant's folder holds what the paper preset does not write: its module settings differ.
+  from hx.evaluation import EvalConfig
+  from hx.synth.jsonfiles import jsonable
+
+  saved = json.loads((run / "settings.json").read_text("utf-8"))["settings"]
+  assert jsonable(EvalConfig.make(saved["sequence"], preset="paper").module_config) != saved["module_config"]
+
+
+def test_reproduce_refuses_a_module_variant_in_the_paper_presets_folders():
+  import subprocess
+  import sys
+
+  script = ROOT.parent / "reproduce.py"
+  out = subprocess.run([sys.executable, str(script), "--sequences", "ss", "--module", "fold_step_norm=False"],
+                       capture_output=True, text=True, timeout=120)
+  assert out.returncode == 1
+  assert "not the paper preset" in out.stderr and "--output_dir" in out.stderr
+  out = subprocess.run([sys.executable, str(script), "--sequences", "ss", "--module", "fold_stp_norm=0",
+                        "--output_dir", "unused"], capture_output=True, text=True, timeout=120)
+  assert out.returncode == 1 and "'fold_stp_norm=0' is not NAME=VALUE" in out.stderr

@@ -246,8 +246,8 @@ def test_a_short_sequence_end_to_end_with_resume_and_a_rebuilt_report(tmp_path):
 
 
 def test_a_bool_module_setting_is_read_as_the_word_it_is():
-  from hx.bin.run import _module_overrides
+  from hx.bin.checks import module_overrides
 
-  assert _module_overrides(["fold_step_norm=False"]) == {"fold_step_norm": False}
-  assert _module_overrides(["fold_step_norm=true", "mlp_hidden=8"]) == {"fold_step_norm": True,
+  assert module_overrides(["fold_step_norm=False"]) == {"fold_step_norm": False}
+  assert module_overrides(["fold_step_norm=true", "mlp_hidden=8"]) == {"fold_step_norm": True,
                                                                           "mlp_hidden": 8}
