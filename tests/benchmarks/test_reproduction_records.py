@@ -11,12 +11,17 @@ from hx.evaluation import build_report, load_records
 
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks" / "reproduction"
 # A run per sequence at 2% (ROOT/<sequence>), and at other fractions in ROOT/fraction_<f>/<sequence>.
-RUNS = sorted(p for p in [*ROOT.iterdir(), *ROOT.glob("fraction_*/*")] if (p / "settings.json").exists()
+def _recorded(run: Path) -> bool:
+  # A run directory with settings and at least one record (one just started has none yet).
+  return (run / "settings.json").exists() and any(run.glob("*/seed_*/records/*/fraction_*.json"))
+
+
+RUNS = sorted(p for p in [*ROOT.iterdir(), *ROOT.glob("fraction_*/*")] if _recorded(p)
               ) if ROOT.exists() else []
 # Variants of the paper preset (reproduce.py --module ...): ROOT/variants/<name>/<sequence>, and at other
 # fractions ROOT/variants/<name>/fraction_<f>/<sequence>.
 VARIANTS = sorted(p for p in [*ROOT.glob("variants/*/*"), *ROOT.glob("variants/*/fraction_*/*")]
-                  if (p / "settings.json").exists())
+                  if _recorded(p))
 
 
 @pytest.mark.parametrize("run", RUNS + VARIANTS, ids=[str(p.relative_to(ROOT)) for p in RUNS + VARIANTS])
