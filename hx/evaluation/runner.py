@@ -18,7 +18,13 @@ Every seed derives from the instance, the task's position and the fraction, neve
 every record is written atomically once its training is done, so a run started again on the same
 directory (with the same settings) carries on where it stopped and ends with the results an
 uninterrupted run would have: HOUDINI resumes through `run_sequence`, a baseline skips the records that
-exist and loads the networks later tasks need. Within a record, training is saved as it goes
+exist and loads the networks later tasks need. A directory that holds the records but not the libraries
+and networks (a committed reproduction on a fresh clone: those are not committed) trains no recorded
+task again as a task: HOUDINI's libraries are rebuilt by training each recorded winner again
+(`run_sequence`), and a baseline network a later task transfers from by training it again with its
+record's seed, so that low-level transfer and progressive networks transfer from what they did.
+
+Within a record, training is saved as it goes
 (`hx.compile.checkpoint`: HOUDINI's candidates under `<method>/seed_S/checkpoints/` by `run_sequence`, a
 baseline's network under the same folder of its method), so an interrupted record resumes within a few
 minutes of where it stopped; the files go once the record is written.
@@ -176,6 +182,13 @@ class _Runner:
     cache = self.networks.setdefault((method, instance), {})
     if index not in cache:
       path = self.network_path(method, instance, index)
+      if not path.exists() and record_path(self.directory, method, instance, index + 1, self.largest):
+        # Recorded, but its network was not kept (a committed run on a fresh clone: networks are not
+        # committed): trained again as it was, with its record's seed, so that what later tasks transfer
+        # from is what the record's run transferred from, not nothing.
+        self.train_baseline(method, instance, seq, index, self.largest, write=False)
+        if index in cache:
+          return cache[index]
       if not path.exists():
         return None
       template = None
@@ -205,13 +218,8 @@ class _Runner:
     c = self.config
     if all(record_path(self.directory, method, instance, index + 1, f) for f in c.fractions):
       return
-    from hx.synth.lifelong import run_sequence
-
     start = time.perf_counter()
-    run_sequence(seq, self.method_dir(method, instance), strategy=c.strategy(method), fractions=c.fractions,
-                 budget=c.budgets, space=c.space, module_config=c.module_config,
-                 preset=PRESETS[c.preset].training, tune_configs=dict(c.tune_configs), keep=3,
-                 stop_after=index + 1, executor=self.executor, progress=self.bars)
+    self.houdini_sequence(method, instance, seq, index + 1)
     for f in c.fractions:
       path = record_path(self.directory, method, instance, index + 1, f)
       rec = json.loads(path.read_text("utf-8"))
@@ -225,11 +233,28 @@ class _Runner:
                f"({rec['candidates_trained']} candidates)")
     logging.info("%s task %d took %.1f s", method, index + 1, time.perf_counter() - start)
 
+  def houdini_sequence(self, method: str, instance: int, seq: Any, tasks: int) -> None:
+    """`run_sequence` of HOUDINI's `method` up to its first `tasks` tasks: those recorded are not searched
+    again (their libraries, if missing, rebuilt from the records), the others searched."""
+    from hx.synth.lifelong import run_sequence
+
+    c = self.config
+    run_sequence(seq, self.method_dir(method, instance), strategy=c.strategy(method), fractions=c.fractions,
+                 budget=c.budgets, space=c.space, module_config=c.module_config,
+                 preset=PRESETS[c.preset].training, tune_configs=dict(c.tune_configs), keep=3,
+                 stop_after=tasks, executor=self.executor, progress=self.bars)
+
   # -- baselines ------------------------------------------------------------------------------------
   def baseline(self, method: str, instance: int, seq: Any, index: int, fraction: float) -> None:
+    if record_path(self.directory, method, instance, index + 1, fraction) is None:
+      self.train_baseline(method, instance, seq, index, fraction)
+
+  def train_baseline(self, method: str, instance: int, seq: Any, index: int, fraction: float,
+                     write: bool = True) -> None:
+    """Trains `method` on task `index` (0-based) at `fraction`, keeps its network (at the largest
+    fraction) and writes its record; `write=False`: only the network, for a record that exists but whose
+    network is missing (`network`)."""
     c = self.config
-    if record_path(self.directory, method, instance, index + 1, fraction) is not None:
-      return
     full = seq.build(index)
     task = full if fraction == 1.0 else full.with_fraction(fraction)
     kind = full.spec.kind
@@ -260,7 +285,8 @@ class _Runner:
             modules["lateral"] = {"params": {}, "batch_stats": {}}
           self.keep_network(method, instance, index, dataclasses.replace(
               net, method=method, modules=modules, column=0 if method == "pnn" else None))
-      self.write(method, instance, index, fraction, full, rec)
+      if write:
+        self.write(method, instance, index, fraction, full, rec)
       return
     # One network to train: a bar of one, moved by its epochs.
     with (Progress(f"{method} {full.name} @ {100 * fraction:g}%", 1, self.bars, unit="networks") as bar,
@@ -294,10 +320,14 @@ class _Runner:
       bar.done(result.val_score if result.status == "trained" else math.nan)
     if fraction == self.largest and result.network is not None and method != "standalone_with_fold":
       self.keep_network(method, instance, index, result.network)
-    rec = baseline_record(result, task, method=method, sequence=c.sequence, instance=instance,
-                          index=index + 1, fraction=fraction, seed=seed, tune_config=tune_config,
-                          starts_from=starts_from, extra=extra)
-    self.write(method, instance, index, fraction, full, rec)
+    if write:
+      rec = baseline_record(result, task, method=method, sequence=c.sequence, instance=instance,
+                            index=index + 1, fraction=fraction, seed=seed, tune_config=tune_config,
+                            starts_from=starts_from, extra=extra)
+      self.write(method, instance, index, fraction, full, rec)
+    else:
+      logging.info("%s %s: network rebuilt from its record by training it again: validation %.6g", method,
+                   full.name, result.val_score)
     shutil.rmtree(saving, ignore_errors=True)
 
   def from_scratch(self, instance: int, seq: Any, index: int, fraction: float, task: Any, tune_config: Any,
@@ -317,7 +347,10 @@ class _Runner:
           method="standalone_with_fold", task=task.name, description="-", status="failed", reason=reason,
           network=None, parameters=0, frozen_parameters=0)
       return failed, {"structure_from": {"method": houdini, "program": None}}
-    library = Library.load(self.method_dir(houdini, instance) / "libraries" / f"after_{index:02d}")
+    saved = self.method_dir(houdini, instance) / "libraries" / f"after_{index:02d}"
+    if not saved.exists():
+      self.houdini_sequence(houdini, instance, seq, index)  # rebuilt from HOUDINI's records
+    library = Library.load(saved)
     program = parse(best["program"])
     fresh = {n: parse_type(t) for n, t in best["fresh_types"].items()}
     result = baselines.from_scratch(task, program, fresh, library.types(), c.module_config, tune_config,

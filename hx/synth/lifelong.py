@@ -12,8 +12,14 @@ among them). Every run's record is written as JSON and the library is saved afte
     DIR/libraries/after_TT/                 the library after task TT (`hx.Library.save`)
 
 Started again on the same directory, `run_sequence` loads the library saved after the last finished
-task and carries on from the next one. A task interrupted midway is searched again from its start, but
-its candidates are saved as they train (`hx.synthesize`'s `checkpoint_dir`):
+task and carries on from the next one. Tasks whose records are there but whose libraries are not (the
+records of a reproduction are committed, its libraries are not: a fresh clone) are not searched again:
+each one's library is rebuilt by training its recorded winner again, with the synthesis's seed and
+settings (`hx.synth.synthesize.retrain_winner`): one candidate's training instead of the task's search,
+and on the machine that ran the search the very library it saved.
+
+A task interrupted midway is searched again from its start, but its candidates are saved as they train
+(`hx.synthesize`'s `checkpoint_dir`):
 
     DIR/checkpoints/TT_TASK/fraction_F/     one file per candidate, removed once task TT is saved
 
@@ -145,6 +151,28 @@ def _seed(seed: int, index: int, fraction: float) -> int:
   return zlib.crc32(repr((seed, index, round(fraction, 6))).encode()) & 0x7FFFFFFF
 
 
+def _rebuilt_library(full: Any, library: Any, rec: dict, *, sequence: str, seed: int, fraction: float,
+                     module_config: Any, tune_config: Any, keep: int, when: str) -> Any:
+  """The library after the task `full` whose record at the largest fraction is `rec`: `library` with its
+  winner trained again (`hx.synth.synthesize.retrain_winner`), or `library` itself when nothing won."""
+  from hx.lang import parse, parse_type
+  from hx.synth.synthesize import retrain_winner
+
+  best = rec["ranked"][0] if rec["ranked"] else None
+  if best is None or best["status"] != "trained":
+    return library
+  task = full if fraction == 1.0 else full.with_fraction(fraction)
+  # As `synthesize` names them: the trained ones among the `keep` best after the winner.
+  runners_up = [parse(x["program"]) for x in rec["ranked"][1:keep] if x["status"] == "trained"]
+  rebuilt, result = retrain_winner(task, library, parse(best["program"]),
+                                   {n: parse_type(t) for n, t in best["fresh_types"].items()}, seed=seed,
+                                   module_config=module_config, tune_config=tune_config, sequence=sequence,
+                                   runners_up=runners_up, when=when)
+  logging.info("%s: library rebuilt from its record by training %s again: validation %.6g (recorded %.6g)",
+               task.name, best["program"], result.val_score, best["val"])
+  return rebuilt
+
+
 def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str = "topdown",
                  fractions: Sequence[float] = (1.0,), budget: Budget | Sequence[Budget] = Budget(),
                  space: SearchSpace = SearchSpace(), module_config: Any = None, preset: str = "paper",
@@ -199,13 +227,30 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
         raise LibraryError(err.path, f"{err.problem}; delete {saved}, then run the same command again to "
                                      f"search task {i} anew") from None
       break
-  if done:
-    logging.info("%s: resuming after task %d of %d", directory, done, len(sequence))
   records: list[dict] = []
   for i in range(done):
     for f in fractions:
       path = directory / "records" / _task_dir(i + 1, sequence.build(i).name) / f"fraction_{f:g}.json"
       records.append(json.loads(path.read_text("utf-8")))
+  # Tasks recorded after the last saved library (a run whose records were kept and its libraries not, as
+  # a committed reproduction on a fresh clone): their libraries are rebuilt from the records, each by
+  # training its winner again instead of searching the task again.
+  while done < len(sequence) and (stop_after is None or done < stop_after):
+    full = sequence.build(done)
+    folder = directory / "records" / _task_dir(done + 1, full.name)
+    paths = [folder / f"fraction_{f:g}.json" for f in fractions]
+    if not all(p.exists() for p in paths):
+      break
+    recorded = [json.loads(p.read_text("utf-8")) for p in paths]
+    library = _rebuilt_library(full, library, recorded[-1], sequence=sequence.name,
+                               seed=_seed(sequence.seed, done, fractions[-1]), fraction=fractions[-1],
+                               module_config=module_config, tune_config=configs[full.spec.kind], keep=keep,
+                               when=started)
+    library.save(directory / "libraries" / f"after_{done + 1:02d}")
+    records.extend(recorded)
+    done += 1
+  if done:
+    logging.info("%s: resuming after task %d of %d", directory, done, len(sequence))
 
   if isinstance(executor, str):
     # One executor for every task: worker processes or a Ray connection start once (they end with this

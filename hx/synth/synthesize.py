@@ -34,7 +34,8 @@ from hx.synth.progress import Progress
 from hx.synth.space import Candidate, SearchSpace
 from hx.synth.topdown import EnumerationStats, enumerate_programs
 
-__all__ = ["Budget", "Ranked", "SynthesisResult", "synthesize", "task_context", "STRATEGIES"]
+__all__ = ["Budget", "Ranked", "SynthesisResult", "synthesize", "task_context", "retrain_winner",
+           "STRATEGIES"]
 
 STRATEGIES = ("topdown", "evolutionary")
 
@@ -428,10 +429,47 @@ def _evolve(task: Any, library: Any, space: SearchSpace, context: TaskContext, c
   return time.perf_counter() - start - spent["train"]
 
 
+def retrain_winner(task: Any, library: Any, program: Any, fresh_types: dict, *, seed: int,
+                   module_config: Any = None, tune_config: Any = None, sequence: str | None = None,
+                   runners_up: Sequence[Any] = (), when: str | None = None) -> tuple[Any, JobResult]:
+  """The library a `synthesize(task, library, seed=seed, ...)` whose winner was `program` returned,
+  rebuilt by training that one candidate again, as the synthesis trained it (the same job seed, training
+  settings and library), and adding it as `synthesize` does; `runners_up`: the programs the synthesis
+  ranked after it (kept in the library's provenance).
+
+  For a run whose records were kept but not its libraries (`hx.synth.run_sequence` on a fresh clone of a
+  committed reproduction): one candidate's training instead of the task's search. On the machine that ran
+  the search the variables are those it trained (training is deterministic for a seed); on another, equal
+  up to the last digits of float32 arithmetic, which the returned result's scores show against the record's.
+
+  Returns:
+    (the library extended with the winner's fresh functions, the retrained candidate's `JobResult`).
+
+  Raises:
+    RuntimeError: the candidate failed to train (the result's reason says why).
+  """
+  from hx.synth.space import equivalence_key
+
+  kind = getattr(getattr(task, "spec", None), "kind", None)
+  context = task_context(task, library, module_config, _tune_config(task, kind, tune_config))
+  candidate = Candidate(program, tuple((n, fresh_types[n]) for n in P.fresh_names(program)), 0.0,
+                        equivalence_key(program, fresh_types))
+  executor = make_executor(None)
+  try:
+    (result,) = executor.run(context, [Job(0, candidate, job_seed(seed, candidate))])
+  finally:
+    executor.close()
+  if not result.ok:
+    raise RuntimeError(f"retraining {program} for {task.name} failed: {result.reason}")
+  added = _extend(context.library, [result], context, sequence or kind or "task", task.name, when,
+                  runners_up=runners_up)
+  return added.library, result
+
+
 def _extend(library: Any, top: Sequence[JobResult], context: TaskContext, sequence: str, task: str,
-            when: str | None) -> Any:
+            when: str | None, runners_up: Sequence[Any] | None = None) -> Any:
   """`Library.add` of the winner (its fresh functions frozen in; the top programs named as the paper's
-  tables name them)."""
+  tables name them); `runners_up` default: the programs of `top[1:]` that trained."""
   from hx.compile import compile_program
   from hx.synth.library import Trained
 
@@ -445,5 +483,6 @@ def _extend(library: Any, top: Sequence[JobResult], context: TaskContext, sequen
   compiled = compile_program(best.candidate.program, best.candidate.fresh_types, context.module_config,
                              library.specs())
   trained = Trained(compiled, best.variables, validation=best.val_score, test=best.test_score)
-  runners_up = [r.candidate.program for r in top[1:] if r.ok]
+  if runners_up is None:
+    runners_up = [r.candidate.program for r in top[1:] if r.ok]
   return library.add(trained, sequence=sequence, task=task, runners_up=runners_up, when=when)

@@ -99,3 +99,33 @@ def test_a_run_directory_resumes_with_the_same_data_at_another_path(tmp_path):
   moved.write_bytes(data + b"?")
   with pytest.raises(ConfigError, match="differing: sources"):
     check_directory(EvalConfig.make("cs1", sources=Sources(mnist=str(moved))), run)
+
+
+@pytest.mark.slow
+def test_a_run_resumed_without_its_libraries_and_networks_ends_as_an_uninterrupted_one(tmp_path):
+  # A committed reproduction on a fresh clone: the records are there, the libraries, networks and
+  # checkpoints (not committed) not. Recorded tasks are not trained again as tasks; what later tasks
+  # transfer from is rebuilt from their records, so the later tasks' records are the uninterrupted run's.
+  import shutil
+
+  config = EvalConfig.make("ss", methods=["houdini", "standalone", "llt", "pnn", "standalone_with_fold"],
+                           candidates=2, epochs=1, fractions=(1.0,), examples=(150, 60, 60),
+                           module_overrides=TINY_MODULES)
+  assert run(config, tmp_path / "whole").finished
+  # What a clone of it holds after its first task: the first task's records, nothing that is not committed.
+  part = tmp_path / "part"
+  shutil.copytree(tmp_path / "whole", part)
+  for kept in ("libraries", "networks", "checkpoints", "02_sum_digits"):
+    for d in list(part.rglob(kept)):
+      shutil.rmtree(d)
+  first = {p: p.read_text() for p in part.rglob("records/*/fraction_1.json")}
+  assert len(first) == 4  # standalone_with_fold has none for the first task
+  assert run(config, part).finished
+  assert {p: p.read_text() for p in first} == first  # not trained again as tasks
+  for method in ("houdini_topdown", "standalone", "llt", "pnn", "standalone_with_fold"):
+    got, want = _records(part, method), _records(tmp_path / "whole", method)
+    assert list(got) == list(want)
+    for task in got:
+      assert [x["test"] for x in got[task]["ranked"]] == [x["test"] for x in want[task]["ranked"]], method
+      assert got[task].get("starts_from") == want[task].get("starts_from"), method
+  assert _records(part, "llt")["02_sum_digits"]["starts_from"]  # it transferred from task 1's network

@@ -186,6 +186,35 @@ def test_a_second_task_reuses_the_first_tasks_network_and_beats_training_from_sc
   assert r2.best.test_score < 0.6 * from_scratch.test_score, (r2.best.test_score, from_scratch.test_score)
 
 
+def test_a_run_whose_libraries_were_lost_rebuilds_them_from_its_records_by_training_only_the_winners(
+    tmp_path, monkeypatch):
+  # A committed reproduction on a fresh clone: the records are there, the libraries (not committed) not.
+  import shutil
+
+  import hx.synth.lifelong as lifelong
+
+  seq = sequence("cs1", seed=0, sizes=TaskSizes(binary=(200, 60, 60), lists=(200, 60, 60)))
+  kw = dict(budget=Budget(candidates=2), module_config=TINY, fractions=(1.0,),
+            tune_configs={k: TuneConfig(epochs=1) for k in ("recognize_digit", "count_digit")})
+  whole = run_sequence(seq, tmp_path / "a", stop_after=2, **kw)
+  run_sequence(seq, tmp_path / "b", stop_after=1, **kw)
+  first = (tmp_path / "b" / "records" / "01_recognize_digit(0)" / "fraction_1.json").read_text()
+  shutil.rmtree(tmp_path / "b" / "libraries")
+  searched = []
+  real = lifelong.synthesize
+  monkeypatch.setattr(lifelong, "synthesize", lambda task, *a, **k: searched.append(task.name) or real(
+      task, *a, **k))
+  rest = run_sequence(seq, tmp_path / "b", stop_after=2, **kw)
+  # Task 1 was not searched again (its record is as it was), only its winner trained again, to the very
+  # library the uninterrupted run saved (training is deterministic on one machine).
+  assert searched == ["recognize_digit(1)"] and rest.resumed_after == 1
+  assert (tmp_path / "b" / "records" / "01_recognize_digit(0)" / "fraction_1.json").read_text() == first
+  assert Library.load(tmp_path / "b" / "libraries" / "after_01").version == \
+      Library.load(tmp_path / "a" / "libraries" / "after_01").version
+  assert rest.library.version == whole.library.version
+  assert [r["ranked"][0]["test"] for r in rest.records] == [r["ranked"][0]["test"] for r in whole.records]
+
+
 @pytest.mark.slow
 def test_a_lifelong_run_interrupted_after_its_first_task_resumes_to_the_same_results(tmp_path):
   seq = sequence("cs1", seed=0, sizes=TaskSizes(binary=(300, 100, 100), lists=(300, 100, 100)))
