@@ -14,8 +14,10 @@ The run is resumable: the same command carries on where a previous one stopped, 
 `benchmarks/reproduction/<sequence>/`, whose records, settings and reports are committed: a clone
 resumes from them (its settings name the data by content, so the same data at another path will do).
 The trained networks, libraries and checkpoints stay out of git (`benchmarks/reproduction/.gitignore`):
-a finished sequence needs none of them, and one stopped midway continues on the machine that has them;
-on a fresh clone it trains its unfinished methods again from their first task.
+a finished sequence needs none of them, and one stopped midway continues on the machine that has them.
+On a fresh clone a sequence stopped midway trains no recorded task again as a task: the libraries and
+networks its later tasks need are rebuilt from the records (each recorded HOUDINI winner, and each
+baseline network a later task transfers from, trained once again with its recorded seed).
 
 Without --smallnorb and --gtsrb the toy and traffic-sign tasks run on rendered stand-ins; every result on
 them is labelled synthetic. At the end (or when the time runs out) it writes, for every task that has
