@@ -304,7 +304,7 @@ def build_report(directory: Any) -> Path:
                  "The top 3 programs per task, ranked by validation score, with their test scores, as the "
                  "paper's appendix tables print them. Functions named nn_* were trained for the task; lib.* "
                  "are frozen library functions learned on earlier tasks.", ""] + programs), "utf-8")
-  lines = _header_lines(directory, table, records) + _scores_lines(table)
+  lines = _header_lines(directory, table, records) + _scores_lines(table) + _transfer_lines(table)
   for index in sorted(table.tasks):
     lines += _task_lines(directory, table, index, plots[index])
   lines += _time_lines(table, records) + _FILES_LINES + ["## HOUDINI's programs", ""] + programs
@@ -350,6 +350,44 @@ def _scores_lines(table: _Table) -> list[str]:
     datasets, synthetic = table.datasets(index)
     lines.append(f"| {table.label(index)} | {', '.join(datasets)}{' (synthetic)' if synthetic else ''} | "
                  + " | ".join(table.cell(index, m, largest) for m in table.methods) + " |")
+  return lines + [""]
+
+
+def transfer_ratios(table: _Table, index: int, method: str, fraction: float) -> list[float]:
+  """Forward transfer of `method` on task `index` at `fraction`: its test score over the standalone
+  network's, per instantiation where both trained (below 1: the method does better than the network
+  trained for the task alone)."""
+  mine, alone = table.by.get((index, method, fraction), {}), table.by.get((index, "standalone", fraction), {})
+  out = []
+  for instance, r in sorted(mine.items()):
+    a, b = _test(r), _test(alone[instance]) if instance in alone else None
+    if a is not None and b is not None and b > 0:
+      out.append(a / b)
+  return out
+
+
+def _transfer_lines(table: _Table) -> list[str]:
+  """Each method's forward transfer (`transfer_ratios`) per task and fraction; none without standalone."""
+  others = [m for m in table.methods if m != "standalone"]
+  if "standalone" not in table.methods or not others:
+    return []
+  lines = ["## Forward transfer", "",
+           "Each method's test score over the standalone network's on the same task, fraction and "
+           "instantiation (error or RMSE; below 1: better than the network trained for the task alone), "
+           "mean over instantiations ± standard deviation. A first task has nothing to transfer from.", "",
+           "| Task | fraction | " + " | ".join(method_label(m) for m in others) + " |",
+           "|---|---|" + "---|" * len(others)]
+  for index in sorted(table.tasks):
+    for fraction in table.fractions:
+      cells = []
+      for m in others:
+        ratios = transfer_ratios(table, index, m, fraction)
+        text = f"{statistics.fmean(ratios):.2f}" if ratios else ""
+        if len(ratios) > 1:
+          text += f" ± {statistics.stdev(ratios):.2f} (n={len(ratios)})"
+        cells.append(text)
+      if any(cells):
+        lines.append(f"| {table.label(index)} | {100 * fraction:g}% | " + " | ".join(cells) + " |")
   return lines + [""]
 
 

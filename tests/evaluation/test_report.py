@@ -57,6 +57,11 @@ def test_the_report_aggregates_instances_labels_synthetic_data_and_lays_out_the_
   # The paper's top program for the task, from its CS3 table.
   assert "the paper (tab:CS3Progs, count_digit(d), 100% of its data): `compose(nn_cs3_3, map_l(compose(" \
          "nn_cs3_4, nn_cs3_5)))`, 0.40 RMSE" in report
+  # Forward transfer: HOUDINI's test score over the standalone network's, per instantiation, then the mean
+  # (0.4/0.5 and 0.4/0.7 at 100%; 1.4/1.5 and 1.4/1.7 at 10%); the failed standalone network is counted out.
+  assert "| Task 2: count_digit(1) (and 1 other instantiations) | 10% | 0.88 ± 0.08 (n=2) |" in report
+  assert "| Task 2: count_digit(1) (and 1 other instantiations) | 100% | 0.69 ± 0.16 (n=2) |" in report
+  assert "| Task 4: recognize_toy(2) (and 1 other instantiations) | 100% | 0.71 |" in report
   programs = (tmp_path / "programs.md").read_text()
   assert "### HOUDINI (top-down), CS3 instantiation 1, 100% of the training data [synthetic stand-in data]" \
       in programs
