@@ -103,7 +103,9 @@ def check_data(config: EvalConfig) -> None:
 
 
 def check_directory(config: EvalConfig, directory: Path) -> None:
-  """Refuses a directory that holds another run, or other files; writes settings.json to a new one.
+  """Refuses a directory that holds another run, or other files; writes settings.json to a new one. A run
+  that differs only in its instantiations (`seeds`) is the same run with more of them: accepted, and the
+  directory's settings then name them all.
 
   Raises:
     ConfigError: the directory holds a run with other settings (the message names them), or is not
@@ -113,9 +115,17 @@ def check_directory(config: EvalConfig, directory: Path) -> None:
   path = directory / "settings.json"
   if path.exists():
     try:
-      saved = json.loads(path.read_text("utf-8"))["settings"]
+      whole = json.loads(path.read_text("utf-8"))
+      saved = whole["settings"]
     except (OSError, ValueError, KeyError, TypeError):
       raise ConfigError(f"{path} is not an hx evaluation's settings file") from None
+    if saved != settings and _but_seeds(saved) == _but_seeds(settings):
+      # Instantiations are independent (each has folders of its own, seeded by its number): a run may add
+      # some to a directory, whose settings then name all it holds.
+      seeds = sorted(set(saved.get("seeds", [])) | set(settings.get("seeds", [])))
+      if seeds != saved.get("seeds"):
+        write_json(path, {**whole, "settings": {**saved, "seeds": seeds}})
+      return
     if saved != settings:
       diff = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
       raise ConfigError(f"{directory} holds a run with other settings (differing: {', '.join(diff)}); "
@@ -125,6 +135,10 @@ def check_directory(config: EvalConfig, directory: Path) -> None:
     raise ConfigError(f"{directory} is not empty and holds no hx evaluation (no settings.json)")
   started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
   write_json(path, {"settings": settings, "started": started})
+
+
+def _but_seeds(settings: dict) -> dict:
+  return {k: v for k, v in settings.items() if k != "seeds"}
 
 
 def expected_records(config: EvalConfig) -> list[tuple[str, int, int, float]]:

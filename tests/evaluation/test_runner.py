@@ -129,3 +129,16 @@ def test_a_run_resumed_without_its_libraries_and_networks_ends_as_an_uninterrupt
       assert [x["test"] for x in got[task]["ranked"]] == [x["test"] for x in want[task]["ranked"]], method
       assert got[task].get("starts_from") == want[task].get("starts_from"), method
   assert _records(part, "llt")["02_sum_digits"]["starts_from"]  # it transferred from task 1's network
+
+
+def test_a_run_directory_takes_more_instantiations_but_not_other_settings(tmp_path):
+  from hx.evaluation.runner import check_directory
+
+  run = tmp_path / "run"
+  check_directory(EvalConfig.make("cs1", seeds=(0,), fractions=(0.02,)), run)
+  check_directory(EvalConfig.make("cs1", seeds=(1, 2), fractions=(0.02,)), run)  # more instantiations
+  assert json.loads((run / "settings.json").read_text())["settings"]["seeds"] == [0, 1, 2]
+  check_directory(EvalConfig.make("cs1", seeds=(0,), fractions=(0.02,)), run)  # one of them: resumes
+  assert json.loads((run / "settings.json").read_text())["settings"]["seeds"] == [0, 1, 2]
+  with pytest.raises(ConfigError, match="differing: fractions"):
+    check_directory(EvalConfig.make("cs1", seeds=(3,), fractions=(0.1,)), run)
