@@ -24,9 +24,12 @@ them is labelled synthetic. At the end (or when the time runs out) it writes, fo
 results, the paper's top program and test score beside HOUDINI's and the baselines' scores, the data each
 used and the time each took, to --results (markdown; default OUTPUT_DIR/results.md).
 
---module changes module settings (`hx.compile.ModuleConfig` fields, as `hx.bin.run --module`): a variant
-of the paper preset, refused unless --output_dir names a directory of its own
-(`benchmarks/reproduction/variants/<name>/`), so that nothing in the paper preset's folders comes from it.
+--methods and --strategies choose what runs (e.g. `--methods houdini --strategies evolutionary`, the
+paper's evolutionary search); other methods than a directory's are another run, for a directory of its
+own (`benchmarks/reproduction/evolutionary/<sequence>/`). --module changes module settings
+(`hx.compile.ModuleConfig` fields, as `hx.bin.run --module`): a variant of the paper preset, refused
+unless --output_dir names a directory of its own (`benchmarks/reproduction/variants/<name>/`), so that
+nothing in the paper preset's folders comes from it.
 """
 
 from __future__ import annotations
@@ -39,11 +42,15 @@ import sys
 import time
 from pathlib import Path
 
+from hx.baselines import NetworkError
 from hx.bin.checks import module_overrides
-from hx.data import SEQUENCES, Sources
+from hx.compile.checkpoint import CheckpointError
+from hx.data import SEQUENCES, DataError, Sources
 from hx.evaluation import ConfigError, EvalConfig, load_records, method_label, run
 from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
 from hx.evaluation.report import score_text
+from hx.evaluation.runner import check_directory
+from hx.synth.library import LibraryError
 
 _DEFAULT_OUTPUT = Path(__file__).resolve().parent / "reproduction"
 
@@ -141,6 +148,10 @@ def main() -> int:
   parser.add_argument("--mnist", default=None)
   parser.add_argument("--smallnorb", default=None)
   parser.add_argument("--gtsrb", default=None)
+  parser.add_argument("--methods", default=None,
+                      help="methods, of houdini, standalone, llt, pnn, standalone_with_fold (default: those "
+                           "the paper compares on each sequence)")
+  parser.add_argument("--strategies", default="topdown", help="HOUDINI's: topdown, evolutionary")
   parser.add_argument("--module", default=None,
                       help="ModuleConfig fields to change, as hx.bin.run's --module (e.g. "
                            "fold_step_norm=False): a variant, not the paper preset, so only with an "
@@ -155,8 +166,13 @@ def main() -> int:
       raise ValueError(f"--module {args.module} is not the paper preset; give it an --output_dir of its own "
                        "(e.g. benchmarks/reproduction/variants/NAME)")
     configs = [EvalConfig.make(s, preset="paper", seeds=_ints(args.seeds), fractions=_floats(args.fractions),
-                               tasks=args.tasks, sources=sources, module_overrides=modules)
+                               tasks=args.tasks, sources=sources, module_overrides=modules,
+                               methods=args.methods.split(",") if args.methods else None,
+                               strategies=[x for x in args.strategies.split(",") if x])
                for s in sequences]
+    for config in configs:
+      # Every directory checked before anything trains: a mismatch is not found hours later.
+      check_directory(config, out / config.sequence)
   except (ConfigError, ValueError) as err:
     print(f"error: {err}", file=sys.stderr)
     return 1
@@ -167,7 +183,12 @@ def main() -> int:
       print(f"{config.sequence}: not started, the time budget ran out")
       continue
     print(f"{config.sequence}: running into {out / config.sequence}", flush=True)
-    outcome = run(config, out / config.sequence, time_budget=left, progress=lambda s: print(s, flush=True))
+    try:
+      outcome = run(config, out / config.sequence, time_budget=left, progress=lambda s: print(s, flush=True))
+    except (ConfigError, DataError, CheckpointError, LibraryError, NetworkError) as err:
+      # A data file that cannot be read, or a damaged file of an interrupted run (the message says which).
+      print(f"error: {err}", file=sys.stderr)
+      return 1
     print(f"{config.sequence}: {'finished' if outcome.finished else 'stopped: ' + str(outcome.stopped)}; "
           f"report {outcome.report}", flush=True)
   lines = [f"Generated {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')} by "

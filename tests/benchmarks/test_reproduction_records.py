@@ -81,3 +81,17 @@ def test_reproduce_refuses_a_module_variant_in_the_paper_presets_folders():
   out = subprocess.run([sys.executable, str(script), "--sequences", "ss", "--module", "fold_stp_norm=0",
                         "--output_dir", "unused"], capture_output=True, text=True, timeout=120)
   assert out.returncode == 1 and "'fold_stp_norm=0' is not NAME=VALUE" in out.stderr
+
+
+def test_reproduce_refuses_another_run_in_a_committed_runs_folder_before_training_anything(tmp_path):
+  import subprocess
+  import sys
+
+  script = ROOT.parent / "reproduce.py"
+  before = (ROOT / "cs1" / "settings.json").read_text()
+  out = subprocess.run([sys.executable, str(script), "--sequences", "cs1", "--methods", "houdini",
+                        "--strategies", "evolutionary", "--seeds", "0", "--fractions", "0.02"],
+                       capture_output=True, text=True, timeout=120)
+  assert out.returncode == 1 and "Traceback" not in out.stderr
+  assert "holds a run with other settings (differing: methods)" in out.stderr
+  assert (ROOT / "cs1" / "settings.json").read_text() == before
