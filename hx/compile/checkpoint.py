@@ -54,7 +54,7 @@ from hx.compile.tuning import (
 )
 
 __all__ = ["Checkpoint", "CheckpointError", "checkpoint_in", "describe_checkpoint", "fingerprint",
-           "load_checkpoint", "save_checkpoint", "tune_checkpointed"]
+           "history_from_rows", "history_rows", "load_checkpoint", "save_checkpoint", "tune_checkpointed"]
 
 _FORMAT = "hx-tune-checkpoint/1"
 
@@ -151,12 +151,15 @@ def _unfloat(x: Any) -> float | None:
   return x if x is None else float(x)
 
 
-def _records(history: Any) -> list[list]:
+def history_rows(history: Any) -> list[list]:
+  """Epoch records as JSON rows [epoch, train_loss, val_score, val_loss, train_seconds, val_seconds]
+  (a non-finite score as its text)."""
   return [[r.epoch, r.train_loss, _float(r.val_score), _float(r.val_loss), r.train_seconds, r.val_seconds]
           for r in history]
 
 
-def _unrecords(rows: list) -> list[EpochRecord]:
+def history_from_rows(rows: list) -> list[EpochRecord]:
+  """The epoch records of `history_rows`."""
   return [EpochRecord(int(e), float(t), float(v), float(vl), float(ts), float(vs))
           for e, t, v, vl, ts, vs in rows]
 
@@ -180,7 +183,7 @@ def save_checkpoint(path: os.PathLike | str, key: str, run: TuneState | TuneResu
             "loss_sum": float(np.asarray(run.loss_sum)),
             "score": _float(run.score), "best_score": _float(run.best_score), "best_epoch": run.best_epoch,
             "has_best": run.best_variables is not None, "since_best": run.since_best,
-            "history": _records(run.history), "steps_run": run.steps_run, "seed": run.seed,
+            "history": history_rows(run.history), "steps_run": run.steps_run, "seed": run.seed,
             "batch_size": run.batch_size, "learning_rate": run.learning_rate,
             "steps_per_epoch": run.steps_per_epoch}
   elif isinstance(run, TuneResult):
@@ -189,7 +192,7 @@ def save_checkpoint(path: os.PathLike | str, key: str, run: TuneState | TuneResu
     if run.variables is not None:
       put("variables", dict(run.variables))
     meta = {"kind": "finished", "val_score": _float(run.val_score), "test_score": _float(run.test_score),
-            "best_epoch": run.best_epoch, "epochs_run": run.epochs_run, "history": _records(run.history),
+            "best_epoch": run.best_epoch, "epochs_run": run.epochs_run, "history": history_rows(run.history),
             "failed": run.failed, "steps_run": run.steps_run, "has_variables": run.variables is not None}
   else:
     raise TypeError(f"save_checkpoint takes a TuneState or a TuneResult, got {type(run).__name__}")
@@ -246,8 +249,8 @@ def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
       variables = _fill(path, "variables", shapes["variables"], arrays) if meta["has_variables"] else None
       return TuneResult(
           variables=variables, val_score=float(meta["val_score"]), test_score=_unfloat(meta["test_score"]),
-          best_epoch=meta["best_epoch"], epochs_run=meta["epochs_run"], history=_unrecords(meta["history"]),
-          failed=meta["failed"], steps_run=meta["steps_run"])
+          best_epoch=meta["best_epoch"], epochs_run=meta["epochs_run"],
+          history=history_from_rows(meta["history"]), failed=meta["failed"], steps_run=meta["steps_run"])
     return TuneState(
         params=_fill(path, "params", shapes["params"], arrays),
         collections=_fill(path, "collections", shapes["collections"], arrays),
@@ -256,7 +259,7 @@ def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
         score=float(meta["score"]),
         best_variables=_fill(path, "best", shapes["variables"], arrays) if meta["has_best"] else None,
         best_score=float(meta["best_score"]), best_epoch=meta["best_epoch"], since_best=meta["since_best"],
-        history=tuple(_unrecords(meta["history"])), steps_run=meta["steps_run"], seed=meta["seed"],
+        history=tuple(history_from_rows(meta["history"])), steps_run=meta["steps_run"], seed=meta["seed"],
         batch_size=meta["batch_size"], learning_rate=meta["learning_rate"],
         steps_per_epoch=meta["steps_per_epoch"])
   except KeyError as err:

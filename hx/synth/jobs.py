@@ -14,6 +14,7 @@ why the thread count can change the last digits of a CNN candidate's scores).
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import zlib
 from typing import Any, Mapping
@@ -59,10 +60,13 @@ class Checkpoints:
     task_key: what the task is (`task_key`: its name and a fingerprint of its data); a candidate's key adds
       its program, fresh types, seed, training and module settings and the library's versions.
     every_seconds: how often a training candidate is saved.
+    scores: where each candidate trained to the end also leaves its outcome without variables, a small
+      JSON file (`hx.synth.kept`), used when its checkpoint file is gone; None: none.
   """
   directory: str
   task_key: str
   every_seconds: float = 120.0
+  scores: str | None = None
 
   def for_job(self, job: Job, context: TaskContext) -> Any:
     """The `hx.compile.checkpoint.Checkpoint` of `job` in `context`."""
@@ -76,6 +80,22 @@ class Checkpoints:
     if job.schedule is not None:
       key += f" | schedule {job.schedule}"
     return checkpoint_in(self.directory, key, self.every_seconds)
+
+  def kept_for(self, job: Job, context: TaskContext) -> tuple[str, str] | None:
+    """(path, key) of `job`'s kept outcome (`hx.synth.kept`), or None without a `scores` directory. The
+    key names the library's functions, not their weights' hashes, so that it survives a library rebuilt
+    on another machine."""
+    from hx.synth.kept import kept_path
+
+    if self.scores is None:
+      return None
+    names = list(context.library.names) if context.library is not None else []
+    fresh = sorted((k, str(t)) for k, t in job.candidate.fresh_types.items())
+    key = (f"{self.task_key} | program {job.candidate.program} | fresh {fresh} | "
+           f"{seeded(context, job.seed)} | {context.module_config} | library {names}")
+    if job.schedule is not None:
+      key += f" | schedule {job.schedule}"
+    return os.fspath(kept_path(self.scores, key)), key
 
 
 def task_key(name: str, data: Any) -> str:
@@ -116,9 +136,11 @@ class JobResult(Outcome):
     job: the job.
     seconds: wall time of the whole job (compiling the program included).
     attempts: how many times it was started (more than 1 when a worker died under it).
+    restored: its outcome comes from a kept file (`hx.synth.kept`), without variables; not trained here.
   """
   job: Job
   attempts: int = 1
+  restored: bool = False
 
   @property
   def candidate(self) -> Candidate:
@@ -186,11 +208,20 @@ def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] 
   """Trains one job; an error while compiling or training becomes a failed result with the reason (but
   a checkpoint file that cannot be used raises its `hx.compile.checkpoint.CheckpointError`)."""
   from hx.compile.checkpoint import CheckpointError
+  from hx.synth.kept import load_kept, save_kept
 
   start = time.perf_counter()
   c = job.candidate
+  # Outside the try below: a fault here is the files' or the code's, not the candidate's.
+  checkpoint = context.checkpoints.for_job(job, context) if context.checkpoints is not None else None
+  kept = None
+  if checkpoint is not None and job.until is None:
+    kept = context.checkpoints.kept_for(job, context)
+    # Its checkpoint file, when there is one, holds the variables too: resumed from there.
+    outcome = load_kept(*kept) if kept is not None and not os.path.exists(checkpoint.path) else None
+    if outcome is not None:
+      return JobResult(job=job, **outcome.fields(), restored=True)
   try:
-    checkpoint = context.checkpoints.for_job(job, context) if context.checkpoints is not None else None
     _, r = train_program(c.program, c.fresh_types, context, seed=job.seed,
                          frozen_variables=frozen_variables, prefixes=prefixes, until=job.until,
                          resume=job.resume, checkpoint=checkpoint)
@@ -198,5 +229,7 @@ def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] 
     raise  # a file to look at, not a candidate that failed
   except (ValueError, TypeError, NotImplementedError, FloatingPointError) as err:
     return failed_result(job, f"{type(err).__name__}: {err}", time.perf_counter() - start)
-  seconds = time.perf_counter() - start
-  return JobResult(job=job, **Outcome.of(r, seconds).fields())
+  outcome = Outcome.of(r, time.perf_counter() - start)
+  if kept is not None and outcome.state is None and not os.path.exists(kept[0]):
+    save_kept(*kept, outcome)  # once: a finished checkpoint read again reports only this call's seconds
+  return JobResult(job=job, **outcome.fields())

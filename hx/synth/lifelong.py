@@ -22,14 +22,20 @@ A task interrupted midway is searched again from its start, but its candidates a
 (`hx.synthesize`'s `checkpoint_dir`):
 
     DIR/checkpoints/TT_TASK/fraction_F/     one file per candidate, removed once task TT is saved
+    DIR/candidates/TT_TASK/fraction_F/      one small JSON file per finished candidate (`hx.synth.kept`),
+                                            removed once task TT is saved
 
 so the candidates it had finished give their results without training, and the one it was training
 continues from its last file (saved about every two minutes of training), to the results an
 uninterrupted run gives: an interruption costs minutes, not a task (the paper's regressions train for
-1,000 epochs, hours here). Every seed derives from the run's seed, the task's position and the
-fraction, never from the clock, and the library's provenance time is the run's start time recorded in
-settings.json, so a resumed run ends with the same programs, scores and library as an uninterrupted
-one. A directory holding a run with other settings is refused with a message naming what differs.
+1,000 epochs, hours here). The checkpoints hold variables (megabytes) and stay on the machine; the
+candidates' small files can travel (a committed reproduction keeps them): where the checkpoints are
+gone, a finished candidate's kept outcome stands in for it, and only the winner is trained again, for
+the library, so a task longer than a working session still finishes over several. Every seed derives
+from the run's seed, the task's position and the fraction, never from the clock, and the library's
+provenance time is the run's start time recorded in settings.json, so a resumed run ends with the same
+programs, scores and library as an uninterrupted one. A directory holding a run with other settings is
+refused with a message naming what differs.
 """
 
 from __future__ import annotations
@@ -268,10 +274,12 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
       seed = _seed(sequence.seed, i, f)
       logging.info("%s task %d/%d %s, fraction %g", sequence.name, i + 1, len(sequence), task.name, f)
       saving = directory / "checkpoints" / _task_dir(i + 1, full.name) / f"fraction_{f:g}"
+      scores = directory / "candidates" / _task_dir(i + 1, full.name) / f"fraction_{f:g}"
       result = synthesize(task, library, strategy=strategy, budget=budgets[i], seed=seed, space=space,
                           module_config=module_config, tune_config=configs[full.spec.kind],
                           evolution=evolution, executor=executor, sequence=sequence.name, keep=keep,
-                          progress=progress, when=started, checkpoint_dir=saving if checkpoints else None)
+                          progress=progress, when=started, checkpoint_dir=saving if checkpoints else None,
+                          scores_dir=scores if checkpoints else None)
       rec = record(result, task, sequence=sequence.name, index=i + 1, fraction=f, seed=seed,
                    library_before=library)
       write_json(directory / "records" / _task_dir(i + 1, full.name) / f"fraction_{f:g}.json", rec)
@@ -281,4 +289,5 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
     library.save(directory / "libraries" / f"after_{i + 1:02d}")
     # The task's records and library are saved: its candidates' files are no longer needed.
     shutil.rmtree(directory / "checkpoints" / _task_dir(i + 1, full.name), ignore_errors=True)
+    shutil.rmtree(directory / "candidates" / _task_dir(i + 1, full.name), ignore_errors=True)
   return SequenceRun(directory, tuple(records), library, done)

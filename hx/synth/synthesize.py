@@ -29,7 +29,7 @@ from hx.synth.evolution import EvolutionConfig, evolve
 from hx.synth.executors import Executor, make_executor
 from hx.synth.fitting import Outcome
 from hx.synth.halving import Halving, successive_halving
-from hx.synth.jobs import Job, JobResult, TaskContext, job_seed
+from hx.synth.jobs import Job, JobResult, TaskContext, job_seed, run_job
 from hx.synth.progress import Progress
 from hx.synth.space import Candidate, SearchSpace
 from hx.synth.topdown import EnumerationStats, enumerate_programs
@@ -187,11 +187,13 @@ def _sort_key(r: JobResult, estimates: dict[int, Scored]) -> tuple:
 
 def task_context(task: Any, library: Any = None, module_config: Any = None, tune_config: Any = None, *,
                  checkpoint_dir: os.PathLike | str | None = None,
-                 checkpoint_seconds: float = 120.0) -> TaskContext:
+                 checkpoint_seconds: float = 120.0,
+                 scores_dir: os.PathLike | str | None = None) -> TaskContext:
   """What every candidate of `task` shares (`hx.synth.executors.TaskContext`): its data put on the device
   once, its objective, the library (default: empty), module sizes (default: the paper's) and training
   settings; with `checkpoint_dir`, where its candidates are saved as they train (`Checkpoints`, keyed by
-  the task's name and a fingerprint of its data). `synthesize` builds one per call; build one yourself
+  the task's name and a fingerprint of its data), and with `scores_dir` where they leave their outcomes
+  without variables (`hx.synth.kept`). `synthesize` builds one per call; build one yourself
   to train a single candidate as a synthesis would (`run_job`, `Job`, `job_seed`)."""
   from hx.compile import ModuleConfig
   from hx.synth.fitting import prepare
@@ -202,8 +204,12 @@ def task_context(task: Any, library: Any = None, module_config: Any = None, tune
     raise ValueError(f"task_context needs the training settings of task {task.name} (tune_config)")
   ready = prepare(task, tune_config)
   checkpoints = None
+  if scores_dir is not None and checkpoint_dir is None:
+    raise ValueError(f"scores_dir {os.fspath(scores_dir)} needs a checkpoint_dir: a candidate's kept "
+                     "outcome stands in for its checkpoint file when that is gone")
   if checkpoint_dir is not None:
-    checkpoints = Checkpoints(os.fspath(checkpoint_dir), task_key(task.name, ready.data), checkpoint_seconds)
+    checkpoints = Checkpoints(os.fspath(checkpoint_dir), task_key(task.name, ready.data), checkpoint_seconds,
+                              None if scores_dir is None else os.fspath(scores_dir))
   return TaskContext(data=ready.data, objective=ready.objective,
                      library=library if library is not None else Library(),
                      module_config=module_config or ModuleConfig(), tune_config=ready.tune_config,
@@ -215,7 +221,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
                tune_config: Any = None, evolution: EvolutionConfig = EvolutionConfig(),
                executor: Executor | str | None = None, sequence: str | None = None, keep: int = 3,
                progress: bool = False, when: str | None = None,
-               checkpoint_dir: os.PathLike | str | None = None) -> SynthesisResult:
+               checkpoint_dir: os.PathLike | str | None = None,
+               scores_dir: os.PathLike | str | None = None) -> SynthesisResult:
   """Searches programs for `task`, trains them, ranks them and extends the library with the winner.
 
   Args:
@@ -248,6 +255,11 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
       Under successive halving a candidate is saved in its last rung only (the earlier rungs pause and
       resume in memory), keyed by the schedule too; under an `Estimate` schedule, the candidates trained
       to the end are saved (their short runs are not). None: no files.
+    scores_dir: with `checkpoint_dir`, where every candidate trained to the end also leaves its outcome
+      without variables, a small JSON file (`hx.synth.kept`). Called again where the checkpoint files
+      are gone (another machine, a fresh clone of a run whose small files were kept), a candidate with
+      such a file is not trained: its scores are the file's. The winner, whose variables the library
+      needs, is trained again with its job seed; ranks 2 to `keep` restored this way have no variables.
 
   Returns:
     A `SynthesisResult`.
@@ -262,7 +274,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   wall = time.perf_counter()
   kind = getattr(getattr(task, "spec", None), "kind", None)
   context = task_context(task, library, module_config, _tune_config(task, kind, tune_config),
-                         checkpoint_dir=checkpoint_dir)
+                         checkpoint_dir=checkpoint_dir, scores_dir=scores_dir)
   library = context.library
   owned = executor is None or isinstance(executor, str)
   executor = make_executor(executor)
@@ -310,6 +322,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     if owned:
       executor.close()
   ranked = sorted(results, key=lambda r: _sort_key(r, estimates))
+  if ranked and ranked[0].ok and ranked[0].restored:
+    ranked[0] = _trained_again(ranked[0], context)
   added = None
   if ranked and ranked[0].ok:
     added = _extend(library, ranked[:keep], context, sequence or kind or "task", task.name, when)
@@ -464,6 +478,19 @@ def retrain_winner(task: Any, library: Any, program: Any, fresh_types: dict, *, 
   added = _extend(context.library, [result], context, sequence or kind or "task", task.name, when,
                   runners_up=runners_up)
   return added.library, result
+
+
+def _trained_again(kept: JobResult, context: TaskContext) -> JobResult:
+  """The winner `kept`, restored from its kept outcome without variables (`hx.synth.kept`), trained again
+  with its job seed for its variables (its checkpoint file is written again; the kept file is left as
+  it was). Its place in the ranking stays the kept scores'; its scores become the retrained ones, which
+  are those of its variables (the same on the machine that kept them)."""
+  without = dataclasses.replace(context, checkpoints=dataclasses.replace(context.checkpoints, scores=None))
+  again = run_job(without, kept.job)
+  if not again.ok:
+    raise RuntimeError(f"training the winner {kept.candidate.program} again (its outcome was kept without "
+                       f"variables) failed: {again.reason}")
+  return again
 
 
 def _extend(library: Any, top: Sequence[JobResult], context: TaskContext, sequence: str, task: str,

@@ -132,3 +132,78 @@ def test_halving_saves_its_last_rung_and_resumes_it(tmp_path, monkeypatch):
   monkeypatch.undo()
   synthesize(task, None, checkpoint_dir=tmp_path, **dict(kw, budget=Budget(candidates=4)))
   assert len(list(tmp_path.glob("*.npz"))) == 1 + 4
+
+
+# ---------------------------------------------------------------------------------------------------
+# Kept outcomes (`scores_dir`): a synthesis resumed where the checkpoint files are gone.
+
+def _kept(tmp_path):
+  return dict(checkpoint_dir=tmp_path / "ck", scores_dir=tmp_path / "kept")
+
+
+def test_kept_outcomes_stand_in_for_lost_checkpoints_and_only_the_winner_trains_again(tmp_path, monkeypatch):
+  import shutil
+
+  task = sum_task(n=300)
+  straight = synthesize(task, None, **KW)
+  first = synthesize(task, None, **_kept(tmp_path), **KW)
+  assert _essence(first) == _essence(straight)
+  kept = sorted(os.listdir(tmp_path / "kept"))
+  assert len(kept) == 3 and all(f.endswith(".json") for f in kept)
+  assert all((tmp_path / "kept" / f).stat().st_size < 20_000 for f in kept)
+  shutil.rmtree(tmp_path / "ck")  # the variables are gone (another machine, a fresh clone)
+  count = _count_tune(monkeypatch)
+  resumed = synthesize(task, None, **_kept(tmp_path), **KW)
+  assert count[0] == 2  # the winner alone, trained again (one epoch to measure its pace, then the rest)
+  assert _essence(resumed) == _essence(straight)
+  assert resumed.library.version == straight.library.version
+  assert resumed.best.variables is not None
+  # The runners-up restored from their kept outcomes have scores and history, but no variables.
+  assert [r.variables is None for r in resumed.ranked[1:]] == [True, True]
+  assert sorted(os.listdir(tmp_path / "kept")) == kept
+
+
+def test_a_kept_outcome_is_used_only_without_its_checkpoint(tmp_path, monkeypatch):
+  task = sum_task(n=300)
+  synthesize(task, None, **_kept(tmp_path), **KW)
+  # A kept file altered to a better score than any: ignored while the checkpoint files are there.
+  import json
+
+  for f in os.listdir(tmp_path / "kept"):
+    path = tmp_path / "kept" / f
+    obj = json.loads(path.read_text())
+    obj["outcome"]["val_score"] = -1.0
+    path.write_text(json.dumps(obj))
+  count = _count_tune(monkeypatch)
+  again = synthesize(task, None, **_kept(tmp_path), **KW)
+  assert count[0] == 0 and all(r.val_score >= 0 for r in again.ranked)
+
+
+def test_a_kept_outcome_with_the_tasks_data_changed_is_not_used(tmp_path, monkeypatch):
+  import shutil
+
+  synthesize(sum_task(n=300, seed=0), None, **_kept(tmp_path), **KW)
+  shutil.rmtree(tmp_path / "ck")
+  count = _count_tune(monkeypatch)
+  synthesize(sum_task(n=300, seed=1), None, **_kept(tmp_path), **KW)
+  assert count[0] == 3 * 2 and len(os.listdir(tmp_path / "kept")) == 6
+
+
+def test_a_damaged_kept_file_stops_the_synthesis_with_its_path(tmp_path):
+  import shutil
+
+  task = sum_task(n=300)
+  synthesize(task, None, **_kept(tmp_path), **KW)
+  shutil.rmtree(tmp_path / "ck")
+  victim = sorted(os.listdir(tmp_path / "kept"))[0]
+  (tmp_path / "kept" / victim).write_text('{"format": "hx-kept-candidate/1", "key": ')
+  with pytest.raises(CheckpointError, match=f"{victim}: not a kept candidate"):
+    synthesize(task, None, **_kept(tmp_path), **KW)
+  (tmp_path / "kept" / victim).write_text('{"format": "other"}')
+  with pytest.raises(CheckpointError, match=f"{victim}: not a kept candidate .format 'other'"):
+    synthesize(task, None, **_kept(tmp_path), **KW)
+
+
+def test_scores_dir_needs_a_checkpoint_dir(tmp_path):
+  with pytest.raises(ValueError, match="needs a checkpoint_dir"):
+    synthesize(sum_task(n=300), None, scores_dir=tmp_path, **KW)

@@ -215,6 +215,54 @@ def test_a_run_whose_libraries_were_lost_rebuilds_them_from_its_records_by_train
   assert [r["ranked"][0]["test"] for r in rest.records] == [r["ranked"][0]["test"] for r in whole.records]
 
 
+def test_a_task_interrupted_midway_resumes_on_a_fresh_clone_from_its_kept_candidates(tmp_path, monkeypatch):
+  # A committed reproduction on a fresh clone whose session ended in the middle of task 2: the records and
+  # the candidates' small files are there (committed), the libraries and checkpoints not. Task 2's finished
+  # candidate is not trained again; the rest are, and the winner again for the library.
+  import shutil
+
+  import hx.synth.jobs as jobs
+
+  seq = sequence("cs1", seed=0, sizes=TaskSizes(binary=(200, 60, 60), lists=(200, 60, 60)))
+  kw = dict(budget=Budget(candidates=3), module_config=TINY, fractions=(1.0,),
+            tune_configs={k: TuneConfig(epochs=1) for k in ("recognize_digit", "count_digit")})
+  whole = run_sequence(seq, tmp_path / "a", stop_after=2, **kw)
+  real, trained = jobs.train_program, []
+  first_task = whole.records[0]["candidates_trained"]
+  assert whole.records[1]["candidates_trained"] == 3
+
+  def counted(program, *args, **kwargs):
+    if len(trained) == first_task + 1:  # task 1's candidates and task 2's first have trained
+      raise KeyboardInterrupt
+    trained.append(str(program))
+    return real(program, *args, **kwargs)
+
+  monkeypatch.setattr(jobs, "train_program", counted)
+  with pytest.raises(KeyboardInterrupt):
+    run_sequence(seq, tmp_path / "b", stop_after=2, **kw)
+  kept = list((tmp_path / "b" / "candidates" / "02_recognize_digit(1)").rglob("*.json"))
+  assert len(kept) == 1
+  for lost in ("libraries", "checkpoints"):
+    shutil.rmtree(tmp_path / "b" / lost)
+  trained.clear()
+  rest = run_sequence(seq, tmp_path / "b", stop_after=2, **kw)
+  task2 = whole.records[1]["ranked"]
+  first = min(task2, key=lambda x: x["order"])
+  # Task 1: its winner (the library); task 2: its two unfinished candidates, and its winner again if it
+  # is the candidate that was kept.
+  assert len(trained) == 1 + 2 + (task2[0]["order"] == first["order"])
+  assert first["program"] not in trained[1:3]
+
+  def essence(records):
+    return [(r["task"], [(x["program"], x["val"], x["test"], x["val_history"]) for x in r["ranked"]])
+            for r in records]
+
+  assert essence(rest.records) == essence(whole.records)
+  assert rest.library.version == whole.library.version
+  # Once the task is recorded, its kept candidates are removed with its checkpoints.
+  assert [p for p in (tmp_path / "b" / "candidates").rglob("*") if p.is_file()] == []
+
+
 @pytest.mark.slow
 def test_a_lifelong_run_interrupted_after_its_first_task_resumes_to_the_same_results(tmp_path):
   seq = sequence("cs1", seed=0, sizes=TaskSizes(binary=(300, 100, 100), lists=(300, 100, 100)))
