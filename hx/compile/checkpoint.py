@@ -164,8 +164,15 @@ def history_from_rows(rows: list) -> list[EpochRecord]:
           for e, t, v, vl, ts, vs in rows]
 
 
-def save_checkpoint(path: os.PathLike | str, key: str, run: TuneState | TuneResult) -> None:
-  """Writes a paused run (`TuneState`) or a finished one (`TuneResult`) to `path` under `key`, atomically."""
+_SECONDS = ("init_seconds", "compile_seconds", "train_seconds", "eval_seconds")
+
+
+def save_checkpoint(path: os.PathLike | str, key: str, run: TuneState | TuneResult,
+                    seconds: dict[str, float] | None = None) -> None:
+  """Writes a paused run (`TuneState`) or a finished one (`TuneResult`) to `path` under `key`, atomically;
+  with the wall seconds spent so far (`init_seconds`, `compile_seconds`, `train_seconds`, `eval_seconds`:
+  `seconds` for a paused run, the result's own for a finished one), so that a run resumed in another
+  process reports what it cost in all."""
   path = Path(path)
   arrays: dict[str, np.ndarray] = {}
 
@@ -194,9 +201,11 @@ def save_checkpoint(path: os.PathLike | str, key: str, run: TuneState | TuneResu
     meta = {"kind": "finished", "val_score": _float(run.val_score), "test_score": _float(run.test_score),
             "best_epoch": run.best_epoch, "epochs_run": run.epochs_run, "history": history_rows(run.history),
             "failed": run.failed, "steps_run": run.steps_run, "has_variables": run.variables is not None}
+    seconds = {name: getattr(run, name) for name in _SECONDS}
   else:
     raise TypeError(f"save_checkpoint takes a TuneState or a TuneResult, got {type(run).__name__}")
-  meta.update(format=_FORMAT, key=key)
+  meta.update(format=_FORMAT, key=key,
+              seconds={name: float((seconds or {}).get(name, 0.0)) for name in _SECONDS})
   arrays["meta"] = np.array(json.dumps(meta))
   _write_npz(path, arrays)
 
@@ -250,7 +259,8 @@ def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
       return TuneResult(
           variables=variables, val_score=float(meta["val_score"]), test_score=_unfloat(meta["test_score"]),
           best_epoch=meta["best_epoch"], epochs_run=meta["epochs_run"],
-          history=history_from_rows(meta["history"]), failed=meta["failed"], steps_run=meta["steps_run"])
+          history=history_from_rows(meta["history"]), failed=meta["failed"], steps_run=meta["steps_run"],
+          **_seconds(meta))
     return TuneState(
         params=_fill(path, "params", shapes["params"], arrays),
         collections=_fill(path, "collections", shapes["collections"], arrays),
@@ -266,6 +276,19 @@ def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
     raise CheckpointError(path, f"field {err} is missing") from None
 
 
+def _seconds(meta: dict) -> dict[str, float]:
+  """The wall seconds a file's run had cost when it was saved (zeros in files written before they were
+  kept)."""
+  saved = meta.get("seconds") or {}
+  return {name: float(saved.get(name, 0.0)) for name in _SECONDS}
+
+
+def _saved_seconds(path: os.PathLike | str) -> dict[str, float]:
+  """`_seconds` of the checkpoint at `path`, reading its JSON text only."""
+  with np.load(path, allow_pickle=False) as f:
+    return _seconds(json.loads(str(f["meta"])))
+
+
 # ---------------------------------------------------------------------------------------------------
 # Training in chunks.
 
@@ -278,17 +301,20 @@ def tune_checkpointed(compiled: Any, frozen: Any, data: TuneData, objective: Any
   key say what they are, e.g. with `fingerprint`.) `resume`: a run paused in memory (successive
   halving's last rung) to continue, unless the file holds the same run further on.
 
-  The returned result's seconds (init, compile, train, eval) are those of this call's chunks; its
-  history holds every epoch, those of earlier calls included. A finished file returns its result
-  (objective resolved again) without training or scoring.
+  The returned result's seconds (init, compile, train, eval) are those of every chunk that made it,
+  earlier calls' included (each file keeps them), except that a run continued from `resume` counts from
+  there; its history holds every epoch. A finished file returns its result (objective resolved again),
+  with the seconds it cost, without training or scoring.
   """
   saved = load_checkpoint(checkpoint.path, checkpoint.key, compiled, config)
   if isinstance(saved, TuneResult):
     return dataclasses.replace(saved, objective=resolve_objective(compiled, objective))
   state: TuneState | None = saved
+  # The seconds of the chunks that made the file's run (earlier calls, other processes), then this call's.
+  seconds = _saved_seconds(checkpoint.path) if saved is not None else dict.fromkeys(_SECONDS, 0.0)
   if resume is not None and (saved is None or resume.position > saved.position):
     state = resume
-  seconds = dict(init_seconds=0.0, compile_seconds=0.0, train_seconds=0.0, eval_seconds=0.0)
+    seconds = dict.fromkeys(_SECONDS, 0.0)  # a run paused in memory: its caller counts what it cost
   chunk = 1
   while True:
     done = 0 if state is None else state.epoch
@@ -303,7 +329,7 @@ def tune_checkpointed(compiled: Any, frozen: Any, data: TuneData, objective: Any
       result = dataclasses.replace(r, **seconds)
       save_checkpoint(checkpoint.path, checkpoint.key, result)
       return result
-    save_checkpoint(checkpoint.path, checkpoint.key, r.state)
+    save_checkpoint(checkpoint.path, checkpoint.key, r.state, seconds)
     state = r.state
     logging.info("%s: %d of %d epochs, validation %.4g (best %.4g at epoch %d)", checkpoint.path, state.epoch,
                  config.epochs, state.score, state.best_score, state.best_epoch)

@@ -87,6 +87,34 @@ def test_a_finished_file_gives_its_result_without_training(tmp_path, monkeypatch
   assert again.objective == first.objective
 
 
+def test_a_resumed_run_reports_the_seconds_of_every_chunk_that_made_it(tmp_path, monkeypatch):
+  # A run finished over two calls (two processes, two working sessions) reports what it cost in all, and
+  # its finished file keeps that: records and the studies that replay them read these seconds.
+  data, model = _regression(), Linear(4, 1)
+  checkpoint = Checkpoint(tmp_path / "run.npz", key="k", every_seconds=0)
+  real, spent, stop = ck.tune, [], [True]
+
+  def timed(*args, **kwargs):
+    if stop[0] and len(spent) == 2:
+      raise Interrupt()
+    r = real(*args, **kwargs)
+    spent.append(r)
+    return dataclasses.replace(r, init_seconds=1.0, compile_seconds=2.0, train_seconds=4.0, eval_seconds=8.0)
+  monkeypatch.setattr(ck, "tune", timed)
+  with pytest.raises(Interrupt):
+    tune_checkpointed(model, model.frozen(), data, MSE, CONFIG, checkpoint)
+  spent.clear()
+  stop[0] = False
+  resumed = tune_checkpointed(model, model.frozen(), data, MSE, CONFIG, checkpoint)
+  chunks = 2 + len(spent)  # the first call's two chunks, then this call's
+  assert (resumed.init_seconds, resumed.compile_seconds, resumed.train_seconds, resumed.eval_seconds) == (
+      1.0 * chunks, 2.0 * chunks, 4.0 * chunks, 8.0 * chunks)
+  monkeypatch.undo()
+  again = tune_checkpointed(model, model.frozen(), data, MSE, CONFIG, checkpoint)  # the finished file
+  assert (again.init_seconds, again.compile_seconds, again.train_seconds, again.eval_seconds) == (
+      resumed.init_seconds, resumed.compile_seconds, resumed.train_seconds, resumed.eval_seconds)
+
+
 def test_failures_and_early_stops_are_finished_results_too(tmp_path):
   data, model = _regression(), Linear(4, 1)
   bad = dataclasses.replace(CONFIG, learning_rate=1e30)
