@@ -95,3 +95,16 @@ def test_reproduce_refuses_another_run_in_a_committed_runs_folder_before_trainin
   assert out.returncode == 1 and "Traceback" not in out.stderr
   assert "holds a run with other settings (differing: methods" in out.stderr  # and sources: no --mnist
   assert (ROOT / "cs1" / "settings.json").read_text() == before
+
+
+def test_committed_kept_candidates_are_readable_and_named_by_their_keys():
+  # A task under way keeps its finished candidates' outcomes (hx.synth.kept) so that the next session
+  # resumes it; each file must load under its own key, and be named by that key's hash.
+  from hx.synth.kept import kept_path, load_kept
+
+  for path in ROOT.rglob("candidates/*/fraction_*/*.json"):
+    key = json.loads(path.read_text("utf-8"))["key"]
+    assert kept_path(path.parent, key) == path
+    outcome = load_kept(path, key)
+    assert outcome.status in ("trained", "failed") and outcome.epochs_run >= 0
+    assert outcome.status != "trained" or len(outcome.history) == outcome.epochs_run
