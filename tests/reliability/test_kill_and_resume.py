@@ -28,8 +28,8 @@ ex.Checkpoints.for_job = lambda self, job, context: dataclasses.replace(for_job(
                                                                        every_seconds=0.0)
 save, paused = ck.save_checkpoint, []
 
-def save_then_die(path, key, run):
-  save(path, key, run)
+def save_then_die(path, key, run, seconds=None):
+  save(path, key, run, seconds)
   if isinstance(run, TuneState) and "houdini_topdown/seed_0/checkpoints/02_" in str(path):
     paused.append(path)
     if len(paused) == 2:
