@@ -73,13 +73,7 @@ class Checkpoints:
     from hx.compile.checkpoint import checkpoint_in
 
     library = context.library.versions() if context.library is not None else {}
-    fresh = sorted((k, str(t)) for k, t in job.candidate.fresh_types.items())
-    config = seeded(context, job.seed)
-    key = (f"{self.task_key} | program {job.candidate.program} | fresh {fresh} | {config} | "
-           f"{context.module_config} | library {sorted(library.items())}")
-    if job.schedule is not None:
-      key += f" | schedule {job.schedule}"
-    return checkpoint_in(self.directory, key, self.every_seconds)
+    return checkpoint_in(self.directory, self._key(job, context, sorted(library.items())), self.every_seconds)
 
   def kept_for(self, job: Job, context: TaskContext) -> tuple[str, str] | None:
     """(path, key) of `job`'s kept outcome (`hx.synth.kept`), or None without a `scores` directory. The
@@ -89,13 +83,18 @@ class Checkpoints:
 
     if self.scores is None:
       return None
-    names = list(context.library.names) if context.library is not None else []
+    key = self._key(job, context, list(context.library.names) if context.library is not None else [])
+    return os.fspath(kept_path(self.scores, key)), key
+
+  def _key(self, job: Job, context: TaskContext, library: Any) -> str:
+    """What `job` trains: the task, program, fresh types, seeded settings, modules, `library` and
+    schedule."""
     fresh = sorted((k, str(t)) for k, t in job.candidate.fresh_types.items())
     key = (f"{self.task_key} | program {job.candidate.program} | fresh {fresh} | "
-           f"{seeded(context, job.seed)} | {context.module_config} | library {names}")
+           f"{seeded(context, job.seed)} | {context.module_config} | library {library}")
     if job.schedule is not None:
       key += f" | schedule {job.schedule}"
-    return os.fspath(kept_path(self.scores, key)), key
+    return key
 
 
 def task_key(name: str, data: Any) -> str:

@@ -28,14 +28,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from pathlib import Path
-from typing import Any
 
-from hx.atomic import write_atomically
 from hx.compile.checkpoint import CheckpointError, history_from_rows, history_rows
 from hx.synth.fitting import Outcome
+from hx.synth.jsonfiles import jsonable, write_json
 
 __all__ = ["kept_path", "save_kept", "load_kept"]
 
@@ -51,15 +49,11 @@ def kept_path(directory: os.PathLike | str, key: str) -> Path:
   return Path(directory) / f"{hashlib.blake2b(key.encode(), digest_size=16).hexdigest()}.json"
 
 
-def _number(x: Any) -> Any:
-  return x if not isinstance(x, float) or math.isfinite(x) else str(x)
-
-
 def save_kept(path: os.PathLike | str, key: str, outcome: Outcome) -> None:
   """Writes `outcome` (without variables or state) to `path` under `key`, atomically."""
-  fields = {name: _number(getattr(outcome, name)) for name in _FIELDS}
-  obj = {"format": _FORMAT, "key": key, "outcome": {**fields, "history": history_rows(outcome.history)}}
-  write_atomically(Path(path), lambda f: json.dump(obj, f, indent=1, sort_keys=True), text=True)
+  fields = {name: jsonable(getattr(outcome, name)) for name in _FIELDS}
+  write_json(Path(path), {"format": _FORMAT, "key": key,
+                          "outcome": {**fields, "history": history_rows(outcome.history)}})
 
 
 def load_kept(path: os.PathLike | str, key: str) -> Outcome | None:
