@@ -93,8 +93,10 @@ class Outcome:
 
   @staticmethod
   def of(r: TuneResult, seconds: float) -> Outcome:
-    """The outcome of Tune's result `r` (variables and state brought to the host), `seconds` its wall
-    time."""
+    """The outcome of Tune's result `r` (variables and state brought to the host), `seconds` the wall
+    time of the call that produced it. A run resumed from a checkpoint reports, in `r`, the init,
+    compile, train and eval seconds of every call that made it (`hx.compile.checkpoint`), so its wall
+    seconds are at least their sum: the cost of the whole run, not of the last call's chunk."""
     import jax
     import numpy as np
 
@@ -104,7 +106,9 @@ class Outcome:
                    test_score=None if r.test_score is None else float(r.test_score), variables=variables,
                    epochs_run=r.epochs_run, best_epoch=r.best_epoch, steps_run=r.steps_run,
                    compile_seconds=r.compile_seconds, train_seconds=r.train_seconds + r.init_seconds,
-                   eval_seconds=r.eval_seconds, seconds=seconds,
+                   eval_seconds=r.eval_seconds,
+                   seconds=max(seconds, r.init_seconds + r.compile_seconds + r.train_seconds
+                               + r.eval_seconds),
                    state=None if r.state is None else r.state.on_host(), history=tuple(r.history))
 
 

@@ -1,0 +1,33 @@
+"""One trained model's outcome (`hx.synth.fitting.Outcome`): what records and kept candidates report."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hx.compile.tuning import TuneConfig, tune
+from hx.synth.fitting import Outcome
+from tests.compile.test_tune import MSE, Linear, _regression
+
+
+def _trained():
+  model = Linear(4, 1)
+  config = TuneConfig(learning_rate=0.05, batch_size=32, epochs=2)
+  return tune(model, model.frozen(), _regression(), MSE, config)
+
+
+def test_an_outcome_takes_the_call_wall_time_when_it_covers_the_run():
+  r = dataclasses.replace(_trained(), init_seconds=0.5, compile_seconds=1.0, train_seconds=2.0,
+                          eval_seconds=0.5)
+  out = Outcome.of(r, 5.0)
+  assert out.seconds == 5.0
+  assert (out.compile_seconds, out.train_seconds, out.eval_seconds) == (1.0, 2.5, 0.5)  # init is training's
+
+
+def test_a_resumed_run_outcome_counts_the_earlier_calls_wall_time_too():
+  # A run resumed from its checkpoint reports the parts of every call that made it (hx.compile.checkpoint);
+  # the last call alone took 0.2 s, the whole run at least the 9 s of its parts.
+  r = dataclasses.replace(_trained(), init_seconds=1.0, compile_seconds=2.0, train_seconds=4.0,
+                          eval_seconds=2.0)
+  out = Outcome.of(r, 0.2)
+  assert out.seconds == 9.0
+  assert out.status == "trained" and out.epochs_run == 2
