@@ -36,6 +36,10 @@ HARNESS/src, a venv with torch in HARNESS/venv). It runs as a child process (`be
 drawn by the harness (6,000 lists of 2-5 images, batches of one length as the authors' loop draws them);
 its first epoch is a warm-up and is dropped. Nothing of the authors' code is imported here. --authors
 implies --peer; the harness always builds the paper's sizes (--small does not reach it).
+
+--xla_convolutions runs hx with XLA:CPU's convolutions in XLA's own kernels instead of YNNPACK
+(`hx.cpu_convolutions`): the CNN then trains in one call instead of slices. XLA_FLAGS is read once per
+process, so comparing the two takes two processes, alternated.
 """
 
 from __future__ import annotations
@@ -241,8 +245,14 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--peer_device", default="cpu",
                       help="with --peer: torch's device, cpu or cuda (a GPU build of torch; hx then runs on "
                            "JAX's default backend, which should be the same GPU)")
+  parser.add_argument("--xla_convolutions", action="store_true",
+                      help="leave XLA:CPU's convolutions to XLA's own kernels instead of YNNPACK (adds "
+                           "hx.cpu_convolutions.EIGEN_FLAGS to XLA_FLAGS; the CNN then trains unsliced)")
   parser.add_argument("--json", default=None, help="write the figures to this file")
   args = parser.parse_args(argv)
+  if args.xla_convolutions:  # before JAX starts its backend, which reads XLA_FLAGS once
+    from hx.cpu_convolutions import EIGEN_FLAGS
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {EIGEN_FLAGS}".strip()
   args.peer = args.peer or args.authors is not None
   if args.peer and args.peer_device != "cpu":
     # JAX takes 75% of a GPU's memory at start by default; torch then runs out beside it.
@@ -262,6 +272,7 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.compile.lower import compile_program
   from hx.compile.modules import ModuleConfig
   from hx.compile.tuning import TuneConfig, TuneData
+  from hx.cpu_convolutions import ynnpack_convolutions
   from hx.lang.parser import parse
   from hx.lang.types import FunctionType, ListType, TensorType
 
@@ -308,6 +319,7 @@ def main(argv: list[str] | None = None) -> dict:
     "init_s": first["init_s"],
     "compile_s": first["compile_s"],
     "persistent_cache": bool(args.persistent_cache),
+    "cpu_convolutions": "ynnpack (sliced CNN)" if ynnpack_convolutions() else "xla (one call)",
     "epoch_train_s": [s for hx_figures, *_ in rounds for s in hx_figures["epoch_train_s"]],
     "sec_per_epoch": round(sec_per_epoch, 3),
     "examples_per_s": round(steps * args.batch_size / sec_per_epoch, 1),

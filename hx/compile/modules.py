@@ -95,6 +95,7 @@ import numpy as np
 from jax import lax
 
 from hx.compile.fixpoint import FixConfig
+from hx.cpu_convolutions import ynnpack_convolutions
 from hx.defaults import OMIT_DEFAULT, omit_defaults
 from hx.lang.types import (
   FunctionType,
@@ -492,7 +493,8 @@ def batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, mom
 # slower, single-threaded, through an unfused im2col copy into a fresh buffer (~40,000 page faults per
 # call). In training, the CNN therefore runs on slices of CNN_TRAIN_ROWS images, unrolled (never a rolled
 # loop: DESIGN.md), whose forward and backward passes XLA schedules independently. In inference nothing
-# is sliced: without residuals to keep, YNNPACK fuses convolution and pooling and stays fast.
+# is sliced: without residuals to keep, YNNPACK fuses convolution and pooling and stays fast. Where the
+# process leaves convolutions to XLA's own kernels (`hx.cpu_convolutions`), nothing is sliced either.
 
 CNN_TRAIN_ROWS = 25  # images per slice in training mode, for the paper's CNN on 28x28 images
 CNN_MAX_SLICES = 32  # at most this many slices (bounds compilation time); larger slices beyond
@@ -881,7 +883,8 @@ def _apply_cnn(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, ma
   (x,) = inputs
   r = x.shape[0]
   h = jnp.transpose(x.astype(jnp.float32), (0, 2, 3, 1))  # channel-first types, NHWC convolutions
-  slices = _cnn_slices(r, _cnn_slice_rows(h.shape, params["convs"], spec["pool"])) if train else [(0, r)]
+  sliced = train and ynnpack_convolutions()  # XLA's own convolutions take a whole step at once
+  slices = _cnn_slices(r, _cnn_slice_rows(h.shape, params["convs"], spec["pool"])) if sliced else [(0, r)]
   parts = [_cnn_blocks(params["convs"], h[i:j], spec["pool"], train) for i, j in slices]
   h = parts[0] if len(parts) == 1 else jnp.concatenate(parts, 0)
   if train and keys is not None and spec["dropout"] > 0:

@@ -356,6 +356,31 @@ def test_cnn_training_slices_give_the_same_values_and_gradients(monkeypatch):
   assert len(modules._cnn_slices(10 * 5 * modules.CNN_MAX_SLICES, 5)) == modules.CNN_MAX_SLICES
 
 
+def test_cnn_trains_in_one_call_where_xla_runs_its_own_convolutions(monkeypatch):
+  """Slices work around YNNPACK's convolutions (`hx.cpu_convolutions`); with XLA's own kernels requested
+  in XLA_FLAGS the training CNN is one call, with the sliced call's values and gradients."""
+  import hx.compile.modules as modules
+  from hx.cpu_convolutions import EIGEN_FLAGS
+
+  s = module_spec(T("Tensor<real>[1][12][12] -> Tensor<real>[8]"), CFG)
+  params, _ = init_module(s, jax.random.key(0))
+  params = {"convs": tuple({"w": p["w"], "b": p["b"] + 0.1} for p in params["convs"])}
+  x = jax.random.normal(jax.random.key(1), (23, 1, 12, 12))
+
+  def run(params, x):
+    y, _ = modules.apply_module(s, params, {}, (x,), mask=jnp.ones(x.shape[0], bool), keys=None, train=True)
+    return y
+
+  monkeypatch.setattr(modules, "_cnn_slice_rows", lambda *_: 5)
+  monkeypatch.delenv("XLA_FLAGS", raising=False)
+  assert str(jax.make_jaxpr(run)(params, x)).count("conv_general_dilated") == 2 * 5
+  sliced = jax.jit(run)
+  monkeypatch.setenv("XLA_FLAGS", f"--xla_gpu_deterministic_ops=true {EIGEN_FLAGS}")
+  whole = lambda p, x_: run(p, x_)  # a new function: JAX's trace caches do not see the environment
+  assert str(jax.make_jaxpr(whole)(params, x)).count("conv_general_dilated") == 2
+  _assert_vjps_close(sliced, jax.jit(whole), (params, x), 2, rtol=1e-5, atol=1e-6)
+
+
 def test_cnn_slices_bound_the_window_buffer_not_the_image_count():
   """The paper's CNN on 28x28 images trains in slices of CNN_TRAIN_ROWS images (its second convolution's
   windows, 8x8 x 5x5x32 per image, are the larger); a CNN of 4 and 8 channels gets as many images as fit
