@@ -37,9 +37,9 @@ drawn by the harness (6,000 lists of 2-5 images, batches of one length as the au
 its first epoch is a warm-up and is dropped. Nothing of the authors' code is imported here. --authors
 implies --peer; the harness always builds the paper's sizes (--small does not reach it).
 
---xla_convolutions runs hx with XLA:CPU's convolutions in XLA's own kernels instead of YNNPACK
-(`hx.cpu_convolutions`): the CNN then trains in one call instead of slices. XLA_FLAGS is read once per
-process, so comparing the two takes two processes, alternated.
+--convolutions xla|ynnpack chooses which library runs XLA:CPU's convolutions (`hx.cpu_convolutions`):
+XLA's own kernels, hx's default, with the CNN in one call, or YNNPACK, jaxlib's default, with the CNN
+in slices. XLA_FLAGS is read once per process, so comparing the two takes two processes, alternated.
 """
 
 from __future__ import annotations
@@ -245,14 +245,16 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--peer_device", default="cpu",
                       help="with --peer: torch's device, cpu or cuda (a GPU build of torch; hx then runs on "
                            "JAX's default backend, which should be the same GPU)")
-  parser.add_argument("--xla_convolutions", action="store_true",
-                      help="leave XLA:CPU's convolutions to XLA's own kernels instead of YNNPACK (adds "
-                           "hx.cpu_convolutions.EIGEN_FLAGS to XLA_FLAGS; the CNN then trains unsliced)")
+  parser.add_argument("--convolutions", choices=("xla", "ynnpack"), default=None,
+                      help="which library runs XLA:CPU's convolutions (hx.cpu_convolutions): xla, XLA's own "
+                           "kernels (hx's default; the CNN trains in one call), or ynnpack (jaxlib's "
+                           "default; the CNN trains in slices). Unset: what XLA_FLAGS and hx choose")
   parser.add_argument("--json", default=None, help="write the figures to this file")
   args = parser.parse_args(argv)
-  if args.xla_convolutions:  # before JAX starts its backend, which reads XLA_FLAGS once
-    from hx.cpu_convolutions import EIGEN_FLAGS
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {EIGEN_FLAGS}".strip()
+  if args.convolutions:  # before JAX starts its backend, which reads XLA_FLAGS once
+    from hx.cpu_convolutions import OWN_FLAGS, YNNPACK_FLAGS
+    chosen = OWN_FLAGS if args.convolutions == "xla" else YNNPACK_FLAGS
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {chosen}".strip()
   args.peer = args.peer or args.authors is not None
   if args.peer and args.peer_device != "cpu":
     # JAX takes 75% of a GPU's memory at start by default; torch then runs out beside it.

@@ -6,9 +6,11 @@ names load their layer on first use, so parsing and type-checking stay fast to i
 
 import importlib
 
+from hx.cpu_convolutions import request_xla_convolutions
 from hx.determinism import request_deterministic_gpu_ops
 
 request_deterministic_gpu_ops()  # before any JAX backend starts: XLA reads its flags then
+request_xla_convolutions()
 
 from hx.lang import (  # noqa: E402
   Compose,

@@ -1,47 +1,62 @@
-"""Which library runs XLA:CPU's convolutions in this process: YNNPACK (jaxlib's default) or XLA's own.
+"""Which library runs XLA:CPU's convolutions: XLA's own kernels (hx's default) or YNNPACK (jaxlib's).
 
 jaxlib 0.10 hands each XLA:CPU convolution to YNNPACK (a `__ynn_fusion`), which runs one over a few dozen
 images fast but one over a whole training step's images several times slower (an unfused im2col copy
-into a fresh buffer), so the CNN module trains in unrolled slices of images when YNNPACK runs its
-convolutions (`hx.compile.modules._cnn_slices`). `XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=
--individual_convolution` leaves convolutions to XLA's own (Eigen) kernels, which take a whole step's
-images at once: then slicing only adds compile time, and the CNN trains in one call. Which is faster
-depends on the CPU (benchmarks/RESULTS.md, "Training throughput": on a 2-core Zen 3 EPYC the Eigen
-convolutions trained the count_digit candidate's epoch faster and compiled its step in less time); hx
-keeps jaxlib's default and reads the flag, never sets it.
+into a fresh buffer), so under YNNPACK the CNN module trains in unrolled slices of images
+(`hx.compile.modules._cnn_slices`), and every slice adds to the training step's compile time.
+`--xla_cpu_experimental_ynn_fusion_type=-individual_convolution` leaves convolutions to XLA's own
+(Eigen) kernels, which take a whole step's images at once: the CNN then trains in one call. Measured on
+the count_digit candidate at the paper's sizes (benchmarks/RESULTS.md, "Training throughput"), on a
+2-core Zen 3 EPYC: the epoch 1.09x faster, the step compiled in 0.6x the time, 15% less peak memory; on
+a Zen 4 EPYC, with the CNN still sliced, the epoch was the same within noise. So `import hx` requests
+XLA's own convolutions (`request_xla_convolutions`, before JAX starts a backend, as
+`hx.determinism` does for GPU kernels), unless the user's XLA_FLAGS already name the setting:
+`XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=+individual_convolution` keeps YNNPACK's, and with it
+the sliced CNN. The flag concerns XLA:CPU only; on a GPU the CNN trains in one call either way unless
+the flag asks for YNNPACK.
 
-XLA reads `XLA_FLAGS` once, when JAX starts its backend: set it before the first JAX computation (before
-`import hx` is safe). The flag's value is a comma-separated list, either of exact fusion types (the
-list replaces the defaults, which include `individual_convolution`) or of `+`/`-` prefixed changes to
-the defaults; XLA upper-cases the names, so they are read here case-insensitively, and the last
-occurrence of the flag in `XLA_FLAGS` wins, as XLA's flag parser does.
+XLA reads `XLA_FLAGS` once, when JAX starts its backend. A program that ran JAX before importing hx
+keeps the flags it started with: hx then leaves XLA_FLAGS alone, so that `ynnpack_convolutions()`, read
+from XLA_FLAGS when the CNN is traced, says what the backend runs. The flag's value is a comma-separated
+list, either of exact fusion types (the list replaces the defaults, which include
+`individual_convolution`) or of `+`/`-` prefixed changes to the defaults; XLA upper-cases the names, so
+they are read here case-insensitively, and the last occurrence of the flag wins, as in XLA's parser.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, MutableMapping
 
-__all__ = ["EIGEN_FLAGS", "FLAG", "ynnpack_convolutions"]
+__all__ = ["FLAG", "OWN_FLAGS", "YNNPACK_FLAGS", "request_xla_convolutions", "ynnpack_convolutions"]
 
 FLAG = "--xla_cpu_experimental_ynn_fusion_type"
-EIGEN_FLAGS = f"{FLAG}=-individual_convolution"
-"""The XLA_FLAGS entry that leaves XLA:CPU's convolutions to XLA's own kernels."""
+OWN_FLAGS = f"{FLAG}=-individual_convolution"
+"""The XLA_FLAGS entry that leaves XLA:CPU's convolutions to XLA's own kernels (hx's default)."""
+YNNPACK_FLAGS = f"{FLAG}=+individual_convolution"
+"""The XLA_FLAGS entry that keeps them in YNNPACK (jaxlib's default), the CNN then trained in slices."""
 
 _CONVOLUTION = "individual_convolution"
 
 
-def ynnpack_convolutions(environ: Mapping[str, str] = os.environ) -> bool:
-  """Whether XLA:CPU runs convolutions through YNNPACK under `environ["XLA_FLAGS"]` (True by default).
-
-  Examples: no flag, an empty value, or `+individual_convolution`: True. `-individual_convolution`, or
-  an exact list without it (`individual_dot`): False.
-  """
+def _value(environ: Mapping[str, str]) -> str | None:
+  """The value of the last FLAG in environ's XLA_FLAGS, or None."""
   value = None
   for token in environ.get("XLA_FLAGS", "").split():
     name, _, given = token.partition("=")
     if name == FLAG:
       value = given
+  return value
+
+
+def ynnpack_convolutions(environ: Mapping[str, str] = os.environ) -> bool:
+  """Whether XLA:CPU runs convolutions through YNNPACK under `environ["XLA_FLAGS"]`.
+
+  Examples: no flag, an empty value, or `+individual_convolution`: True. `-individual_convolution`, or
+  an exact list without it (`individual_dot`): False.
+  """
+  value = _value(environ)
   if not value:
     return True
   items = [item.strip().lower() for item in value.split(",") if item.strip()]
@@ -52,3 +67,24 @@ def ynnpack_convolutions(environ: Mapping[str, str] = os.environ) -> bool:
         verdict = item[0] == "+"
     return verdict
   return _CONVOLUTION in items
+
+
+def _backend_started() -> bool:
+  """Whether this process has started a JAX backend (then XLA_FLAGS is read already)."""
+  bridge = sys.modules.get("jax._src.xla_bridge")
+  started = getattr(bridge, "backends_are_initialized", None)
+  return bool(started and started())
+
+
+def request_xla_convolutions(environ: MutableMapping[str, str] = os.environ) -> str:
+  """Adds OWN_FLAGS to `environ["XLA_FLAGS"]` unless FLAG is there already or
+  a JAX backend has started (module docstring).
+
+  Returns:
+    The resulting XLA_FLAGS value.
+  """
+  flags = environ.get("XLA_FLAGS", "")
+  if _value(environ) is None and not _backend_started():
+    flags = f"{flags} {OWN_FLAGS}".strip()
+    environ["XLA_FLAGS"] = flags
+  return flags

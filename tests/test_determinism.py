@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+from hx.cpu_convolutions import OWN_FLAGS
 from hx.determinism import FLAG, request_deterministic_gpu_ops
 
 
@@ -31,5 +32,6 @@ def _flags_after_import(xla_flags: str | None) -> str:
 
 
 def test_importing_hx_sets_the_flag_before_jax_runs_and_xla_accepts_it():
-  assert _flags_after_import(None) == f"{FLAG}=true"
-  assert _flags_after_import(f"{FLAG}=false") == f"{FLAG}=false"
+  # (hx also requests XLA's own CPU convolutions: tests/test_cpu_convolutions.py.)
+  assert _flags_after_import(None) == f"{FLAG}=true {OWN_FLAGS}"
+  assert _flags_after_import(f"{FLAG}=false") == f"{FLAG}=false {OWN_FLAGS}"

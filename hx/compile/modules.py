@@ -8,8 +8,9 @@ Templates (B below is the number of rows a module is called on; types exclude th
   cnn           image `Tensor<real>[C][H][W]` (channel-first) -> tensor. Per channel size c in
                 `cnn_channels`: conv k x k (stride 1, no padding) -> ReLU -> 2x2 max-pool (floor); then
                 spatial dropout (whole channels) after the last block; features flattened in (H, W, C)
-                order. In training the rows are run in unrolled slices (same values and gradients, much
-                faster on XLA:CPU; see `_cnn_blocks` and `CNN_TRAIN_ROWS`).
+                order. In training under YNNPACK's convolutions the rows are run in unrolled slices
+                (same values and gradients, much faster there; see `_cnn_blocks`, `CNN_TRAIN_ROWS` and
+                `hx.cpu_convolutions`).
                 The paper's CNN has no output layer: when the output type is exactly
                 `Tensor<real>[F]` with F the feature size (64*4*4 = 1024 for 28x28 inputs) the features are
                 the output. Otherwise a linear output layer Dense(F -> prod(output shape)) and the output
@@ -493,8 +494,9 @@ def batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, mom
 # slower, single-threaded, through an unfused im2col copy into a fresh buffer (~40,000 page faults per
 # call). In training, the CNN therefore runs on slices of CNN_TRAIN_ROWS images, unrolled (never a rolled
 # loop: DESIGN.md), whose forward and backward passes XLA schedules independently. In inference nothing
-# is sliced: without residuals to keep, YNNPACK fuses convolution and pooling and stays fast. Where the
-# process leaves convolutions to XLA's own kernels (`hx.cpu_convolutions`), nothing is sliced either.
+# is sliced: without residuals to keep, YNNPACK fuses convolution and pooling and stays fast. Under XLA's
+# own convolution kernels, which `import hx` requests (`hx.cpu_convolutions`), nothing is sliced: they take
+# a whole step's images at once, and slices would only add compile time.
 
 CNN_TRAIN_ROWS = 25  # images per slice in training mode, for the paper's CNN on 28x28 images
 CNN_MAX_SLICES = 32  # at most this many slices (bounds compilation time); larger slices beyond

@@ -329,8 +329,12 @@ def test_cnn_blocks_equal_the_plain_cnn():
 
 
 def test_cnn_training_slices_give_the_same_values_and_gradients(monkeypatch):
-  """In training the CNN runs on slices of rows (unrolled); outputs and gradients are those of one call."""
+  """Under YNNPACK's convolutions the training CNN runs on slices of rows (unrolled); outputs and
+  gradients are those of one call."""
   import hx.compile.modules as modules
+  from hx.cpu_convolutions import YNNPACK_FLAGS
+
+  monkeypatch.setenv("XLA_FLAGS", YNNPACK_FLAGS)
 
   s = module_spec(T("Tensor<real>[1][12][12] -> Tensor<real>[8]"), CFG)
   params, _ = init_module(s, jax.random.key(0))
@@ -357,10 +361,10 @@ def test_cnn_training_slices_give_the_same_values_and_gradients(monkeypatch):
 
 
 def test_cnn_trains_in_one_call_where_xla_runs_its_own_convolutions(monkeypatch):
-  """Slices work around YNNPACK's convolutions (`hx.cpu_convolutions`); with XLA's own kernels requested
-  in XLA_FLAGS the training CNN is one call, with the sliced call's values and gradients."""
+  """Slices work around YNNPACK's convolutions (`hx.cpu_convolutions`); with XLA's own kernels (hx's
+  default) the training CNN is one call, with the sliced call's values and gradients."""
   import hx.compile.modules as modules
-  from hx.cpu_convolutions import EIGEN_FLAGS
+  from hx.cpu_convolutions import OWN_FLAGS, YNNPACK_FLAGS
 
   s = module_spec(T("Tensor<real>[1][12][12] -> Tensor<real>[8]"), CFG)
   params, _ = init_module(s, jax.random.key(0))
@@ -372,10 +376,10 @@ def test_cnn_trains_in_one_call_where_xla_runs_its_own_convolutions(monkeypatch)
     return y
 
   monkeypatch.setattr(modules, "_cnn_slice_rows", lambda *_: 5)
-  monkeypatch.delenv("XLA_FLAGS", raising=False)
+  monkeypatch.setenv("XLA_FLAGS", YNNPACK_FLAGS)
   assert str(jax.make_jaxpr(run)(params, x)).count("conv_general_dilated") == 2 * 5
   sliced = jax.jit(run)
-  monkeypatch.setenv("XLA_FLAGS", f"--xla_gpu_deterministic_ops=true {EIGEN_FLAGS}")
+  monkeypatch.setenv("XLA_FLAGS", f"--xla_gpu_deterministic_ops=true {OWN_FLAGS}")
   whole = lambda p, x_: run(p, x_)  # a new function: JAX's trace caches do not see the environment
   assert str(jax.make_jaxpr(whole)(params, x)).count("conv_general_dilated") == 2
   _assert_vjps_close(sliced, jax.jit(whole), (params, x), 2, rtol=1e-5, atol=1e-6)
