@@ -14,7 +14,11 @@ say, without training again, what each schedule would have chosen on each task:
 - "short E, keep K": every candidate's first E epochs, scored by its best validation score among them;
   the best K train to the end (their full runs' scores) and the best of those wins;
 - "floor": what any schedule that compiles every candidate costs at least: the compilations and the
-  winner's full run, nothing else (a perfect estimate that costs nothing but the compilation).
+  winner's full run, nothing else (a perfect estimate that costs nothing but the compilation);
+- "floor, winner stopped by patience P": the same, the winner's training stopped after P epochs without
+  a better validation score (`TuneConfig.patience`), its best epoch so far kept. Its test score is the
+  recorded one where that best epoch is the full run's; elsewhere it was never measured (NaN, and the
+  summary counts the tasks where it is known).
 
 Cost is modelled from the records, not measured: a candidate costs its recorded compilation once, plus
 its recorded training and evaluation seconds per epoch times the epochs it trains, except that a short
@@ -66,8 +70,20 @@ def _cost(c: dict, epochs: float, eval_share: float = 1.0) -> float:
   return c["compile"] + epochs * (c["train"] + eval_share * c["eval"]) / per
 
 
+def stopped(curve: list[float], patience: int) -> tuple[int, float, int]:
+  """Early stopping replayed on a validation curve (`curve[t - 1]` after epoch t): the epochs trained
+  before `patience` epochs in a row brought no better score, the best score by then, and its epoch."""
+  best, best_epoch = math.inf, 0
+  for epoch, v in enumerate(curve, 1):
+    if v < best:
+      best, best_epoch = v, epoch
+    elif epoch - best_epoch >= patience:
+      return epoch, best, best_epoch
+  return len(curve), best, best_epoch
+
+
 def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tuple[int, int]],
-                subsample: int) -> list[dict]:
+                subsample: int, patiences: tuple[int, ...] = ()) -> list[dict]:
   """One row per schedule on `task`: the program chosen, its rank in the full run, its validation and
   test scores, candidate-epochs and modelled seconds."""
   from hx.synth.estimate import spearman
@@ -79,9 +95,11 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
   full_seconds = sum(_cost(c, c["epochs"]) for c in cands)
   share = min(1.0, subsample / task["val_examples"])
 
-  def row(schedule: str, win: int, trained: int, seconds: float, rho: float = math.nan) -> dict:
+  def row(schedule: str, win: int, trained: int, seconds: float, rho: float = math.nan,
+          val: float | None = None, test: float | None = None) -> dict:
     return dict(task=task["name"], schedule=schedule, program=cands[win]["program"], rank=full_rank[win],
-                val=cands[win]["val"], test=cands[win]["test"], candidate_epochs=trained, seconds=seconds,
+                val=cands[win]["val"] if val is None else val,
+                test=cands[win]["test"] if test is None else test, candidate_epochs=trained, seconds=seconds,
                 speedup=full_seconds / seconds, spearman=rho)
 
   rows = [row("every candidate", full_order[0], sum(c["epochs"] for c in cands), full_seconds)]
@@ -90,6 +108,14 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
   rows.append(row("floor: compile all, train the winner", best, cands[best]["epochs"],
                   sum(c["compile"] for c in cands) + _cost(cands[best], cands[best]["epochs"])
                   - cands[best]["compile"]))
+  compiles = sum(c["compile"] for c in cands)
+  winner = cands[best]
+  full_best_epoch = min(range(len(winner["curve"])), key=lambda t: (winner["curve"][t], t)) + 1
+  for patience in patiences:
+    epochs_run, val, best_epoch = stopped(winner["curve"], patience)
+    rows.append(row(f"floor, winner stopped by patience {patience}", best, epochs_run,
+                    compiles + _cost(winner, epochs_run) - winner["compile"], val=val,
+                    test=winner["test"] if best_epoch == full_best_epoch else math.nan))
   curves = [c["curve"] for c in cands]
   for first, eta in halvings:
     trained = replay(curves, Halving(first=first, eta=eta), epochs)
@@ -119,11 +145,13 @@ def summary(rows: list[dict]) -> list[dict]:
   out = []
   for schedule in dict.fromkeys(r["schedule"] for r in rows):
     mine = [t[schedule] for t in by_task.values() if schedule in t]
-    rel = [r["test"] / t["every candidate"]["test"] for r, t in zip(mine, by_task.values())]
+    rel = [r["test"] / t["every candidate"]["test"] for r, t in zip(mine, by_task.values())
+           if math.isfinite(r["test"])]
     halving = [t[schedule]["seconds"] and t["halving 2/4"]["seconds"] / t[schedule]["seconds"]
                for t in by_task.values() if "halving 2/4" in t and schedule in t]
     out.append(dict(schedule=schedule, tasks=len(mine), same_winner=sum(r["rank"] == 1 for r in mine),
-                    test_ratio_median=statistics.median(rel), test_ratio_worst=max(rel),
+                    test_known=len(rel), test_ratio_median=statistics.median(rel) if rel else math.nan,
+                    test_ratio_worst=max(rel) if rel else math.nan,
                     speedup_median=statistics.median(r["speedup"] for r in mine),
                     vs_halving_median=statistics.median(halving) if halving else math.nan))
   return out
@@ -143,7 +171,7 @@ def main(argv: list[str] | None = None) -> dict:
                      "candidates (ROOT/<sequence>/houdini_topdown/seed_*/records/*/fraction_*.json)")
   halvings = [(1, 3), (2, 4), (4, 4)]
   shorts = [(e, k) for e in (1, 2, 4, 8) for k in (1, 2, 4)]
-  rows = [r for t in tasks for r in replay_task(t, halvings, shorts, args.subsample)]
+  rows = [r for t in tasks for r in replay_task(t, halvings, shorts, args.subsample, (2, 4))]
   print(f"# {len(tasks)} tasks (replayed from {os.path.relpath(args.root)}; costs modelled from the "
         "records)\n")
   print("| task | schedule | chosen (rank in full run) | test / full winner's | cand-epochs | model s | "
@@ -155,12 +183,13 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"| {r['task']} | {r['schedule']} | {r['rank']} | {r['test'] / full[r['task']]['test']:.3f} | "
           f"{r['candidate_epochs']} | {r['seconds']:.0f} | {r['speedup']:.1f} | {rho} |")
   sums = summary(rows)
-  print("\n| schedule | tasks | full run's winner | test / winner's, median (worst) | full / this, median | "
-        "halving 2/4 / this, median |")
+  print("\n| schedule | tasks | full run's winner | test / winner's, median (worst; tasks known) | "
+        "full / this, median | halving 2/4 / this, median |")
   print("|---|---|---|---|---|---|")
   for s in sums:
     print(f"| {s['schedule']} | {s['tasks']} | {s['same_winner']} | {s['test_ratio_median']:.3f} "
-          f"({s['test_ratio_worst']:.3f}) | {s['speedup_median']:.1f} | {s['vs_halving_median']:.2f} |")
+          f"({s['test_ratio_worst']:.3f}; {s['test_known']}) | {s['speedup_median']:.1f} | "
+          f"{s['vs_halving_median']:.2f} |")
   out = {"rows": rows, "summary": sums}
   if args.json:
     with open(args.json, "w") as f:

@@ -1,0 +1,47 @@
+"""benchmarks/studies/schedule_replay.py's arithmetic on small exact cases: early stopping replayed on a
+curve, and the floors' modelled cost and test score."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchmarks.studies.schedule_replay import replay_task, stopped
+
+
+def test_early_stopping_stops_after_patience_epochs_without_a_better_score():
+  curve = [5.0, 4.0, 4.5, 4.2, 3.0, 3.5, 3.6, 3.7]
+  assert stopped(curve, 2) == (4, 4.0, 2)  # epochs 3 and 4 bring nothing better than epoch 2's 4.0
+  assert stopped(curve, 3) == (8, 3.0, 5)  # epoch 5 improves; 6-8 do not: stops after epoch 8
+  assert stopped(curve, 4) == (8, 3.0, 5)  # the curve ends first
+  assert stopped([2.0, 2.0, 2.0], 1) == (2, 2.0, 1)  # an equal score is not a better one
+
+
+def _cand(curve, order, compile_s=2.0, train=10.0, evals=5.0, test=None):
+  return dict(program=f"p{order}", val=min(curve), test=min(curve) if test is None else test, curve=curve,
+              compile=compile_s, train=train, eval=evals, epochs=len(curve), order=order)
+
+
+def test_the_floors_charge_every_compilation_and_the_winners_epochs():
+  # Per epoch a candidate costs (10 + 5) / 4 = 3.75 s; each compiles in 2 s.
+  a = _cand([3.0, 2.0, 2.5, 2.6], 1, test=2.2)  # the winner: best epoch 2
+  b = _cand([4.0, 3.5, 3.4, 3.3], 2)
+  task = dict(name="t", epochs=4, cands=[a, b], val_examples=300)
+  rows = {r["schedule"]: r for r in replay_task(task, [], [], 300, (1, 2))}
+  assert rows["every candidate"]["seconds"] == pytest.approx(2 * (2 + 15))
+  assert rows["floor: compile all, train the winner"]["seconds"] == pytest.approx(4 + 15)
+  # Patience 1 stops after epoch 3 (epoch 2 was best): 3 epochs, the full run's best epoch, its test.
+  one = rows["floor, winner stopped by patience 1"]
+  assert (one["candidate_epochs"], one["val"], one["test"]) == (3, 2.0, 2.2)
+  assert one["seconds"] == pytest.approx(4 + 3 * 3.75)
+  # Patience 2 stops after epoch 4: the whole curve.
+  assert rows["floor, winner stopped by patience 2"]["candidate_epochs"] == 4
+
+
+def test_a_stop_before_the_full_runs_best_epoch_has_no_known_test_score():
+  a = _cand([3.0, 3.1, 3.2, 1.0], 1, test=1.1)
+  task = dict(name="t", epochs=4, cands=[a, _cand([4.0] * 4, 2)], val_examples=300)
+  rows = {r["schedule"]: r for r in replay_task(task, [], [], 300, (2,))}
+  row = rows["floor, winner stopped by patience 2"]
+  assert (row["candidate_epochs"], row["val"]) == (3, 3.0) and math.isnan(row["test"])
