@@ -5,15 +5,14 @@ images fast but one over a whole training step's images several times slower (an
 into a fresh buffer), so under YNNPACK the CNN module trains in unrolled slices of images
 (`hx.compile.modules._cnn_slices`), and every slice adds to the training step's compile time.
 `--xla_cpu_experimental_ynn_fusion_type=-individual_convolution` leaves convolutions to XLA's own
-(Eigen) kernels, which take a whole step's images at once: the CNN then trains in one call. Measured on
-the count_digit candidate at the paper's sizes (benchmarks/RESULTS.md, "Training throughput"), on a
-2-core Zen 3 EPYC: the epoch 1.09x faster, the step compiled in 0.6x the time, 15% less peak memory; on
-a Zen 4 EPYC, with the CNN still sliced, the epoch was the same within noise. So `import hx` requests
-XLA's own convolutions (`request_xla_convolutions`, before JAX starts a backend, as
-`hx.determinism` does for GPU kernels), unless the user's XLA_FLAGS already name the setting:
-`XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=+individual_convolution` keeps YNNPACK's, and with it
-the sliced CNN. The flag concerns XLA:CPU only; on a GPU the CNN trains in one call either way unless
-the flag asks for YNNPACK.
+(Eigen) kernels, which take a whole step's images at once: the CNN then trains in one call. On the
+count_digit candidate at the paper's sizes that trained an epoch faster, compiled the step in less time
+and used less memory than YNNPACK with slices (benchmarks/RESULTS.md, "Training throughput", where the
+machines and figures are). So `import hx` requests XLA's own convolutions (`request_xla_convolutions`,
+before JAX starts a backend, as `hx.determinism` does for GPU kernels), unless the user's XLA_FLAGS
+already name the setting: `XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=+individual_convolution`
+keeps YNNPACK's, and with it the sliced CNN. On a GPU the flag changes no kernel; it still decides
+whether the CNN is sliced, and under hx's default it is not.
 
 XLA reads `XLA_FLAGS` once, when JAX starts its backend. A program that ran JAX before importing hx
 keeps the flags it started with: hx then leaves XLA_FLAGS alone, so that `ynnpack_convolutions()`, read
