@@ -252,9 +252,10 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--json", default=None, help="write the figures to this file")
   args = parser.parse_args(argv)
   if args.convolutions:  # before JAX starts its backend, which reads XLA_FLAGS once
-    from hx.cpu_convolutions import OWN_FLAGS, YNNPACK_FLAGS
-    chosen = OWN_FLAGS if args.convolutions == "xla" else YNNPACK_FLAGS
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {chosen}".strip()
+    from hx.cpu_convolutions import FLAG, choose_convolutions, jaxlib_has_flag
+    if not jaxlib_has_flag():  # XLA would stop the process at an unknown flag
+      raise SystemExit(f"--convolutions: this jaxlib is not one where XLA's {FLAG} was checked (0.10.x)")
+    choose_convolutions(args.convolutions)
   args.peer = args.peer or args.authors is not None
   if args.peer and args.peer_device != "cpu":
     # JAX takes 75% of a GPU's memory at start by default; torch then runs out beside it.

@@ -14,21 +14,26 @@ already name the setting: `XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=+ind
 keeps YNNPACK's, and with it the sliced CNN. On a GPU the flag changes no kernel; it still decides
 whether the CNN is sliced, and under hx's default it is not.
 
-XLA reads `XLA_FLAGS` once, when JAX starts its backend. A program that ran JAX before importing hx
-keeps the flags it started with: hx then leaves XLA_FLAGS alone, so that `ynnpack_convolutions()`, read
-from XLA_FLAGS when the CNN is traced, says what the backend runs. The flag's value is a comma-separated
-list, either of exact fusion types (the list replaces the defaults, which include
-`individual_convolution`) or of `+`/`-` prefixed changes to the defaults; XLA upper-cases the names, so
-they are read here case-insensitively, and the last occurrence of the flag wins, as in XLA's parser.
+XLA stops the process at a flag it does not know, and this one is experimental: hx requests it only
+under the jaxlib series where it was checked (`jaxlib_has_flag`: 0.10); under others jaxlib's default
+stands, and so do the slices. XLA reads `XLA_FLAGS` once, when JAX starts its backend. A program that ran
+JAX before importing hx keeps the flags it started with: hx then leaves XLA_FLAGS alone, so that
+`ynnpack_convolutions()`, read from XLA_FLAGS when the CNN is traced, says what the backend runs. The
+flag's value is a comma-separated list, either of exact fusion types (the list replaces the defaults,
+which include `individual_convolution`) or of `+`/`-` prefixed changes to the defaults; XLA upper-cases
+the names, so they are read here case-insensitively, and the last occurrence of the flag wins, as in
+XLA's parser.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import sys
 from collections.abc import Mapping, MutableMapping
 
-__all__ = ["FLAG", "OWN_FLAGS", "YNNPACK_FLAGS", "request_xla_convolutions", "ynnpack_convolutions"]
+__all__ = ["FLAG", "OWN_FLAGS", "YNNPACK_FLAGS", "choose_convolutions", "jaxlib_has_flag",
+           "request_xla_convolutions", "ynnpack_convolutions"]
 
 FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 OWN_FLAGS = f"{FLAG}=-individual_convolution"
@@ -37,6 +42,7 @@ YNNPACK_FLAGS = f"{FLAG}=+individual_convolution"
 """The XLA_FLAGS entry that keeps them in YNNPACK (jaxlib's default), the CNN then trained in slices."""
 
 _CONVOLUTION = "individual_convolution"
+_CHECKED_JAXLIB = "0.10."  # the jaxlib series whose XLA has FLAG and runs convolutions through YNNPACK
 
 
 def _value(environ: Mapping[str, str]) -> str | None:
@@ -75,15 +81,30 @@ def _backend_started() -> bool:
   return bool(started and started())
 
 
+def jaxlib_has_flag() -> bool:
+  """Whether the installed jaxlib is of the series where FLAG was checked (module docstring)."""
+  try:
+    return importlib.metadata.version("jaxlib").startswith(_CHECKED_JAXLIB)
+  except importlib.metadata.PackageNotFoundError:
+    return False
+
+
+def choose_convolutions(library: str, environ: MutableMapping[str, str] = os.environ) -> str:
+  """Appends to `environ["XLA_FLAGS"]` the entry that makes `library` ("xla" or "ynnpack") run XLA:CPU's
+  convolutions (the last occurrence of FLAG wins). Returns the resulting XLA_FLAGS value."""
+  entry = {"xla": OWN_FLAGS, "ynnpack": YNNPACK_FLAGS}[library]
+  flags = f"{environ.get('XLA_FLAGS', '')} {entry}".strip()
+  environ["XLA_FLAGS"] = flags
+  return flags
+
+
 def request_xla_convolutions(environ: MutableMapping[str, str] = os.environ) -> str:
-  """Adds OWN_FLAGS to `environ["XLA_FLAGS"]` unless FLAG is there already or
-  a JAX backend has started (module docstring).
+  """Chooses XLA's own convolutions in `environ["XLA_FLAGS"]` unless FLAG is there already, a JAX backend
+  has started, or the installed jaxlib is not one where FLAG was checked (module docstring).
 
   Returns:
     The resulting XLA_FLAGS value.
   """
-  flags = environ.get("XLA_FLAGS", "")
-  if _value(environ) is None and not _backend_started():
-    flags = f"{flags} {OWN_FLAGS}".strip()
-    environ["XLA_FLAGS"] = flags
-  return flags
+  if _value(environ) is None and not _backend_started() and jaxlib_has_flag():
+    return choose_convolutions("xla", environ)
+  return environ.get("XLA_FLAGS", "")

@@ -8,7 +8,15 @@ import sys
 import pytest
 
 from hx import cpu_convolutions
-from hx.cpu_convolutions import FLAG, OWN_FLAGS, YNNPACK_FLAGS, request_xla_convolutions, ynnpack_convolutions
+from hx.cpu_convolutions import (
+  FLAG,
+  OWN_FLAGS,
+  YNNPACK_FLAGS,
+  choose_convolutions,
+  jaxlib_has_flag,
+  request_xla_convolutions,
+  ynnpack_convolutions,
+)
 
 
 @pytest.mark.parametrize("flags, ynnpack", [
@@ -39,6 +47,7 @@ def test_which_library_runs_the_convolutions(flags, ynnpack):
 
 def test_the_request_adds_the_flag_once_and_keeps_a_users_choice(monkeypatch):
   monkeypatch.setattr(cpu_convolutions, "_backend_started", lambda: False)  # as before JAX runs
+  monkeypatch.setattr(cpu_convolutions, "jaxlib_has_flag", lambda: True)
   env = {"XLA_FLAGS": "--xla_gpu_deterministic_ops=true"}
   assert request_xla_convolutions(env) == f"--xla_gpu_deterministic_ops=true {OWN_FLAGS}"
   assert request_xla_convolutions(env) == env["XLA_FLAGS"] == f"--xla_gpu_deterministic_ops=true {OWN_FLAGS}"
@@ -69,6 +78,10 @@ def _after_import(xla_flags: str | None, jax_first: bool = False) -> tuple[str, 
   return flags, library
 
 
+CHECKED = pytest.mark.skipif(not jaxlib_has_flag(), reason="the flag is requested under jaxlib 0.10.x only")
+
+
+@CHECKED
 def test_importing_hx_gives_xla_its_own_convolutions_unless_told_otherwise():
   flags, library = _after_import(None)
   assert OWN_FLAGS in flags and library == "xla"
@@ -76,14 +89,25 @@ def test_importing_hx_gives_xla_its_own_convolutions_unless_told_otherwise():
   assert OWN_FLAGS not in flags and library == "ynnpack"
 
 
+@CHECKED
 def test_a_backend_started_before_hx_keeps_its_flags():
   # JAX ran first: XLA read XLA_FLAGS already, so hx leaves them, and says YNNPACK runs the convolutions.
   flags, library = _after_import(None, jax_first=True)
   assert OWN_FLAGS not in flags and library == "ynnpack"
 
 
-def test_the_request_leaves_the_flags_once_a_backend_runs(monkeypatch):
-  monkeypatch.setattr(cpu_convolutions, "_backend_started", lambda: True)
+@pytest.mark.parametrize("started, known", [(True, True), (False, False)])
+def test_the_request_leaves_the_flags_once_a_backend_runs_or_under_an_unchecked_jaxlib(monkeypatch, started,
+                                                                                       known):
+  monkeypatch.setattr(cpu_convolutions, "_backend_started", lambda: started)
+  monkeypatch.setattr(cpu_convolutions, "jaxlib_has_flag", lambda: known)
   env = {"XLA_FLAGS": "--xla_gpu_deterministic_ops=true"}
   assert request_xla_convolutions(env) == "--xla_gpu_deterministic_ops=true" == env["XLA_FLAGS"]
   assert ynnpack_convolutions(env)
+
+
+def test_a_chosen_library_is_appended_and_wins():
+  env = {"XLA_FLAGS": OWN_FLAGS}
+  assert choose_convolutions("ynnpack", env) == f"{OWN_FLAGS} {YNNPACK_FLAGS}" == env["XLA_FLAGS"]
+  assert ynnpack_convolutions(env)
+  assert not ynnpack_convolutions({"XLA_FLAGS": choose_convolutions("xla", env)})

@@ -71,8 +71,9 @@ def _cost(c: dict, epochs: float, eval_share: float = 1.0) -> float:
 
 
 def stopped(curve: list[float], patience: int) -> tuple[int, float, int]:
-  """Early stopping replayed on a validation curve (`curve[t - 1]` after epoch t): the epochs trained
-  before `patience` epochs in a row brought no better score, the best score by then, and its epoch."""
+  """Early stopping replayed on a validation curve (`curve[t - 1]` after epoch t), by Tune's rule
+  (`hx.compile.tuning`: only a strictly lower score is better; stop once `patience` epochs followed the
+  best): the epochs trained, the best score by then, and its epoch."""
   best, best_epoch = math.inf, 0
   for epoch, v in enumerate(curve, 1):
     if v < best:
