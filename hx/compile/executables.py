@@ -25,7 +25,7 @@ from hx.compile.losses import Objective, item_loss, item_metric
 from hx.lang.values import ELEMENT_BATCHES, gather, take
 
 __all__ = ["TrainState", "tune_stats", "clear_tune_caches", "cached_executables", "executable",
-           "resolve_objective", "apply_for", "make_train_step", "make_eval"]
+           "resolve_objective", "apply_for", "make_train_step", "make_eval", "make_per_image", "gathered"]
 
 
 class TrainState(NamedTuple):
@@ -246,3 +246,21 @@ def make_eval(apply: Callable, objective: Objective, fused: bool, pack: int | No
     return jnp.sum(sums, axis=0)
 
   return evaluate_all
+
+
+def make_per_image(apply: Callable, logits: bool) -> Callable:
+  """The per-image part of a scoring (`hx.compile.distinct`) to jit: f(variables, frozen, table, rows) ->
+  apply's output on the images `rows` (chunk,) int32 of `table`, in inference mode (`logits`: the part
+  gives the program's output, and the objective takes it as logits)."""
+
+  def per_image(variables, frozen, table, rows):
+    _TRACES["per_image"] += 1
+    return apply(variables, frozen, table[rows], train=False, logits=logits)
+
+  return per_image
+
+
+def gathered(variables: Any, frozen: Any, x: Any, *, train: bool, rng: Any = None, **unused: Any) -> Any:
+  """An `apply` that returns its input: the rest of a program whose per-image part gives its whole output
+  (`hx.compile.distinct`), scored on the gathered per-image outputs."""
+  return x

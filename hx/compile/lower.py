@@ -122,7 +122,7 @@ from hx.lang import program as P
 from hx.lang.types import Type
 from hx.lang.values import ELEMENT_BATCHES, EdgeGraphBatch, GraphBatch, ListBatch
 
-__all__ = ["CompiledProgram", "compile_program", "make_frozen", "lowering_cache_info"]
+__all__ = ["CompiledProgram", "compile_program", "compile_part", "make_frozen", "lowering_cache_info"]
 
 Variables = dict  # {"params": tuple, "batch_stats": tuple}
 
@@ -263,6 +263,27 @@ def compile_program(program: P.Program, types: Any, config: ModuleConfig | None 
     if name not in library:
       raise ValueError(f"no module spec given for library function lib.{name} of {program}")
     specs[f"lib.{name}"] = library[name]
+  return _assemble(program, specs, config)
+
+
+def compile_part(compiled: CompiledProgram, part: P.Program) -> CompiledProgram:
+  """A complete subprogram of `compiled.program` (e.g. the function one of its maps applies) lowered with
+  the module specs `compiled` gave its functions: the same modules, in slots numbered in `part`'s own
+  order (`fresh_slots`, `library_slots` name them)."""
+  if not P.is_complete(part):
+    raise ValueError(f"cannot compile a partial program (it has holes): {part}")
+  names = [*P.fresh_names(part), *(f"lib.{n}" for n in P.library_names(part))]
+  missing = [n for n in names if n not in compiled.specs]
+  if missing:
+    raise ValueError(f"{part} uses {', '.join(missing)}, which {compiled.program} does not")
+  return _assemble(part, {n: compiled.specs[n] for n in names}, compiled.config)
+
+
+def _assemble(program: P.Program, specs: Mapping[str, ModuleSpec], config: ModuleConfig) -> CompiledProgram:
+  """The CompiledProgram of `program` whose functions have the module specs `specs` (fresh names as they
+  are, library names as "lib.NAME")."""
+  fresh_slots = P.fresh_names(program)
+  library_slots = P.library_names(program)
   structure = _slot_structure(program, {n: i for i, n in enumerate(fresh_slots)},
                               {n: j for j, n in enumerate(library_slots)})
   uses_fix = any(isinstance(t, P.Fix) for _, t in P.subterms(program))

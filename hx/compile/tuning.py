@@ -17,7 +17,10 @@ What it does, per the paper (appendix C) and DESIGN.md "Lowering and training":
   `lax.map` over the chunks on accelerators; on XLA:CPU one call per chunk, as a convolution inside a
   rolled loop runs 10-40x slower there. The parameters of the best validation epoch are kept (early
   stopping after `patience` epochs without improvement); the test split is scored once, at the end, for
-  those parameters.
+  those parameters. A program's per-image part (the function its input-end map applies, or the whole
+  program on an image input) is scored once per distinct image of the split, the rest of the program
+  on its outputs (`hx.compile.distinct`): the same scores up to rounding, wherever it saves a tenth of
+  the rows.
 - Packing (`TuneConfig.pack_lists`, on by default): a map over the input list's elements or the input
   graph's nodes runs its network on the real ones only, gathered into as many rows as the fullest
   training batch of the run, or the fullest chunk of the split evaluated, holds (known on the host from
@@ -92,12 +95,15 @@ from hx.compile.batching import (
   shared_eval_plans,
 )
 from hx.compile.cache import ensure_compilation_cache
+from hx.compile.distinct import distinct_images, element_split, select_slots, worth_it
 from hx.compile.executables import (
   TrainState,
   apply_for,
   clear_tune_caches,
   executable,
+  gathered,
   make_eval,
+  make_per_image,
   make_train_step,
   resolve_objective,
   tune_stats,
@@ -709,30 +715,99 @@ def _result(run: _Run, progress: _Progress, variables: dict, init_seconds: float
 # ----------------------------------------------------------------------------------------------------
 # Scoring a split, the first variables, and the small helpers of both.
 
+class _PerImage(NamedTuple):
+  """The per-image part of a scoring over distinct images (`hx.compile.distinct`): its executable, the
+  calls' image rows on the device, and which of the program's slots it and the rest use."""
+  exe: Any
+  rows: list
+  fresh: tuple[str, ...]
+  frozen: Any
+  rest_fresh: tuple[str, ...]
+
+
 class _Evaluator:
-  """Scores variables on one split with the cached evaluation executable(s)."""
+  """Scores variables on one split with the cached evaluation executable(s).
+
+  Where the program has a per-image part (`hx.compile.distinct`) and `distinct` is on, that part runs
+  once per distinct image of the split and the rest of the program on its outputs, when that runs at
+  least a tenth fewer rows through it (`distinct.worth_it`)."""
 
   def __init__(self, compiled: Tunable, objective: Objective, config: TuneConfig, frozen: Any, table: Any,
-               split: Split, variables: Any, plan: EvalPlan | None = None):
+               split: Split, variables: Any, plan: EvalPlan | None = None, distinct: bool = True):
     self.objective = objective
     self.fused = config.fuse_eval if config.fuse_eval is not None else jax.default_backend() != "cpu"
-    chunks, self.pack = plan if plan is not None else eval_plan(split, config.eval_images,
-                                                                _packs(compiled, config))
+    plan = plan if plan is not None else eval_plan(split, config.eval_images, _packs(compiled, config))
+    chunks, self.pack = plan.chunks, plan.pack
     self.frozen, self.table, self.split = frozen, table, split
     if self.fused:
       self.idx = [jax.device_put(chunks)]
     else:
       self.idx = [jax.device_put(row) for row in chunks]
+    self.compile_seconds = 0.0
+    self.per_image = self._per_image(compiled, objective, config, plan, variables) if distinct else None
+    if self.per_image is None:
+      apply, key, frozen, table = apply_for(compiled, objective), compiled.key, self.frozen, self.table
+    else:
+      variables = select_slots(variables, compiled.fresh_slots, self.per_image.rest_fresh)
+      apply, key, frozen, table = self.rest_apply, self.rest_key, self.rest_frozen, self.rest_table
     name = "eval_fused" if self.fused else "eval"
-    args = (variables, frozen, table, split.inputs, split.targets, self.idx[0])
-    self.exe, self.compile_seconds = executable(
-        name, (compiled.key, objective, self.pack),
-        lambda: make_eval(apply_for(compiled, objective), objective, self.fused, self.pack), (), args)
+    args = (variables, frozen, table, self.split.inputs, self.split.targets, self.idx[0])
+    self.exe, seconds = executable(name, (key, objective, self.pack),
+                                   lambda: make_eval(apply, objective, self.fused, self.pack), (), args)
+    self.compile_seconds += seconds
+
+  def _per_image(self, compiled: Any, objective: Objective, config: TuneConfig, plan: EvalPlan,
+                 variables: Any) -> _PerImage | None:
+    """Sets up scoring over distinct images (and `self.split`, `self.rest_*` for the rest), or None where
+    it does not apply or would not save a tenth of the rows."""
+    from hx.compile.lower import CompiledProgram, compile_part
+
+    if self.table is None or plan.distinct_rows is None or not isinstance(compiled, CompiledProgram):
+      return None
+    elements = real_elements(self.split.inputs)
+    parts = element_split(compiled.program, elements is not None)
+    if parts is None:
+      return None
+    num_chunks, chunk = np.asarray(plan.chunks).shape
+    per_chunk = self.pack if self.pack is not None else chunk * images_per_example(self.split.inputs)
+    plain = num_chunks * per_chunk
+    distinct = distinct_images(self.split.inputs, config.eval_images, rows=plan.distinct_rows)
+    if not worth_it(distinct.rows.size, plain):
+      return None
+    part, rest = parts
+    inner = compile_part(compiled, part)
+    inner_frozen = select_slots(self.frozen, compiled.library_slots, inner.library_slots)
+    inner_variables = select_slots(variables, compiled.fresh_slots, inner.fresh_slots)
+    rows = [jax.device_put(r) for r in distinct.rows]
+    logits = rest is None and objective.from_logits and inner.output_logits
+    args = (inner_variables, inner_frozen, self.table, rows[0])
+    exe, self.compile_seconds = executable("per_image", (inner.key, logits),
+                                           lambda: make_per_image(inner.apply, logits), (), args)
+    out = jax.eval_shape(lambda *a: inner.apply(*a[:2], a[2][a[3]], train=False, logits=logits), *args)
+    self.rest_table = jax.ShapeDtypeStruct((distinct.rows.size, *out.shape[1:]), out.dtype)
+    self.split = self.split._replace(inputs=jax.device_put(distinct.inputs))
+    if rest is None:
+      self.rest_apply, self.rest_key, self.rest_frozen, rest_fresh = gathered, ("gathered",), (), ()
+    else:
+      outer = compile_part(compiled, rest)
+      self.rest_apply, self.rest_key = apply_for(outer, objective), outer.key
+      self.rest_frozen = select_slots(self.frozen, compiled.library_slots, outer.library_slots)
+      rest_fresh = outer.fresh_slots
+    self.slots = compiled.fresh_slots
+    return _PerImage(exe, rows, inner.fresh_slots, inner_frozen, rest_fresh)
 
   def __call__(self, variables: Any) -> tuple[float, float]:
     """(score, mean loss) of `variables` on the split."""
-    sums = [self.exe(variables, self.frozen, self.table, self.split.inputs, self.split.targets, idx)
-            for idx in self.idx]
+    frozen, table = self.frozen, self.table
+    if self.per_image is not None:
+      p = self.per_image
+      inner = select_slots(variables, self.slots, p.fresh)
+      outs = [p.exe(inner, p.frozen, self.table, rows) for rows in p.rows]
+      table = outs[0] if len(outs) == 1 else jnp.concatenate(outs)
+      variables = select_slots(variables, self.slots, p.rest_fresh)
+      frozen = self.rest_frozen
+    split = self.split
+    sums = [self.exe(variables, frozen, table, split.inputs, split.targets, idx) for idx in self.idx]
     total = np.asarray(jax.device_get(sum(sums[1:], sums[0])), np.float64)
     score = finish_metric(self.objective, total[0], total[1])
     loss = float(total[2] / total[3]) if total[3] > 0 else float("nan")
@@ -740,13 +815,17 @@ class _Evaluator:
 
 
 def evaluate(compiled: Tunable, variables: Any, frozen: Any, split: Split, objective: Objective, *,
-             table: Any = None, config: TuneConfig = TuneConfig()) -> tuple[float, float]:
+             table: Any = None, config: TuneConfig = TuneConfig(),
+             distinct: bool = True) -> tuple[float, float]:
   """(score, mean loss) of `variables` on `split`: the metric (% error or RMSE) and the objective's loss
-  (from logits when the program can give them, as in `tune`)."""
+  (from logits when the program can give them, as in `tune`). `distinct`: score the program's per-image
+  part once per distinct image of the split where that saves work (`hx.compile.distinct`; the same
+  scores up to rounding), as `tune` does; False: every occurrence."""
   ensure_compilation_cache()
   objective = resolve_objective(compiled, objective)
   frozen, table, split = jax.device_put((frozen, table, split))
-  return _Evaluator(compiled, objective, config, frozen, table, split, variables)(variables)
+  evaluator = _Evaluator(compiled, objective, config, frozen, table, split, variables, distinct=distinct)
+  return evaluator(variables)
 
 
 def _run_keys(config: TuneConfig) -> tuple[jax.Array, jax.Array, jax.Array]:
