@@ -716,13 +716,58 @@ def _result(run: _Run, progress: _Progress, variables: dict, init_seconds: float
 # Scoring a split, the first variables, and the small helpers of both.
 
 class _PerImage(NamedTuple):
-  """The per-image part of a scoring over distinct images (`hx.compile.distinct`): its executable, the
-  calls' image rows on the device, and which of the program's slots it and the rest use."""
+  """A scoring over distinct images (`hx.compile.distinct`): the per-image part (its executable, the
+  calls' image rows on the device, its fresh slots' names and its frozen slots), and the rest (its
+  `apply` and executable key, its fresh slots' names and frozen slots, the shape of the per-image
+  outputs it reads as its table, the split with its inputs indexed by the distinct images)."""
   exe: Any
   rows: list
   fresh: tuple[str, ...]
   frozen: Any
+  compile_seconds: float
+  rest_apply: Callable
+  rest_key: Any
   rest_fresh: tuple[str, ...]
+  rest_frozen: Any
+  rest_table: jax.ShapeDtypeStruct
+  split: Split
+
+
+def _per_image(compiled: Any, objective: Objective, config: TuneConfig, plan: EvalPlan, pack: int | None,
+               frozen: Any, table: Any, split: Split, variables: Any) -> _PerImage | None:
+  """The scoring of `split` over its distinct images, or None where it does not apply (no image table,
+  not a CompiledProgram, no per-image part) or would not save a tenth of the rows (`distinct.worth_it`)."""
+  from hx.compile.lower import CompiledProgram, compile_part
+
+  if table is None or plan.distinct_rows is None or not isinstance(compiled, CompiledProgram):
+    return None
+  parts = element_split(compiled.program, real_elements(split.inputs) is not None)
+  if parts is None:
+    return None
+  num_chunks, chunk = np.asarray(plan.chunks).shape
+  plain = num_chunks * (pack if pack is not None else chunk * images_per_example(split.inputs))
+  distinct = distinct_images(split.inputs, config.eval_images, rows=plan.distinct_rows)
+  if not worth_it(distinct.rows.size, plain):
+    return None
+  part, rest = parts
+  inner = compile_part(compiled, part)
+  inner_frozen = select_slots(frozen, compiled.library_slots, inner.library_slots)
+  rows = [jax.device_put(r) for r in distinct.rows]
+  # The part's output is the program's only where nothing comes after it: only then is it logits.
+  logits = rest is None and objective.from_logits and inner.output_logits
+  args = (select_slots(variables, compiled.fresh_slots, inner.fresh_slots), inner_frozen, table, rows[0])
+  exe, seconds = executable("per_image", (inner.key, logits), lambda: make_per_image(inner.apply, logits), (),
+                            args)
+  out = jax.eval_shape(lambda v, f, t, r: inner.apply(v, f, t[r], train=False, logits=logits), *args)
+  rest_table = jax.ShapeDtypeStruct((distinct.rows.size, *out.shape[1:]), out.dtype)
+  remapped = split._replace(inputs=jax.device_put(distinct.inputs))
+  if rest is None:
+    return _PerImage(exe, rows, inner.fresh_slots, inner_frozen, seconds, gathered, ("gathered",), (), (),
+                     rest_table, remapped)
+  outer = compile_part(compiled, rest)
+  return _PerImage(exe, rows, inner.fresh_slots, inner_frozen, seconds, apply_for(outer, objective),
+                   outer.key, outer.fresh_slots,
+                   select_slots(frozen, compiled.library_slots, outer.library_slots), rest_table, remapped)
 
 
 class _Evaluator:
@@ -739,74 +784,33 @@ class _Evaluator:
     plan = plan if plan is not None else eval_plan(split, config.eval_images, _packs(compiled, config))
     chunks, self.pack = plan.chunks, plan.pack
     self.frozen, self.table, self.split = frozen, table, split
+    self.slots = getattr(compiled, "fresh_slots", ())
     if self.fused:
       self.idx = [jax.device_put(chunks)]
     else:
       self.idx = [jax.device_put(row) for row in chunks]
-    self.compile_seconds = 0.0
-    self.per_image = self._per_image(compiled, objective, config, plan, variables) if distinct else None
-    if self.per_image is None:
-      apply, key, frozen, table = apply_for(compiled, objective), compiled.key, self.frozen, self.table
+    self.per_image = p = _per_image(compiled, objective, config, plan, self.pack, frozen, table, split,
+                                    variables) if distinct else None
+    if p is None:
+      apply, key, scored = apply_for(compiled, objective), compiled.key, (variables, frozen, table, split)
     else:
-      variables = select_slots(variables, compiled.fresh_slots, self.per_image.rest_fresh)
-      apply, key, frozen, table = self.rest_apply, self.rest_key, self.rest_frozen, self.rest_table
+      apply, key = p.rest_apply, p.rest_key
+      scored = (select_slots(variables, self.slots, p.rest_fresh), p.rest_frozen, p.rest_table, p.split)
     name = "eval_fused" if self.fused else "eval"
-    args = (variables, frozen, table, self.split.inputs, self.split.targets, self.idx[0])
+    v, f, t, s = scored
+    args = (v, f, t, s.inputs, s.targets, self.idx[0])
     self.exe, seconds = executable(name, (key, objective, self.pack),
                                    lambda: make_eval(apply, objective, self.fused, self.pack), (), args)
-    self.compile_seconds += seconds
-
-  def _per_image(self, compiled: Any, objective: Objective, config: TuneConfig, plan: EvalPlan,
-                 variables: Any) -> _PerImage | None:
-    """Sets up scoring over distinct images (and `self.split`, `self.rest_*` for the rest), or None where
-    it does not apply or would not save a tenth of the rows."""
-    from hx.compile.lower import CompiledProgram, compile_part
-
-    if self.table is None or plan.distinct_rows is None or not isinstance(compiled, CompiledProgram):
-      return None
-    elements = real_elements(self.split.inputs)
-    parts = element_split(compiled.program, elements is not None)
-    if parts is None:
-      return None
-    num_chunks, chunk = np.asarray(plan.chunks).shape
-    per_chunk = self.pack if self.pack is not None else chunk * images_per_example(self.split.inputs)
-    plain = num_chunks * per_chunk
-    distinct = distinct_images(self.split.inputs, config.eval_images, rows=plan.distinct_rows)
-    if not worth_it(distinct.rows.size, plain):
-      return None
-    part, rest = parts
-    inner = compile_part(compiled, part)
-    inner_frozen = select_slots(self.frozen, compiled.library_slots, inner.library_slots)
-    inner_variables = select_slots(variables, compiled.fresh_slots, inner.fresh_slots)
-    rows = [jax.device_put(r) for r in distinct.rows]
-    logits = rest is None and objective.from_logits and inner.output_logits
-    args = (inner_variables, inner_frozen, self.table, rows[0])
-    exe, self.compile_seconds = executable("per_image", (inner.key, logits),
-                                           lambda: make_per_image(inner.apply, logits), (), args)
-    out = jax.eval_shape(lambda *a: inner.apply(*a[:2], a[2][a[3]], train=False, logits=logits), *args)
-    self.rest_table = jax.ShapeDtypeStruct((distinct.rows.size, *out.shape[1:]), out.dtype)
-    self.split = self.split._replace(inputs=jax.device_put(distinct.inputs))
-    if rest is None:
-      self.rest_apply, self.rest_key, self.rest_frozen, rest_fresh = gathered, ("gathered",), (), ()
-    else:
-      outer = compile_part(compiled, rest)
-      self.rest_apply, self.rest_key = apply_for(outer, objective), outer.key
-      self.rest_frozen = select_slots(self.frozen, compiled.library_slots, outer.library_slots)
-      rest_fresh = outer.fresh_slots
-    self.slots = compiled.fresh_slots
-    return _PerImage(exe, rows, inner.fresh_slots, inner_frozen, rest_fresh)
+    self.compile_seconds = seconds + (p.compile_seconds if p is not None else 0.0)
 
   def __call__(self, variables: Any) -> tuple[float, float]:
     """(score, mean loss) of `variables` on the split."""
-    frozen, table = self.frozen, self.table
-    if self.per_image is not None:
-      p = self.per_image
+    frozen, table, split, p = self.frozen, self.table, self.split, self.per_image
+    if p is not None:
       inner = select_slots(variables, self.slots, p.fresh)
       outs = [p.exe(inner, p.frozen, self.table, rows) for rows in p.rows]
       table = outs[0] if len(outs) == 1 else jnp.concatenate(outs)
-      variables = select_slots(variables, self.slots, p.rest_fresh)
-      frozen = self.rest_frozen
-    split = self.split
+      variables, frozen, split = select_slots(variables, self.slots, p.rest_fresh), p.rest_frozen, p.split
     sums = [self.exe(variables, frozen, table, split.inputs, split.targets, idx) for idx in self.idx]
     total = np.asarray(jax.device_get(sum(sums[1:], sums[0])), np.float64)
     score = finish_metric(self.objective, total[0], total[1])
