@@ -127,50 +127,50 @@ class EvalPlan(NamedTuple):
   Attributes:
     chunks: (num_chunks, chunk) int32 example indices (-1: padding), from `eval_chunks`.
     pack: the pack capacity of its fullest chunk (`eval_pack_capacity`), or None: not packed.
-    distinct_rows: for a split whose inputs are image indices, the rows per call of a program's per-image
-      part scored over the split's distinct images (`hx.compile.distinct.distinct_images`); None for a
-      split of values.
+    distinct: for a split whose inputs are image indices, its distinct images
+      (`hx.compile.distinct.distinct_images`), for scoring a program's per-image part once per image;
+      None for a split of values.
   """
   chunks: np.ndarray
   pack: int | None
-  distinct_rows: int | None = None
+  distinct: Any = None
 
 
-def _distinct_rows(split: Split, eval_images: int) -> int | None:
-  """`EvalPlan.distinct_rows` of a split."""
+def _distinct(split: Split, eval_images: int) -> Any:
+  """`EvalPlan.distinct` of a split."""
   from hx.compile.distinct import distinct_images, image_indices
 
   indices = image_indices(split.inputs)
   if indices is None or indices.size == 0:
     return None
-  return int(distinct_images(split.inputs, eval_images).rows.shape[1])
+  return distinct_images(split.inputs, eval_images)
 
 
 def eval_plan(split: Split, eval_images: int, packs: bool) -> EvalPlan:
   """The split's chunks (of at most `eval_images` images each) and, when `packs` (packing on,
   `TuneConfig.pack_lists`, for a program that packs) and the split has list or graph inputs, the capacity
   of its fullest chunk: the chunks stay the size they were (their memory is bounded by the padded rows),
-  only the per-element work shrinks; and the rows per call of a scoring over its distinct images."""
+  only the per-element work shrinks; and its distinct images."""
   chunks = eval_chunks(num_examples(split), eval_chunk_size(split.inputs, eval_images))
-  rows = _distinct_rows(split, eval_images)
+  distinct = _distinct(split, eval_images)
   lengths = real_elements(split.inputs) if packs else None
   if lengths is None:
-    return EvalPlan(chunks, None, rows)
-  return EvalPlan(chunks, eval_pack_capacity(lengths, chunks, images_per_example(split.inputs)), rows)
+    return EvalPlan(chunks, None, distinct)
+  return EvalPlan(chunks, eval_pack_capacity(lengths, chunks, images_per_example(split.inputs)), distinct)
 
 
 def shared_eval_plans(splits: list[Split], eval_images: int, packs: bool) -> list[EvalPlan]:
   """The plans of the splits one run evaluates (validation, test); splits of the same shapes get the
   largest of their capacities (None, no packing, if any has none), so that they share one executable as
   they did unpacked, instead of compiling one each whenever their fullest chunks fall in different
-  buckets; likewise the largest of their distinct rows per call."""
+  buckets; likewise the largest chunk of their distinct images."""
   plans = [eval_plan(s, eval_images, packs) for s in splits]
   shapes = [(signature((s.inputs, s.targets)), p.chunks.shape) for s, p in zip(splits, plans)]
   shared = []
   for shape, plan in zip(shapes, plans):
     alike = [p for other, p in zip(shapes, plans) if other == shape]
     packs_alike = [p.pack for p in alike]
-    rows_alike = [p.distinct_rows for p in alike if p.distinct_rows is not None]
+    chunk = max((p.distinct.rows.shape[1] for p in alike if p.distinct is not None), default=None)
     shared.append(plan._replace(pack=None if None in packs_alike else max(packs_alike),
-                                distinct_rows=max(rows_alike) if rows_alike else None))
+                                distinct=None if plan.distinct is None else plan.distinct.with_chunk(chunk)))
   return shared

@@ -88,41 +88,47 @@ class DistinctImages(NamedTuple):
   inputs: Any
   count: int
 
+  def with_chunk(self, chunk: int) -> DistinctImages:
+    """The same images in chunks of `chunk` rows, the last padded (e.g. another split's chunk, so that
+    both share one executable: `hx.compile.batching.shared_eval_plans`)."""
+    if chunk < 1:
+      raise ValueError(f"with_chunk needs chunk >= 1, got {chunk}")
+    unique = self.rows.reshape(-1)[:self.count]
+    rows = np.full(-(-self.count // chunk) * chunk, unique[-1], np.int32)
+    rows[:self.count] = unique
+    return self._replace(rows=rows.reshape(-1, chunk))
+
+
+def _index_array(inputs: Any) -> np.ndarray:
+  return np.asarray(jax.device_get(inputs.values if _takes_elements(inputs) else inputs))
+
 
 def image_indices(inputs: Any) -> np.ndarray | None:
   """The image indices a split's inputs hold (on the host), or None when they hold values (floats)."""
-  idx = np.asarray(jax.device_get(inputs.values if _takes_elements(inputs) else inputs))
+  idx = _index_array(inputs)
   return idx if np.issubdtype(idx.dtype, np.integer) else None
 
 
-def distinct_images(inputs: Any, max_rows: int, quantum: int | None = None,
-                    rows: int | None = None) -> DistinctImages:
+def distinct_images(inputs: Any, max_rows: int) -> DistinctImages:
   """The distinct images of a split's inputs (an array (n,) of image indices, or a ListBatch, GraphBatch,
   EdgeGraphBatch or SharedGraphs whose values are image indices; NumPy or device arrays, read on the
-  host), cut into equal chunks of at most about `max_rows` rows, rounded up to a multiple of `quantum`
-  (default `row_quantum` of the chunk's rows); `rows`: chunks of that many rows instead, when it is no
-  fewer than those (another split's, so that both share one executable: `EvalPlan.distinct_rows`)."""
-  if max_rows < 1 or (quantum is not None and quantum < 1):
-    raise ValueError(f"distinct_images needs max_rows >= 1 and quantum >= 1, got {max_rows}, {quantum}")
-  idx = image_indices(inputs)
-  if idx is None:
-    dtype = np.asarray(inputs.values if _takes_elements(inputs) else inputs).dtype
-    raise TypeError(f"distinct_images needs integer image indices, got {dtype}")
+  host), cut into equal chunks of at most about `max_rows` rows, rounded up to a multiple of
+  `row_quantum` of the chunk's rows."""
+  if max_rows < 1:
+    raise ValueError(f"distinct_images needs max_rows >= 1, got {max_rows}")
+  idx = _index_array(inputs)
+  if not np.issubdtype(idx.dtype, np.integer):
+    raise TypeError(f"distinct_images needs integer image indices, got {idx.dtype}")
   if idx.size == 0:
     raise ValueError("distinct_images needs a split with at least one image")
   unique, positions = np.unique(idx, return_inverse=True)
   count = int(unique.size)
-  chunks = -(-count // max_rows)
-  chunk = -(-count // chunks)
-  quantum = row_quantum(chunk) if quantum is None else quantum
-  chunk = -(-chunk // quantum) * quantum
-  if rows is not None and rows > chunk:
-    chunks, chunk = -(-count // rows), rows
-  rows = np.full(chunks * chunk, unique[-1], np.int32)
-  rows[:count] = unique
+  chunk = -(-count // -(-count // max_rows))
+  quantum = row_quantum(chunk)
   positions = positions.reshape(idx.shape).astype(idx.dtype)
   remapped = inputs._replace(values=positions) if _takes_elements(inputs) else positions
-  return DistinctImages(rows.reshape(chunks, chunk), remapped, count)
+  rows = np.asarray(unique, np.int32).reshape(1, -1)
+  return DistinctImages(rows, remapped, count).with_chunk(-(-chunk // quantum) * quantum)
 
 
 def worth_it(distinct_rows: int, plain_rows: int) -> bool:

@@ -95,7 +95,7 @@ from hx.compile.batching import (
   shared_eval_plans,
 )
 from hx.compile.cache import ensure_compilation_cache
-from hx.compile.distinct import distinct_images, element_split, select_slots, worth_it
+from hx.compile.distinct import element_split, select_slots, worth_it
 from hx.compile.executables import (
   TrainState,
   apply_for,
@@ -735,18 +735,19 @@ class _PerImage(NamedTuple):
 
 def _per_image(compiled: Any, objective: Objective, config: TuneConfig, plan: EvalPlan, pack: int | None,
                frozen: Any, table: Any, split: Split, variables: Any) -> _PerImage | None:
-  """The scoring of `split` over its distinct images, or None where it does not apply (no image table,
-  not a CompiledProgram, no per-image part) or would not save a tenth of the rows (`distinct.worth_it`)."""
+  """The scoring of `split` over its distinct images (`plan.distinct`), or None where it does not apply (no
+  image table, not a CompiledProgram, no per-image part) or would not save a tenth of the rows
+  (`distinct.worth_it`)."""
   from hx.compile.lower import CompiledProgram, compile_part
 
-  if table is None or plan.distinct_rows is None or not isinstance(compiled, CompiledProgram):
+  distinct = plan.distinct
+  if table is None or distinct is None or not isinstance(compiled, CompiledProgram):
     return None
   parts = element_split(compiled.program, real_elements(split.inputs) is not None)
   if parts is None:
     return None
   num_chunks, chunk = np.asarray(plan.chunks).shape
   plain = num_chunks * (pack if pack is not None else chunk * images_per_example(split.inputs))
-  distinct = distinct_images(split.inputs, config.eval_images, rows=plan.distinct_rows)
   if not worth_it(distinct.rows.size, plain):
     return None
   part, rest = parts
@@ -758,8 +759,7 @@ def _per_image(compiled: Any, objective: Objective, config: TuneConfig, plan: Ev
   args = (select_slots(variables, compiled.fresh_slots, inner.fresh_slots), inner_frozen, table, rows[0])
   exe, seconds = executable("per_image", (inner.key, logits), lambda: make_per_image(inner.apply, logits), (),
                             args)
-  out = jax.eval_shape(lambda v, f, t, r: inner.apply(v, f, t[r], train=False, logits=logits), *args)
-  rest_table = jax.ShapeDtypeStruct((distinct.rows.size, *out.shape[1:]), out.dtype)
+  rest_table = jax.ShapeDtypeStruct((distinct.rows.size, *exe.out_info.shape[1:]), exe.out_info.dtype)
   remapped = split._replace(inputs=jax.device_put(distinct.inputs))
   if rest is None:
     return _PerImage(exe, rows, inner.fresh_slots, inner_frozen, seconds, gathered, ("gathered",), (), (),

@@ -63,15 +63,16 @@ def test_distinct_images_point_at_the_same_images_in_every_split_form(tasks):
     inputs = task.val.inputs
     forms.add(type(inputs).__name__)
     original = np.asarray(inputs.values if hasattr(inputs, "values") else inputs)
-    d = distinct_images(inputs, max_rows=300, quantum=64)
+    d = distinct_images(inputs, max_rows=300)
     flat = d.rows.reshape(-1)
     unique = np.unique(original)
     assert d.count == unique.size
     np.testing.assert_array_equal(flat[:d.count], unique)  # each distinct image once, ascending
     assert np.all(flat[d.count:] == unique[-1])  # padding repeats the last
     chunks, chunk = d.rows.shape
-    assert chunk % 64 == 0 and chunk - 64 < -(-d.count // chunks) <= chunk <= 320
-    assert (chunks - 1) * chunk < d.count
+    quantum = row_quantum(-(-d.count // chunks))
+    assert chunk % quantum == 0 and chunk - quantum < -(-d.count // chunks) <= chunk
+    assert (chunks - 1) * chunk < d.count and -(-d.count // chunks) <= 300
     remapped = d.inputs.values if hasattr(d.inputs, "values") else d.inputs
     assert type(d.inputs) is type(inputs) and remapped.dtype == original.dtype
     np.testing.assert_array_equal(flat[remapped], original)
@@ -90,6 +91,8 @@ def test_distinct_images_refuses_what_holds_no_indices():
     distinct_images(np.zeros((0,), np.int32), 10)
   with pytest.raises(ValueError, match="max_rows >= 1"):
     distinct_images(np.zeros((3,), np.int32), 0)
+  with pytest.raises(ValueError, match="chunk >= 1"):
+    distinct_images(np.zeros((3,), np.int32), 10).with_chunk(0)
 
 
 def test_row_quantum_is_a_sixteenth_of_the_power_of_two_below():
@@ -201,13 +204,14 @@ def test_tune_scores_over_distinct_images(tasks):
 
 def test_validation_and_test_share_their_distinct_rows_per_call(tasks):
   task = tasks["count"]
-  alone = [eval_plan(s, 8192, packs=True).distinct_rows for s in (task.val, task.test)]
-  assert all(r is not None for r in alone)
-  shared = [p.distinct_rows for p in shared_eval_plans([task.val, task.test], 8192, packs=True)]
-  assert shared == [max(alone)] * 2
-  for split in (task.val, task.test):
-    d = distinct_images(split.inputs, 8192, rows=max(alone))
-    assert d.rows.shape == (1, max(alone))
-  # Splits of values (no table) have no distinct rows.
+  alone = [eval_plan(s, 8192, packs=True).distinct for s in (task.val, task.test)]
+  chunks = [d.rows.shape[1] for d in alone]
+  shared = [p.distinct for p in shared_eval_plans([task.val, task.test], 8192, packs=True)]
+  for own, d in zip(alone, shared):
+    assert d.rows.shape == (1, max(chunks))  # the larger chunk for both
+    flat, own_flat = d.rows.reshape(-1), own.rows.reshape(-1)
+    np.testing.assert_array_equal(flat[:d.count], own_flat[:own.count])
+    assert d.count == own.count and np.all(flat[d.count:] == own_flat[own.count - 1])
+  # Splits of values (no table) have no distinct images.
   values = Split(np.zeros((5, 3), np.float32), np.zeros((5, 1), np.float32))
-  assert eval_plan(values, 8192, packs=True).distinct_rows is None
+  assert eval_plan(values, 8192, packs=True).distinct is None
