@@ -81,6 +81,7 @@ def _after_import(xla_flags: str | None, jax_first: bool = False) -> tuple[str, 
 CHECKED = pytest.mark.skipif(not jaxlib_has_flag(), reason="the flag is requested under jaxlib 0.10.x only")
 
 
+@pytest.mark.slow
 @CHECKED
 def test_importing_hx_gives_xla_its_own_convolutions_unless_told_otherwise():
   flags, library = _after_import(None)

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from hx.cpu_convolutions import OWN_FLAGS, jaxlib_has_flag
 from hx.determinism import FLAG, request_deterministic_gpu_ops
 
@@ -31,6 +33,7 @@ def _flags_after_import(xla_flags: str | None) -> str:
   return out.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_importing_hx_sets_the_flag_before_jax_runs_and_xla_accepts_it():
   # (hx also requests XLA's own CPU convolutions under jaxlib 0.10: tests/test_cpu_convolutions.py.)
   also = f" {OWN_FLAGS}" if jaxlib_has_flag() else ""

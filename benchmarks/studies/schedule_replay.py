@@ -1,7 +1,7 @@
 """Halving and the short-run estimate, replayed on every search the committed reproduction trained.
 
     python benchmarks/studies/schedule_replay.py [benchmarks/reproduction] [--min_candidates 8]
-        [--subsample 300] [--markdown]
+        [--subsample 300] [--kept] [--json OUT]
 
 The reproduction (benchmarks/reproduction/, the paper preset) trains every candidate of each HOUDINI task
 to the end and records each one's validation score after every epoch (`val_history`) and its seconds
@@ -27,6 +27,13 @@ evaluation is charged in proportion. The records were written on 2 shared cores 
 compilation cache of varying warmth, so the costs compare schedules on the same task, not tasks. What a
 real run adds (a validation at each pause, re-dispatch) is left out. Results go to
 benchmarks/RESULTS.md by hand, labelled as replayed.
+
+`--kept` also replays each task still under way from the candidates kept so far (`hx.synth.kept`: one
+file per candidate trained to the end, under `candidates/TT_TASK/fraction_F/`), named "(under way, N
+kept)": a replay of those candidates only, not of the task's search. Their order in the search is not
+kept, so they are taken in program order; their seconds are the median epoch's times the epochs (a run
+stopped for a benchmark window inflates one epoch, not the model), and the validation split's size is
+the paper preset's (`hx.data.tasks.TaskSizes`: 2,100 examples for lists and binary tasks alike).
 """
 
 from __future__ import annotations
@@ -62,6 +69,49 @@ def load_tasks(root: str, min_candidates: int) -> list[dict]:
     name = f"{record['sequence']} {record['task_index']} {task} @ {record['fraction']:g}"
     tasks.append(dict(name=name, epochs=max(c["epochs"] for c in cands), cands=cands,
                       val_examples=int(record["data"]["val"])))
+  return tasks
+
+
+def load_kept(root: str, min_candidates: int) -> list[dict]:
+  """Every HOUDINI top-down task under `root` still under way (kept candidates, no record yet) with at
+  least `min_candidates` kept, in `load_tasks`'s form (see the module docstring for what differs)."""
+  from hx.compile.checkpoint import history_from_rows
+  from hx.data.tasks import TaskSizes
+
+  tasks = []
+  pattern = os.path.join(root, "*", "houdini_topdown", "seed_*", "candidates", "*", "fraction_*")
+  for folder in sorted(glob.glob(pattern)):
+    seed_dir = os.path.dirname(os.path.dirname(os.path.dirname(folder)))
+    task_dir, fraction = os.path.basename(os.path.dirname(folder)), os.path.basename(folder)
+    if os.path.exists(os.path.join(seed_dir, "records", task_dir, fraction + ".json")):
+      continue  # recorded: load_tasks has it
+    cands = []
+    for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
+      with open(path) as f:
+        kept = json.load(f)
+      o = kept["outcome"]
+      history = history_from_rows(o["history"])
+      if o["status"] != "trained" or not history:
+        continue
+      # The key's fields (`hx.synth.jobs`): "task ... | data ... | program P | fresh [...] | settings ...".
+      fields = dict(f.split(" ", 1) for f in kept["key"].split(" | ") if f.startswith(("program ", "fresh ")))
+      n = len(history)
+      train = n * statistics.median(r.train_seconds for r in history)
+      cands.append(dict(program=f"{fields['program']} {fields['fresh']}", val=o["val_score"],
+                        test=o["test_score"], curve=[r.val_score for r in history],
+                        compile=o["compile_seconds"], train=train,
+                        eval=n * statistics.median(r.val_seconds for r in history), epochs=n))
+    if len(cands) < min_candidates:
+      continue
+    cands.sort(key=lambda c: c["program"])
+    for i, c in enumerate(cands):
+      c["order"] = i
+    sequence = os.path.basename(os.path.dirname(os.path.dirname(seed_dir)))
+    index, _, task = task_dir.partition("_")
+    name = (f"{sequence} {int(index)} {task.split('_synthetic')[0]} @ {fraction.split('_')[1]} "
+            f"(under way, {len(cands)} kept)")
+    tasks.append(dict(name=name, epochs=max(c["epochs"] for c in cands), cands=cands,
+                      val_examples=TaskSizes().lists[1]))
   return tasks
 
 
@@ -164,9 +214,13 @@ def main(argv: list[str] | None = None) -> dict:
       os.path.abspath(__file__))), "reproduction"))
   parser.add_argument("--min_candidates", type=int, default=8)
   parser.add_argument("--subsample", type=int, default=300, help="validation examples a short run scores")
+  parser.add_argument("--kept", action="store_true",
+                      help="also replay tasks under way from their kept candidates (see above)")
   parser.add_argument("--json", default=None)
   args = parser.parse_args(argv)
   tasks = load_tasks(args.root, args.min_candidates)
+  if args.kept:
+    tasks += load_kept(args.root, args.min_candidates)
   if not tasks:
     raise SystemExit(f"{args.root}: no HOUDINI top-down record with {args.min_candidates} or more trained "
                      "candidates (ROOT/<sequence>/houdini_topdown/seed_*/records/*/fraction_*.json)")

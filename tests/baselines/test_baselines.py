@@ -230,6 +230,7 @@ def test_standalone_starts_a_regression_output_at_the_targets_mean():
   np.testing.assert_array_equal(np.asarray(classifier.network.modules[MLP]["params"]["out"]["b"]), [0.0])
 
 
+@pytest.mark.slow
 def test_an_interrupted_baseline_resumes_from_its_checkpoint(tmp_path, monkeypatch):
   import os
 

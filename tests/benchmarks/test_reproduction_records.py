@@ -24,7 +24,14 @@ VARIANTS = sorted(p for p in [*ROOT.glob("variants/*/*"), *ROOT.glob("variants/*
                   if _recorded(p))
 
 
-@pytest.mark.parametrize("run", RUNS + VARIANTS, ids=[str(p.relative_to(ROOT)) for p in RUNS + VARIANTS])
+def _first_fast(runs: list[Path]) -> list:
+  """The runs as parameters named by their folders: the first in the fast suite, the others slow (a few
+  seconds each, and their number grows with the reproduction)."""
+  return [pytest.param(p, id=str(p.relative_to(ROOT)), marks=() if i == 0 else pytest.mark.slow)
+          for i, p in enumerate(runs)]
+
+
+@pytest.mark.parametrize("run", _first_fast(RUNS + VARIANTS))
 def test_a_committed_run_rebuilds_its_report_from_its_records_alone(run, tmp_path):
   copy = tmp_path / run.name
   shutil.copytree(run, copy, ignore=shutil.ignore_patterns("checkpoints", "libraries", "networks"))
@@ -69,6 +76,7 @@ def test_a_committed_variant_is_not_the_paper_preset(run):
   assert jsonable(EvalConfig.make(saved["sequence"], preset="paper").module_config) != saved["module_config"]
 
 
+@pytest.mark.slow
 def test_reproduce_refuses_a_module_variant_in_the_paper_presets_folders():
   import subprocess
   import sys
@@ -83,6 +91,7 @@ def test_reproduce_refuses_a_module_variant_in_the_paper_presets_folders():
   assert out.returncode == 1 and "'fold_stp_norm=0' is not NAME=VALUE" in out.stderr
 
 
+@pytest.mark.slow
 def test_reproduce_refuses_another_run_in_a_committed_runs_folder_before_training_anything(tmp_path):
   import subprocess
   import sys

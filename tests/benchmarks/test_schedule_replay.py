@@ -45,3 +45,44 @@ def test_a_stop_before_the_full_runs_best_epoch_has_no_known_test_score():
   rows = {r["schedule"]: r for r in replay_task(task, [], [], 300, (2,))}
   row = rows["floor, winner stopped by patience 2"]
   assert (row["candidate_epochs"], row["val"]) == (3, 3.0) and math.isnan(row["test"])
+
+
+def _keep(folder, program: str, fresh: list, curve: list[float], epoch_seconds: list[float], test: float):
+  """A kept candidate as `hx.synth.kept` writes it, under a key of `hx.synth.jobs`' form."""
+  from hx.compile.tuning import EpochRecord
+  from hx.synth.fitting import Outcome
+  from hx.synth.kept import kept_path, save_kept
+
+  key = (f"task count_digit(0) | data abc | program {program} | fresh {fresh} | TuneConfig(epochs=3) | "
+         "ModuleConfig() | library ['nn_cs1_1']")
+  history = tuple(EpochRecord(t, 1.0, v, v * v, s, s / 10)
+                  for t, (v, s) in enumerate(zip(curve, epoch_seconds), 1))
+  outcome = Outcome(status="trained", reason=None, val_score=min(curve), test_score=test,
+                    epochs_run=len(curve), compile_seconds=4.0, history=history)
+  save_kept(kept_path(folder, key), key, outcome)
+
+
+def test_a_task_under_way_is_replayed_from_its_kept_candidates(tmp_path):
+  from benchmarks.studies.schedule_replay import load_kept
+
+  seed = tmp_path / "cs1" / "houdini_topdown" / "seed_0"
+  folder = seed / "candidates" / "03_count_digit(0)" / "fraction_1"
+  folder.mkdir(parents=True)
+  # One epoch of the first was stopped for 100 s: the model charges the median epoch instead.
+  _keep(folder, "compose(nn_1, map_l(lib.nn_cs1_1))", [("nn_1", "List -> Real")], [3.0, 2.0, 2.5],
+        [10.0, 110.0, 10.0], 2.1)
+  _keep(folder, "compose(nn_1, map_l(nn_2))", [("nn_1", "A"), ("nn_2", "B")], [1.5, 1.4, 1.6],
+        [50.0, 50.0, 50.0], 1.45)
+  [task] = load_kept(str(tmp_path), 2)
+  assert task["name"] == "cs1 3 count_digit(0) @ 1 (under way, 2 kept)"
+  assert task["epochs"] == 3 and task["val_examples"] == 2100
+  a, b = task["cands"]  # program order
+  assert a["program"] == "compose(nn_1, map_l(lib.nn_cs1_1)) [('nn_1', 'List -> Real')]"
+  assert (a["val"], a["test"], a["curve"], a["order"]) == (2.0, 2.1, [3.0, 2.0, 2.5], 0)
+  assert a["train"] == pytest.approx(30.0) and a["eval"] == pytest.approx(3.0) and a["compile"] == 4.0
+  assert b["train"] == pytest.approx(150.0) and b["order"] == 1
+  assert load_kept(str(tmp_path), 3) == []  # fewer kept than asked
+  # Once the task has its record, the record is what load_tasks replays: no second copy here.
+  (seed / "records" / "03_count_digit(0)").mkdir(parents=True)
+  (seed / "records" / "03_count_digit(0)" / "fraction_1.json").write_text("{}")
+  assert load_kept(str(tmp_path), 2) == []

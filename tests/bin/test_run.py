@@ -8,16 +8,12 @@ import pytest
 
 from hx.evaluation.config import EvalConfig
 from hx.evaluation.runner import check_directory, expected_records
+from tests.marks import fast_first
 
 
 def _run(*args, module="hx.bin.run", code=None, timeout=900):
   cmd = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", module, *args]
   return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-
-
-def _fast_first(n, cases):
-  """The first n cases in the fast suite, the others marked slow (each is a new process: ~1 s)."""
-  return [c if i < n else pytest.param(*c, marks=pytest.mark.slow) for i, c in enumerate(cases)]
 
 
 def _refused(out, message):
@@ -27,7 +23,7 @@ def _refused(out, message):
   assert "Traceback" not in out.stderr
 
 
-@pytest.mark.parametrize("args, message", _fast_first(4, [
+@pytest.mark.parametrize("args, message", fast_first(2, [
     (("--sequence=cs9",), "error: unknown sequence 'cs9'; the sequences are cs1, cs2, cs3, ss, gs1, gs2, ls"),
     ((), "--sequence is required"),
     (("--sequence=cs1", "--fractions=0.1,1.5"), "training fraction 1.5 is outside (0, 1]"),
@@ -57,7 +53,7 @@ def test_bad_flags_are_one_line_before_any_work(tmp_path, args, message):
   assert not out_dir.exists()
 
 
-@pytest.mark.parametrize("args, message", [
+@pytest.mark.parametrize("args, message", fast_first(2, [
     (("--time_budget=0",), "error: --time_budget must be a positive number of seconds, got 0"),
     (("--time_budget=-5",), "error: --time_budget must be a positive number of seconds, got -5"),
     (("--halving", "--halving_eta=1"), "error: --halving_eta must be >= 2 (each rung keeps 1/eta of the "
@@ -67,13 +63,14 @@ def test_bad_flags_are_one_line_before_any_work(tmp_path, args, message):
     (("--methods=",), "error: --methods is empty: give at least one value, or leave the flag out"),
     (("--seeds=",), "error: --seeds is empty"),
     (("stray", "words"), "error: unexpected arguments stray words (flags take the form --name=value)"),
-])
+]))
 def test_bad_flags_once_accepted_or_a_traceback_are_one_line(tmp_path, args, message):
   out_dir = tmp_path / "out"
   _refused(_run("--sequence=cs1", *args, f"--output_dir={out_dir}"), message)
   assert not out_dir.exists()
 
 
+@pytest.mark.slow
 def test_an_output_directory_that_cannot_be_written_is_one_line(tmp_path):
   (tmp_path / "file").write_text("mine")
   file = tmp_path / "file"
@@ -85,6 +82,7 @@ def test_an_output_directory_that_cannot_be_written_is_one_line(tmp_path):
   assert (tmp_path / "file").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_a_bad_data_file_is_refused_before_anything_is_written_and_a_corrected_rerun_proceeds(tmp_path):
   made = tmp_path / "made_by_the_pickle"
   crafted = tmp_path / "mnist.pkl"
@@ -106,6 +104,7 @@ def test_a_bad_data_file_is_refused_before_anything_is_written_and_a_corrected_r
   assert "standalone recognize_digit(0) @ 100%: 1/1 networks, best val " in out.stderr
 
 
+@pytest.mark.slow
 def test_a_directory_of_another_run_or_of_other_files_is_refused(tmp_path):
   other = tmp_path / "other"
   check_directory(EvalConfig.make("cs1", fractions=(0.5,)), other)
@@ -118,6 +117,7 @@ def test_a_directory_of_another_run_or_of_other_files_is_refused(tmp_path):
   _refused(_run("--sequence=cs1", f"--output_dir={stray}"), "is not empty and holds no hx evaluation")
 
 
+@pytest.mark.slow
 def test_a_sequence_script_runs_its_sequence_only(tmp_path):
   code = "import sys; from hx.bin.run import cs1; cs1()"
   _refused(_run("--sequence=cs2", f"--output_dir={tmp_path / 'x'}", code=code),
@@ -135,6 +135,7 @@ def test_the_output_bias_flag_reaches_every_tasks_training(flag, expected):
   assert out.stdout.strip().splitlines()[-1] == expected
 
 
+@pytest.mark.slow
 def test_the_schedule_and_patience_flags_reach_the_runs_settings():
   code = ("import sys; from absl import flags; from hx.bin.run import config_from_flags; "
           "flags.FLAGS(sys.argv); c = config_from_flags(); "
@@ -152,6 +153,7 @@ def test_the_schedule_and_patience_flags_reach_the_runs_settings():
   assert out.stdout.strip().splitlines()[-1] == "None [None]"  # the paper's: no schedule, every epoch
 
 
+@pytest.mark.slow
 def test_the_report_binary_needs_records(tmp_path):
   _refused(_run(str(tmp_path), module="hx.bin.report"), "holds no evaluation records")
   _refused(_run(module="hx.bin.report"), "usage: python -m hx.bin.report DIR")

@@ -405,6 +405,7 @@ def _positive_counts(rng) -> TuneData:
   return TuneData(split(200), split(50), split(50)).on_device()
 
 
+@pytest.mark.slow
 def test_real_programs_calling_different_library_functions_share_executables_and_are_deterministic():
   from hx.compile.lower import compile_program
   from hx.compile.modules import ModuleConfig, init_module, module_spec

@@ -3,11 +3,14 @@ Nothing is trained."""
 
 import dataclasses
 
+import pytest
+
 from hx.evaluation.paper import rank1_positions
 from hx.lang.paper import paper_programs
 from hx.synth import SearchSpace, paper_space
 
 
+@pytest.mark.slow
 def test_every_top_down_rank_1_program_is_within_the_paper_presets_budget():
   positions = list(rank1_positions("paper"))
   top_down = [p for p in paper_programs()
@@ -24,6 +27,7 @@ def test_every_top_down_rank_1_program_is_within_the_paper_presets_budget():
   assert sum(p.position > 20 for p in positions if p.table.startswith("tab:LS")) == 10
 
 
+@pytest.mark.slow
 def test_hx_cost_order_without_the_filter_misses_budgets_the_authors_order_meets():
   tables = ("tab:CS1Progs", "tab:LS1Progs")
   cost = {(p.table, p.task_number): p.position

@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from hx.compile.checkpoint import describe_checkpoint
 
 RUN = ("--sequence=cs1", "--tasks=2", "--methods=houdini,llt", "--fractions=1", "--candidates=2",
@@ -65,6 +67,7 @@ def _flip_a_byte(path):
   path.write_bytes(bytes(data))
 
 
+@pytest.mark.slow
 def test_a_run_killed_mid_candidate_resumes_to_the_uninterrupted_scores_past_damaged_files(tmp_path):
   whole = tmp_path / "whole"
   assert _run(whole).returncode == 0

@@ -36,6 +36,7 @@ def _essence(result):
           for x in result.ranked]
 
 
+@pytest.mark.slow
 def test_an_interrupted_synthesis_resumes_its_candidates_to_the_uninterrupted_result(tmp_path, monkeypatch):
   task = sum_task(n=300)
   straight = synthesize(task, None, **KW)
@@ -59,6 +60,7 @@ def test_an_interrupted_synthesis_resumes_its_candidates_to_the_uninterrupted_re
   assert sorted(os.listdir(tmp_path)) == sorted(f for f in os.listdir(tmp_path) if f.endswith(".npz"))
 
 
+@pytest.mark.slow
 def test_files_are_keyed_by_the_tasks_data_and_settings(tmp_path, monkeypatch):
   synthesize(sum_task(n=300, seed=0), None, checkpoint_dir=tmp_path, **KW)
   assert len(os.listdir(tmp_path)) == 3
@@ -106,6 +108,7 @@ def test_task_key_fingerprints_every_array_with_its_shape():
   assert key != task_key("u", base)
 
 
+@pytest.mark.slow
 def test_halving_saves_its_last_rung_and_resumes_it(tmp_path, monkeypatch):
   from hx.synth.halving import Halving
 

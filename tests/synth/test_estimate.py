@@ -240,6 +240,7 @@ def _synth(task, library, schedule, candidates=5):
                     space=SearchSpace(order="authors"))
 
 
+@pytest.mark.slow
 def test_the_schedule_trains_exactly_the_best_k_short_run_estimates():
   """On sums of numbers (no images, no library: every candidate gets the short run)."""
   from tests.synth.test_synthesize import sum_task

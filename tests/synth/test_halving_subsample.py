@@ -25,6 +25,7 @@ def _run(val_examples):
       executor="local")
 
 
+@pytest.mark.slow
 def test_early_rungs_score_the_subsample_and_the_last_rung_all_of_the_validation_split():
   from hx.synth.jobs import Job, job_seed, run_job
   from hx.synth.synthesize import task_context
@@ -47,6 +48,7 @@ def test_early_rungs_score_the_subsample_and_the_last_rung_all_of_the_validation
   assert sub.best.test_score == pytest.approx(whole.test_score, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_the_candidates_halving_stopped_are_estimated_and_ranked_after_the_survivor():
   r = _run(40)
   statuses = [x.status for x in r.ranked]

@@ -177,6 +177,7 @@ def test_equal_time_is_checked_and_cannot_be_replayed():
     replay([[1.0, 0.5]], Halving(first=1, eta=2, equal="time"), 2)
 
 
+@pytest.mark.slow
 def test_a_synthesis_under_equal_time_prices_candidates_by_their_steps():
   config = dataclasses.replace(CONFIG, epochs=2)
   r = synthesize(sum_task(n=300), None, budget=Budget(candidates=4, schedule=Halving(first=0.5, eta=2,

@@ -186,6 +186,7 @@ def test_a_second_task_reuses_the_first_tasks_network_and_beats_training_from_sc
   assert r2.best.test_score < 0.6 * from_scratch.test_score, (r2.best.test_score, from_scratch.test_score)
 
 
+@pytest.mark.slow
 def test_a_run_whose_libraries_were_lost_rebuilds_them_from_its_records_by_training_only_the_winners(
     tmp_path, monkeypatch):
   # A committed reproduction on a fresh clone: the records are there, the libraries (not committed) not.
@@ -215,6 +216,7 @@ def test_a_run_whose_libraries_were_lost_rebuilds_them_from_its_records_by_train
   assert [r["ranked"][0]["test"] for r in rest.records] == [r["ranked"][0]["test"] for r in whole.records]
 
 
+@pytest.mark.slow
 def test_a_task_interrupted_midway_resumes_on_a_fresh_clone_from_its_kept_candidates(tmp_path, monkeypatch):
   # A committed reproduction on a fresh clone whose session ended in the middle of task 2: the records and
   # the candidates' small files are there (committed), the libraries and checkpoints not. Task 2's finished
