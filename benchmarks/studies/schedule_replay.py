@@ -13,6 +13,12 @@ say, without training again, what each schedule would have chosen on each task:
 - "halving F/ETA": `Halving(first=F, eta=ETA)` (`hx.synth.halving.replay`);
 - "short E, keep K": every candidate's first E epochs, scored by its best validation score among them;
   the best K train to the end (their full runs' scores) and the best of those wins;
+- "cheap first, short E against them": the candidates whose epoch costs at most a fifth of the costliest
+  candidate's (typically a fresh head on frozen library functions, whose outputs are memoised) train to
+  the end first; every other candidate, in the search's order, trains E epochs and goes on to the end only
+  if its best score by then beats the best final score trained so far (scored on all of the validation
+  split: the comparison is with final scores). It bets that a costly candidate behind after E epochs
+  stays behind;
 - "floor": what any schedule that compiles every candidate costs at least: the compilations and the
   winner's full run, nothing else (a perfect estimate that costs nothing but the compilation);
 - "floor, winner stopped by patience P": the same, the winner's training stopped after P epochs without
@@ -67,6 +73,9 @@ def load_tasks(root: str, min_candidates: int) -> list[dict]:
     cands.sort(key=lambda c: c["order"])
     task = record["task"].split(" [")[0]
     name = f"{record['sequence']} {record['task_index']} {task} @ {record['fraction']:g}"
+    seed = os.path.basename(os.path.dirname(os.path.dirname(os.path.dirname(path))))
+    if seed != "seed_0":  # another instantiation of the same task: a task of its own in the summary
+      name += f" ({seed.replace('seed_', 'instantiation ')})"
     tasks.append(dict(name=name, epochs=max(c["epochs"] for c in cands), cands=cands,
                       val_examples=int(record["data"]["val"])))
   return tasks
@@ -133,8 +142,26 @@ def stopped(curve: list[float], patience: int) -> tuple[int, float, int]:
   return len(curve), best, best_epoch
 
 
+def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2) -> tuple[int, list[int]]:
+  """The "cheap first, short E against them" schedule (module docstring) replayed: the winner's index and
+  the epochs each candidate trains."""
+  per_epoch = [(c["train"] + c["eval"]) / max(c["epochs"], 1) for c in cands]
+  cheap = [p <= cheap_share * max(per_epoch) for p in per_epoch]
+  trained = [c["epochs"] if cheap[i] else 0 for i, c in enumerate(cands)]
+  best = min((c["val"] for i, c in enumerate(cands) if cheap[i]), default=math.inf)
+  for i in sorted((i for i in range(len(cands)) if not cheap[i]), key=lambda i: cands[i]["order"]):
+    c = cands[i]
+    if min(c["curve"][:short]) < best:
+      trained[i], best = c["epochs"], min(best, c["val"])
+    else:
+      trained[i] = min(short, c["epochs"])
+  finished = [i for i, c in enumerate(cands) if trained[i] == c["epochs"]]
+  return min(finished, key=lambda i: (cands[i]["val"], i)), trained
+
+
 def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tuple[int, int]],
-                subsample: int, patiences: tuple[int, ...] = ()) -> list[dict]:
+                subsample: int, patiences: tuple[int, ...] = (),
+                cheap_shorts: tuple[int, ...] = ()) -> list[dict]:
   """One row per schedule on `task`: the program chosen, its rank in the full run, its validation and
   test scores, candidate-epochs and modelled seconds."""
   from hx.synth.estimate import spearman
@@ -183,6 +210,10 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
     seconds += sum(_cost(cands[i], cands[i]["epochs"]) - cands[i]["compile"] for i in kept)
     rows.append(row(f"short {e}, keep {keep}", win, e * len(cands) + sum(cands[i]["epochs"] for i in kept),
                     seconds, spearman(estimate, [c["val"] for c in cands])))
+  for e in cheap_shorts:
+    win, trained = cheap_first(cands, e)
+    rows.append(row(f"cheap first, short {e} against them", win, sum(trained),
+                    sum(_cost(c, n) for c, n in zip(cands, trained))))
   return rows
 
 
@@ -226,7 +257,7 @@ def main(argv: list[str] | None = None) -> dict:
                      "candidates (ROOT/<sequence>/houdini_topdown/seed_*/records/*/fraction_*.json)")
   halvings = [(1, 3), (2, 4), (4, 4)]
   shorts = [(e, k) for e in (1, 2, 4, 8) for k in (1, 2, 4)]
-  rows = [r for t in tasks for r in replay_task(t, halvings, shorts, args.subsample, (2, 4))]
+  rows = [r for t in tasks for r in replay_task(t, halvings, shorts, args.subsample, (2, 4), (1, 2, 4))]
   print(f"# {len(tasks)} tasks (replayed from {os.path.relpath(args.root)}; costs modelled from the "
         "records)\n")
   print("| task | schedule | chosen (rank in full run) | test / full winner's | cand-epochs | model s | "

@@ -86,3 +86,43 @@ def test_a_task_under_way_is_replayed_from_its_kept_candidates(tmp_path):
   (seed / "records" / "03_count_digit(0)").mkdir(parents=True)
   (seed / "records" / "03_count_digit(0)" / "fraction_1.json").write_text("{}")
   assert load_kept(str(tmp_path), 2) == []
+
+
+def test_cheap_candidates_train_first_and_a_costly_one_goes_on_only_while_ahead_of_them():
+  from benchmarks.studies.schedule_replay import cheap_first
+
+  # Per epoch: 1.5 s (cheap: at most a fifth of the costliest's 15 s) and 15 s (costly).
+  cheap = _cand([3.0, 2.0, 1.0, 0.9], 3, train=4.0, evals=2.0)  # final 0.9
+  behind = _cand([1.5, 0.8, 0.7, 0.6], 1, train=40.0, evals=20.0)  # at epoch 1 (1.5) behind 0.9: dropped
+  ahead = _cand([0.85, 0.5, 0.4, 0.3], 2, train=40.0, evals=20.0)  # at epoch 1 ahead: trained, wins
+  win, trained = cheap_first([cheap, behind, ahead], 1)
+  assert (win, trained) == (2, [4, 1, 4])
+  # With 2 epochs of short run the first costly candidate (0.8 < 0.9) goes on too (final 0.6); the second
+  # (0.5 < 0.6 by its second epoch) as well, and wins.
+  assert cheap_first([cheap, behind, ahead], 2) == (2, [4, 4, 4])
+  # The best final score so far is what later costly candidates must beat: after `ahead` (final 0.3) a
+  # costly candidate at 0.35 after its short run stops there.
+  late = _cand([0.35, 0.2, 0.1, 0.05], 4, train=40.0, evals=20.0)
+  assert cheap_first([cheap, ahead, late], 1) == (1, [4, 4, 1])
+  task = dict(name="t", epochs=4, cands=[cheap, behind, ahead], val_examples=300)
+  rows = {r["schedule"]: r for r in replay_task(task, [], [], 300, (), (1,))}
+  row = rows["cheap first, short 1 against them"]
+  assert row["candidate_epochs"] == 9
+  assert row["seconds"] == pytest.approx(3 * 2 + 4 * 1.5 + 1 * 15 + 4 * 15)
+
+
+def test_each_instantiation_of_a_task_is_a_task_of_its_own(tmp_path):
+  import json
+
+  from benchmarks.studies.schedule_replay import load_tasks
+
+  ranked = [dict(program=f"p{i}", val=1.0 + i, test=1.0 + i, val_history=[2.0 + i, 1.0 + i], status="trained",
+                 compile_seconds=1.0, train_seconds=2.0, eval_seconds=1.0, epochs_run=2, order=i)
+            for i in range(2)]
+  for seed in (0, 1):
+    folder = tmp_path / "ss" / "houdini_topdown" / f"seed_{seed}" / "records" / "02_sum_digits"
+    folder.mkdir(parents=True)
+    (folder / "fraction_0.02.json").write_text(json.dumps(dict(
+        ranked=ranked, sequence="ss", task_index=2, task="sum_digits", fraction=0.02, data={"val": 2100})))
+  names = [t["name"] for t in load_tasks(str(tmp_path), 2)]
+  assert names == ["ss 2 sum_digits @ 0.02", "ss 2 sum_digits @ 0.02 (instantiation 1)"]
