@@ -3,8 +3,10 @@
 import pytest
 
 
-def fast_first(n, cases):
-  """The first n of the parametrized `cases` in the fast suite, the others marked slow: for families of
-  one-line checks that each start a new process (a binary: a few seconds with JAX's import), where the
-  fast suite keeps a few and the slow suite, which CI also runs, all."""
-  return [c if i < n else pytest.param(*c, marks=pytest.mark.slow) for i, c in enumerate(cases)]
+def fast_first(n, cases, ids=None):
+  """The first n of the parametrized `cases` (tuples of arguments) in the fast suite, the others marked
+  slow: for families of checks that each take seconds (a binary in a new process, a report rebuilt), where
+  the fast suite keeps a few and the slow suite, which CI also runs, all. `ids`: the cases' test ids."""
+  ids = ids if ids is not None else [None] * len(cases)
+  return [pytest.param(*c, id=name, marks=() if i < n else pytest.mark.slow)
+          for i, (c, name) in enumerate(zip(cases, ids))]

@@ -81,11 +81,11 @@ def load_tasks(root: str, min_candidates: int) -> list[dict]:
   return tasks
 
 
-def load_kept(root: str, min_candidates: int) -> list[dict]:
+def load_under_way(root: str, min_candidates: int) -> list[dict]:
   """Every HOUDINI top-down task under `root` still under way (kept candidates, no record yet) with at
   least `min_candidates` kept, in `load_tasks`'s form (see the module docstring for what differs)."""
-  from hx.compile.checkpoint import history_from_rows
   from hx.data.tasks import TaskSizes
+  from hx.synth.kept import load_kept
 
   tasks = []
   pattern = os.path.join(root, "*", "houdini_topdown", "seed_*", "candidates", "*", "fraction_*")
@@ -97,19 +97,17 @@ def load_kept(root: str, min_candidates: int) -> list[dict]:
     cands = []
     for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
       with open(path) as f:
-        kept = json.load(f)
-      o = kept["outcome"]
-      history = history_from_rows(o["history"])
-      if o["status"] != "trained" or not history:
+        key = json.load(f)["key"]
+      o = load_kept(path, key)
+      if o.status != "trained" or not o.history:
         continue
       # The key's fields (`hx.synth.jobs`): "task ... | data ... | program P | fresh [...] | settings ...".
-      fields = dict(f.split(" ", 1) for f in kept["key"].split(" | ") if f.startswith(("program ", "fresh ")))
-      n = len(history)
-      train = n * statistics.median(r.train_seconds for r in history)
-      cands.append(dict(program=f"{fields['program']} {fields['fresh']}", val=o["val_score"],
-                        test=o["test_score"], curve=[r.val_score for r in history],
-                        compile=o["compile_seconds"], train=train,
-                        eval=n * statistics.median(r.val_seconds for r in history), epochs=n))
+      fields = dict(f.split(" ", 1) for f in key.split(" | ") if f.startswith(("program ", "fresh ")))
+      n = len(o.history)
+      cands.append(dict(program=f"{fields['program']} {fields['fresh']}", val=o.val_score, test=o.test_score,
+                        curve=[r.val_score for r in o.history], compile=o.compile_seconds,
+                        train=n * statistics.median(r.train_seconds for r in o.history),
+                        eval=n * statistics.median(r.val_seconds for r in o.history), epochs=n))
     if len(cands) < min_candidates:
       continue
     cands.sort(key=lambda c: c["program"])
@@ -251,10 +249,12 @@ def main(argv: list[str] | None = None) -> dict:
   args = parser.parse_args(argv)
   tasks = load_tasks(args.root, args.min_candidates)
   if args.kept:
-    tasks += load_kept(args.root, args.min_candidates)
+    tasks += load_under_way(args.root, args.min_candidates)
   if not tasks:
+    under_way = " (nor, with --kept, a task under way with as many kept: .../candidates/*/fraction_*/)"
     raise SystemExit(f"{args.root}: no HOUDINI top-down record with {args.min_candidates} or more trained "
-                     "candidates (ROOT/<sequence>/houdini_topdown/seed_*/records/*/fraction_*.json)")
+                     "candidates (ROOT/<sequence>/houdini_topdown/seed_*/records/*/fraction_*.json)"
+                     + (under_way if args.kept else ""))
   halvings = [(1, 3), (2, 4), (4, 4)]
   shorts = [(e, k) for e in (1, 2, 4, 8) for k in (1, 2, 4)]
   rows = [r for t in tasks for r in replay_task(t, halvings, shorts, args.subsample, (2, 4), (1, 2, 4))]

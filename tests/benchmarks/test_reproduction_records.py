@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hx.evaluation import build_report, load_records
+from tests.marks import fast_first
 
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks" / "reproduction"
 # A run per sequence at 2% (ROOT/<sequence>), and at other fractions in ROOT/fraction_<f>/<sequence>.
@@ -24,14 +25,9 @@ VARIANTS = sorted(p for p in [*ROOT.glob("variants/*/*"), *ROOT.glob("variants/*
                   if _recorded(p))
 
 
-def _first_fast(runs: list[Path]) -> list:
-  """The runs as parameters named by their folders: the first in the fast suite, the others slow (a few
-  seconds each, and their number grows with the reproduction)."""
-  return [pytest.param(p, id=str(p.relative_to(ROOT)), marks=() if i == 0 else pytest.mark.slow)
-          for i, p in enumerate(runs)]
-
-
-@pytest.mark.parametrize("run", _first_fast(RUNS + VARIANTS))
+# The first run in the fast suite, the others slow: a few seconds each, and their number grows.
+@pytest.mark.parametrize("run", fast_first(1, [(p,) for p in RUNS + VARIANTS],
+                                           ids=[str(p.relative_to(ROOT)) for p in RUNS + VARIANTS]))
 def test_a_committed_run_rebuilds_its_report_from_its_records_alone(run, tmp_path):
   copy = tmp_path / run.name
   shutil.copytree(run, copy, ignore=shutil.ignore_patterns("checkpoints", "libraries", "networks"))

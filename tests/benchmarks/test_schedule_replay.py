@@ -63,7 +63,7 @@ def _keep(folder, program: str, fresh: list, curve: list[float], epoch_seconds: 
 
 
 def test_a_task_under_way_is_replayed_from_its_kept_candidates(tmp_path):
-  from benchmarks.studies.schedule_replay import load_kept
+  from benchmarks.studies.schedule_replay import load_under_way
 
   seed = tmp_path / "cs1" / "houdini_topdown" / "seed_0"
   folder = seed / "candidates" / "03_count_digit(0)" / "fraction_1"
@@ -73,7 +73,7 @@ def test_a_task_under_way_is_replayed_from_its_kept_candidates(tmp_path):
         [10.0, 110.0, 10.0], 2.1)
   _keep(folder, "compose(nn_1, map_l(nn_2))", [("nn_1", "A"), ("nn_2", "B")], [1.5, 1.4, 1.6],
         [50.0, 50.0, 50.0], 1.45)
-  [task] = load_kept(str(tmp_path), 2)
+  [task] = load_under_way(str(tmp_path), 2)
   assert task["name"] == "cs1 3 count_digit(0) @ 1 (under way, 2 kept)"
   assert task["epochs"] == 3 and task["val_examples"] == 2100
   a, b = task["cands"]  # program order
@@ -81,11 +81,11 @@ def test_a_task_under_way_is_replayed_from_its_kept_candidates(tmp_path):
   assert (a["val"], a["test"], a["curve"], a["order"]) == (2.0, 2.1, [3.0, 2.0, 2.5], 0)
   assert a["train"] == pytest.approx(30.0) and a["eval"] == pytest.approx(3.0) and a["compile"] == 4.0
   assert b["train"] == pytest.approx(150.0) and b["order"] == 1
-  assert load_kept(str(tmp_path), 3) == []  # fewer kept than asked
+  assert load_under_way(str(tmp_path), 3) == []  # fewer kept than asked
   # Once the task has its record, the record is what load_tasks replays: no second copy here.
   (seed / "records" / "03_count_digit(0)").mkdir(parents=True)
   (seed / "records" / "03_count_digit(0)" / "fraction_1.json").write_text("{}")
-  assert load_kept(str(tmp_path), 2) == []
+  assert load_under_way(str(tmp_path), 2) == []
 
 
 def test_cheap_candidates_train_first_and_a_costly_one_goes_on_only_while_ahead_of_them():
