@@ -37,7 +37,9 @@ paper's, which train every epoch) and "estimate:METHOD:K" (`hx.synth.estimate.Es
 keep=K)`: every candidate estimated, by a short run or, METHOD "head", by a closed-form fit of a fresh
 head on frozen functions where a candidate is one, and the K best estimates trained to the end; K "all"
 trains every candidate in the estimate's order; `--estimate_share`, `--estimate_max_steps`,
-`--estimate_val` set the short run's share of the steps, its most steps and the validation subsample).
+`--estimate_val` set the short run's share of the steps, its most steps and the validation subsample),
+and "cheap" or "cheap:S" (`hx.synth.cheap_first.CheapFirst(probe_steps=S)`, default 80: every candidate
+probed for S optimiser steps, the cheap ones and the costly ones already ahead of them trained to the end).
 Where a run has estimates and a "full" run of the same search is in the same output (or in the JSON
 `--compare` names), the figures add Spearman's rank correlation of the estimates with the full run's
 final validation scores, and whether the full run's winner is among the K trained.
@@ -354,6 +356,19 @@ def _isolated(args, argv: list[str], runs: list[tuple[str, str]]) -> dict:
   return merged
 
 
+def _cheap_schedule(name: str):
+  """`CheapFirst` of a "cheap" or "cheap:S" schedule name (S: the probe's optimiser steps)."""
+  from hx.synth.cheap_first import CheapFirst
+
+  parts = name.split(":")
+  try:
+    if len(parts) > 2:
+      raise ValueError("too many parts")
+    return CheapFirst() if len(parts) == 1 else CheapFirst(probe_steps=int(parts[1]))
+  except ValueError as e:
+    raise SystemExit(f"schedule {name!r}: cheap or cheap:S (S the probe's steps, e.g. cheap:80): {e}") from e
+
+
 def _estimate_schedule(name: str, args):
   """`Estimate` of an "estimate:METHOD:K" schedule name (K a number or "all")."""
   from hx.synth.estimate import Estimate
@@ -459,8 +474,9 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--executors", default="local", help="comma-separated: local, processes, "
                       "processes:WxT, processes:WxT:lend, default, ray")
   parser.add_argument("--schedules", default="full",
-                      help="comma-separated: full, halving, patience:N (every candidate to the end but for "
-                           "early stopping after N epochs without a better validation score)")
+                      help="comma-separated: full, halving, halving:sub, patience:N (every candidate to the "
+                           "end but for early stopping after N epochs without a better validation score), "
+                           "estimate:METHOD:K, cheap[:S] (see the module docstring)")
   parser.add_argument("--bias_from_targets", type=int, choices=(0, 1), default=1,
                       help="TuneConfig.bias_from_targets for every task (0: output biases start at 0)")
   parser.add_argument("--prefix_cnn_dropout", type=float, default=None,
@@ -620,11 +636,13 @@ def main(argv: list[str] | None = None) -> dict:
           sub = args.estimate_val if schedule_name.strip() == "halving:sub" else None
           schedule = Halving(first=args.halving_first, eta=args.halving_eta, equal=args.halving_equal,
                              reference=args.halving_reference, val_examples=sub)
+        elif schedule_name.strip().split(":")[0] == "cheap":
+          schedule = _cheap_schedule(schedule_name.strip())
         elif schedule_name.strip().startswith("patience:"):
           run_config = dataclasses.replace(config, patience=int(schedule_name.strip().split(":")[1]))
         elif schedule_name.strip() != "full":
-          raise SystemExit(f"unknown schedule {schedule_name!r}: full, halving, halving:sub, patience:N or "
-                           "estimate:METHOD:K")
+          raise SystemExit(f"unknown schedule {schedule_name!r}: full, halving, halving:sub, patience:N, "
+                           "estimate:METHOD:K or cheap[:S]")
         load = os.getloadavg()[0]
         r = synthesize(task, library, budget=Budget(candidates=args.candidates, schedule=schedule),
                        seed=synthesis_seed, tune_config=run_config, module_config=modules,

@@ -213,9 +213,14 @@ class TuneConfig:
       raise ValueError(f"TuneConfig.val_every must be in (0, 1] (a share of the run's steps) or None, got "
                        f"{self.val_every}")
 
+  def steps_per_epoch(self, n: int) -> int:
+    """Optimiser steps in an epoch of a training split of `n` examples: ceil(n / batch_size), at least 1
+    (the last batch filled up, see the module docstring)."""
+    return max(1, math.ceil(n / self.batch_size))
+
   def for_examples(self, n: int) -> TuneConfig:
     """These settings for a training split of `n` examples: `epochs` raised to meet `min_steps`."""
-    steps = max(1, math.ceil(n / self.batch_size))
+    steps = self.steps_per_epoch(n)
     epochs = max(self.epochs, math.ceil(self.min_steps / steps))
     return self if epochs == self.epochs else dataclasses.replace(self, epochs=epochs)
 
@@ -492,7 +497,7 @@ def _prepare(compiled: Tunable, objective: Objective, config: TuneConfig, tx: op
   """The run's schedule, example orders, compiled training step and validation evaluator."""
   _, order_key, dropout_key = _run_keys(config)
   n = num_examples(data.train)
-  steps = max(1, math.ceil(n / config.batch_size))
+  steps = config.steps_per_epoch(n)
   if resume is not None and resume.steps_per_epoch != steps:
     raise ValueError(f"resuming a run of {resume.steps_per_epoch} steps per epoch on data of {steps}")
   first_epoch, first_step = (resume.epoch, resume.step) if resume is not None else (0, 0)

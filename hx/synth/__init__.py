@@ -8,6 +8,7 @@ lifelong runner.
     run = hx.synth.run_sequence(hx.data.sequence("cs1"), "runs/cs1")
 """
 
+from hx.synth.cheap_first import CheapFirst
 from hx.synth.estimate import Estimate
 from hx.synth.evolution import EvolutionConfig, Generation, evolve
 from hx.synth.executors import (
@@ -49,7 +50,7 @@ __all__ = [
     "EvolutionConfig", "Generation", "evolve",
     "Checkpoints", "Executor", "Job", "JobResult", "LocalExecutor", "TaskContext", "job_seed",
     "train_program", "Outcome", "Prepared", "prepare", "fit",
-    "make_executor", "default_executor", "Halving", "Estimate",
+    "make_executor", "default_executor", "Halving", "Estimate", "CheapFirst",
     "STRATEGIES", "Budget", "Ranked", "SynthesisResult", "synthesize", "task_context",
     "SequenceRun", "SettingsMismatch", "run_sequence",
 ]

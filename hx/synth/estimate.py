@@ -487,7 +487,7 @@ def estimate_then_train(candidates: Sequence[Candidate], schedule: Estimate, con
   data = context.data
   sub = subsample_context(context, schedule.val_examples, seed)
   val = sub.data.val
-  steps_per_epoch = max(1, math.ceil(num_examples(data.train.inputs) / context.tune_config.batch_size))
+  steps_per_epoch = context.tune_config.steps_per_epoch(num_examples(data.train.inputs))
   until = short_run_epochs(schedule, context.tune_config.epochs, steps_per_epoch)
   jobs = [Job(first_index + i, c, job_seed(seed, c)) for i, c in enumerate(candidates)]
   estimates: dict[int, Scored] = {}

@@ -54,7 +54,7 @@ import dataclasses
 import math
 from typing import Callable, Sequence
 
-from hx.synth.jobs import Job, JobResult, job_seed
+from hx.synth.jobs import Job, JobResult, continued, job_seed
 from hx.synth.space import Candidate
 
 __all__ = ["EQUAL", "REFERENCES", "Halving", "Rung", "replay", "stop_by_patience", "step_shares",
@@ -180,17 +180,6 @@ def _best(scores: Sequence[float], keep: int) -> list[int]:
   return ranked[:keep]
 
 
-def _combine(before: JobResult | None, after: JobResult) -> JobResult:
-  """The candidate's result after another rung: the new outcome, with the times of all its rungs."""
-  if before is None:
-    return after
-  return dataclasses.replace(
-      after, compile_seconds=before.compile_seconds + after.compile_seconds,
-      train_seconds=before.train_seconds + after.train_seconds,
-      eval_seconds=before.eval_seconds + after.eval_seconds, seconds=before.seconds + after.seconds,
-      attempts=before.attempts + after.attempts - 1)
-
-
 def _stopped(r: JobResult, reached: float) -> JobResult:
   """The result of a candidate that did not train in the last rung (halving stopped it, or it stopped
   early before), scored on the validation subsample only."""
@@ -247,7 +236,7 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
     runner = run_subsample if subsample and not final else run
     got = {r.job.index: r for r in runner(batch)} if batch else {}
     for i, u in untils.items():
-      latest[i] = _combine(latest[i], got[jobs[i].index])
+      latest[i] = continued(latest[i], got[jobs[i].index])
       reached[i] = epochs if u is None else u
 
   rungs = schedule.rungs(epochs, len(jobs))

@@ -24,8 +24,8 @@ from hx.lang.types import Type
 from hx.synth.fitting import Outcome, seeded, train
 from hx.synth.space import Candidate
 
-__all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "job_seed", "train_program",
-           "run_job", "failed_result"]
+__all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "job_seed", "continued",
+           "train_program", "run_job", "failed_result"]
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class TaskContext:
@@ -144,6 +144,18 @@ class JobResult(Outcome):
   @property
   def candidate(self) -> Candidate:
     return self.job.candidate
+
+
+def continued(before: JobResult | None, after: JobResult) -> JobResult:
+  """`after`, a run resumed from `before`'s paused state (None: it started afresh), with the times and
+  attempts of both: a paused and resumed candidate's result as a schedule reports it."""
+  if before is None:
+    return after
+  return dataclasses.replace(
+      after, compile_seconds=before.compile_seconds + after.compile_seconds,
+      train_seconds=before.train_seconds + after.train_seconds,
+      eval_seconds=before.eval_seconds + after.eval_seconds, seconds=before.seconds + after.seconds,
+      attempts=before.attempts + after.attempts - 1)
 
 
 def job_seed(seed: int, candidate: Candidate) -> int:

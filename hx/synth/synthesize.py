@@ -24,6 +24,7 @@ from absl import logging
 
 from hx.lang import program as P
 from hx.lang.types import Type
+from hx.synth.cheap_first import CheapFirst, cheap_first
 from hx.synth.estimate import Estimate, Scored, estimate_then_train, subsample_context
 from hx.synth.evolution import EvolutionConfig, evolve
 from hx.synth.executors import Executor, make_executor
@@ -52,12 +53,14 @@ class Budget:
       executor's batch, or a halving rung, that started finishes).
     schedule: None: every candidate trains to the end (the task's epochs, the paper's way); a `Halving`:
       successive halving (`hx.synth.halving`); an `Estimate`: every candidate estimated, the best few
-      trained to the end (`hx.synth.estimate`). The last two are ours, the top-down strategy only.
+      trained to the end (`hx.synth.estimate`); a `CheapFirst`: every candidate probed, the cheap ones
+      and the costly ones ahead of them trained to the end (`hx.synth.cheap_first`). The last three are
+      ours, the top-down strategy only.
   """
   candidates: int | None = 20
   enumerated: int | None = None
   seconds: float | None = None
-  schedule: Halving | Estimate | None = None
+  schedule: Halving | Estimate | CheapFirst | None = None
 
   def __post_init__(self):
     for name in ("candidates", "enumerated", "seconds"):
@@ -74,8 +77,8 @@ class Ranked(Outcome):
   The outcome's fields as a synthesis reports them:
     status: "trained", "failed", "equivalent" (not trained: it computes what `equivalent_to` does) or
       "estimated" (not trained to the end: under an `Estimate` schedule, its estimate was not among the
-      best; under `Halving(val_examples=...)`, halving stopped it before the last rung; `estimate`
-      holds its score).
+      best; under `Halving(val_examples=...)`, halving stopped it before the last rung; under
+      `CheapFirst`, its probe was behind the cheap candidates; `estimate` holds its score).
     reason: why it failed, which program it is equivalent to, or why it was not trained to the end.
     val_score, test_score: scores (the task's metric, lower is better); nan / None if none.
     variables: the trained variables, kept for the first `keep` ranks only (else None).
@@ -94,8 +97,9 @@ class Ranked(Outcome):
       reported ranks; else None.
     estimate: under an `Estimate` schedule, its estimated validation score (`hx.synth.estimate`: the
       task's metric on a validation subsample; nan if none), for every candidate, trained or not; under
-      `Halving(val_examples=...)`, a stopped candidate's best score on the subsample.
-    estimate_method: "short", "head" or "halving", the estimate it got; None without either schedule.
+      `Halving(val_examples=...)`, a stopped candidate's best score on the subsample; under `CheapFirst`,
+      a stopped candidate's best validation score in its probe.
+    estimate_method: "short", "head", "halving" or "probe", the estimate it got; None without one.
     estimate_seconds: the estimate's wall time (part of `seconds`).
     estimate_epochs: epochs of training the estimate ran (a short run's; not in `epochs_run`).
   """
@@ -160,20 +164,32 @@ class SynthesisResult:
     return tuple(r for r in self.ranked if r.status == "trained")
 
 
-def _scheduled(candidates: list[Candidate], schedule: Halving | Estimate, context: TaskContext, seed: int,
+def _scheduled(candidates: list[Candidate], schedule: Halving | Estimate | CheapFirst, context: TaskContext,
+               seed: int,
                run: Callable[[TaskContext, list[Job]], list[JobResult]],
                out_of_time: Callable[[], bool]) -> tuple[list[JobResult], dict[int, Scored]]:
-  """The candidates trained under `schedule` (estimates first, or successive halving), with the estimate
-  of every candidate that did not train to the end, by job index."""
+  """The candidates trained under `schedule` (estimates first, successive halving, or cheap first), with
+  the estimate of every candidate that did not train to the end, by job index."""
   if isinstance(schedule, Estimate):
     return estimate_then_train(candidates, schedule, context, seed, run, out_of_time)
+  if isinstance(schedule, CheapFirst):
+    from hx.lang.values import num_examples
+
+    got, stopped = cheap_first(candidates, schedule, context.tune_config.epochs,
+                               context.tune_config.steps_per_epoch(num_examples(context.data.train.inputs)),
+                               seed, lambda jobs: run(context, jobs), out_of_time)
+    return got, _as_estimates(got, stopped, "probe")
   sub = None if schedule.val_examples is None else subsample_context(context, schedule.val_examples, seed)
   got, stopped = successive_halving(
       candidates, schedule, context.tune_config.epochs, seed, lambda jobs: run(context, jobs), out_of_time,
       run_subsample=None if sub is None else lambda jobs: run(sub, jobs))
+  return got, _as_estimates(got, stopped, "halving")
+
+
+def _as_estimates(got: list[JobResult], stopped: dict[int, float], method: str) -> dict[int, Scored]:
+  """Each candidate a schedule stopped before the end (job index -> its last score), as its estimate."""
   by_index = {r.job.index: r for r in got}
-  return got, {i: Scored(v, "halving", by_index[i].seconds, by_index[i].epochs_run)
-               for i, v in stopped.items()}
+  return {i: Scored(v, method, by_index[i].seconds, by_index[i].epochs_run) for i, v in stopped.items()}
 
 
 def _sort_key(r: JobResult, estimates: dict[int, Scored]) -> tuple:

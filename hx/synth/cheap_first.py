@@ -1,0 +1,190 @@
+"""Cheap candidates first: a schedule that trains to the end every candidate whose steps cost little, and a
+costly one only where its first steps already beat them.
+
+    budget = Budget(candidates=20, schedule=CheapFirst(probe_steps=80))
+    result = hx.synthesize(task, library, budget=budget)
+
+Where a task's library holds functions trained on earlier tasks, a candidate that puts fresh functions on
+top of frozen ones (a fresh head on the earlier task's CNN) trains at a small part of the cost of one that
+trains a fresh CNN: its frozen functions run once over the task's images (`hx.compile.memo`), not at
+every step. On CS1's count_digit at 100% of MNIST such a candidate trained an epoch in about a second
+against 60-90 s for one with a fresh CNN, and one of them won (benchmarks/RESULTS.md, "Estimates before
+training"). This schedule spends accordingly:
+
+1. Probe: every candidate trains `probe_steps` optimiser steps, rounded up to whole epochs (at most the
+   full run: where the task's training split is small, the probe is the whole run and the schedule
+   trains every candidate to the end, as the paper does). The probe prices each candidate's steps
+   (training seconds per step) and scores it on the whole validation split at each epoch's end.
+2. The cheap candidates, whose step costs at most `cheap` times the costliest candidate's, train on to
+   the end; the best validation score among them is the bar.
+3. A costly candidate trains on to the end only if its probe already scored better than the bar. Those
+   behind it stop: they are reported with status "estimated", their probe's best score as the estimate
+   (method "probe"), ranked after every candidate trained to the end.
+
+Rule 3 bets that a costly candidate behind a cheap one's final score after its probe stays behind. The
+costly candidates that go on train together (a parallel executor runs them side by side), so which ones
+train does not depend on the search's order: the bar is the cheap candidates' best, lowered by none of the
+costly ones'. Measured on the reproduction's records (`benchmarks/studies/schedule_replay.py`, its rows
+"cheap first", which replay this schedule): the bet held on CS1's count_digit at 100%, and with a probe of
+one epoch it lost the winner on most searches at 2% and 10% of the data, where one epoch is 2-8 steps and a
+fresh CNN that trails after it often wins in the end. A probe counted in steps is what makes the schedule
+the same at every fraction. The default, 80 steps, is one epoch of count_digit at 100% (12,000 lists in
+batches of 150) and 10 of its 20 epochs at 10%.
+
+Every candidate trained to the end is trained exactly as without the schedule: the probe pauses at an
+epoch's end and the run resumes where it paused (`hx.compile.TuneState`: the same steps, batches and
+dropout keys), so its scores, its checkpoint and its kept file (`hx.synth.kept`) are the full run's.
+Ours, not the paper's (which trains every candidate to the end); issue 35 asks for a search that trains
+less.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Sequence
+
+from hx.synth.jobs import Job, JobResult, continued, job_seed
+from hx.synth.space import Candidate
+
+__all__ = ["CheapFirst", "probe_epochs", "step_costs", "cheap_mask", "going_on", "cheap_first"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CheapFirst:
+  """A schedule (`Budget.schedule`, top-down only): every candidate probed, the cheap ones and the costly
+  ones ahead of them trained to the end (see the module docstring).
+
+  Attributes:
+    probe_steps: optimiser steps every candidate trains first, rounded up to whole epochs, at most the
+      task's epochs.
+    cheap: a candidate whose training step costs at most this share of the costliest candidate's
+      (measured in its probe) is cheap: it trains to the end whatever its probe scored (0 < cheap < 1).
+  """
+  probe_steps: int = 80
+  cheap: float = 0.2
+
+  def __post_init__(self):
+    if self.probe_steps < 1:
+      raise ValueError(f"CheapFirst.probe_steps must be >= 1, got {self.probe_steps}")
+    if not 0 < self.cheap < 1:
+      raise ValueError(f"CheapFirst.cheap must be in (0, 1), got {self.cheap}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Pure pieces.
+
+def probe_epochs(probe_steps: int, steps_per_epoch: int, epochs: int) -> int:
+  """The whole epochs a probe of `probe_steps` steps trains: ceil(probe_steps / steps_per_epoch), at
+  most `epochs` (then the probe is the full run)."""
+  if steps_per_epoch < 1 or epochs < 1:
+    raise ValueError(f"probe_epochs needs steps_per_epoch >= 1 and epochs >= 1, got {steps_per_epoch}, "
+                     f"{epochs}")
+  return min(epochs, math.ceil(probe_steps / steps_per_epoch))
+
+
+def step_costs(results: Sequence[JobResult]) -> list[float | None]:
+  """Per result, its training seconds per step, or None where it has none (failed, or no step ran)."""
+  return [r.train_seconds / r.steps_run if r.ok and r.steps_run > 0 else None for r in results]
+
+
+def cheap_mask(costs: Sequence[float | None], share: float) -> list[bool]:
+  """Per candidate, whether its step cost is at most `share` times the largest known cost (an unknown
+  cost is not cheap; with no known cost, none is)."""
+  known = [c for c in costs if c is not None]
+  if not known:
+    return [False] * len(costs)
+  top = max(known)
+  return [c is not None and c <= share * top for c in costs]
+
+
+def going_on(probe_scores: Sequence[float], cheap: Sequence[bool], finished: Sequence[bool],
+             final_scores: Sequence[float]) -> tuple[list[int], float]:
+  """Which costly candidates train on to the end (rule 3 of the module docstring), and the bar.
+
+  Args:
+    probe_scores: per candidate, its best validation score in the probe (nan or inf: failed).
+    cheap: per candidate, whether it is cheap.
+    finished: per candidate, whether its probe ended its training (the full run, or early stopping):
+      it needs no more, whatever it is.
+    final_scores: per candidate, its final validation score where it is cheap and trained to the end
+      (others' entries are ignored).
+
+  Returns:
+    (indices, bar): the costly, unfinished candidates whose probe scored below the bar, in their order;
+    the bar, the best final score of the cheap candidates (inf if none has one).
+  """
+  bar = min((v for v, c in zip(final_scores, cheap) if c and math.isfinite(v)), default=math.inf)
+  return [i for i, (v, c, f) in enumerate(zip(probe_scores, cheap, finished))
+          if not c and not f and math.isfinite(v) and v < bar], bar
+
+
+# ---------------------------------------------------------------------------------------------------
+# The schedule.
+
+def _score(r: JobResult) -> float:
+  return r.val_score if r.ok else math.inf
+
+
+def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: int, steps_per_epoch: int,
+                seed: int, run: Callable[[list[Job]], list[JobResult]],
+                out_of_time: Callable[[], bool] = lambda: False, first_index: int = 0
+                ) -> tuple[list[JobResult], dict[int, float]]:
+  """Trains `candidates` under `schedule`; returns one result per candidate, in their order.
+
+  Args:
+    candidates: the candidates, in the search's order (job `first_index + i` is candidate i).
+    schedule: the probe's steps and what counts as cheap.
+    epochs: the epochs a candidate trains at most (the task's `TuneConfig.epochs`).
+    steps_per_epoch: optimiser steps in one epoch of the task's training split.
+    seed: the synthesis seed (`job_seed` gives each candidate's, as in every schedule).
+    run: trains a list of jobs (all of a phase at once, so a parallel executor runs them together) and
+      returns their results.
+    out_of_time: checked after the probe and after the cheap candidates: when true, nothing more trains
+      (a candidate still paused is reported "estimated", with its probe's score).
+    first_index: the index of the first candidate's job.
+
+  Returns:
+    (results, stopped): one JobResult per candidate, its last run's outcome with the times of its probe
+    added (a finished run's status and scores; "estimated", with nan validation score and no test score,
+    for one stopped after its probe); and per job index of each stopped candidate, its probe's best
+    validation score (its estimate).
+  """
+  until = probe_epochs(schedule.probe_steps, steps_per_epoch, epochs)
+  whole = until >= epochs
+  # schedule None: a candidate trained to the end is the full run's, checkpoint and kept file included.
+  jobs = [Job(first_index + i, c, job_seed(seed, c)) for i, c in enumerate(candidates)]
+  if not jobs:
+    return [], {}
+  latest = run([dataclasses.replace(j, until=None if whole else float(until)) for j in jobs])
+  by_index = {r.job.index: r for r in latest}
+  latest = [by_index[j.index] for j in jobs]
+  finished = [r.state is None for r in latest]  # the whole run, early stopping, or a failure
+
+  def resume(indices: Sequence[int]) -> None:
+    if not indices or out_of_time():
+      return
+    got = {r.job.index: r for r in run([dataclasses.replace(jobs[i], resume=latest[i].state)
+                                         for i in indices])}
+    for i in indices:
+      latest[i] = continued(latest[i], got[jobs[i].index])
+      finished[i] = True
+
+  probe = [_score(r) for r in latest]
+  cheap = cheap_mask(step_costs(latest), schedule.cheap)
+  resume([i for i in range(len(jobs)) if cheap[i] and not finished[i]])
+  costly, bar = going_on(probe, cheap, finished, [_score(r) if finished[i] else math.inf
+                                                  for i, r in enumerate(latest)])
+  resume(costly)
+  out, stopped = [], {}
+  for i, r in enumerate(latest):
+    if not finished[i]:
+      stopped[jobs[i].index] = r.val_score
+      why = ("the search ran out of time" if cheap[i] or i in costly else
+             f"behind the cheap candidates' best final score {bar:.4g}")
+      r = dataclasses.replace(
+          r, status="estimated", val_score=math.nan, test_score=None, variables=None,
+          reason=f"not trained to the end (cheap first: {why}): probe of {until} epochs scored "
+                 f"{r.val_score:.4g}")
+    out.append(dataclasses.replace(r, job=jobs[i], state=None))
+  return out, stopped
