@@ -13,12 +13,15 @@ say, without training again, what each schedule would have chosen on each task:
 - "halving F/ETA": `Halving(first=F, eta=ETA)` (`hx.synth.halving.replay`);
 - "short E, keep K": every candidate's first E epochs, scored by its best validation score among them;
   the best K train to the end (their full runs' scores) and the best of those wins;
-- "cheap first, short E against them": the candidates whose epoch costs at most a fifth of the costliest
-  candidate's (typically a fresh head on frozen library functions, whose outputs are memoised) train to
-  the end first; every other candidate, in the search's order, trains E epochs and goes on to the end only
-  if its best score by then beats the best final score trained so far (scored on all of the validation
-  split: the comparison is with final scores). It bets that a costly candidate behind after E epochs
-  stays behind;
+- "cheap first, short E against them": `hx.synth.cheap_first.CheapFirst` with a probe of E epochs: the
+  candidates whose training epoch costs at most a fifth of the costliest candidate's (typically a fresh
+  head on frozen library functions, whose outputs are memoised) train to the end; every other candidate
+  trains E epochs and goes on to the end only if its best score by then beats the best final score of the
+  cheap ones (scored on all of the validation split: the comparison is with final scores). It bets that a
+  costly candidate behind after E epochs stays behind;
+- "cheap first, probe S steps": the same with the probe `hx.synth.cheap_first.CheapFirst(probe_steps=S)`
+  trains, S optimiser steps rounded up to whole epochs (at 2% of the data the whole run, at 100% one
+  epoch for S = 80): what `Budget(schedule=CheapFirst(...))` would have chosen and trained;
 - "floor": what any schedule that compiles every candidate costs at least: the compilations and the
   winner's full run, nothing else (a perfect estimate that costs nothing but the compilation);
 - "floor, winner stopped by patience P": the same, the winner's training stopped after P epochs without
@@ -76,8 +79,10 @@ def load_tasks(root: str, min_candidates: int) -> list[dict]:
     seed = os.path.basename(os.path.dirname(os.path.dirname(os.path.dirname(path))))
     if seed != "seed_0":  # another instantiation of the same task: a task of its own in the summary
       name += f" ({seed.replace('seed_', 'instantiation ')})"
+    sequence_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(path)))))
     tasks.append(dict(name=name, epochs=max(c["epochs"] for c in cands), cands=cands,
-                      val_examples=int(record["data"]["val"])))
+                      val_examples=int(record["data"]["val"]),
+                      steps_per_epoch=_steps_per_epoch(sequence_dir, task, int(record["data"]["train"]))))
   return tasks
 
 
@@ -117,9 +122,22 @@ def load_under_way(root: str, min_candidates: int) -> list[dict]:
     index, _, task = task_dir.partition("_")
     name = (f"{sequence} {int(index)} {task.split('_synthetic')[0]} @ {fraction.split('_')[1]} "
             f"(under way, {len(cands)} kept)")
+    train = round(TaskSizes().lists[0] * float(fraction.split("_")[1]))
+    steps = _steps_per_epoch(os.path.dirname(os.path.dirname(seed_dir)), task, train)
     tasks.append(dict(name=name, epochs=max(c["epochs"] for c in cands), cands=cands,
-                      val_examples=TaskSizes().lists[1]))
+                      val_examples=TaskSizes().lists[1], steps_per_epoch=steps))
   return tasks
+
+
+def _steps_per_epoch(sequence_dir: str, task: str, train: int) -> int:
+  """Optimiser steps in an epoch of `train` examples of `task` ("count_digit(0)"), at the batch size of
+  the run's settings (SEQUENCE/settings.json, `TuneConfig` per kind of task)."""
+  with open(os.path.join(sequence_dir, "settings.json")) as f:
+    configs = dict(json.load(f)["settings"]["tune_configs"])
+  kind = task.split("(")[0]
+  if kind not in configs:
+    raise SystemExit(f"{sequence_dir}/settings.json: no training settings for {kind} ({sorted(configs)})")
+  return max(1, math.ceil(train / configs[kind]["batch_size"]))
 
 
 def _cost(c: dict, epochs: float, eval_share: float = 1.0) -> float:
@@ -141,25 +159,33 @@ def stopped(curve: list[float], patience: int) -> tuple[int, float, int]:
 
 
 def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2) -> tuple[int, list[int]]:
-  """The "cheap first, short E against them" schedule (module docstring) replayed: the winner's index and
-  the epochs each candidate trains."""
-  per_epoch = [(c["train"] + c["eval"]) / max(c["epochs"], 1) for c in cands]
-  cheap = [p <= cheap_share * max(per_epoch) for p in per_epoch]
-  trained = [c["epochs"] if cheap[i] else 0 for i, c in enumerate(cands)]
-  best = min((c["val"] for i, c in enumerate(cands) if cheap[i]), default=math.inf)
-  for i in sorted((i for i in range(len(cands)) if not cheap[i]), key=lambda i: cands[i]["order"]):
-    c = cands[i]
-    if min(c["curve"][:short]) < best:
-      trained[i], best = c["epochs"], min(best, c["val"])
-    else:
-      trained[i] = min(short, c["epochs"])
-  finished = [i for i, c in enumerate(cands) if trained[i] == c["epochs"]]
-  return min(finished, key=lambda i: (cands[i]["val"], i)), trained
+  """`hx.synth.cheap_first.CheapFirst` replayed with a probe of `short` epochs (module docstring), by its
+  own rule (`cheap_mask`, `going_on`): the winner's index and the epochs each candidate trains. A
+  candidate's step cost is its training seconds per epoch (the steps of an epoch are the same for every
+  candidate of a task)."""
+  from hx.synth.cheap_first import cheap_mask, going_on
+
+  cheap = cheap_mask([c["train"] / max(c["epochs"], 1) for c in cands], cheap_share)
+  probe = [min(c["curve"][:short]) for c in cands]
+  finished = [c["epochs"] <= short for c in cands]  # its probe was all of its run (or it stopped early)
+  on, _ = going_on(probe, cheap, finished, [c["val"] if cheap[i] else math.inf for i, c in enumerate(cands)])
+  trained = [c["epochs"] if cheap[i] or finished[i] or i in on else short for i, c in enumerate(cands)]
+  done = [i for i, c in enumerate(cands) if trained[i] == c["epochs"]]
+  return min(done, key=lambda i: (cands[i]["val"], i)), trained
+
+
+def probe_rows(task: dict, probe_steps: tuple[int, ...]) -> list[tuple[str, int]]:
+  """Per probe of S optimiser steps (`CheapFirst(probe_steps=S)`), its row name and its whole epochs on
+  `task` (`hx.synth.cheap_first.probe_epochs`, from the task's steps per epoch)."""
+  from hx.synth.cheap_first import probe_epochs
+
+  return [(f"cheap first, probe {s} steps", probe_epochs(s, task["steps_per_epoch"], task["epochs"]))
+          for s in probe_steps]
 
 
 def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tuple[int, int]],
                 subsample: int, patiences: tuple[int, ...] = (),
-                cheap_shorts: tuple[int, ...] = ()) -> list[dict]:
+                cheap_shorts: tuple[int, ...] = (), probe_steps: tuple[int, ...] = ()) -> list[dict]:
   """One row per schedule on `task`: the program chosen, its rank in the full run, its validation and
   test scores, candidate-epochs and modelled seconds."""
   from hx.synth.estimate import spearman
@@ -208,10 +234,10 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
     seconds += sum(_cost(cands[i], cands[i]["epochs"]) - cands[i]["compile"] for i in kept)
     rows.append(row(f"short {e}, keep {keep}", win, e * len(cands) + sum(cands[i]["epochs"] for i in kept),
                     seconds, spearman(estimate, [c["val"] for c in cands])))
-  for e in cheap_shorts:
+  cheap_rows = [(f"cheap first, short {e} against them", e) for e in cheap_shorts]
+  for name, e in cheap_rows + (probe_rows(task, probe_steps) if probe_steps else []):
     win, trained = cheap_first(cands, e)
-    rows.append(row(f"cheap first, short {e} against them", win, sum(trained),
-                    sum(_cost(c, n) for c, n in zip(cands, trained))))
+    rows.append(row(name, win, sum(trained), sum(_cost(c, n) for c, n in zip(cands, trained))))
   return rows
 
 
@@ -257,7 +283,8 @@ def main(argv: list[str] | None = None) -> dict:
                      + (under_way if args.kept else ""))
   halvings = [(1, 3), (2, 4), (4, 4)]
   shorts = [(e, k) for e in (1, 2, 4, 8) for k in (1, 2, 4)]
-  rows = [r for t in tasks for r in replay_task(t, halvings, shorts, args.subsample, (2, 4), (1, 2, 4))]
+  rows = [r for t in tasks for r in replay_task(t, halvings, shorts, args.subsample, (2, 4), (1, 2, 4),
+                                                (40, 80, 160))]
   print(f"# {len(tasks)} tasks (replayed from {os.path.relpath(args.root)}; costs modelled from the "
         "records)\n")
   print("| task | schedule | chosen (rank in full run) | test / full winner's | cand-epochs | model s | "

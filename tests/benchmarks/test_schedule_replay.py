@@ -47,6 +47,15 @@ def test_a_stop_before_the_full_runs_best_epoch_has_no_known_test_score():
   assert (row["candidate_epochs"], row["val"]) == (3, 3.0) and math.isnan(row["test"])
 
 
+def _settings(sequence_dir, **batch_sizes):
+  """A run's settings.json as benchmarks/reproduce.py writes it, with the batch sizes the replay reads."""
+  import json
+
+  sequence_dir.mkdir(parents=True, exist_ok=True)
+  (sequence_dir / "settings.json").write_text(json.dumps({"settings": {"tune_configs": [
+      [kind, {"batch_size": b, "epochs": 20}] for kind, b in batch_sizes.items()]}}))
+
+
 def _keep(folder, program: str, fresh: list, curve: list[float], epoch_seconds: list[float], test: float):
   """A kept candidate as `hx.synth.kept` writes it, under a key of `hx.synth.jobs`' form."""
   from hx.compile.tuning import EpochRecord
@@ -68,6 +77,7 @@ def test_a_task_under_way_is_replayed_from_its_kept_candidates(tmp_path):
   seed = tmp_path / "cs1" / "houdini_topdown" / "seed_0"
   folder = seed / "candidates" / "03_count_digit(0)" / "fraction_1"
   folder.mkdir(parents=True)
+  _settings(tmp_path / "cs1", count_digit=150)
   # One epoch of the first was stopped for 100 s: the model charges the median epoch instead.
   _keep(folder, "compose(nn_1, map_l(lib.nn_cs1_1))", [("nn_1", "List -> Real")], [3.0, 2.0, 2.5],
         [10.0, 110.0, 10.0], 2.1)
@@ -76,6 +86,7 @@ def test_a_task_under_way_is_replayed_from_its_kept_candidates(tmp_path):
   [task] = load_under_way(str(tmp_path), 2)
   assert task["name"] == "cs1 3 count_digit(0) @ 1 (under way, 2 kept)"
   assert task["epochs"] == 3 and task["val_examples"] == 2100
+  assert task["steps_per_epoch"] == 80  # 12,000 lists at 100%, in batches of 150
   a, b = task["cands"]  # program order
   assert a["program"] == "compose(nn_1, map_l(lib.nn_cs1_1)) [('nn_1', 'List -> Real')]"
   assert (a["val"], a["test"], a["curve"], a["order"]) == (2.0, 2.1, [3.0, 2.0, 2.5], 0)
@@ -91,24 +102,29 @@ def test_a_task_under_way_is_replayed_from_its_kept_candidates(tmp_path):
 def test_cheap_candidates_train_first_and_a_costly_one_goes_on_only_while_ahead_of_them():
   from benchmarks.studies.schedule_replay import cheap_first
 
-  # Per epoch: 1.5 s (cheap: at most a fifth of the costliest's 15 s) and 15 s (costly).
+  # Training per epoch: 1 s (cheap: at most a fifth of the costliest's 10 s) and 10 s (costly).
   cheap = _cand([3.0, 2.0, 1.0, 0.9], 3, train=4.0, evals=2.0)  # final 0.9
   behind = _cand([1.5, 0.8, 0.7, 0.6], 1, train=40.0, evals=20.0)  # at epoch 1 (1.5) behind 0.9: dropped
   ahead = _cand([0.85, 0.5, 0.4, 0.3], 2, train=40.0, evals=20.0)  # at epoch 1 ahead: trained, wins
   win, trained = cheap_first([cheap, behind, ahead], 1)
   assert (win, trained) == (2, [4, 1, 4])
-  # With 2 epochs of short run the first costly candidate (0.8 < 0.9) goes on too (final 0.6); the second
-  # (0.5 < 0.6 by its second epoch) as well, and wins.
+  # With a probe of 2 epochs the first costly candidate (0.8 < 0.9) goes on too (final 0.6).
   assert cheap_first([cheap, behind, ahead], 2) == (2, [4, 4, 4])
-  # The best final score so far is what later costly candidates must beat: after `ahead` (final 0.3) a
-  # costly candidate at 0.35 after its short run stops there.
+  # The bar is the cheap candidates' best final score, as in hx.synth.cheap_first: a costly one ahead
+  # of it goes on whatever another costly one ends at (they train side by side).
   late = _cand([0.35, 0.2, 0.1, 0.05], 4, train=40.0, evals=20.0)
-  assert cheap_first([cheap, ahead, late], 1) == (1, [4, 4, 1])
-  task = dict(name="t", epochs=4, cands=[cheap, behind, ahead], val_examples=300)
-  rows = {r["schedule"]: r for r in replay_task(task, [], [], 300, (), (1,))}
+  assert cheap_first([cheap, ahead, late], 1) == (2, [4, 4, 4])
+  # A probe as long as the run is the run: every candidate trains to the end.
+  assert cheap_first([cheap, behind, ahead], 4) == (2, [4, 4, 4])
+  task = dict(name="t", epochs=4, cands=[cheap, behind, ahead], val_examples=300, steps_per_epoch=30)
+  rows = {r["schedule"]: r for r in replay_task(task, [], [], 300, (), (1,), (30, 31, 200))}
   row = rows["cheap first, short 1 against them"]
   assert row["candidate_epochs"] == 9
   assert row["seconds"] == pytest.approx(3 * 2 + 4 * 1.5 + 1 * 15 + 4 * 15)
+  # 30 steps are one epoch of 30, 31 two, 200 the whole run.
+  assert rows["cheap first, probe 30 steps"]["candidate_epochs"] == 9
+  assert rows["cheap first, probe 31 steps"]["candidate_epochs"] == 12
+  assert rows["cheap first, probe 200 steps"]["seconds"] == rows["every candidate"]["seconds"]
 
 
 def test_each_instantiation_of_a_task_is_a_task_of_its_own(tmp_path):
@@ -123,6 +139,10 @@ def test_each_instantiation_of_a_task_is_a_task_of_its_own(tmp_path):
     folder = tmp_path / "ss" / "houdini_topdown" / f"seed_{seed}" / "records" / "02_sum_digits"
     folder.mkdir(parents=True)
     (folder / "fraction_0.02.json").write_text(json.dumps(dict(
-        ranked=ranked, sequence="ss", task_index=2, task="sum_digits", fraction=0.02, data={"val": 2100})))
-  names = [t["name"] for t in load_tasks(str(tmp_path), 2)]
+        ranked=ranked, sequence="ss", task_index=2, task="sum_digits", fraction=0.02,
+        data={"val": 2100, "train": 240})))
+  _settings(tmp_path / "ss", sum_digits=150)
+  tasks = load_tasks(str(tmp_path), 2)
+  assert [t["steps_per_epoch"] for t in tasks] == [2, 2]  # 240 lists in batches of 150
+  names = [t["name"] for t in tasks]
   assert names == ["ss 2 sum_digits @ 0.02", "ss 2 sum_digits @ 0.02 (instantiation 1)"]
