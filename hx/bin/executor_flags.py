@@ -48,6 +48,10 @@ _HALVING_REFERENCE = flags.DEFINE_enum("halving_reference", "geomean", ["geomean
 _HALVING_VAL = flags.DEFINE_integer("halving_val", None, "Halving's rungs before the last score this many "
                                     "validation examples (a fixed subsample), the last all of them; unset: "
                                     "every rung scores all of them.")
+_CHEAP_FIRST = flags.DEFINE_integer(
+    "cheap_first", None, "HOUDINI's candidates probed for this many optimiser steps (whole epochs), then the "
+    "cheap ones, and the costly ones already ahead of them, trained to the end (hx.synth.cheap_first; 80 is "
+    "one epoch of count_digit at 100%); unset: every candidate to the end. Not with --halving.")
 
 
 def executor_from_flags() -> Any:
@@ -70,8 +74,9 @@ def executor_from_flags() -> Any:
 
 def schedule_from_flags() -> Any:
   """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, --halving_equal,
-  --halving_reference and --halving_val, or None. FlagError (`hx.bin.checks`) for a first rung, an eta or
-  a subsample that cannot work, also without --halving (they would be wrong the day it is added)."""
+  --halving_reference and --halving_val, the `hx.synth.cheap_first.CheapFirst` of --cheap_first, or None.
+  FlagError (`hx.bin.checks`) for a first rung, an eta, a subsample or a probe that cannot work, also
+  without --halving (they would be wrong the day it is added), and for both schedules at once."""
   if not _HALVING_FIRST.value > 0:
     raise FlagError(f"--halving_first must be a positive number of epochs, got {_HALVING_FIRST.value:g}")
   if _HALVING_ETA.value < 2:
@@ -80,6 +85,14 @@ def schedule_from_flags() -> Any:
   if _HALVING_VAL.value is not None and _HALVING_VAL.value < 1:
     raise FlagError(f"--halving_val must be a positive number of validation examples, got "
                     f"{_HALVING_VAL.value}")
+  if _CHEAP_FIRST.value is not None:
+    if _CHEAP_FIRST.value < 1:
+      raise FlagError(f"--cheap_first must be a positive number of optimiser steps, got {_CHEAP_FIRST.value}")
+    if _HALVING.value:
+      raise FlagError("--cheap_first and --halving are two schedules: choose one")
+    from hx.synth.cheap_first import CheapFirst
+
+    return CheapFirst(probe_steps=_CHEAP_FIRST.value)
   if not _HALVING.value:
     return None
   from hx.synth.halving import Halving

@@ -43,3 +43,16 @@ def test_schedule_from_flags():
   with flagsaver.flagsaver(halving=True, halving_val=0):
     with pytest.raises(FlagError, match="--halving_val must be a positive number"):
       executor_flags.schedule_from_flags()
+
+
+def test_cheap_first_from_flags():
+  from hx.synth.cheap_first import CheapFirst
+
+  with flagsaver.flagsaver(cheap_first=40):
+    assert executor_flags.schedule_from_flags() == CheapFirst(probe_steps=40)
+  with flagsaver.flagsaver(cheap_first=0):
+    with pytest.raises(FlagError, match="--cheap_first must be a positive number of optimiser steps, got 0"):
+      executor_flags.schedule_from_flags()
+  with flagsaver.flagsaver(cheap_first=80, halving=True):
+    with pytest.raises(FlagError, match="two schedules"):
+      executor_flags.schedule_from_flags()

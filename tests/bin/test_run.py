@@ -149,6 +149,8 @@ def test_the_schedule_and_patience_flags_reach_the_runs_settings():
   out = _run("--sequence=cs1", "--halving", "--halving_equal=time", "--halving_reference=median", code=code)
   assert out.stdout.strip().splitlines()[-1] == ("Halving(first=2.0, eta=4, min_keep=1, equal='time', "
                                                  "price=0.1) [None]")
+  out = _run("--sequence=cs1", "--cheap_first=80", code=code)
+  assert out.stdout.strip().splitlines()[-1] == "CheapFirst(probe_steps=80, cheap=0.2) [None]"
   out = _run("--sequence=cs1", code=code)
   assert out.stdout.strip().splitlines()[-1] == "None [None]"  # the paper's: no schedule, every epoch
 
@@ -174,6 +176,22 @@ def _essence(directory):
     rec = json.loads(paths[0].read_text())
     out[(method, index, fraction)] = [(x["program"], x["val"], x["test"]) for x in rec["ranked"]]
   return out
+
+
+@pytest.mark.slow
+def test_a_run_under_cheap_first_records_its_schedule_and_each_candidates_probe(tmp_path):
+  out = _run(*TINY_RUN[:-1], "--fractions=1", "--methods=houdini", "--cheap_first=1", "--candidates=3",
+             f"--output_dir={tmp_path}")
+  assert out.returncode == 0, out.stderr[-3000:]
+  settings = json.loads((tmp_path / "settings.json").read_text())["settings"]
+  assert settings["budget"]["schedule"] == {"probe_steps": 1, "cheap": 0.2}
+  [rec] = [json.loads(p.read_text()) for p in tmp_path.glob("houdini_topdown/seed_0/records/03_*/*.json")]
+  ranked = rec["ranked"]
+  assert len(ranked) == 3 and ranked[0]["status"] == "trained"
+  # A probe of one step is one of the 2 epochs: each candidate trained to the end or stopped there.
+  for x in ranked:
+    assert (x["status"], x["epochs_run"]) == ("trained", 2) or (
+        x["status"], x["estimate_method"], x["estimate_epochs"]) == ("estimated", "probe", 1), x
 
 
 @pytest.mark.slow
