@@ -20,8 +20,9 @@ say, without training again, what each schedule would have chosen on each task:
   cheap ones (scored on all of the validation split: the comparison is with final scores). It bets that a
   costly candidate behind after E epochs stays behind;
 - "cheap first, probe S steps": the same with the probe `hx.synth.cheap_first.CheapFirst(probe_steps=S)`
-  trains, S optimiser steps rounded up to whole epochs (at 2% of the data the whole run, at 100% one
-  epoch for S = 80): what `Budget(schedule=CheapFirst(...))` would have chosen and trained;
+  trains, S optimiser steps (for S = 80 the whole run at 2% of the data, 10 epochs at 10%, one at 100%):
+  what `Budget(schedule=CheapFirst(...))` would have chosen and trained. The records score whole epochs
+  only, so a probe that ends inside an epoch is replayed to that epoch's end (the row says so);
 - "floor": what any schedule that compiles every candidate costs at least: the compilations and the
   winner's full run, nothing else (a perfect estimate that costs nothing but the compilation);
 - "floor, winner stopped by patience P": the same, the winner's training stopped after P epochs without
@@ -175,12 +176,18 @@ def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2) -> tupl
 
 
 def probe_rows(task: dict, probe_steps: tuple[int, ...]) -> list[tuple[str, int]]:
-  """Per probe of S optimiser steps (`CheapFirst(probe_steps=S)`), its row name and its whole epochs on
-  `task` (`hx.synth.cheap_first.probe_epochs`, from the task's steps per epoch)."""
+  """Per probe of S optimiser steps (`CheapFirst(probe_steps=S)`), its row name and its epochs on `task`
+  (`hx.synth.cheap_first.probe_epochs`, from the task's steps per epoch). The records score whole epochs
+  only: a probe that ends inside an epoch is replayed to the end of that epoch, and its row says so."""
   from hx.synth.cheap_first import probe_epochs
 
-  return [(f"cheap first, probe {s} steps", probe_epochs(s, task["steps_per_epoch"], task["epochs"]))
-          for s in probe_steps]
+  rows = []
+  for s in probe_steps:
+    e = probe_epochs(s, task["steps_per_epoch"], task["epochs"])
+    whole = math.ceil(e)
+    rows.append((f"cheap first, probe {s} steps" + ("" if whole == e else f" (replayed as {whole} epochs)"),
+                 whole))
+  return rows
 
 
 def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tuple[int, int]],

@@ -49,7 +49,7 @@ _HALVING_VAL = flags.DEFINE_integer("halving_val", None, "Halving's rungs before
                                     "validation examples (a fixed subsample), the last all of them; unset: "
                                     "every rung scores all of them.")
 _CHEAP_FIRST = flags.DEFINE_integer(
-    "cheap_first", None, "HOUDINI's candidates probed for this many optimiser steps (whole epochs), then the "
+    "cheap_first", None, "HOUDINI's candidates probed for this many optimiser steps, then the "
     "cheap ones, and the costly ones already ahead of them, trained to the end (hx.synth.cheap_first; 80 is "
     "one epoch of count_digit at 100%); unset: every candidate to the end. Not with --halving.")
 

@@ -11,10 +11,10 @@ every step. On CS1's count_digit at 100% of MNIST such a candidate trained an ep
 against 60-90 s for one with a fresh CNN, and one of them won (benchmarks/RESULTS.md, "Estimates before
 training"). This schedule spends accordingly:
 
-1. Probe: every candidate trains `probe_steps` optimiser steps, rounded up to whole epochs (at most the
-   full run: where the task's training split is small, the probe is the whole run and the schedule
-   trains every candidate to the end, as the paper does). The probe prices each candidate's steps
-   (training seconds per step) and scores it on the whole validation split at each epoch's end.
+1. Probe: every candidate trains `probe_steps` optimiser steps (at most the full run: where the task's
+   training split is small, the probe is the whole run and the schedule trains every candidate to the
+   end, as the paper does). The probe prices each candidate's steps (training seconds per step) and
+   scores it on the whole validation split at each epoch's end and where it pauses.
 2. The cheap candidates, whose step costs at most `cheap` times the costliest candidate's, train on to
    the end; the best validation score among them is the bar.
 3. A costly candidate trains on to the end only if its probe already scored better than the bar. Those
@@ -31,9 +31,12 @@ fresh CNN that trails after it often wins in the end. A probe counted in steps i
 the same at every fraction. The default, 80 steps, is one epoch of count_digit at 100% (12,000 lists in
 batches of 150) and 10 of its 20 epochs at 10%.
 
-Every candidate trained to the end is trained exactly as without the schedule: the probe pauses at an
-epoch's end and the run resumes where it paused (`hx.compile.TuneState`: the same steps, batches and
-dropout keys), so its scores, its checkpoint and its kept file (`hx.synth.kept`) are the full run's.
+A candidate trained to the end resumes where its probe paused (`hx.compile.TuneState`: the same steps,
+batches and dropout keys). Where the probe ends on an epoch's end (the default on CS1's count_digit at
+2%, 10% and 100%), its scores, its checkpoint and its kept file (`hx.synth.kept`) are those of training
+it without the schedule. A probe that ends inside an epoch adds one validation there, which may become
+the run's best (as under `Halving(first=0.5)`), so such a candidate's checkpoint is keyed by the
+schedule.
 Ours, not the paper's (which trains every candidate to the end); issue 35 asks for a search that trains
 less.
 """
@@ -56,8 +59,8 @@ class CheapFirst:
   ones ahead of them trained to the end (see the module docstring).
 
   Attributes:
-    probe_steps: optimiser steps every candidate trains first, rounded up to whole epochs, at most the
-      task's epochs.
+    probe_steps: optimiser steps every candidate trains first (at most the task's epochs; a probe that
+      ends inside an epoch pauses there).
     cheap: a candidate whose training step costs at most this share of the costliest candidate's
       (measured in its probe) is cheap: it trains to the end whatever its probe scored (0 < cheap < 1).
   """
@@ -74,13 +77,13 @@ class CheapFirst:
 # ---------------------------------------------------------------------------------------------------
 # Pure pieces.
 
-def probe_epochs(probe_steps: int, steps_per_epoch: int, epochs: int) -> int:
-  """The whole epochs a probe of `probe_steps` steps trains: ceil(probe_steps / steps_per_epoch), at
-  most `epochs` (then the probe is the full run)."""
+def probe_epochs(probe_steps: int, steps_per_epoch: int, epochs: int) -> float:
+  """The epochs a probe of `probe_steps` steps trains: probe_steps / steps_per_epoch, at most `epochs`
+  (then the probe is the full run)."""
   if steps_per_epoch < 1 or epochs < 1:
     raise ValueError(f"probe_epochs needs steps_per_epoch >= 1 and epochs >= 1, got {steps_per_epoch}, "
                      f"{epochs}")
-  return min(epochs, math.ceil(probe_steps / steps_per_epoch))
+  return min(float(epochs), probe_steps / steps_per_epoch)
 
 
 def step_costs(results: Sequence[JobResult]) -> list[float | None]:
@@ -152,11 +155,13 @@ def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: i
   """
   until = probe_epochs(schedule.probe_steps, steps_per_epoch, epochs)
   whole = until >= epochs
-  # schedule None: a candidate trained to the end is the full run's, checkpoint and kept file included.
-  jobs = [Job(first_index + i, c, job_seed(seed, c)) for i, c in enumerate(candidates)]
+  # A probe that pauses on an epoch's end leaves the run as it would be without the schedule: keyed as the
+  # full run's (its checkpoint and kept file shared with it); one inside an epoch adds a validation.
+  key = None if until == int(until) else repr(schedule)
+  jobs = [Job(first_index + i, c, job_seed(seed, c), schedule=key) for i, c in enumerate(candidates)]
   if not jobs:
     return [], {}
-  latest = run([dataclasses.replace(j, until=None if whole else float(until)) for j in jobs])
+  latest = run([dataclasses.replace(j, until=None if whole else until) for j in jobs])
   by_index = {r.job.index: r for r in latest}
   latest = [by_index[j.index] for j in jobs]
   finished = [r.state is None for r in latest]  # the whole run, early stopping, or a failure
@@ -184,7 +189,7 @@ def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: i
              f"behind the cheap candidates' best final score {bar:.4g}")
       r = dataclasses.replace(
           r, status="estimated", val_score=math.nan, test_score=None, variables=None,
-          reason=f"not trained to the end (cheap first: {why}): probe of {until} epochs scored "
+          reason=f"not trained to the end (cheap first: {why}): probe of {until:g} epochs scored "
                  f"{r.val_score:.4g}")
     out.append(dataclasses.replace(r, job=jobs[i], state=None))
   return out, stopped

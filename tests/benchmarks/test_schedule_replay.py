@@ -121,9 +121,9 @@ def test_cheap_candidates_train_first_and_a_costly_one_goes_on_only_while_ahead_
   row = rows["cheap first, short 1 against them"]
   assert row["candidate_epochs"] == 9
   assert row["seconds"] == pytest.approx(3 * 2 + 4 * 1.5 + 1 * 15 + 4 * 15)
-  # 30 steps are one epoch of 30, 31 two, 200 the whole run.
+  # 30 steps are one epoch of 30; 31 end inside the second, replayed to its end; 200 the whole run.
   assert rows["cheap first, probe 30 steps"]["candidate_epochs"] == 9
-  assert rows["cheap first, probe 31 steps"]["candidate_epochs"] == 12
+  assert rows["cheap first, probe 31 steps (replayed as 2 epochs)"]["candidate_epochs"] == 12
   assert rows["cheap first, probe 200 steps"]["seconds"] == rows["every candidate"]["seconds"]
 
 

@@ -57,12 +57,12 @@ def flat(v):
   return lambda e: v
 
 
-def test_the_probe_is_its_steps_in_whole_epochs_at_most_the_run():
+def test_the_probe_is_its_steps_at_most_the_run():
   assert probe_epochs(80, 80, 20) == 1      # count_digit at 100%: 12,000 lists in batches of 150
   assert probe_epochs(80, 8, 20) == 10      # at 10%
   assert probe_epochs(80, 2, 20) == 20      # at 2%: the probe is the whole run
-  assert probe_epochs(81, 80, 20) == 2
-  assert probe_epochs(1, 500, 20) == 1
+  assert probe_epochs(40, 80, 20) == 0.5
+  assert probe_epochs(1, 500, 20) == 0.002
   with pytest.raises(ValueError, match="steps_per_epoch"):
     probe_epochs(80, 0, 20)
 
@@ -101,8 +101,8 @@ def test_the_schedule_probes_all_then_trains_the_cheap_then_the_costly_ahead_of_
            flat(math.nan),                           # costly, fails
            lambda e: 0.49 if e < EPOCHS else 0.55]  # costly, ahead, and ends behind the cheap one
   run = Scripted(cost, score)
-  out, stopped = cheap_first(candidates(5), CheapFirst(probe_steps=15), EPOCHS, STEPS, seed=0, run=run)
-  # A probe of 15 steps is 2 epochs of 10; then the cheap one, then the costly ahead of it, together.
+  out, stopped = cheap_first(candidates(5), CheapFirst(probe_steps=20), EPOCHS, STEPS, seed=0, run=run)
+  # A probe of 20 steps is 2 epochs of 10; then the cheap one, then the costly ahead of it, together.
   assert run.calls == [[(i, 2.0, None) for i in range(5)], [(0, None, 2.0)], [(1, None, 2.0), (4, None, 2.0)]]
   assert [r.status for r in out] == ["trained", "trained", "estimated", "failed", "trained"]
   assert [r.val_score for r in out][:2] == [0.5, 0.3] and out[4].val_score == 0.55
@@ -113,6 +113,24 @@ def test_the_schedule_probes_all_then_trains_the_cheap_then_the_costly_ahead_of_
   assert out[1].train_seconds == pytest.approx(EPOCHS * STEPS * 1.0)
   assert out[0].train_seconds == pytest.approx(EPOCHS * STEPS * 0.01)
   assert all(r.state is None for r in out) and [r.job.index for r in out] == [0, 1, 2, 3, 4]
+
+
+def test_a_probe_inside_an_epoch_pauses_there_and_keys_the_candidates_by_the_schedule():
+  schedule = CheapFirst(probe_steps=15)
+  jobs = []
+  run = Scripted([0.01, 1.0], [flat(0.5), flat(0.4)])
+
+  def recording(batch):
+    jobs.extend(batch)
+    return run(batch)
+
+  out, stopped = cheap_first(candidates(2), schedule, EPOCHS, STEPS, seed=0, run=recording)
+  assert run.calls == [[(0, 1.5, None), (1, 1.5, None)], [(0, None, 1.5)], [(1, None, 1.5)]]
+  assert {j.schedule for j in jobs} == {repr(schedule)} and stopped == {}
+  # On an epoch's end the jobs are the full run's (no schedule in their checkpoint key).
+  jobs.clear()
+  cheap_first(candidates(2), CheapFirst(probe_steps=20), EPOCHS, STEPS, seed=0, run=recording)
+  assert {j.schedule for j in jobs} == {None}
 
 
 def test_a_probe_as_long_as_the_run_trains_every_candidate_to_the_end_once():
