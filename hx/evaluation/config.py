@@ -221,8 +221,9 @@ def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None,
              strategies: tuple[str, ...], patience: int | None) -> tuple[Budget, tuple[Budget, ...]]:
   """The sequence's default budget and each task's (`candidates` overrides every task's), checked."""
   if schedule is not None and "evolutionary" in strategies:
-    raise ConfigError("successive halving is for the top-down strategy; the evolutionary one scores each "
-                      "generation to the end")
+    name = type(schedule).__name__
+    raise ConfigError(f"a schedule ({name}: --halving, --cheap_first) is for the top-down strategy; the "
+                      "evolutionary one scores each generation to the end")
   if patience is not None and patience < 1:
     raise ConfigError(f"patience must be >= 1, got {patience}")
   default = _budget(p, key)

@@ -285,8 +285,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   if keep < 1:
     raise ValueError(f"keep must be >= 1, got {keep}")
   if budget.schedule is not None and strategy != "topdown":
-    raise ValueError("successive halving and estimates (Budget.schedule) are for the top-down strategy; "
-                     "evolution scores each generation to the end")
+    raise ValueError("the schedules (Budget.schedule: halving, estimates, cheap first) are for the top-down "
+                     "strategy; evolution scores each generation to the end")
   wall = time.perf_counter()
   kind = getattr(getattr(task, "spec", None), "kind", None)
   context = task_context(task, library, module_config, _tune_config(task, kind, tune_config),
