@@ -96,3 +96,14 @@ def test_processes_executors_by_spec_and_a_bad_option_is_named():
     lending.close()
   with pytest.raises(SystemExit, match="unknown option 'wide' of executor 'processes:2x1:wide'"):
     synthesis._executor("processes:2x1:wide", None)
+
+
+def test_the_cheap_schedule_names_its_probe_and_a_bad_one_is_refused():
+  from benchmarks.synthesis import _cheap_schedule
+  from hx.synth.cheap_first import CheapFirst
+
+  assert _cheap_schedule("cheap") == CheapFirst() == CheapFirst(probe_steps=80)
+  assert _cheap_schedule("cheap:40") == CheapFirst(probe_steps=40)
+  for name in ("cheap:x", "cheap:0", "cheap:4:2"):
+    with pytest.raises(SystemExit, match=rf"schedule '{name}': cheap or cheap:S"):
+      _cheap_schedule(name)
