@@ -7,9 +7,9 @@ costly one only where its first steps already beat them.
 Where a task's library holds functions trained on earlier tasks, a candidate that puts fresh functions on
 top of frozen ones (a fresh head on the earlier task's CNN) trains at a small part of the cost of one that
 trains a fresh CNN: its frozen functions run once over the task's images (`hx.compile.memo`), not at
-every step. On CS1's count_digit at 100% of MNIST such a candidate trained an epoch in about a second
-against 60-90 s for one with a fresh CNN, and one of them won (benchmarks/RESULTS.md, "Estimates before
-training"). This schedule spends accordingly:
+every step. On CS1's count_digit at 100% of MNIST such a candidate's epoch cost dozens of times less than
+a fresh CNN's, and one of them won (benchmarks/RESULTS.md, "Estimates before training", has the
+figures). This schedule spends accordingly:
 
 1. Probe: every candidate trains `probe_steps` optimiser steps (at most the full run: where the task's
    training split is small, the probe is the whole run and the schedule trains every candidate to the
@@ -25,11 +25,11 @@ Rule 3 bets that a costly candidate behind a cheap one's final score after its p
 costly candidates that go on train together (a parallel executor runs them side by side), so which ones
 train does not depend on the search's order: the bar is the cheap candidates' best, lowered by none of the
 costly ones'. Measured on the reproduction's records (`benchmarks/studies/schedule_replay.py`, its rows
-"cheap first", which replay this schedule): the bet held on CS1's count_digit at 100%, and with a probe of
-one epoch it lost the winner on most searches at 2% and 10% of the data, where one epoch is 2-8 steps and a
-fresh CNN that trails after it often wins in the end. A probe counted in steps is what makes the schedule
-the same at every fraction. The default, 80 steps, is one epoch of count_digit at 100% (12,000 lists in
-batches of 150) and 10 of its 20 epochs at 10%.
+"cheap first", which replay this schedule): the bet held on CS1's count_digit at 100%; with a probe of
+one epoch it lost the winner on many searches at 2% and 10% of the data, where one epoch is a few steps
+and a fresh CNN that trails after it often wins in the end. A probe counted in steps is what makes the
+schedule the same at every fraction. The default, 80 steps, is one epoch of count_digit at 100% (12,000
+lists in batches of 150) and 10 of its 20 epochs at 10%.
 
 A candidate trained to the end resumes where its probe paused (`hx.compile.TuneState`: the same steps,
 batches and dropout keys). Where the probe ends on an epoch's end (the default on CS1's count_digit at
