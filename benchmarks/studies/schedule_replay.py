@@ -185,8 +185,8 @@ def probe_rows(task: dict, probe_steps: tuple[int, ...]) -> list[tuple[str, int]
   for s in probe_steps:
     e = probe_epochs(s, task["steps_per_epoch"], task["epochs"])
     whole = math.ceil(e)
-    rows.append((f"cheap first, probe {s} steps" + ("" if whole == e else f" (replayed as {whole} epochs)"),
-                 whole))
+    rounded = "" if whole == e else f" (replayed as {whole} epoch{'' if whole == 1 else 's'})"
+    rows.append((f"cheap first, probe {s} steps{rounded}", whole))
   return rows
 
 
