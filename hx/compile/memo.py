@@ -148,7 +148,10 @@ class PrefixTables:
     out = self._tables.pop(key, None)
     if out is None:
       self.misses += 1
-      out = apply_prefix(names, library.specs(), library.variables(), table)
+      # Computed here, not when the first training step needs it: JAX dispatches asynchronously, and a
+      # schedule that prices candidates by their training seconds (hx.synth.cheap_first) must not charge
+      # the first candidate that uses a prefix for the table every later one shares.
+      out = jax.block_until_ready(apply_prefix(names, library.specs(), library.variables(), table))
     else:
       self.hits += 1
     self._tables[key] = out  # most recently used last
