@@ -138,7 +138,9 @@ def _steps_per_epoch(sequence_dir: str, task: str, train: int) -> int:
   kind = task.split("(")[0]
   if kind not in configs:
     raise SystemExit(f"{sequence_dir}/settings.json: no training settings for {kind} ({sorted(configs)})")
-  return max(1, math.ceil(train / configs[kind]["batch_size"]))
+  from hx.compile.tuning import TuneConfig
+
+  return TuneConfig(batch_size=configs[kind]["batch_size"]).steps_per_epoch(train)
 
 
 def _cost(c: dict, epochs: float, eval_share: float = 1.0) -> float:

@@ -47,7 +47,7 @@ import dataclasses
 import math
 from typing import Callable, Sequence
 
-from hx.synth.jobs import Job, JobResult, continued, job_seed
+from hx.synth.jobs import Job, JobResult, continued, job_seed, step_costs
 from hx.synth.space import Candidate
 
 __all__ = ["CheapFirst", "probe_epochs", "step_costs", "cheap_mask", "going_on", "cheap_first"]
@@ -84,11 +84,6 @@ def probe_epochs(probe_steps: int, steps_per_epoch: int, epochs: int) -> float:
     raise ValueError(f"probe_epochs needs steps_per_epoch >= 1 and epochs >= 1, got {steps_per_epoch}, "
                      f"{epochs}")
   return min(float(epochs), probe_steps / steps_per_epoch)
-
-
-def step_costs(results: Sequence[JobResult]) -> list[float | None]:
-  """Per result, its training seconds per step, or None where it has none (failed, or no step ran)."""
-  return [r.train_seconds / r.steps_run if r.ok and r.steps_run > 0 else None for r in results]
 
 
 def cheap_mask(costs: Sequence[float | None], share: float) -> list[bool]:

@@ -54,7 +54,7 @@ import dataclasses
 import math
 from typing import Callable, Sequence
 
-from hx.synth.jobs import Job, JobResult, continued, job_seed
+from hx.synth.jobs import Job, JobResult, continued, job_seed, step_costs
 from hx.synth.space import Candidate
 
 __all__ = ["EQUAL", "REFERENCES", "Halving", "Rung", "replay", "stop_by_patience", "step_shares",
@@ -283,8 +283,7 @@ def step_shares(results: Sequence[JobResult | None], reference: str = "geomean")
   a clean result or without steps gets 1 (it does not go on anyway, or cannot be priced)."""
   if reference not in REFERENCES:
     raise ValueError(f"step_shares' reference must be one of {', '.join(REFERENCES)}, got {reference!r}")
-  costs = [r.train_seconds / r.steps_run if r is not None and r.ok and r.steps_run > 0 else None
-           for r in results]
+  costs = step_costs(results)
   known = sorted(c for c in costs if c is not None and c > 0)
   if not known:
     return [1.0] * len(results)

@@ -17,7 +17,7 @@ import dataclasses
 import os
 import time
 import zlib
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from hx.lang import program as P
 from hx.lang.types import Type
@@ -25,7 +25,7 @@ from hx.synth.fitting import Outcome, seeded, train
 from hx.synth.space import Candidate
 
 __all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "job_seed", "continued",
-           "train_program", "run_job", "failed_result"]
+           "step_costs", "train_program", "run_job", "failed_result"]
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class TaskContext:
@@ -156,6 +156,13 @@ def continued(before: JobResult | None, after: JobResult) -> JobResult:
       train_seconds=before.train_seconds + after.train_seconds,
       eval_seconds=before.eval_seconds + after.eval_seconds, seconds=before.seconds + after.seconds,
       attempts=before.attempts + after.attempts - 1)
+
+
+def step_costs(results: Sequence[JobResult | None]) -> list[float | None]:
+  """Per result, its training seconds per optimiser step, or None where there is none (no result, failed,
+  or no step ran): what the schedules that price candidates (`Halving(equal="time")`, `CheapFirst`) read."""
+  return [r.train_seconds / r.steps_run if r is not None and r.ok and r.steps_run > 0 else None
+          for r in results]
 
 
 def job_seed(seed: int, candidate: Candidate) -> int:

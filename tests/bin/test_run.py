@@ -46,6 +46,9 @@ def _refused(out, message):
     (("--sequence=cs1", "--patience=0"), "patience must be >= 1, got 0"),
     (("--sequence=cs1", "--halving", "--halving_val=0"),
      "--halving_val must be a positive number of validation examples, got 0"),
+    (("--sequence=cs1", "--cheap_first=0"),
+     "--cheap_first must be a positive number of optimiser steps, got 0"),
+    (("--sequence=cs1", "--cheap_first=80", "--halving"), "--cheap_first and --halving are two schedules"),
     (("--sequence=cs1", "--executor=ray", "--ray_address=nowhere"),
      "error: --executor: a Ray address is 'auto' or HOST:PORT"),
 ]))

@@ -13,8 +13,9 @@ import pytest
 
 from hx.compile import TuneConfig
 from hx.lang.parser import parse
-from hx.synth.cheap_first import CheapFirst, cheap_first, cheap_mask, going_on, probe_epochs, step_costs
+from hx.synth.cheap_first import CheapFirst, cheap_first, cheap_mask, going_on, probe_epochs
 from hx.synth.executors import Job, JobResult
+from hx.synth.jobs import step_costs
 from hx.synth.space import Candidate, SearchSpace
 from hx.synth.synthesize import Budget, synthesize
 from tests.synth.test_estimate import cs1  # noqa: F401 -- the fixture
