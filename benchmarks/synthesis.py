@@ -38,8 +38,9 @@ keep=K)`: every candidate estimated, by a short run or, METHOD "head", by a clos
 head on frozen functions where a candidate is one, and the K best estimates trained to the end; K "all"
 trains every candidate in the estimate's order; `--estimate_share`, `--estimate_max_steps`,
 `--estimate_val` set the short run's share of the steps, its most steps and the validation subsample),
-and "cheap" or "cheap:S" (`hx.synth.cheap_first.CheapFirst(probe_steps=S)`, default 80: every candidate
-probed for S optimiser steps, the cheap ones and the costly ones already ahead of them trained to the end).
+and "cheap", "cheap:S" or "cheap:S:K" (`hx.synth.cheap_first.CheapFirst(probe_steps=S, keep=K)`, default
+80 and every cheap one: every candidate probed for S optimiser steps, the cheap ones (with K, the K best
+probes among them) and the costly ones already ahead of them trained to the end).
 Where a run has estimates and a "full" run of the same search is in the same output (or in the JSON
 `--compare` names), the figures add Spearman's rank correlation of the estimates with the full run's
 final validation scores, and whether the full run's winner is among the K trained.
@@ -357,16 +358,19 @@ def _isolated(args, argv: list[str], runs: list[tuple[str, str]]) -> dict:
 
 
 def _cheap_schedule(name: str):
-  """`CheapFirst` of a "cheap" or "cheap:S" schedule name (S: the probe's optimiser steps)."""
+  """`CheapFirst` of a "cheap", "cheap:S" or "cheap:S:K" schedule name (S: the probe's optimiser steps; K:
+  the cheap candidates trained to the end, the best K probes)."""
   from hx.synth.cheap_first import CheapFirst
 
   parts = name.split(":")
   try:
-    if len(parts) > 2:
+    if len(parts) > 3:
       raise ValueError("too many parts")
-    return CheapFirst() if len(parts) == 1 else CheapFirst(probe_steps=int(parts[1]))
+    steps = int(parts[1]) if len(parts) > 1 else CheapFirst.probe_steps
+    return CheapFirst(probe_steps=steps, keep=int(parts[2]) if len(parts) > 2 else None)
   except ValueError as e:
-    raise SystemExit(f"schedule {name!r}: cheap or cheap:S (S the probe's steps, e.g. cheap:80): {e}") from e
+    raise SystemExit(f"schedule {name!r}: cheap, cheap:S or cheap:S:K (S the probe's steps, K the cheap "
+                     f"candidates kept, e.g. cheap:40:2): {e}") from e
 
 
 def _estimate_schedule(name: str, args):

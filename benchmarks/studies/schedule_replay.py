@@ -22,7 +22,8 @@ say, without training again, what each schedule would have chosen on each task:
 - "cheap first, probe S steps": the same with the probe `hx.synth.cheap_first.CheapFirst(probe_steps=S)`
   trains, S optimiser steps (for S = 80 the whole run at 2% of the data, 10 epochs at 10%, one at 100%):
   what `Budget(schedule=CheapFirst(...))` would have chosen and trained. The records score whole epochs
-  only, so a probe that ends inside an epoch is replayed to that epoch's end (the row says so);
+  only, so a probe that ends inside an epoch is replayed to that epoch's end (the row says so); "..., keep
+  K": `CheapFirst(probe_steps=S, keep=K)`, only the K cheap candidates with the best probes trained on;
 - "floor": what any schedule that compiles every candidate costs at least: the compilations and the
   winner's full run, nothing else (a perfect estimate that costs nothing but the compilation);
 - "floor, winner stopped by patience P": the same, the winner's training stopped after P epochs without
@@ -161,26 +162,31 @@ def stopped(curve: list[float], patience: int) -> tuple[int, float, int]:
   return len(curve), best, best_epoch
 
 
-def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2) -> tuple[int, list[int]]:
-  """`hx.synth.cheap_first.CheapFirst` replayed with a probe of `short` epochs (module docstring), by its
-  own rule (`cheap_mask`, `going_on`): the winner's index and the epochs each candidate trains. A
-  candidate's step cost is its training seconds per epoch (the steps of an epoch are the same for every
-  candidate of a task)."""
-  from hx.synth.cheap_first import cheap_mask, going_on
+def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: int | None = None
+                ) -> tuple[int, list[int]]:
+  """`hx.synth.cheap_first.CheapFirst` replayed with a probe of `short` epochs (module docstring) and its
+  `keep`, by its own rule (`cheap_mask`, `best_cheap`, `going_on`): the winner's index and the epochs each
+  candidate trains. A candidate's step cost is its training seconds per epoch (the steps of an epoch are
+  the same for every candidate of a task)."""
+  from hx.synth.cheap_first import best_cheap, cheap_mask, going_on
 
   cheap = cheap_mask([c["train"] / max(c["epochs"], 1) for c in cands], cheap_share)
   probe = [min(c["curve"][:short]) for c in cands]
   finished = [c["epochs"] <= short for c in cands]  # its probe was all of its run (or it stopped early)
-  on, _ = going_on(probe, cheap, finished, [c["val"] if cheap[i] else math.inf for i, c in enumerate(cands)])
-  trained = [c["epochs"] if cheap[i] or finished[i] or i in on else short for i, c in enumerate(cands)]
+  kept = set(best_cheap(probe, cheap, finished, keep))
+  on, _ = going_on(probe, cheap, finished, [c["val"] if i in kept or (cheap[i] and finished[i]) else math.inf
+                                            for i, c in enumerate(cands)])
+  trained = [c["epochs"] if i in kept or finished[i] or i in on else short for i, c in enumerate(cands)]
   done = [i for i, c in enumerate(cands) if trained[i] == c["epochs"]]
   return min(done, key=lambda i: (cands[i]["val"], i)), trained
 
 
-def probe_rows(task: dict, probe_steps: tuple[int, ...]) -> list[tuple[str, int]]:
-  """Per probe of S optimiser steps (`CheapFirst(probe_steps=S)`), its row name and its epochs on `task`
-  (`hx.synth.cheap_first.probe_epochs`, from the task's steps per epoch). The records score whole epochs
-  only: a probe that ends inside an epoch is replayed to the end of that epoch, and its row says so."""
+def probe_rows(task: dict, probe_steps: tuple[int, ...], keeps: tuple[int | None, ...] = (None,)
+               ) -> list[tuple[str, int, int | None]]:
+  """Per probe of S optimiser steps and keep K (`CheapFirst(probe_steps=S, keep=K)`), its row name, its
+  epochs on `task` (`hx.synth.cheap_first.probe_epochs`, from the task's steps per epoch) and K. The records
+  score whole epochs only: a probe that ends inside an epoch is replayed to the end of that epoch, and its
+  row says so."""
   from hx.synth.cheap_first import probe_epochs
 
   rows = []
@@ -188,13 +194,15 @@ def probe_rows(task: dict, probe_steps: tuple[int, ...]) -> list[tuple[str, int]
     e = probe_epochs(s, task["steps_per_epoch"], task["epochs"])
     whole = math.ceil(e)
     rounded = "" if whole == e else f" (replayed as {whole} epoch{'' if whole == 1 else 's'})"
-    rows.append((f"cheap first, probe {s} steps{rounded}", whole))
+    for k in keeps:
+      rows.append((f"cheap first, probe {s} steps{'' if k is None else f', keep {k}'}{rounded}", whole, k))
   return rows
 
 
 def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tuple[int, int]],
                 subsample: int, patiences: tuple[int, ...] = (),
-                cheap_shorts: tuple[int, ...] = (), probe_steps: tuple[int, ...] = ()) -> list[dict]:
+                cheap_shorts: tuple[int, ...] = (), probe_steps: tuple[int, ...] = (),
+                keeps: tuple[int | None, ...] = (None,)) -> list[dict]:
   """One row per schedule on `task`: the program chosen, its rank in the full run, its validation and
   test scores, candidate-epochs and modelled seconds."""
   from hx.synth.estimate import spearman
@@ -243,9 +251,9 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
     seconds += sum(_cost(cands[i], cands[i]["epochs"]) - cands[i]["compile"] for i in kept)
     rows.append(row(f"short {e}, keep {keep}", win, e * len(cands) + sum(cands[i]["epochs"] for i in kept),
                     seconds, spearman(estimate, [c["val"] for c in cands])))
-  cheap_rows = [(f"cheap first, short {e} against them", e) for e in cheap_shorts]
-  for name, e in cheap_rows + (probe_rows(task, probe_steps) if probe_steps else []):
-    win, trained = cheap_first(cands, e)
+  cheap_rows = [(f"cheap first, short {e} against them", e, None) for e in cheap_shorts]
+  for name, e, k in cheap_rows + (probe_rows(task, probe_steps, keeps) if probe_steps else []):
+    win, trained = cheap_first(cands, e, keep=k)
     rows.append(row(name, win, sum(trained), sum(_cost(c, n) for c, n in zip(cands, trained))))
   return rows
 
@@ -293,7 +301,7 @@ def main(argv: list[str] | None = None) -> dict:
   halvings = [(1, 3), (2, 4), (4, 4)]
   shorts = [(e, k) for e in (1, 2, 4, 8) for k in (1, 2, 4)]
   rows = [r for t in tasks for r in replay_task(t, halvings, shorts, args.subsample, (2, 4), (1, 2, 4),
-                                                (40, 80, 160))]
+                                                (40, 80, 160), (None, 1, 2, 3))]
   print(f"# {len(tasks)} tasks (replayed from {os.path.relpath(args.root)}; costs modelled from the "
         "records)\n")
   print("| task | schedule | chosen (rank in full run) | test / full winner's | cand-epochs | model s | "

@@ -52,6 +52,9 @@ _CHEAP_FIRST = flags.DEFINE_integer(
     "cheap_first", None, "HOUDINI's candidates probed for this many optimiser steps, then the "
     "cheap ones, and the costly ones already ahead of them, trained to the end (hx.synth.cheap_first; 80 is "
     "one epoch of count_digit at 100%); unset: every candidate to the end. Not with --halving.")
+_CHEAP_KEEP = flags.DEFINE_integer(
+    "cheap_keep", None, "With --cheap_first: only this many cheap candidates, the best probes, train to the "
+    "end; unset: every cheap one.")
 
 
 def executor_from_flags() -> Any:
@@ -74,7 +77,8 @@ def executor_from_flags() -> Any:
 
 def schedule_from_flags() -> Any:
   """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, --halving_equal,
-  --halving_reference and --halving_val, the `hx.synth.cheap_first.CheapFirst` of --cheap_first, or None.
+  --halving_reference and --halving_val, the `hx.synth.cheap_first.CheapFirst` of --cheap_first and
+  --cheap_keep, or None.
   FlagError (`hx.bin.checks`) for a first rung, an eta, a subsample or a probe that cannot work, also
   without --halving (they would be wrong the day it is added), and for both schedules at once."""
   if not _HALVING_FIRST.value > 0:
@@ -85,6 +89,8 @@ def schedule_from_flags() -> Any:
   if _HALVING_VAL.value is not None and _HALVING_VAL.value < 1:
     raise FlagError(f"--halving_val must be a positive number of validation examples, got "
                     f"{_HALVING_VAL.value}")
+  if _CHEAP_KEEP.value is not None and _CHEAP_FIRST.value is None:
+    raise FlagError("--cheap_keep needs --cheap_first (it says how many cheap candidates train to the end)")
   if _CHEAP_FIRST.value is not None:
     if _CHEAP_FIRST.value < 1:
       raise FlagError(f"--cheap_first must be a positive number of optimiser steps, got {_CHEAP_FIRST.value}")
@@ -92,7 +98,9 @@ def schedule_from_flags() -> Any:
       raise FlagError("--cheap_first and --halving are two schedules: choose one")
     from hx.synth.cheap_first import CheapFirst
 
-    return CheapFirst(probe_steps=_CHEAP_FIRST.value)
+    if _CHEAP_KEEP.value is not None and _CHEAP_KEEP.value < 1:
+      raise FlagError(f"--cheap_keep must be a positive number of candidates, got {_CHEAP_KEEP.value}")
+    return CheapFirst(probe_steps=_CHEAP_FIRST.value, keep=_CHEAP_KEEP.value)
   if not _HALVING.value:
     return None
   from hx.synth.halving import Halving

@@ -16,7 +16,8 @@ figures). This schedule spends accordingly:
    end, as the paper does). The probe prices each candidate's steps (training seconds per step) and
    scores it on the whole validation split at each epoch's end and where it pauses.
 2. The cheap candidates, whose step costs at most `cheap` times the costliest candidate's, train on to
-   the end; the best validation score among them is the bar.
+   the end (with `keep=k`, only the k whose probes scored best; the others stop, as in rule 3); the best
+   final validation score among them is the bar.
 3. A costly candidate trains on to the end only if its probe already scored better than the bar. Those
    behind it stop: they are reported with status "estimated", their probe's best score as the estimate
    (method "probe"), ranked after every candidate trained to the end.
@@ -50,7 +51,7 @@ from typing import Callable, Sequence
 from hx.synth.jobs import Job, JobResult, continued, job_seed, step_costs
 from hx.synth.space import Candidate
 
-__all__ = ["CheapFirst", "probe_epochs", "step_costs", "cheap_mask", "going_on", "cheap_first"]
+__all__ = ["CheapFirst", "probe_epochs", "step_costs", "cheap_mask", "best_cheap", "going_on", "cheap_first"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,16 +63,23 @@ class CheapFirst:
     probe_steps: optimiser steps every candidate trains first (at most the task's epochs; a probe that
       ends inside an epoch pauses there).
     cheap: a candidate whose training step costs at most this share of the costliest candidate's
-      (measured in its probe) is cheap: it trains to the end whatever its probe scored (0 < cheap < 1).
+      (measured in its probe) is cheap: it trains to the end whatever its probe scored (0 < cheap < 1),
+      unless `keep` says otherwise.
+    keep: None: every cheap candidate trains to the end; k: only the k cheap candidates with the best
+      probe scores do (among those whose probe did not end their run), the others are reported
+      "estimated" with their probe's score.
   """
   probe_steps: int = 80
   cheap: float = 0.2
+  keep: int | None = None
 
   def __post_init__(self):
     if self.probe_steps < 1:
       raise ValueError(f"CheapFirst.probe_steps must be >= 1, got {self.probe_steps}")
     if not 0 < self.cheap < 1:
       raise ValueError(f"CheapFirst.cheap must be in (0, 1), got {self.cheap}")
+    if self.keep is not None and self.keep < 1:
+      raise ValueError(f"CheapFirst.keep must be >= 1 or None, got {self.keep}")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -94,6 +102,18 @@ def cheap_mask(costs: Sequence[float | None], share: float) -> list[bool]:
     return [False] * len(costs)
   top = max(known)
   return [c is not None and c <= share * top for c in costs]
+
+
+def best_cheap(probe_scores: Sequence[float], cheap: Sequence[bool], finished: Sequence[bool],
+               keep: int | None) -> list[int]:
+  """The cheap, unfinished candidates that train on to the end (rule 2 of the module docstring): all of
+  them for keep=None, else the `keep` with the best (lowest) probe scores, ties to the earlier; a failed
+  probe (nan or inf) is never kept. In their order."""
+  pool = [i for i, (c, f) in enumerate(zip(cheap, finished)) if c and not f]
+  if keep is None:
+    return pool
+  ranked = sorted((i for i in pool if math.isfinite(probe_scores[i])), key=lambda i: (probe_scores[i], i))
+  return sorted(ranked[:keep])
 
 
 def going_on(probe_scores: Sequence[float], cheap: Sequence[bool], finished: Sequence[bool],
@@ -172,7 +192,8 @@ def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: i
 
   probe = [_score(r) for r in latest]
   cheap = cheap_mask(step_costs(latest), schedule.cheap)
-  resume([i for i in range(len(jobs)) if cheap[i] and not finished[i]])
+  kept = best_cheap(probe, cheap, finished, schedule.keep)
+  resume(kept)
   costly, bar = going_on(probe, cheap, finished, [_score(r) if finished[i] else math.inf
                                                   for i, r in enumerate(latest)])
   resume(costly)
@@ -180,8 +201,12 @@ def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: i
   for i, r in enumerate(latest):
     if not finished[i]:
       stopped[jobs[i].index] = r.val_score
-      why = ("the search ran out of time" if cheap[i] or i in costly else
-             f"behind the cheap candidates' best final score {bar:.4g}")
+      if i in costly or (cheap[i] and i in kept):
+        why = "the search ran out of time"
+      elif cheap[i]:
+        why = f"its probe not among the {schedule.keep} best of the cheap candidates"
+      else:
+        why = f"behind the cheap candidates' best final score {bar:.4g}"
       r = dataclasses.replace(
           r, status="estimated", val_score=math.nan, test_score=None, variables=None,
           reason=f"not trained to the end (cheap first: {why}): probe of {until:g} epochs scored "

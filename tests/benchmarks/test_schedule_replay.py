@@ -146,3 +146,23 @@ def test_each_instantiation_of_a_task_is_a_task_of_its_own(tmp_path):
   assert [t["steps_per_epoch"] for t in tasks] == [2, 2]  # 240 lists in batches of 150
   names = [t["name"] for t in tasks]
   assert names == ["ss 2 sum_digits @ 0.02", "ss 2 sum_digits @ 0.02 (instantiation 1)"]
+
+
+def test_keep_trains_only_the_cheap_candidates_with_the_best_probes():
+  from benchmarks.studies.schedule_replay import cheap_first
+
+  # Three cheap candidates (1 s of training an epoch against the costly one's 10 s).
+  slow = _cand([3.0, 2.0, 1.0, 0.2], 1, train=4.0, evals=2.0)    # worst after 1 epoch, best at the end
+  quick = _cand([1.0, 0.9, 0.8, 0.7], 2, train=4.0, evals=2.0)   # best after 1 epoch
+  middle = _cand([2.0, 1.9, 1.8, 1.7], 3, train=4.0, evals=2.0)
+  costly = _cand([0.75, 0.5, 0.4, 0.3], 4, train=40.0, evals=20.0)
+  # keep 1: only `quick` goes on; its 0.7 is the bar, which the costly one's 0.75 does not beat.
+  assert cheap_first([slow, quick, middle, costly], 1, keep=1) == (1, [1, 4, 1, 1])
+  # keep 2 adds `middle` (the bar stays 0.7); every cheap one (None) finds `slow`, the winner.
+  assert cheap_first([slow, quick, middle, costly], 1, keep=2) == (1, [1, 4, 4, 1])
+  assert cheap_first([slow, quick, middle, costly], 1) == (0, [4, 4, 4, 1])
+  task = dict(name="t", epochs=4, cands=[slow, quick, middle, costly], val_examples=300, steps_per_epoch=30)
+  rows = {r["schedule"]: r for r in replay_task(task, [], [], 300, (), (), (30,), (None, 1))}
+  assert rows["cheap first, probe 30 steps"]["rank"] == 1
+  assert rows["cheap first, probe 30 steps, keep 1"]["rank"] == 3
+  assert rows["cheap first, probe 30 steps, keep 1"]["candidate_epochs"] == 7

@@ -56,3 +56,11 @@ def test_cheap_first_from_flags():
   with flagsaver.flagsaver(cheap_first=80, halving=True):
     with pytest.raises(FlagError, match="two schedules"):
       executor_flags.schedule_from_flags()
+  with flagsaver.flagsaver(cheap_first=40, cheap_keep=2):
+    assert executor_flags.schedule_from_flags() == CheapFirst(probe_steps=40, keep=2)
+  with flagsaver.flagsaver(cheap_first=40, cheap_keep=0):
+    with pytest.raises(FlagError, match="--cheap_keep must be a positive number of candidates, got 0"):
+      executor_flags.schedule_from_flags()
+  with flagsaver.flagsaver(cheap_keep=2):
+    with pytest.raises(FlagError, match="--cheap_keep needs --cheap_first"):
+      executor_flags.schedule_from_flags()

@@ -189,7 +189,7 @@ def test_a_run_under_cheap_first_records_its_schedule_and_each_candidates_probe(
              f"--output_dir={tmp_path}")
   assert out.returncode == 0, out.stderr[-3000:]
   settings = json.loads((tmp_path / "settings.json").read_text())["settings"]
-  assert settings["budget"]["schedule"] == {"probe_steps": 1, "cheap": 0.2}
+  assert settings["budget"]["schedule"] == {"probe_steps": 1, "cheap": 0.2, "keep": None}
   [rec] = [json.loads(p.read_text()) for p in tmp_path.glob("houdini_topdown/seed_0/records/03_*/*.json")]
   ranked = rec["ranked"]
   assert len(ranked) == 3 and ranked[0]["status"] == "trained"

@@ -13,7 +13,7 @@ import pytest
 
 from hx.compile import TuneConfig
 from hx.lang.parser import parse
-from hx.synth.cheap_first import CheapFirst, cheap_first, cheap_mask, going_on, probe_epochs
+from hx.synth.cheap_first import CheapFirst, best_cheap, cheap_first, cheap_mask, going_on, probe_epochs
 from hx.synth.executors import Job, JobResult
 from hx.synth.jobs import step_costs
 from hx.synth.space import Candidate, SearchSpace
@@ -94,6 +94,41 @@ def test_the_costly_go_on_only_ahead_of_the_cheap_candidates_best_final_score():
   assert going_on([0.4, 0.6], [False, False], [False, False], [math.inf] * 2) == ([0, 1], math.inf)
 
 
+def test_keep_trains_the_cheap_candidates_with_the_best_probes():
+  probe = [0.9, 0.4, 0.6, math.nan, 0.3, 0.2, 0.4]
+  cheap = [True, True, False, True, True, True, True]
+  finished = [False, False, False, False, False, True, False]
+  # 5 finished in its probe, 2 is costly, 3 failed: the pool is 0, 1, 4, 6; ties (1, 6) to the earlier.
+  assert best_cheap(probe, cheap, finished, None) == [0, 1, 3, 4, 6]
+  assert best_cheap(probe, cheap, finished, 1) == [4]
+  assert best_cheap(probe, cheap, finished, 2) == [1, 4]
+  assert best_cheap(probe, cheap, finished, 3) == [1, 4, 6]
+  assert best_cheap(probe, cheap, finished, 10) == [0, 1, 4, 6]
+
+
+def test_with_keep_the_bar_is_the_kept_cheap_candidates_best_final_score():
+  cost = [0.01, 0.01, 0.01, 1.0, 1.0]
+  score = [lambda e: 0.8 if e < EPOCHS else 0.6,    # cheap, best probe: kept, 0.6 at the end
+           lambda e: 0.9 if e < EPOCHS else 0.1,    # cheap, second probe: not kept with keep=1
+           flat(1.5),                                # cheap, worst probe
+           lambda e: 0.55 if e < EPOCHS else 0.2,   # costly, ahead of 0.6 after its probe
+           flat(0.7)]                                # costly, behind 0.6
+  run = Scripted(cost, score)
+  out, stopped = cheap_first(candidates(5), CheapFirst(probe_steps=20, keep=1), EPOCHS, STEPS, seed=0,
+                             run=run)
+  assert run.calls == [[(i, 2.0, None) for i in range(5)], [(0, None, 2.0)], [(3, None, 2.0)]]
+  assert [r.status for r in out] == ["trained", "estimated", "estimated", "trained", "estimated"]
+  assert out[0].val_score == 0.6 and out[3].val_score == 0.2
+  assert stopped == {1: 0.9, 2: 1.5, 4: 0.7}
+  assert "not among the 1 best of the cheap candidates" in out[1].reason
+  assert "behind the cheap candidates' best final score 0.6" in out[4].reason
+  # keep=None trains every cheap one: candidate 1's 0.1 raises the bar, and no costly one goes on.
+  run = Scripted(cost, score)
+  out, stopped = cheap_first(candidates(5), CheapFirst(probe_steps=20), EPOCHS, STEPS, seed=0, run=run)
+  assert run.calls[1:] == [[(0, None, 2.0), (1, None, 2.0), (2, None, 2.0)]]
+  assert stopped == {3: 0.55, 4: 0.7}
+
+
 def test_the_schedule_probes_all_then_trains_the_cheap_then_the_costly_ahead_of_them():
   cost = [0.01, 1.0, 1.0, 1.0, 1.0]
   score = [lambda e: 2.0 if e < EPOCHS else 0.5,    # cheap: behind after its probe, 0.5 at the end
@@ -164,6 +199,8 @@ def test_bad_schedules_are_refused():
     CheapFirst(probe_steps=0)
   with pytest.raises(ValueError, match="cheap"):
     CheapFirst(cheap=1.0)
+  with pytest.raises(ValueError, match="keep must be >= 1 or None, got 0"):
+    CheapFirst(keep=0)
   with pytest.raises(ValueError, match="top-down"):
     synthesize(None, None, strategy="evolutionary", budget=Budget(schedule=CheapFirst()))
 
