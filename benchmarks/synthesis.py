@@ -39,8 +39,8 @@ head on frozen functions where a candidate is one, and the K best estimates trai
 trains every candidate in the estimate's order; `--estimate_share`, `--estimate_max_steps`,
 `--estimate_val` set the short run's share of the steps, its most steps and the validation subsample),
 and "cheap", "cheap:S" or "cheap:S:K" (`hx.synth.cheap_first.CheapFirst(probe_steps=S, keep=K)`, default
-80 and every cheap one: every candidate probed for S optimiser steps, the cheap ones (with K, the K best
-probes among them) and the costly ones already ahead of them trained to the end).
+80 and 3; K "all": keep=None: every candidate probed for S optimiser steps, the K cheap ones with the best
+probes (or all cheap ones) and the costly ones already ahead of them trained to the end).
 Where a run has estimates and a "full" run of the same search is in the same output (or in the JSON
 `--compare` names), the figures add Spearman's rank correlation of the estimates with the full run's
 final validation scores, and whether the full run's winner is among the K trained.
@@ -359,7 +359,7 @@ def _isolated(args, argv: list[str], runs: list[tuple[str, str]]) -> dict:
 
 def _cheap_schedule(name: str):
   """`CheapFirst` of a "cheap", "cheap:S" or "cheap:S:K" schedule name (S: the probe's optimiser steps; K:
-  the cheap candidates trained to the end, the best K probes)."""
+  the cheap candidates trained to the end, the best K probes, or "all"; default the schedule's)."""
   from hx.synth.cheap_first import CheapFirst
 
   parts = name.split(":")
@@ -367,10 +367,12 @@ def _cheap_schedule(name: str):
     if len(parts) > 3:
       raise ValueError("too many parts")
     steps = int(parts[1]) if len(parts) > 1 else CheapFirst.probe_steps
-    return CheapFirst(probe_steps=steps, keep=int(parts[2]) if len(parts) > 2 else None)
+    if len(parts) < 3:
+      return CheapFirst(probe_steps=steps)
+    return CheapFirst(probe_steps=steps, keep=None if parts[2] == "all" else int(parts[2]))
   except ValueError as e:
     raise SystemExit(f"schedule {name!r}: cheap, cheap:S or cheap:S:K (S the probe's steps, K the cheap "
-                     f"candidates kept, e.g. cheap:40:2): {e}") from e
+                     f"candidates kept or all, e.g. cheap:40:2): {e}") from e
 
 
 def _estimate_schedule(name: str, args):
@@ -646,7 +648,7 @@ def main(argv: list[str] | None = None) -> dict:
           run_config = dataclasses.replace(config, patience=int(schedule_name.strip().split(":")[1]))
         elif schedule_name.strip() != "full":
           raise SystemExit(f"unknown schedule {schedule_name!r}: full, halving, halving:sub, patience:N, "
-                           "estimate:METHOD:K or cheap[:S]")
+                           "estimate:METHOD:K or cheap[:S[:K]]")
         load = os.getloadavg()[0]
         r = synthesize(task, library, budget=Budget(candidates=args.candidates, schedule=schedule),
                        seed=synthesis_seed, tune_config=run_config, module_config=modules,

@@ -54,7 +54,7 @@ _CHEAP_FIRST = flags.DEFINE_integer(
     "one epoch of count_digit at 100%); unset: every candidate to the end. Not with --halving.")
 _CHEAP_KEEP = flags.DEFINE_integer(
     "cheap_keep", None, "With --cheap_first: only this many cheap candidates, the best probes, train to the "
-    "end; unset: every cheap one.")
+    "end; 0: every cheap one; unset: the schedule's default (3).")
 
 
 def executor_from_flags() -> Any:
@@ -98,9 +98,12 @@ def schedule_from_flags() -> Any:
       raise FlagError("--cheap_first and --halving are two schedules: choose one")
     from hx.synth.cheap_first import CheapFirst
 
-    if _CHEAP_KEEP.value is not None and _CHEAP_KEEP.value < 1:
-      raise FlagError(f"--cheap_keep must be a positive number of candidates, got {_CHEAP_KEEP.value}")
-    return CheapFirst(probe_steps=_CHEAP_FIRST.value, keep=_CHEAP_KEEP.value)
+    keep = _CHEAP_KEEP.value
+    if keep is None:
+      return CheapFirst(probe_steps=_CHEAP_FIRST.value)
+    if keep < 0:
+      raise FlagError(f"--cheap_keep must be a number of candidates (0: every cheap one), got {keep}")
+    return CheapFirst(probe_steps=_CHEAP_FIRST.value, keep=keep or None)
   if not _HALVING.value:
     return None
   from hx.synth.halving import Halving

@@ -16,8 +16,8 @@ figures). This schedule spends accordingly:
    end, as the paper does). The probe prices each candidate's steps (training seconds per step) and
    scores it on the whole validation split at each epoch's end and where it pauses.
 2. The cheap candidates, whose step costs at most `cheap` times the costliest candidate's, train on to
-   the end (with `keep=k`, only the k whose probes scored best; the others stop, as in rule 3); the best
-   final validation score among them is the bar.
+   the end: the `keep` (3) whose probes scored best, or all of them (`keep=None`); the others stop, as
+   in rule 3. The best final validation score among those trained is the bar.
 3. A costly candidate trains on to the end only if its probe already scored better than the bar. Those
    behind it stop: they are reported with status "estimated", their probe's best score as the estimate
    (method "probe"), ranked after every candidate trained to the end.
@@ -65,13 +65,14 @@ class CheapFirst:
     cheap: a candidate whose training step costs at most this share of the costliest candidate's
       (measured in its probe) is cheap: it trains to the end whatever its probe scored (0 < cheap < 1),
       unless `keep` says otherwise.
-    keep: None: every cheap candidate trains to the end; k: only the k cheap candidates with the best
-      probe scores do (among those whose probe did not end their run), the others are reported
-      "estimated" with their probe's score.
+    keep: k: only the k cheap candidates with the best probe scores train to the end (among those whose
+      probe did not end their run), the others are reported "estimated" with their probe's score; None:
+      every cheap candidate does. The default, 3, kept the winner of training every candidate wherever it
+      was measured (benchmarks/RESULTS.md, "Estimates before training"): ours, from those measurements.
   """
   probe_steps: int = 80
   cheap: float = 0.2
-  keep: int | None = None
+  keep: int | None = 3
 
   def __post_init__(self):
     if self.probe_steps < 1:

@@ -49,7 +49,7 @@ def test_cheap_first_from_flags():
   from hx.synth.cheap_first import CheapFirst
 
   with flagsaver.flagsaver(cheap_first=40):
-    assert executor_flags.schedule_from_flags() == CheapFirst(probe_steps=40)
+    assert executor_flags.schedule_from_flags() == CheapFirst(probe_steps=40) == CheapFirst(40, keep=3)
   with flagsaver.flagsaver(cheap_first=0):
     with pytest.raises(FlagError, match="--cheap_first must be a positive number of optimiser steps, got 0"):
       executor_flags.schedule_from_flags()
@@ -59,7 +59,10 @@ def test_cheap_first_from_flags():
   with flagsaver.flagsaver(cheap_first=40, cheap_keep=2):
     assert executor_flags.schedule_from_flags() == CheapFirst(probe_steps=40, keep=2)
   with flagsaver.flagsaver(cheap_first=40, cheap_keep=0):
-    with pytest.raises(FlagError, match="--cheap_keep must be a positive number of candidates, got 0"):
+    assert executor_flags.schedule_from_flags() == CheapFirst(probe_steps=40, keep=None)
+  with flagsaver.flagsaver(cheap_first=40, cheap_keep=-1):
+    with pytest.raises(FlagError, match=r"--cheap_keep must be a number of candidates \(0: every cheap "
+                       r"one\), got -1"):
       executor_flags.schedule_from_flags()
   with flagsaver.flagsaver(cheap_keep=2):
     with pytest.raises(FlagError, match="--cheap_keep needs --cheap_first"):

@@ -155,7 +155,7 @@ def test_the_schedule_and_patience_flags_reach_the_runs_settings():
   assert out.stdout.strip().splitlines()[-1] == ("Halving(first=2.0, eta=4, min_keep=1, equal='time', "
                                                  "price=0.1) [None]")
   out = _run("--sequence=cs1", "--cheap_first=80", code=code)
-  assert out.stdout.strip().splitlines()[-1] == "CheapFirst(probe_steps=80, cheap=0.2) [None]"
+  assert out.stdout.strip().splitlines()[-1] == "CheapFirst(probe_steps=80, cheap=0.2, keep=3) [None]"
   out = _run("--sequence=cs1", code=code)
   assert out.stdout.strip().splitlines()[-1] == "None [None]"  # the paper's: no schedule, every epoch
 
@@ -189,7 +189,7 @@ def test_a_run_under_cheap_first_records_its_schedule_and_each_candidates_probe(
              f"--output_dir={tmp_path}")
   assert out.returncode == 0, out.stderr[-3000:]
   settings = json.loads((tmp_path / "settings.json").read_text())["settings"]
-  assert settings["budget"]["schedule"] == {"probe_steps": 1, "cheap": 0.2, "keep": None}
+  assert settings["budget"]["schedule"] == {"probe_steps": 1, "cheap": 0.2, "keep": 3}
   [rec] = [json.loads(p.read_text()) for p in tmp_path.glob("houdini_topdown/seed_0/records/03_*/*.json")]
   ranked = rec["ranked"]
   assert len(ranked) == 3 and ranked[0]["status"] == "trained"

@@ -124,7 +124,8 @@ def test_with_keep_the_bar_is_the_kept_cheap_candidates_best_final_score():
   assert "behind the cheap candidates' best final score 0.6" in out[4].reason
   # keep=None trains every cheap one: candidate 1's 0.1 raises the bar, and no costly one goes on.
   run = Scripted(cost, score)
-  out, stopped = cheap_first(candidates(5), CheapFirst(probe_steps=20), EPOCHS, STEPS, seed=0, run=run)
+  out, stopped = cheap_first(candidates(5), CheapFirst(probe_steps=20, keep=None), EPOCHS, STEPS, seed=0,
+                             run=run)
   assert run.calls[1:] == [[(0, None, 2.0), (1, None, 2.0), (2, None, 2.0)]]
   assert stopped == {3: 0.55, 4: 0.7}
 
@@ -219,7 +220,7 @@ def test_a_candidate_trained_to_the_end_has_the_scores_of_training_every_candida
   full = {x.order: x for x in synth(None).ranked}
   # 90 lists in batches of 30: a probe of one epoch of 3. At these sizes no candidate's steps cost a
   # fifth of another's: with cheap=0.99 all but the costliest are cheap, and it goes on only if ahead.
-  led = synth(CheapFirst(probe_steps=3, cheap=0.99))
+  led = synth(CheapFirst(probe_steps=3, cheap=0.99, keep=None))
   assert len(led.ranked) == 5 and led.candidates_trained == 5
   trained = [x for x in led.ranked if x.status == "trained"]
   assert len(trained) >= 4 and led.ranked[0] is trained[0]
