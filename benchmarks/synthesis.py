@@ -38,9 +38,9 @@ keep=K)`: every candidate estimated, by a short run or, METHOD "head", by a clos
 head on frozen functions where a candidate is one, and the K best estimates trained to the end; K "all"
 trains every candidate in the estimate's order; `--estimate_share`, `--estimate_max_steps`,
 `--estimate_val` set the short run's share of the steps, its most steps and the validation subsample),
-and "cheap", "cheap:S" or "cheap:S:K" (`hx.synth.cheap_first.CheapFirst(probe_steps=S, keep=K)`, default
-80 and 3; K "all": keep=None: every candidate probed for S optimiser steps, the K cheap ones with the best
-probes (or all cheap ones) and the costly ones already ahead of them trained to the end).
+and "cheap", "cheap:S" or "cheap:S:K" (`hx.synth.cheap_first.CheapFirst(probe_steps=S, keep=K)`, S 80
+and K 3 by default, K "all" for keep=None: every candidate probed for S optimiser steps, then the K cheap
+ones with the best probes, or all cheap ones, and the costly ones already ahead of them trained to the end).
 Where a run has estimates and a "full" run of the same search is in the same output (or in the JSON
 `--compare` names), the figures add Spearman's rank correlation of the estimates with the full run's
 final validation scores, and whether the full run's winner is among the K trained.
