@@ -174,7 +174,9 @@ def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: i
   probe = [min(c["curve"][:short]) for c in cands]
   finished = [c["epochs"] <= short for c in cands]  # its probe was all of its run (or it stopped early)
   kept = set(best_cheap(probe, cheap, finished, keep))
-  on, _ = going_on(probe, cheap, finished, [c["val"] if i in kept or (cheap[i] and finished[i]) else math.inf
+  # As hx.synth.cheap_first: every candidate trained to the end has its final score (going_on reads the
+  # cheap ones').
+  on, _ = going_on(probe, cheap, finished, [c["val"] if i in kept or finished[i] else math.inf
                                             for i, c in enumerate(cands)])
   trained = [c["epochs"] if i in kept or finished[i] or i in on else short for i, c in enumerate(cands)]
   done = [i for i, c in enumerate(cands) if trained[i] == c["epochs"]]

@@ -203,7 +203,7 @@ def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: i
   for i, r in enumerate(latest):
     if not finished[i]:
       stopped[jobs[i].index] = r.val_score
-      if i in costly or (cheap[i] and i in kept):
+      if i in costly or i in kept:
         why = "the search ran out of time"
       elif cheap[i]:
         why = f"its probe not among the {schedule.keep} best of the cheap candidates"

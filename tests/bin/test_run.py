@@ -49,6 +49,9 @@ def _refused(out, message):
     (("--sequence=cs1", "--cheap_first=0"),
      "--cheap_first must be a positive number of optimiser steps, got 0"),
     (("--sequence=cs1", "--cheap_first=80", "--halving"), "--cheap_first and --halving are two schedules"),
+    (("--sequence=cs1", "--cheap_first=80", "--cheap_keep=-1"),
+     "--cheap_keep must be a number of candidates (0: every cheap one), got -1"),
+    (("--sequence=cs1", "--cheap_keep=2"), "--cheap_keep needs --cheap_first"),
     (("--sequence=cs1", "--executor=ray", "--ray_address=nowhere"),
      "error: --executor: a Ray address is 'auto' or HOST:PORT"),
 ]))
