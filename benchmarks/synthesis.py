@@ -38,9 +38,10 @@ keep=K)`: every candidate estimated, by a short run or, METHOD "head", by a clos
 head on frozen functions where a candidate is one, and the K best estimates trained to the end; K "all"
 trains every candidate in the estimate's order; `--estimate_share`, `--estimate_max_steps`,
 `--estimate_val` set the short run's share of the steps, its most steps and the validation subsample),
-and "cheap", "cheap:S" or "cheap:S:K" (`hx.synth.cheap_first.CheapFirst(probe_steps=S, keep=K)`, S 80
-and K 3 by default, K "all" for keep=None: every candidate probed for S optimiser steps, then the K cheap
-ones with the best probes, or all cheap ones, and the costly ones already ahead of them trained to the end).
+and "cheap", "cheap:S", "cheap:S:K" or "cheap:S:K:ETA" (`hx.synth.cheap_first.CheapFirst(probe_steps=S,
+keep=K, eta=ETA)`, S 80 and K 3 by default, K "all" for keep=None: every candidate probed for S optimiser
+steps, then the K cheap ones with the best probes, or all cheap ones, and the costly ones already ahead of
+them trained to the end; with ETA, those costly ones in halving rungs of that eta, the probe the first).
 Where a run has estimates and a "full" run of the same search is in the same output (or in the JSON
 `--compare` names), the figures add Spearman's rank correlation of the estimates with the full run's
 final validation scores, and whether the full run's winner is among the K trained.
@@ -358,21 +359,23 @@ def _isolated(args, argv: list[str], runs: list[tuple[str, str]]) -> dict:
 
 
 def _cheap_schedule(name: str):
-  """`CheapFirst` of a "cheap", "cheap:S" or "cheap:S:K" schedule name (S: the probe's optimiser steps; K:
-  the cheap candidates trained to the end, the best K probes, or "all"; default the schedule's)."""
+  """`CheapFirst` of a "cheap", "cheap:S", "cheap:S:K" or "cheap:S:K:ETA" schedule name (S: the probe's
+  optimiser steps; K: the cheap candidates trained to the end, the best K probes, or "all"; ETA: the
+  costly ones ahead go on in halving rungs of that eta; default the schedule's)."""
   from hx.synth.cheap_first import CheapFirst
 
   parts = name.split(":")
   try:
-    if len(parts) > 3:
+    if len(parts) > 4:
       raise ValueError("too many parts")
     steps = int(parts[1]) if len(parts) > 1 else CheapFirst.probe_steps
-    if len(parts) < 3:
-      return CheapFirst(probe_steps=steps)
-    return CheapFirst(probe_steps=steps, keep=None if parts[2] == "all" else int(parts[2]))
+    keep = CheapFirst.keep if len(parts) < 3 else None if parts[2] == "all" else int(parts[2])
+    eta = int(parts[3]) if len(parts) > 3 else None
+    return CheapFirst(probe_steps=steps, keep=keep, eta=eta)
   except ValueError as e:
-    raise SystemExit(f"schedule {name!r}: cheap, cheap:S or cheap:S:K (S the probe's steps, K the cheap "
-                     f"candidates kept or all, e.g. cheap:40:2): {e}") from e
+    raise SystemExit(f"schedule {name!r}: cheap, cheap:S, cheap:S:K or cheap:S:K:ETA (S the probe's steps, "
+                     f"K the cheap candidates kept or all, ETA halving's among the costly ones, e.g. "
+                     f"cheap:40:2:4): {e}") from e
 
 
 def _estimate_schedule(name: str, args):
@@ -482,7 +485,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--schedules", default="full",
                       help="comma-separated: full, halving, halving:sub, patience:N (every candidate to the "
                            "end but for early stopping after N epochs without a better validation score), "
-                           "estimate:METHOD:K, cheap[:S] (see the module docstring)")
+                           "estimate:METHOD:K, cheap[:S[:K[:ETA]]] (see the module docstring)")
   parser.add_argument("--bias_from_targets", type=int, choices=(0, 1), default=1,
                       help="TuneConfig.bias_from_targets for every task (0: output biases start at 0)")
   parser.add_argument("--prefix_cnn_dropout", type=float, default=None,
@@ -648,7 +651,7 @@ def main(argv: list[str] | None = None) -> dict:
           run_config = dataclasses.replace(config, patience=int(schedule_name.strip().split(":")[1]))
         elif schedule_name.strip() != "full":
           raise SystemExit(f"unknown schedule {schedule_name!r}: full, halving, halving:sub, patience:N, "
-                           "estimate:METHOD:K or cheap[:S[:K]]")
+                           "estimate:METHOD:K or cheap[:S[:K[:ETA]]]")
         load = os.getloadavg()[0]
         r = synthesize(task, library, budget=Budget(candidates=args.candidates, schedule=schedule),
                        seed=synthesis_seed, tune_config=run_config, module_config=modules,

@@ -24,6 +24,8 @@ say, without training again, what each schedule would have chosen on each task:
   what `Budget(schedule=CheapFirst(...))` would have chosen and trained. The records score whole epochs
   only, so a probe that ends inside an epoch is replayed to that epoch's end (the row says so); "..., keep
   K": `CheapFirst(probe_steps=S, keep=K)`, only the K cheap candidates with the best probes trained on;
+  "..., halving E": `CheapFirst(probe_steps=S, keep=K, eta=E)`, the costly candidates ahead of the cheap
+  ones going on in halving rungs of eta E, the probe the first;
 - "floor": what any schedule that compiles every candidate costs at least: the compilations and the
   winner's full run, nothing else (a perfect estimate that costs nothing but the compilation);
 - "floor, winner stopped by patience P": the same, the winner's training stopped after P epochs without
@@ -44,7 +46,8 @@ file per candidate trained to the end, under `candidates/TT_TASK/fraction_F/`), 
 kept)": a replay of those candidates only, not of the task's search. Their order in the search is not
 kept, so they are taken in program order; their seconds are the median epoch's times the epochs (a run
 stopped for a benchmark window inflates one epoch, not the model), and the validation split's size is
-the paper preset's (`hx.data.tasks.TaskSizes`: 2,100 examples for lists and binary tasks alike).
+the paper preset's for the task's group (`hx.data.tasks.TaskSizes`: 2,100 examples for lists and binary
+tasks alike, 1,000 grids for the shortest-path tasks).
 """
 
 from __future__ import annotations
@@ -91,7 +94,6 @@ def load_tasks(root: str, min_candidates: int) -> list[dict]:
 def load_under_way(root: str, min_candidates: int) -> list[dict]:
   """Every HOUDINI top-down task under `root` still under way (kept candidates, no record yet) with at
   least `min_candidates` kept, in `load_tasks`'s form (see the module docstring for what differs)."""
-  from hx.data.tasks import TaskSizes
   from hx.synth.kept import load_kept
 
   tasks = []
@@ -122,13 +124,28 @@ def load_under_way(root: str, min_candidates: int) -> list[dict]:
       c["order"] = i
     sequence = os.path.basename(os.path.dirname(os.path.dirname(seed_dir)))
     index, _, task = task_dir.partition("_")
-    name = (f"{sequence} {int(index)} {task.split('_synthetic')[0]} @ {fraction.split('_')[1]} "
-            f"(under way, {len(cands)} kept)")
-    train = round(TaskSizes().lists[0] * float(fraction.split("_")[1]))
-    steps = _steps_per_epoch(os.path.dirname(os.path.dirname(seed_dir)), task, train)
+    task = task.split("_synthetic")[0]  # "shortest_path_street_synthetic_gtsrb-synthetic_": a stand-in's
+    name = f"{sequence} {int(index)} {task} @ {fraction.split('_')[1]} (under way, {len(cands)} kept)"
+    train, val = _paper_sizes(task)
+    steps = _steps_per_epoch(os.path.dirname(os.path.dirname(seed_dir)), task,
+                             round(train * float(fraction.split("_")[1])))
     tasks.append(dict(name=name, epochs=max(c["epochs"] for c in cands), cands=cands,
-                      val_examples=TaskSizes().lists[1], steps_per_epoch=steps))
+                      val_examples=val, steps_per_epoch=steps))
   return tasks
+
+
+def _paper_sizes(task: str) -> tuple[int, int | None]:
+  """The paper preset's training and validation examples of `task` ("count_digit(0)",
+  "shortest_path_street"): `hx.presets.training_settings`'s training examples, and the validation split
+  of the task's group (`hx.data.tasks.TaskSizes`); None for a group whose validation split is a pool's
+  size, not a setting (regress_*, classify_digit: a short run's evaluation is then charged in full)."""
+  from hx.presets import kind_group, task_sizes, training_settings
+
+  kind = task.split("(")[0]
+  sizes = task_sizes("paper")
+  val = {"recognize": sizes.binary[1], "lists": sizes.lists[1], "random_graphs": sizes.graphs[1],
+         "graph": sum(n for _, n in sizes.grids_val)}.get(kind_group(kind))
+  return training_settings(kind, "paper").train_examples, val
 
 
 def _steps_per_epoch(sequence_dir: str, task: str, train: int) -> int:
@@ -162,13 +179,13 @@ def stopped(curve: list[float], patience: int) -> tuple[int, float, int]:
   return len(curve), best, best_epoch
 
 
-def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: int | None = None
-                ) -> tuple[int, list[int]]:
-  """`hx.synth.cheap_first.CheapFirst` replayed with a probe of `short` epochs (module docstring) and its
-  `keep`, by its own rule (`cheap_mask`, `best_cheap`, `going_on`): the winner's index and the epochs each
-  candidate trains. A candidate's step cost is its training seconds per epoch (the steps of an epoch are
-  the same for every candidate of a task)."""
-  from hx.synth.cheap_first import best_cheap, cheap_mask, going_on
+def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: int | None = None,
+                eta: int | None = None) -> tuple[int, list[int]]:
+  """`hx.synth.cheap_first.CheapFirst` replayed with a probe of `short` epochs (module docstring), its
+  `keep` and its `eta`, by its own rule (`cheap_mask`, `best_cheap`, `going_on`, `costly_rungs`,
+  `survivors`): the winner's index and the epochs each candidate trains. A candidate's step cost is its
+  training seconds per epoch (the steps of an epoch are the same for every candidate of a task)."""
+  from hx.synth.cheap_first import best_cheap, cheap_mask, costly_rungs, going_on, survivors
 
   cheap = cheap_mask([c["train"] / max(c["epochs"], 1) for c in cands], cheap_share)
   probe = [min(c["curve"][:short]) for c in cands]
@@ -176,19 +193,30 @@ def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: i
   kept = set(best_cheap(probe, cheap, finished, keep))
   # As hx.synth.cheap_first: every candidate trained to the end has its final score (going_on reads the
   # cheap ones').
-  on, _ = going_on(probe, cheap, finished, [c["val"] if i in kept or finished[i] else math.inf
-                                            for i, c in enumerate(cands)])
-  trained = [c["epochs"] if i in kept or finished[i] or i in on else short for i, c in enumerate(cands)]
+  on, bar = going_on(probe, cheap, finished, [c["val"] if i in kept or finished[i] else math.inf
+                                              for i, c in enumerate(cands)])
+  trained = [c["epochs"] if i in kept or finished[i] else min(short, c["epochs"])
+             for i, c in enumerate(cands)]
+  if eta is None:
+    for i in on:
+      trained[i] = cands[i]["epochs"]
+  else:
+    epochs = max(c["epochs"] for c in cands)
+    pool = on
+    for to in costly_rungs(short, eta, epochs) + [epochs]:
+      pool = survivors([min(c["curve"][:n]) for c, n in zip(cands, trained)], pool, bar, eta)
+      for i in pool:
+        trained[i] = min(to, cands[i]["epochs"])
   done = [i for i, c in enumerate(cands) if trained[i] == c["epochs"]]
   return min(done, key=lambda i: (cands[i]["val"], i)), trained
 
 
-def probe_rows(task: dict, probe_steps: tuple[int, ...], keeps: tuple[int | None, ...] = (None,)
-               ) -> list[tuple[str, int, int | None]]:
-  """Per probe of S optimiser steps and keep K (`CheapFirst(probe_steps=S, keep=K)`), its row name, its
-  epochs on `task` (`hx.synth.cheap_first.probe_epochs`, from the task's steps per epoch) and K. The records
-  score whole epochs only: a probe that ends inside an epoch is replayed to the end of that epoch, and its
-  row says so."""
+def probe_rows(task: dict, probe_steps: tuple[int, ...], keeps: tuple[int | None, ...] = (None,),
+               etas: tuple[int | None, ...] = (None,)) -> list[tuple[str, int, int | None, int | None]]:
+  """Per probe of S optimiser steps, keep K and eta E (`CheapFirst(probe_steps=S, keep=K, eta=E)`), its
+  row name, its epochs on `task` (`hx.synth.cheap_first.probe_epochs`, from the task's steps per epoch), K
+  and E. The records score whole epochs only: a probe that ends inside an epoch is replayed to the end of
+  that epoch, and its row says so."""
   from hx.synth.cheap_first import probe_epochs
 
   rows = []
@@ -197,14 +225,17 @@ def probe_rows(task: dict, probe_steps: tuple[int, ...], keeps: tuple[int | None
     whole = math.ceil(e)
     rounded = "" if whole == e else f" (replayed as {whole} epoch{'' if whole == 1 else 's'})"
     for k in keeps:
-      rows.append((f"cheap first, probe {s} steps{'' if k is None else f', keep {k}'}{rounded}", whole, k))
+      for eta in etas:
+        rows.append((f"cheap first, probe {s} steps{'' if k is None else f', keep {k}'}"
+                     f"{'' if eta is None else f', halving {eta}'}{rounded}", whole, k, eta))
   return rows
 
 
 def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tuple[int, int]],
                 subsample: int, patiences: tuple[int, ...] = (),
                 cheap_shorts: tuple[int, ...] = (), probe_steps: tuple[int, ...] = (),
-                keeps: tuple[int | None, ...] = (None,)) -> list[dict]:
+                keeps: tuple[int | None, ...] = (None,), etas: tuple[int | None, ...] = (None,)
+                ) -> list[dict]:
   """One row per schedule on `task`: the program chosen, its rank in the full run, its validation and
   test scores, candidate-epochs and modelled seconds."""
   from hx.synth.estimate import spearman
@@ -214,7 +245,7 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
   full_order = sorted(range(len(cands)), key=lambda i: (cands[i]["val"], i))
   full_rank = {i: k for k, i in enumerate(full_order, 1)}
   full_seconds = sum(_cost(c, c["epochs"]) for c in cands)
-  share = min(1.0, subsample / task["val_examples"])
+  share = 1.0 if task["val_examples"] is None else min(1.0, subsample / task["val_examples"])
 
   def row(schedule: str, win: int, trained: int, seconds: float, rho: float = math.nan,
           val: float | None = None, test: float | None = None) -> dict:
@@ -253,9 +284,9 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
     seconds += sum(_cost(cands[i], cands[i]["epochs"]) - cands[i]["compile"] for i in kept)
     rows.append(row(f"short {e}, keep {keep}", win, e * len(cands) + sum(cands[i]["epochs"] for i in kept),
                     seconds, spearman(estimate, [c["val"] for c in cands])))
-  cheap_rows = [(f"cheap first, short {e} against them", e, None) for e in cheap_shorts]
-  for name, e, k in cheap_rows + (probe_rows(task, probe_steps, keeps) if probe_steps else []):
-    win, trained = cheap_first(cands, e, keep=k)
+  cheap_rows = [(f"cheap first, short {e} against them", e, None, None) for e in cheap_shorts]
+  for name, e, k, eta in cheap_rows + (probe_rows(task, probe_steps, keeps, etas) if probe_steps else []):
+    win, trained = cheap_first(cands, e, keep=k, eta=eta)
     rows.append(row(name, win, sum(trained), sum(_cost(c, n) for c, n in zip(cands, trained))))
   return rows
 
@@ -270,8 +301,8 @@ def summary(rows: list[dict]) -> list[dict]:
   out = []
   for schedule in dict.fromkeys(r["schedule"] for r in rows):
     mine = [t[schedule] for t in by_task.values() if schedule in t]
-    rel = [r["test"] / t["every candidate"]["test"] for r, t in zip(mine, by_task.values())
-           if math.isfinite(r["test"])]
+    rel = [t[schedule]["test"] / t["every candidate"]["test"] for t in by_task.values()
+           if schedule in t and math.isfinite(t[schedule]["test"])]
     halving = [t[schedule]["seconds"] and t["halving 2/4"]["seconds"] / t[schedule]["seconds"]
                for t in by_task.values() if "halving 2/4" in t and schedule in t]
     out.append(dict(schedule=schedule, tasks=len(mine), same_winner=sum(r["rank"] == 1 for r in mine),
@@ -304,6 +335,9 @@ def main(argv: list[str] | None = None) -> dict:
   shorts = [(e, k) for e in (1, 2, 4, 8) for k in (1, 2, 4)]
   rows = [r for t in tasks for r in replay_task(t, halvings, shorts, args.subsample, (2, 4), (1, 2, 4),
                                                 (40, 80, 160), (None, 1, 2, 3))]
+  # The default keep with halving's rungs among the costly candidates (`CheapFirst(eta=...)`).
+  rows += [r for t in tasks for r in replay_task(t, [], [], args.subsample, (), (), (40, 80), (3,), (2, 4))
+           if r["schedule"].startswith("cheap first")]
   print(f"# {len(tasks)} tasks (replayed from {os.path.relpath(args.root)}; costs modelled from the "
         "records)\n")
   print("| task | schedule | chosen (rank in full run) | test / full winner's | cand-epochs | model s | "

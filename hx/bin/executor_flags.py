@@ -51,7 +51,8 @@ _HALVING_VAL = flags.DEFINE_integer("halving_val", None, "Halving's rungs before
 _CHEAP_FIRST = flags.DEFINE_integer(
     "cheap_first", None, "HOUDINI's candidates probed for this many optimiser steps, then the "
     "cheap ones, and the costly ones already ahead of them, trained to the end (hx.synth.cheap_first; 80 is "
-    "one epoch of count_digit at 100%); unset: every candidate to the end. Not with --halving.")
+    "one epoch of count_digit at 100%); unset: every candidate to the end. With --halving the costly ones "
+    "ahead go on in halving rungs of --halving_eta, the probe the first.")
 _CHEAP_KEEP = flags.DEFINE_integer(
     "cheap_keep", None, "With --cheap_first: only this many cheap candidates, the best probes, train to the "
     "end; 0: every cheap one; unset: the schedule's default (3).")
@@ -78,9 +79,10 @@ def executor_from_flags() -> Any:
 def schedule_from_flags() -> Any:
   """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, --halving_equal,
   --halving_reference and --halving_val, the `hx.synth.cheap_first.CheapFirst` of --cheap_first and
-  --cheap_keep, or None.
+  --cheap_keep (with --halving, its `eta` from --halving_eta), or None.
   FlagError (`hx.bin.checks`) for a first rung, an eta, a subsample or a probe that cannot work, also
-  without --halving (they would be wrong the day it is added), and for both schedules at once."""
+  without --halving (they would be wrong the day it is added), and for halving's flags that do not apply
+  under cheap first."""
   if not _HALVING_FIRST.value > 0:
     raise FlagError(f"--halving_first must be a positive number of epochs, got {_HALVING_FIRST.value:g}")
   if _HALVING_ETA.value < 2:
@@ -94,16 +96,24 @@ def schedule_from_flags() -> Any:
   if _CHEAP_FIRST.value is not None:
     if _CHEAP_FIRST.value < 1:
       raise FlagError(f"--cheap_first must be a positive number of optimiser steps, got {_CHEAP_FIRST.value}")
+    eta = None
     if _HALVING.value:
-      raise FlagError("--cheap_first and --halving are two schedules: choose one")
+      # The probe is halving's first rung, and every rung scores the whole validation split.
+      for name, flag in (("halving_first", _HALVING_FIRST), ("halving_equal", _HALVING_EQUAL),
+                         ("halving_val", _HALVING_VAL)):
+        if flag.value != flags.FLAGS[name].default:
+          raise FlagError(f"--{name} does not apply with --cheap_first, whose probe is halving's first "
+                          "rung (equal epochs, the whole validation split); of halving's flags only "
+                          "--halving_eta does")
+      eta = _HALVING_ETA.value
     from hx.synth.cheap_first import CheapFirst
 
     keep = _CHEAP_KEEP.value
-    if keep is None:
-      return CheapFirst(probe_steps=_CHEAP_FIRST.value)
-    if keep < 0:
+    if keep is not None and keep < 0:
       raise FlagError(f"--cheap_keep must be a number of candidates (0: every cheap one), got {keep}")
-    return CheapFirst(probe_steps=_CHEAP_FIRST.value, keep=keep or None)
+    if keep is None:
+      return CheapFirst(probe_steps=_CHEAP_FIRST.value, eta=eta)
+    return CheapFirst(probe_steps=_CHEAP_FIRST.value, keep=keep or None, eta=eta)
   if not _HALVING.value:
     return None
   from hx.synth.halving import Halving

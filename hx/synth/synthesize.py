@@ -54,7 +54,8 @@ class Budget:
     schedule: None: every candidate trains to the end (the task's epochs, the paper's way); a `Halving`:
       successive halving (`hx.synth.halving`); an `Estimate`: every candidate estimated, the best few
       trained to the end (`hx.synth.estimate`); a `CheapFirst`: every candidate probed, the cheap ones
-      and the costly ones ahead of them trained to the end (`hx.synth.cheap_first`). The last three are
+      and the costly ones ahead of them trained to the end, or with its `eta` in halving rungs
+      (`hx.synth.cheap_first`). The last three are
       ours, the top-down strategy only.
   """
   candidates: int | None = 20
@@ -78,7 +79,8 @@ class Ranked(Outcome):
     status: "trained", "failed", "equivalent" (not trained: it computes what `equivalent_to` does) or
       "estimated" (not trained to the end: under an `Estimate` schedule, its estimate was not among the
       best; under `Halving(val_examples=...)`, halving stopped it before the last rung; under
-      `CheapFirst`, its probe was behind the cheap candidates; `estimate` holds its score).
+      `CheapFirst`, its probe was behind the cheap candidates, or its halving rungs stopped it; `estimate`
+      holds its score).
     reason: why it failed, which program it is equivalent to, or why it was not trained to the end.
     val_score, test_score: scores (the task's metric, lower is better); nan / None if none.
     variables: the trained variables, kept for the first `keep` ranks only (else None).
@@ -98,7 +100,7 @@ class Ranked(Outcome):
     estimate: under an `Estimate` schedule, its estimated validation score (`hx.synth.estimate`: the
       task's metric on a validation subsample; nan if none), for every candidate, trained or not; under
       `Halving(val_examples=...)`, a stopped candidate's best score on the subsample; under `CheapFirst`,
-      a stopped candidate's best validation score in its probe.
+      a stopped candidate's best validation score when it stopped (after its probe, or at a rung).
     estimate_method: "short", "head", "halving" or "probe", the estimate it got; None without one.
     estimate_seconds: the estimate's wall time (part of `seconds`).
     estimate_epochs: epochs of training the estimate ran (a short run's; not in `epochs_run`).

@@ -166,3 +166,56 @@ def test_keep_trains_only_the_cheap_candidates_with_the_best_probes():
   assert rows["cheap first, probe 30 steps"]["rank"] == 1
   assert rows["cheap first, probe 30 steps, keep 1"]["rank"] == 3
   assert rows["cheap first, probe 30 steps, keep 1"]["candidate_epochs"] == 7
+
+
+def test_with_halving_the_costly_ahead_go_on_in_rungs_as_hx_trains_them():
+  from benchmarks.studies.schedule_replay import cheap_first
+
+  # Nothing cheap (equal costs): the bar is infinite and the schedule is halving after the probe.
+  curves = [[4.0] * 8, [3.0, 2.9, 2.8, 2.7, 2.6, 2.5, 2.4, 2.3], [3.1, 2.0, 1.9, 1.8, 1.7, 1.6, 1.5, 1.4],
+            [3.2, 3.2, 3.2, 3.2, 0.5, 0.5, 0.5, 0.5]]
+  cands = [_cand(c, i) for i, c in enumerate(curves)]
+  # Probe 2 epochs, eta 2: the best 2 after it (2, then 1) to 4 epochs, the best 1 (2) to 8.
+  assert cheap_first(cands, 2, eta=2) == (2, [2, 4, 8, 2])
+  # Without halving every one of them trains to the end and the late learner (3) wins.
+  assert cheap_first(cands, 2) == (3, [8, 8, 8, 8])
+  # A cheap candidate's final score is the bar: 2.5 leaves only candidate 2 ahead after the probe, and
+  # one is at least one rung's share: it trains to the end.
+  cheap = _cand([5.0, 4.0, 3.5, 3.0, 2.8, 2.7, 2.6, 2.5], 4, train=0.4, evals=0.2)
+  assert cheap_first(cands + [cheap], 2, eta=2) == (2, [2, 2, 8, 2, 8])
+  task = dict(name="t", epochs=8, cands=cands, val_examples=300, steps_per_epoch=10)
+  rows = {r["schedule"]: r for r in replay_task(task, [], [], 300, (), (), (20,), (3,), (None, 2))}
+  assert rows["cheap first, probe 20 steps, keep 3, halving 2"]["candidate_epochs"] == 16
+  assert rows["cheap first, probe 20 steps, keep 3"]["candidate_epochs"] == 32
+
+
+def test_the_summary_compares_each_schedule_on_the_tasks_it_ran():
+  from benchmarks.studies.schedule_replay import summary
+
+  def row(task, schedule, test, seconds):
+    return dict(task=task, schedule=schedule, rank=1 if test == 1.0 else 2, test=test, seconds=seconds,
+                speedup=10.0 / seconds)
+
+  rows = [row("a", "every candidate", 1.0, 10.0), row("a", "halving 2/4", 1.0, 5.0),
+          row("b", "every candidate", 2.0, 10.0), row("b", "halving 2/4", 3.0, 5.0),
+          row("b", "only on b", 2.2, 2.0)]
+  got = {s["schedule"]: s for s in summary(rows)}
+  # "only on b" is judged against b's winner (2.0), not a's.
+  assert got["only on b"]["tasks"] == 1 and got["only on b"]["test_ratio_median"] == pytest.approx(1.1)
+  assert got["halving 2/4"]["test_ratio_worst"] == pytest.approx(1.5)
+  assert got["only on b"]["vs_halving_median"] == pytest.approx(2.5)
+
+
+def test_a_grid_task_under_way_has_its_stand_ins_name_and_its_sizes(tmp_path):
+  from benchmarks.studies.schedule_replay import load_under_way
+
+  seed = tmp_path / "gs1" / "houdini_topdown" / "seed_0"
+  folder = seed / "candidates" / "02_shortest_path_street_synthetic_gtsrb-synthetic_" / "fraction_0.02"
+  folder.mkdir(parents=True)
+  _settings(tmp_path / "gs1", shortest_path_street=150)
+  for i in range(2):
+    _keep(folder, f"compose(nn_{i + 1}, lib.nn_gs1_1)", [(f"nn_{i + 1}", "A")], [3.0, 2.0], [1.0, 1.0], 2.0)
+  [task] = load_under_way(str(tmp_path), 2)
+  assert task["name"] == "gs1 2 shortest_path_street @ 0.02 (under way, 2 kept)"
+  # 2% of the paper's 1,070,000 training grids in batches of 150; 1,000 validation grids.
+  assert task["steps_per_epoch"] == 143 and task["val_examples"] == 1000

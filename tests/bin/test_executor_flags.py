@@ -53,9 +53,15 @@ def test_cheap_first_from_flags():
   with flagsaver.flagsaver(cheap_first=0):
     with pytest.raises(FlagError, match="--cheap_first must be a positive number of optimiser steps, got 0"):
       executor_flags.schedule_from_flags()
+  # With --halving the costly candidates go on in halving rungs of --halving_eta, the probe the first.
   with flagsaver.flagsaver(cheap_first=80, halving=True):
-    with pytest.raises(FlagError, match="two schedules"):
-      executor_flags.schedule_from_flags()
+    assert executor_flags.schedule_from_flags() == CheapFirst(probe_steps=80, eta=4)
+  with flagsaver.flagsaver(cheap_first=80, halving=True, halving_eta=2, cheap_keep=0):
+    assert executor_flags.schedule_from_flags() == CheapFirst(probe_steps=80, keep=None, eta=2)
+  for extra in ({"halving_first": 1.0}, {"halving_equal": "time"}, {"halving_val": 300}):
+    with flagsaver.flagsaver(cheap_first=80, halving=True, **extra):
+      with pytest.raises(FlagError, match=f"--{next(iter(extra))} does not apply with --cheap_first"):
+        executor_flags.schedule_from_flags()
   with flagsaver.flagsaver(cheap_first=40, cheap_keep=2):
     assert executor_flags.schedule_from_flags() == CheapFirst(probe_steps=40, keep=2)
   with flagsaver.flagsaver(cheap_first=40, cheap_keep=0):

@@ -13,7 +13,16 @@ import pytest
 
 from hx.compile import TuneConfig
 from hx.lang.parser import parse
-from hx.synth.cheap_first import CheapFirst, best_cheap, cheap_first, cheap_mask, going_on, probe_epochs
+from hx.synth.cheap_first import (
+  CheapFirst,
+  best_cheap,
+  cheap_first,
+  cheap_mask,
+  costly_rungs,
+  going_on,
+  probe_epochs,
+  survivors,
+)
 from hx.synth.executors import Job, JobResult
 from hx.synth.jobs import step_costs
 from hx.synth.space import Candidate, SearchSpace
@@ -36,9 +45,11 @@ class Scripted:
   def __init__(self, cost, score):
     self.cost, self.score = cost, score
     self.calls: list[list[tuple[int, float | None, float | None]]] = []
+    self.jobs: list[Job] = []
 
   def __call__(self, jobs: list[Job]) -> list[JobResult]:
     self.calls.append([(j.index, j.until, j.resume) for j in jobs])
+    self.jobs.extend(jobs)
     out = []
     for j in jobs:
       start = 0.0 if j.resume is None else j.resume
@@ -188,6 +199,84 @@ def test_out_of_time_after_the_probe_trains_nothing_more():
   assert all("ran out of time" in r.reason for r in out)
 
 
+def test_halvings_rungs_multiply_the_probe_by_eta_below_the_end():
+  assert costly_rungs(0.5, 4, 20) == [2.0, 8.0]   # count_digit at 100%, a probe of 40 steps
+  assert costly_rungs(2, 2, 20) == [4, 8, 16]
+  assert costly_rungs(5, 4, 20) == []            # the first rung would reach the end: straight there
+  assert costly_rungs(10, 2, 20) == []
+  with pytest.raises(ValueError, match="eta >= 2"):
+    costly_rungs(1, 1, 20)
+
+
+def test_survivors_are_the_best_share_still_ahead_of_the_bar():
+  scores = [0.3, 0.1, math.nan, 0.2, 0.6, 0.4, 0.2]
+  pool = [0, 1, 2, 3, 5, 6]
+  # 6 // 2 = 3 go on: 1, then 3 and 6 tied (the earlier first); 2 failed.
+  assert survivors(scores, pool, math.inf, 2) == [1, 3, 6]
+  assert survivors(scores, pool, math.inf, 4) == [1]
+  # The bar removes those behind it before the share is taken; at least one goes on if any is ahead.
+  assert survivors(scores, pool, 0.25, 2) == [1, 3, 6]
+  assert survivors(scores, pool, 0.15, 2) == [1]
+  assert survivors(scores, [4, 5], 0.35, 2) == []
+  assert survivors(scores, [2], math.inf, 2) == []
+
+
+def test_with_eta_the_costly_ahead_of_the_bar_go_on_in_halving_rungs():
+  cost = [0.01, 1.0, 1.0, 1.0, 1.0, 1.0]
+  score = [lambda e: 0.9 if e < EPOCHS else 0.5,                 # cheap: the bar, 0.5
+           lambda e: {2: 0.45, 4: 0.40, 8: 0.35}.get(e, 0.2),     # costly, best throughout: the winner
+           lambda e: {2: 0.46, 4: 0.42}.get(e, 0.1),              # second after the probe, not at 4 epochs
+           flat(0.47),                                            # third after the probe
+           flat(0.48),                                            # fourth
+           flat(0.6)]                                             # behind the bar after the probe
+  run = Scripted(cost, score)
+  out, stopped = cheap_first(candidates(6), CheapFirst(probe_steps=20, eta=2), EPOCHS, STEPS, seed=0,
+                             run=run)
+  # Probe 2 epochs; the cheap one to the end; of the 4 costly ones ahead of it the best 2 to 4 epochs,
+  # the best 1 to 8, to 16 and to the end.
+  assert run.calls == [[(i, 2.0, None) for i in range(6)], [(0, None, 2.0)],
+                       [(1, 4.0, 2.0), (2, 4.0, 2.0)], [(1, 8.0, 4.0)], [(1, 16.0, 8.0)], [(1, None, 16.0)]]
+  assert [r.status for r in out] == ["trained", "trained"] + ["estimated"] * 4
+  assert out[1].val_score == 0.2 and out[1].train_seconds == pytest.approx(EPOCHS * STEPS * 1.0)
+  assert stopped == {2: 0.42, 3: 0.47, 4: 0.48, 5: 0.6}
+  assert out[2].reason == ("not trained to the end (cheap first: stopped by halving among the costly "
+                           "candidates going on (ahead of the cheap candidates' best final score 0.5)): 4 "
+                           "epochs scored 0.42")
+  assert out[3].reason.endswith("0.5)): probe of 2 epochs scored 0.47")
+  assert "behind the cheap candidates' best final score 0.5): probe of 2 epochs scored 0.6" in out[5].reason
+  # Every pause on an epoch's end: the jobs are keyed as the full run's.
+  assert all(j.schedule is None for j in run.jobs)
+
+
+def test_with_eta_and_nothing_cheap_the_schedule_is_halving_after_the_probe():
+  run = Scripted([1.0] * 4, [lambda e, v=v: v / e for v in (4.0, 3.0, 2.0, 1.0)])
+  out, stopped = cheap_first(candidates(4), CheapFirst(probe_steps=50, eta=4), EPOCHS, STEPS, seed=0,
+                             run=run)
+  # A probe of 5 epochs times 4 reaches the end: no rung between, the best quarter (1) to the end.
+  assert run.calls == [[(i, 5.0, None) for i in range(4)], [(3, None, 5.0)]]
+  assert [r.status for r in out] == ["estimated"] * 3 + ["trained"]
+  assert stopped == {0: 0.8, 1: 0.6, 2: 0.4}
+  assert all("stopped by halving among the costly candidates going on): probe of 5 epochs" in r.reason
+             for r in out[:3])
+  # Without eta every one of them trains to the end, as the paper's search.
+  run = Scripted([1.0] * 4, [lambda e, v=v: v / e for v in (4.0, 3.0, 2.0, 1.0)])
+  out, _ = cheap_first(candidates(4), CheapFirst(probe_steps=50), EPOCHS, STEPS, seed=0, run=run)
+  assert run.calls[1] == [(i, None, 5.0) for i in range(4)] and all(r.status == "trained" for r in out)
+
+
+def test_a_rung_inside_an_epoch_keys_the_candidates_by_the_schedule():
+  schedule = CheapFirst(probe_steps=5, eta=3)  # half an epoch, then 1.5 epochs
+  run = Scripted([1.0, 1.0], [flat(0.5), flat(0.4)])
+  cheap_first(candidates(2), schedule, EPOCHS, STEPS, seed=0, run=run)
+  # Nothing cheap (equal costs): the better one goes on, to 1.5 epochs, 4.5, 13.5 and the end.
+  assert run.calls == [[(0, 0.5, None), (1, 0.5, None)], [(1, 1.5, 0.5)], [(1, 4.5, 1.5)], [(1, 13.5, 4.5)],
+                       [(1, None, 13.5)]]
+  assert {j.schedule for j in run.jobs} == {repr(schedule)}
+  assert repr(schedule) == "CheapFirst(probe_steps=5, cheap=0.2, keep=3, eta=3)"
+  # Without eta the text is what it was before eta existed (checkpoints saved then resume).
+  assert repr(CheapFirst()) == "CheapFirst(probe_steps=80, cheap=0.2, keep=3)"
+
+
 def test_the_job_indices_follow_first_index_and_no_candidate_is_no_call():
   run = Scripted([1.0] * 8, [flat(0.5)] * 8)
   out, _ = cheap_first(candidates(2), CheapFirst(), EPOCHS, STEPS, seed=0, run=run, first_index=6)
@@ -202,6 +291,8 @@ def test_bad_schedules_are_refused():
     CheapFirst(cheap=1.0)
   with pytest.raises(ValueError, match="keep must be >= 1 or None, got 0"):
     CheapFirst(keep=0)
+  with pytest.raises(ValueError, match="eta must be >= 2 or None, got 1"):
+    CheapFirst(eta=1)
   with pytest.raises(ValueError, match="top-down"):
     synthesize(None, None, strategy="evolutionary", budget=Budget(schedule=CheapFirst()))
 
@@ -235,3 +326,33 @@ def test_a_candidate_trained_to_the_end_has_the_scores_of_training_every_candida
       # Its probe is the full run's first epoch, and behind a trained candidate's final score.
       assert x.estimate == pytest.approx(full[x.order].val_history[0], rel=1e-5)
       assert x.estimate >= min(t.val_score for t in trained)
+
+
+@pytest.mark.slow
+def test_with_halving_a_candidate_trained_to_the_end_has_the_scores_of_training_every_candidate(cs1):  # noqa: F811
+  """As above with halving's rungs (eta 2): a costly candidate that goes on pauses after its probe (one
+  epoch) and at two epochs, and resumes each time where it paused."""
+  task, library = cs1
+
+  def synth(schedule):
+    return synthesize(task, library, budget=Budget(candidates=5, schedule=schedule), module_config=TINY,
+                      tune_config=TuneConfig(epochs=3, batch_size=30), seed=0,
+                      space=SearchSpace(order="authors"))
+
+  full = {x.order: x for x in synth(None).ranked}
+  # Nothing cheap (cheap=0.01): every candidate is costly and the bar is infinite, so the schedule is
+  # halving with the probe as its first rung: 5 probed, 2 to two epochs, 1 to the end.
+  led = synth(CheapFirst(probe_steps=3, cheap=0.01, keep=None, eta=2))
+  trained = [x for x in led.ranked if x.status == "trained"]
+  assert len(led.ranked) == 5 and len(trained) == 1 and led.ranked[0] is trained[0]
+  x = trained[0]
+  assert x.val_history == pytest.approx(full[x.order].val_history, rel=1e-5)
+  assert x.test_score == pytest.approx(full[x.order].test_score, rel=1e-5)
+  # The one trained to the end was the best after two epochs among the two best after one.
+  after_one = sorted(full, key=lambda o: (full[o].val_history[0], o))[:2]
+  assert x.order == min(after_one, key=lambda o: (min(full[o].val_history[:2]), o))
+  estimated = {y.order: y for y in led.ranked if y.status == "estimated"}
+  assert len(estimated) == 4
+  for o, y in estimated.items():
+    reached = 2 if o in after_one else 1
+    assert y.estimate == pytest.approx(min(full[o].val_history[:reached]), rel=1e-5)
