@@ -297,21 +297,22 @@ def test_bad_schedules_are_refused():
     synthesize(None, None, strategy="evolutionary", budget=Budget(schedule=CheapFirst()))
 
 
+def _synth(cs1, schedule):  # noqa: F811
+  """CS1's count_digit at tiny sizes (90 training lists in batches of 30, 3 epochs), 5 candidates."""
+  task, library = cs1
+  return synthesize(task, library, budget=Budget(candidates=5, schedule=schedule), module_config=TINY,
+                    tune_config=TuneConfig(epochs=3, batch_size=30), seed=0,
+                    space=SearchSpace(order="authors"))
+
+
 @pytest.mark.slow
 def test_a_candidate_trained_to_the_end_has_the_scores_of_training_every_candidate(cs1):  # noqa: F811
   """Real training on CS1's count_digit (tiny sizes), a library recogniser to put fresh heads on: the
   probe pauses after an epoch and the run resumes where it paused."""
-  task, library = cs1
-
-  def synth(schedule):
-    return synthesize(task, library, budget=Budget(candidates=5, schedule=schedule), module_config=TINY,
-                      tune_config=TuneConfig(epochs=3, batch_size=30), seed=0,
-                      space=SearchSpace(order="authors"))
-
-  full = {x.order: x for x in synth(None).ranked}
+  full = {x.order: x for x in _synth(cs1, None).ranked}
   # 90 lists in batches of 30: a probe of one epoch of 3. At these sizes no candidate's steps cost a
   # fifth of another's: with cheap=0.99 all but the costliest are cheap, and it goes on only if ahead.
-  led = synth(CheapFirst(probe_steps=3, cheap=0.99, keep=None))
+  led = _synth(cs1, CheapFirst(probe_steps=3, cheap=0.99, keep=None))
   assert len(led.ranked) == 5 and led.candidates_trained == 5
   trained = [x for x in led.ranked if x.status == "trained"]
   assert len(trained) >= 4 and led.ranked[0] is trained[0]
@@ -332,17 +333,10 @@ def test_a_candidate_trained_to_the_end_has_the_scores_of_training_every_candida
 def test_with_halving_a_candidate_trained_to_the_end_has_the_scores_of_training_every_candidate(cs1):  # noqa: F811
   """As above with halving's rungs (eta 2): a costly candidate that goes on pauses after its probe (one
   epoch) and at two epochs, and resumes each time where it paused."""
-  task, library = cs1
-
-  def synth(schedule):
-    return synthesize(task, library, budget=Budget(candidates=5, schedule=schedule), module_config=TINY,
-                      tune_config=TuneConfig(epochs=3, batch_size=30), seed=0,
-                      space=SearchSpace(order="authors"))
-
-  full = {x.order: x for x in synth(None).ranked}
+  full = {x.order: x for x in _synth(cs1, None).ranked}
   # Nothing cheap (cheap=0.01): every candidate is costly and the bar is infinite, so the schedule is
   # halving with the probe as its first rung: 5 probed, 2 to two epochs, 1 to the end.
-  led = synth(CheapFirst(probe_steps=3, cheap=0.01, keep=None, eta=2))
+  led = _synth(cs1, CheapFirst(probe_steps=3, cheap=0.01, keep=None, eta=2))
   trained = [x for x in led.ranked if x.status == "trained"]
   assert len(led.ranked) == 5 and len(trained) == 1 and led.ranked[0] is trained[0]
   x = trained[0]
