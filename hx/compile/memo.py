@@ -8,7 +8,8 @@ anything else,
     compose(conv_g^10(nn_k), map_g(lib.f ∘ lib.g))       lib.f ∘ lib.g on every cell of every grid
     compose(nn_a, lib.cnn)                               lib.cnn on every image
 
-those functions can be applied once to the task's whole image table, and the rest of the program
+those functions can be applied once to the task's image table (the rows its splits point at:
+`referenced_rows`), and the rest of the program
 (`compose(nn_a, map_l(nn_b))`, `conv_g^10(nn_k)`, `nn_a`) trained on the new table: the same indices
 select the same values, the fresh functions and their parameters are the same (slot for slot), and so are
 the losses, gradients and scores, up to rounding. A transfer candidate then runs its frozen CNN once per
@@ -33,7 +34,8 @@ import numpy as np
 from hx.compile.modules import ModuleSpec
 from hx.lang import program as P
 
-__all__ = ["frozen_prefix", "prefix_program", "PrefixTables", "apply_prefix", "table_digest"]
+__all__ = ["frozen_prefix", "prefix_program", "PrefixTables", "apply_prefix", "table_digest",
+           "referenced_rows"]
 
 
 def _split_libs(chain: list[P.Program]) -> tuple[list[P.Program], tuple[str, ...]]:
@@ -85,6 +87,24 @@ def prefix_program(names: tuple[str, ...]) -> P.Program:
   return P.compose_chain([P.Lib(n) for n in names])
 
 
+def referenced_rows(*splits_inputs: Any) -> np.ndarray | None:
+  """The image-table rows the splits' inputs point at (`hx.compile.distinct.image_indices`: an array of
+  indices, or a ListBatch or graph batch of them, padding included), sorted and distinct, int64; None
+  when an input holds values instead of indices (then nothing can be left out). Pass each split's
+  `inputs` (None for an absent split)."""
+  from hx.compile.distinct import image_indices
+
+  found = []
+  for inputs in splits_inputs:
+    if inputs is None:
+      continue
+    idx = image_indices(inputs)
+    if idx is None:
+      return None
+    found.append(np.asarray(idx, np.int64).reshape(-1))
+  return np.unique(np.concatenate(found)) if found else np.zeros((0,), np.int64)
+
+
 def table_digest(table: Any) -> str:
   """sha256 of a table's dtype, shape and bytes (identifies its contents, whatever object holds it)."""
   a = np.ascontiguousarray(np.asarray(table))
@@ -94,11 +114,16 @@ def table_digest(table: Any) -> str:
 
 
 def apply_prefix(names: tuple[str, ...], specs: Mapping[str, ModuleSpec], variables: Mapping[str, Any],
-                 table: Any, *, chunk: int = 2048) -> jax.Array:
-  """The prefix applied to every row of `table` (m, *in) in inference mode: (m, *out) float32.
+                 table: Any, *, rows: Any = None, chunk: int = 2048) -> jax.Array:
+  """The prefix applied to the rows of `table` (m, *in) in inference mode: (m, *out) float32.
 
-  Rows are processed `chunk` at a time by one jitted call (a last short chunk is padded and cut off), so
-  memory stays bounded and the call compiles once.
+  Args:
+    rows: None: every row; else the indices of the rows to compute (any int array; duplicates and order
+      do not matter), and every other row of the result is 0. A task's splits point at a part of the
+      image table (2% of CS1's count_digit: about 8,000 of MNIST's 70,000 images), and only that part is
+      ever read.
+    chunk: rows are processed `chunk` at a time by one jitted call (a last short chunk is padded and cut
+      off), so memory stays bounded and the call compiles once.
   """
   from hx.compile.lower import compile_program, make_frozen
 
@@ -108,15 +133,25 @@ def apply_prefix(names: tuple[str, ...], specs: Mapping[str, ModuleSpec], variab
   run = jax.jit(lambda f, x: compiled.apply(empty, f, x, train=False))
   table = jnp.asarray(table)
   m = table.shape[0]
-  chunk = max(1, min(chunk, m))
+  wanted = None if rows is None else np.unique(np.asarray(rows, np.int64).reshape(-1))
+  if wanted is not None and wanted.size and (wanted[0] < 0 or wanted[-1] >= m):
+    raise ValueError(f"apply_prefix: rows must index the table's {m} rows, got {wanted[0]}..{wanted[-1]}")
+  n = m if wanted is None else int(wanted.size)
+  chunk = max(1, min(chunk, n))
   parts = []
-  for start in range(0, m, chunk):
-    x = table[start:start + chunk]
+  for start in range(0, n, chunk):
+    x = table[start:start + chunk] if wanted is None else table[wanted[start:start + chunk]]
     real = x.shape[0]
     if real < chunk:
       x = jnp.concatenate([x, jnp.zeros((chunk - real,) + x.shape[1:], x.dtype)])
     parts.append(run(frozen, x)[:real])
-  return jnp.concatenate(parts).astype(jnp.float32)
+  if not parts:  # no row wanted: the output's shape from the prefix applied to one image
+    out = run(frozen, table[:1])
+    return jnp.zeros((m,) + out.shape[1:], jnp.float32)
+  out = jnp.concatenate(parts).astype(jnp.float32)
+  if wanted is None:
+    return out
+  return jnp.zeros((m,) + out.shape[1:], jnp.float32).at[wanted].set(out)
 
 
 class PrefixTables:
@@ -140,18 +175,22 @@ class PrefixTables:
       self._digests[id(table)] = got
     return got[1]
 
-  def table(self, library: Any, names: tuple[str, ...], table: Any) -> jax.Array:
+  def table(self, library: Any, names: tuple[str, ...], table: Any, rows: Any = None) -> jax.Array:
     """The prefix `names` of `library` (an `hx.Library`: its `versions()`, `specs()` and `variables()`)
-    applied to every row of `table`, computed on first use."""
+    applied to every row of `table`, or only to `rows` (the others 0: `apply_prefix`), computed on first
+    use. A table computed for some rows is never given for others."""
     versions = library.versions()
-    key = (tuple(versions[n] for n in names), self._digest(table))
+    wanted = None if rows is None else np.unique(np.asarray(rows, np.int64).reshape(-1))
+    key = (tuple(versions[n] for n in names), self._digest(table),
+           None if wanted is None else hashlib.sha256(wanted.tobytes()).hexdigest())
     out = self._tables.pop(key, None)
     if out is None:
       self.misses += 1
       # Computed here, not when the first training step needs it: JAX dispatches asynchronously, and a
       # schedule that prices candidates by their training seconds (hx.synth.cheap_first) must not charge
       # the first candidate that uses a prefix for the table every later one shares.
-      out = jax.block_until_ready(apply_prefix(names, library.specs(), library.variables(), table))
+      out = jax.block_until_ready(apply_prefix(names, library.specs(), library.variables(), table,
+                                               rows=wanted))
     else:
       self.hits += 1
     self._tables[key] = out  # most recently used last

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, make_frozen, tune
-from hx.compile.memo import PrefixTables, apply_prefix, frozen_prefix
+from hx.compile.memo import PrefixTables, apply_prefix, frozen_prefix, referenced_rows
 from hx.data import Sources, TaskSizes, build_task, task_spec
 from hx.lang import parse
 from hx.lang.types import parse_type
@@ -102,9 +102,48 @@ def test_training_on_the_prefix_table_equals_training_the_whole_program(count_ta
   tables = PrefixTables()
   split = compile_program(rest, fresh, SMALL, lib.specs())
   assert split.fresh_slots == whole.fresh_slots
-  r_split = tune(split, make_frozen(split, lib.variables()),
-                 data._replace(table=tables.table(lib, names, data.table)), count_task.objective, config)
+  # As hx.synth trains it: the prefix on the rows the splits read only (the others 0, never read).
+  rows = referenced_rows(data.train.inputs, data.val.inputs, data.test.inputs)
+  assert 0 < rows.size < data.table.shape[0]
+  table = tables.table(lib, names, data.table, rows)
+  outside = np.setdiff1d(np.arange(data.table.shape[0]), rows)
+  assert not np.asarray(table)[outside].any() and np.asarray(table)[rows].any()
+  r_split = tune(split, make_frozen(split, lib.variables()), data._replace(table=table), count_task.objective,
+                 config)
   _assert_same_training(r_split, r_whole)
+
+
+def test_the_referenced_rows_are_every_index_of_every_split(count_task):
+  splits = (count_task.train, count_task.val, count_task.test)
+  rows = referenced_rows(*(s.inputs for s in splits))
+  expect = np.unique(np.concatenate([np.asarray(s.inputs.values).reshape(-1) for s in splits]))
+  np.testing.assert_array_equal(rows, expect)
+  np.testing.assert_array_equal(referenced_rows(count_task.train.inputs, None),
+                                np.unique(np.asarray(count_task.train.inputs.values)))
+  # Inputs that hold values, not indices: every row may be read.
+  assert referenced_rows(count_task.train.inputs, np.zeros((3, 2), np.float32)) is None
+
+
+def test_a_prefix_on_some_rows_computes_those_and_zeros_the_others(count_task):
+  lib = _library(0)
+  table = count_task.table[:50]
+  full = np.asarray(apply_prefix(("nn_t_2",), lib.specs(), lib.variables(), table, chunk=16))
+  part = np.asarray(apply_prefix(("nn_t_2",), lib.specs(), lib.variables(), table, rows=[40, 3, 3, 17],
+                                 chunk=16))
+  assert part.shape == full.shape == (50, 128)
+  np.testing.assert_allclose(part[[3, 17, 40]], full[[3, 17, 40]], rtol=1e-5, atol=1e-6)
+  assert not np.delete(part, [3, 17, 40], axis=0).any()
+  none = np.asarray(apply_prefix(("nn_t_2",), lib.specs(), lib.variables(), table, rows=[]))
+  assert none.shape == (50, 128) and not none.any()
+  with pytest.raises(ValueError, match="rows must index the table's 50 rows, got 3..50"):
+    apply_prefix(("nn_t_2",), lib.specs(), lib.variables(), table, rows=[3, 50])
+  # Memoised per set of rows: the same rows in another order share a table, others do not.
+  tables = PrefixTables()
+  a = tables.table(lib, ("nn_t_2",), table, [3, 17, 40])
+  assert tables.table(lib, ("nn_t_2",), table, np.array([40, 17, 3, 3])) is a
+  assert tables.table(lib, ("nn_t_2",), table, [3, 17]) is not a
+  assert tables.table(lib, ("nn_t_2",), table) is not a
+  assert (tables.hits, tables.misses) == (1, 3)
 
 
 def test_tables_are_shared_and_a_replaced_function_never_reuses_a_stale_table(count_task):
