@@ -49,9 +49,10 @@ the cheap ones end poorly. Since a candidate's best score so far only improves a
 the bar acts after the probe, the rungs' share after that. Replayed on the reproduction's records
 (benchmarks/RESULTS.md, "Estimates before training"), eta 2 or 4 on top of the default keep changed no
 choice on any of 31 searches (two still under way, replayed from their kept candidates) and trained
-less on 3 of the 13 at 10% of the data; most on LS's recognize_digit(7), where no candidate's step cost
-a fifth of the costliest's: 2.1x faster than training every candidate, against 1.0x without it.
-Elsewhere the bar stopped all but a few costly candidates.
+less on 3 of the 13 at 10% of the data, most on LS's recognize_digit(7), where the records priced no
+candidate cheap. Run live, that search's transfer candidates priced cheap (the records' seconds had
+included building their prefix tables) and halving changed nothing there either. Elsewhere the bar
+stopped all but a few costly candidates.
 Ours, not the paper's (which trains every candidate to the end); issue 35 asks for a search that trains
 less.
 """
