@@ -38,7 +38,11 @@ its recorded training and evaluation seconds per epoch times the epochs it train
 run scores a subsample of `--subsample` validation examples (as `hx.synth.estimate` does), whose
 evaluation is charged in proportion. The records were written on 2 shared cores with a persistent
 compilation cache of varying warmth, so the costs compare schedules on the same task, not tasks. What a
-real run adds (a validation at each pause, re-dispatch) is left out. Results go to
+real run adds (a validation at each pause, re-dispatch) is left out. A transfer candidate's recorded
+training seconds may include building its prefix table (`hx.compile.memo`: dispatched inside its first
+training step before 960617d, over all 70,000 images before b40e5d2), so the replay can price it above a
+fifth of the costliest and call it costly where a live run calls it cheap (LS task 8 at 10%,
+benchmarks/RESULTS.md). Results go to
 benchmarks/RESULTS.md by hand, labelled as replayed.
 
 `--kept` also replays each task still under way from the candidates kept so far (`hx.synth.kept`: one
