@@ -99,10 +99,9 @@ def schedule_from_flags() -> Any:
     eta = None
     if _HALVING.value:
       # The probe is halving's first rung, and every rung scores the whole validation split.
-      for name, flag in (("halving_first", _HALVING_FIRST), ("halving_equal", _HALVING_EQUAL),
-                         ("halving_val", _HALVING_VAL)):
-        if flag.value != flags.FLAGS[name].default:
-          raise FlagError(f"--{name} does not apply with --cheap_first, whose probe is halving's first "
+      for flag in (_HALVING_FIRST, _HALVING_EQUAL, _HALVING_VAL):
+        if flag.value != flag.default:
+          raise FlagError(f"--{flag.name} does not apply with --cheap_first, whose probe is halving's first "
                           "rung (equal epochs, the whole validation split); of halving's flags only "
                           "--halving_eta does")
       eta = _HALVING_ETA.value

@@ -165,6 +165,7 @@ class PrefixTables:
     self.max_entries = max_entries
     self._tables: dict[tuple, jax.Array] = {}
     self._digests: dict[int, tuple[Any, str]] = {}
+    self._rows: dict[int, tuple[Any, np.ndarray | None]] = {}
     self.hits = self.misses = 0
 
   def _digest(self, table: Any) -> str:
@@ -174,6 +175,19 @@ class PrefixTables:
       got = (table, table_digest(table))
       self._digests[id(table)] = got
     return got[1]
+
+  def table_for(self, library: Any, names: tuple[str, ...], data: Any) -> jax.Array:
+    """`table` of `data`'s image table (an `hx.compile.TuneData`) on the rows its splits read
+    (`referenced_rows`), found once per data object: every candidate of a task shares its data."""
+    got = self._rows.get(id(data))
+    if got is None or got[0] is not data:
+      test = None if data.test is None else data.test.inputs
+      got = (data, referenced_rows(data.train.inputs, data.val.inputs, test))
+      # Kept with the data (so its id cannot be reused while cached); a few tasks' worth at most.
+      self._rows[id(data)] = got
+      while len(self._rows) > 4:
+        self._rows.pop(next(iter(self._rows)))
+    return self.table(library, names, data.table, got[1])
 
   def table(self, library: Any, names: tuple[str, ...], table: Any, rows: Any = None) -> jax.Array:
     """The prefix `names` of `library` (an `hx.Library`: its `versions()`, `specs()` and `variables()`)

@@ -201,19 +201,16 @@ def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: 
     the `hx.compile.TuneResult`.
   """
   from hx.compile import compile_program, make_frozen
-  from hx.compile.memo import PrefixTables, frozen_prefix, referenced_rows
+  from hx.compile.memo import PrefixTables, frozen_prefix
   from hx.synth.library import Library
 
   library = context.library if context.library is not None else Library()
   names, rest = frozen_prefix(program) if context.data.table is not None else ((), program)
   if names:
     prefixes = prefixes if prefixes is not None else PrefixTables()
-    data = context.data
     # Only the rows the task's splits read: at small training fractions a few thousand of the table's
     # tens of thousands of images.
-    rows = referenced_rows(data.train.inputs, data.val.inputs,
-                           None if data.test is None else data.test.inputs)
-    table = prefixes.table(library, names, data.table, rows)
+    table = prefixes.table_for(library, names, context.data)
     context = dataclasses.replace(context, data=context.data._replace(table=table))
   compiled = compile_program(rest, fresh_types, context.module_config, library.specs())
   variables = frozen_variables if frozen_variables is not None else library.variables()

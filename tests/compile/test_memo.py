@@ -105,7 +105,9 @@ def test_training_on_the_prefix_table_equals_training_the_whole_program(count_ta
   # As hx.synth trains it: the prefix on the rows the splits read only (the others 0, never read).
   rows = referenced_rows(data.train.inputs, data.val.inputs, data.test.inputs)
   assert 0 < rows.size < data.table.shape[0]
-  table = tables.table(lib, names, data.table, rows)
+  table = tables.table_for(lib, names, data)
+  # Found once per data object: a second candidate of the task gets the same table.
+  assert tables.table_for(lib, names, data) is table and (tables.hits, tables.misses) == (1, 1)
   outside = np.setdiff1d(np.arange(data.table.shape[0]), rows)
   assert not np.asarray(table)[outside].any() and np.asarray(table)[rows].any()
   r_split = tune(split, make_frozen(split, lib.variables()), data._replace(table=table), count_task.objective,
