@@ -63,6 +63,7 @@ import dataclasses
 import math
 from typing import Callable, Sequence
 
+from hx.defaults import OMIT_DEFAULT, omit_defaults
 from hx.synth.jobs import Job, JobResult, continued, job_seed, step_costs
 from hx.synth.space import Candidate
 
@@ -93,7 +94,8 @@ class CheapFirst:
   probe_steps: int = 80
   cheap: float = 0.2
   keep: int | None = 3
-  eta: int | None = None
+  # Added after runs were saved: left out of their settings and checkpoint keys while None (hx.defaults).
+  eta: int | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
 
   def __post_init__(self):
     if self.probe_steps < 1:
@@ -106,10 +108,8 @@ class CheapFirst:
       raise ValueError(f"CheapFirst.eta must be >= 2 or None, got {self.eta}")
 
   def __repr__(self) -> str:
-    # Job.schedule (a candidate's checkpoint key where the probe pauses inside an epoch) is this text:
-    # without halving it stays what it was before `eta` existed, so runs saved then resume.
-    text = f"CheapFirst(probe_steps={self.probe_steps!r}, cheap={self.cheap!r}, keep={self.keep!r}"
-    return text + ("" if self.eta is None else f", eta={self.eta!r}") + ")"
+    # Job.schedule (a candidate's checkpoint key where the probe pauses inside an epoch) is this text.
+    return f"CheapFirst({', '.join(f'{n}={v!r}' for n, v in omit_defaults(self))})"
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from hx.synth.cheap_first import (
 )
 from hx.synth.executors import Job, JobResult
 from hx.synth.jobs import step_costs
+from hx.synth.jsonfiles import jsonable
 from hx.synth.space import Candidate, SearchSpace
 from hx.synth.synthesize import Budget, synthesize
 from tests.synth.test_estimate import cs1  # noqa: F401 -- the fixture
@@ -273,8 +274,10 @@ def test_a_rung_inside_an_epoch_keys_the_candidates_by_the_schedule():
                        [(1, None, 13.5)]]
   assert {j.schedule for j in run.jobs} == {repr(schedule)}
   assert repr(schedule) == "CheapFirst(probe_steps=5, cheap=0.2, keep=3, eta=3)"
-  # Without eta the text is what it was before eta existed (checkpoints saved then resume).
+  # Without eta the text and the settings are what they were before eta existed (runs saved then resume).
   assert repr(CheapFirst()) == "CheapFirst(probe_steps=80, cheap=0.2, keep=3)"
+  assert jsonable(CheapFirst()) == {"probe_steps": 80, "cheap": 0.2, "keep": 3}
+  assert jsonable(schedule) == {"probe_steps": 5, "cheap": 0.2, "keep": 3, "eta": 3}
 
 
 def test_the_job_indices_follow_first_index_and_no_candidate_is_no_call():
