@@ -65,7 +65,10 @@ search's order (default `cost`, hx's, which the runs in RESULTS.md used; `author
 `--program TEXT` trains only that candidate of task K (as the search prints it), with the seed a synthesis
 gives it, and reports its validation score per epoch and its test score: one program's learning curve on
 the cached library (e.g. GS2's `compose(repeat(10, conv_g(nn_1)), map_g(...))` for more epochs than a
-synthesis can afford).
+synthesis can afford). It is looked up in the search space of --combinators and --order; where one text
+stands for several candidates (the same program with another type between two fresh functions, e.g.
+`List<Tensor<bool>[1]>` or `List<Tensor<real>[50]>` into a counter), `--program_types 'nn_1=TYPE'` names
+the one meant (default: the first in the search's order).
 
 The persistent compilation cache is JAX's default for hx (`~/.cache/hx/jax`) unless `--cache_dir`
 names another (a new empty directory measures cold compilation). Figures, commands and machines go to
@@ -287,16 +290,51 @@ def _prefix_library(args, seq, index: int, sizes):
   return library, path
 
 
-def _find(task, library, text: str):
-  """(place in the search's order, candidate) of the program printed as `text`, or SystemExit."""
+def program_types(text: str | None) -> dict:
+  """--program_types "nn_1=TYPE; nn_2=TYPE" as {fresh name: Type}; SystemExit naming the flag on bad
+  text. None or "": {} (no constraint)."""
+  from hx.lang import parse_type
+
+  out = {}
+  for part in (text or "").split(";"):
+    if not part.strip():
+      continue
+    name, eq, type_text = part.partition("=")
+    if not eq or not name.strip():
+      raise SystemExit(f"--program_types {text!r}: expected NAME=TYPE pairs separated by ';', got {part!r}")
+    try:
+      out[name.strip()] = parse_type(type_text.strip())
+    except ValueError as e:  # hx.lang.ParseError: its message names the column
+      raise SystemExit(f"--program_types {text!r}: {name.strip()}'s type {type_text.strip()!r}: "
+                       f"{e}") from None
+  return out
+
+
+def find_candidate(task_type, library, text: str, types: dict | None = None, *, space=None,
+                   task_name: str = "the task", limit: int = 10_000):
+  """(place in the search's order, candidate) of the first candidate printed as `text` whose fresh
+  functions have `types` ({name: Type}; a program text can stand for several candidates, one per
+  choice of its fresh functions' intermediate types), or SystemExit saying which types the program's
+  candidates have."""
   from hx.synth.topdown import enumerate_programs
 
-  limit = 10_000
-  found = next(((i, c) for i, c in enumerate(enumerate_programs(task.type, library, limit=limit))
-                if str(c.program) == text), None)
-  if found is None:
-    raise SystemExit(f"{text!r} is not among task {task.name}'s first {limit} candidates")
-  return found
+  kwargs = {} if space is None else {"space": space}
+  same = [(i, c) for i, c in enumerate(enumerate_programs(task_type, library, limit=limit, **kwargs))
+          if str(c.program) == text]
+  if not same:
+    raise SystemExit(f"{text!r} is not among {task_name}'s first {limit} candidates")
+  types = types or {}
+  for i, c in same:
+    mine = dict(c.types)
+    if all(n in mine and mine[n] == t for n, t in types.items()):
+      return i, c
+  listed = "; ".join(", ".join(f"{n}={t}" for n, t in c.types) for _, c in same)
+  raise SystemExit(f"{text!r} has no candidate with fresh types {types}: its candidates have {listed}")
+
+
+def _find(task, library, text: str, types: dict | None = None, space=None):
+  """`find_candidate` on `task`, in `space` (default `hx.synth.SearchSpace()`)."""
+  return find_candidate(task.type, library, text, types, space=space, task_name=f"task {task.name}")
 
 
 def _train_into(library, task, text: str, seed: int, config, modules, sequence: str, checkpoints: str):
@@ -424,19 +462,20 @@ def _correlations(out: dict, compare: str | None = None) -> None:
           f"the full run's winner trained to the end: {run['full_winner_trained']}", flush=True)
 
 
-def _one_program(args, task, library, config, out: dict, modules=None) -> dict:
+def _one_program(args, task, library, config, out: dict, modules=None, space=None) -> dict:
   """--program: trains that one candidate as synthesis would (same seed), reports its curve."""
   from hx.synth.executors import Job, job_seed, run_job
   from hx.synth.synthesize import task_context
 
-  order, cand = _find(task, library, args.program)
+  order, cand = _find(task, library, args.program, program_types(args.program_types), space)
   context = task_context(task, library, modules, config)
   seeds = [args.seed] if args.program_seeds is None else [int(x) for x in args.program_seeds.split(",")]
   for seed in seeds:
     start = time.perf_counter()
     r = run_job(context, Job(order, cand, job_seed(seed, cand)))
     wall = time.perf_counter() - start
-    run = {"program": args.program, "order": order, "training_seed": seed, "status": r.status,
+    run = {"program": args.program, "fresh_types": {n: str(t) for n, t in cand.types},
+           "order": order, "training_seed": seed, "status": r.status,
            "reason": r.reason, "val_history": list(r.val_history), "val": r.val_score, "test": r.test_score,
            "wall_seconds": wall, "compile_seconds": r.compile_seconds, "train_seconds": r.train_seconds,
            "eval_seconds": r.eval_seconds, "epochs_run": r.epochs_run, "best_epoch": r.best_epoch}
@@ -547,6 +586,9 @@ def main(argv: list[str] | None = None) -> dict:
                       help="train only this candidate of task K (its text as the search prints it, the first "
                            "of that text in the search's order), with the seed synthesis gives it: one "
                            "program's learning curve on the cached library")
+  parser.add_argument("--program_types", default=None,
+                      help="with --program: 'nn_1=TYPE; nn_2=TYPE', the fresh functions' types of the "
+                           "candidate meant, where one text stands for several (default: the first)")
   parser.add_argument("--program_seeds", default=None,
                       help="with --program: comma-separated synthesis seeds to train it with, one run each "
                            "(job_seed(seed, candidate), as a synthesis with that seed would; the data stay "
@@ -627,7 +669,7 @@ def main(argv: list[str] | None = None) -> dict:
          "versions": _versions(), "runs": []}
   out["combinators"] = list(space.combinators)
   if args.program:
-    return _one_program(args, task, library, config, out, modules)
+    return _one_program(args, task, library, config, out, modules, space)
   header = ("| executor | schedule | wall s | candidates/h | search | compile | train | eval | worker s | "
             "cand-epochs | top program | val | test |")
   print(header)

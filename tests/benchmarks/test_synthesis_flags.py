@@ -112,3 +112,41 @@ def test_the_cheap_schedule_names_its_probe_and_a_bad_one_is_refused():
   for name in ("cheap:x", "cheap:0", "cheap:4:0", "cheap:4:2:1", "cheap:4:2:x", "cheap:4:2:4:1"):
     with pytest.raises(SystemExit, match=rf"schedule '{name}': cheap, cheap:S, cheap:S:K or cheap:S:K:ETA"):
       _cheap_schedule(name)
+
+
+def test_program_types_reads_name_type_pairs_and_refuses_bad_text_with_the_flag():
+  from benchmarks.synthesis import program_types
+  from hx.lang import parse_type
+
+  assert program_types(None) == {} and program_types(" ") == {}
+  assert program_types("nn_1=List<Tensor<real>[50]> -> Tensor<real>[1]; nn_2 = Tensor<real>[1024] -> "
+                       "Tensor<real>[50]") == {
+      "nn_1": parse_type("List<Tensor<real>[50]> -> Tensor<real>[1]"),
+      "nn_2": parse_type("Tensor<real>[1024] -> Tensor<real>[50]")}
+  with pytest.raises(SystemExit, match=r"--program_types 'nn_1 List'.*NAME=TYPE"):
+    program_types("nn_1 List")
+  with pytest.raises(SystemExit, match=r"--program_types 'nn_1=List<'.*nn_1's type 'List<'"):
+    program_types("nn_1=List<")
+
+
+def test_one_program_text_with_two_candidates_is_told_apart_by_its_fresh_types():
+  """`compose(nn_1, map_l(compose(nn_2, nn_3)))` on a list-to-number task is two candidates with an empty
+  library, one per type between MLP and counter (bool[1] first, real[1] second); --program_types picks."""
+  from benchmarks.synthesis import find_candidate, program_types
+  from hx.lang import parse_type
+  from hx.synth import Library
+
+  task = parse_type("List<Tensor<real>[1][28][28]> -> Tensor<real>[1]")
+  text = "compose(nn_1, map_l(compose(nn_2, nn_3)))"
+  first_order, first = find_candidate(task, Library(), text)
+  assert str(dict(first.types)["nn_2"]) == "Tensor<real>[1024] -> Tensor<bool>[1]"
+  real = program_types("nn_2=Tensor<real>[1024] -> Tensor<real>[1]")
+  order, cand = find_candidate(task, Library(), text, real)
+  assert str(cand.program) == text and order > first_order
+  assert str(dict(cand.types)["nn_1"]) == "List<Tensor<real>[1]> -> Tensor<real>[1]"
+  assert find_candidate(task, Library(), text, program_types("nn_3=Tensor<real>[1][28][28] -> "
+                                                             "Tensor<real>[1024]"))[0] == first_order
+  with pytest.raises(SystemExit, match=r"no candidate with fresh types.*nn_1=List<Tensor<bool>\[1\]>"):
+    find_candidate(task, Library(), text, program_types("nn_2=Tensor<real>[1024] -> Tensor<real>[7]"))
+  with pytest.raises(SystemExit, match="is not among the task's first 50 candidates"):
+    find_candidate(task, Library(), "compose(nn_1, nn_2)", limit=50)
