@@ -606,6 +606,9 @@ def main(argv: list[str] | None = None) -> dict:
                       help="run every (executor, schedule) in this process (default: each in a new process, "
                            "so no run inherits another's compiled executables or warm caches in memory)")
   args = parser.parse_args(argv)
+  for flag in ("program_types", "program_seeds"):
+    if getattr(args, flag) is not None and not args.program:
+      raise SystemExit(f"--{flag} {getattr(args, flag)!r} applies to --program, which is not given")
   argv = sys.argv[1:] if argv is None else list(argv)
   runs = [(e.strip(), sch.strip()) for e in args.executors.split(",") for sch in args.schedules.split(",")]
   if not args.in_process and len(runs) > 1:

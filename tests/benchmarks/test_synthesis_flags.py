@@ -150,3 +150,10 @@ def test_one_program_text_with_two_candidates_is_told_apart_by_its_fresh_types()
     find_candidate(task, Library(), text, program_types("nn_2=Tensor<real>[1024] -> Tensor<real>[7]"))
   with pytest.raises(SystemExit, match="is not among the task's first 50 candidates"):
     find_candidate(task, Library(), "compose(nn_1, nn_2)", limit=50)
+
+
+@pytest.mark.parametrize("flag", ["--program_types=nn_1=Tensor<real>[1] -> Tensor<real>[1]",
+                                  "--program_seeds=1,2"])
+def test_the_program_flags_are_refused_without_a_program(flag):
+  with pytest.raises(SystemExit, match=rf"{flag.split('=')[0]} .*applies to --program, which is not given"):
+    synthesis.main(["--task", "cs1:1", flag])
