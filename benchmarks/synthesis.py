@@ -316,10 +316,11 @@ def find_candidate(task_type, library, text: str, types: dict | None = None, *, 
   functions have `types` ({name: Type}; a program text can stand for several candidates, one per
   choice of its fresh functions' intermediate types), or SystemExit saying which types the program's
   candidates have."""
+  from hx.synth import SearchSpace
   from hx.synth.topdown import enumerate_programs
 
-  kwargs = {} if space is None else {"space": space}
-  same = [(i, c) for i, c in enumerate(enumerate_programs(task_type, library, limit=limit, **kwargs))
+  space = SearchSpace() if space is None else space
+  same = [(i, c) for i, c in enumerate(enumerate_programs(task_type, library, space=space, limit=limit))
           if str(c.program) == text]
   if not same:
     raise SystemExit(f"{text!r} is not among {task_name}'s first {limit} candidates")
@@ -462,12 +463,13 @@ def _correlations(out: dict, compare: str | None = None) -> None:
           f"the full run's winner trained to the end: {run['full_winner_trained']}", flush=True)
 
 
-def _one_program(args, task, library, config, out: dict, modules=None, space=None) -> dict:
+def _one_program(args, task, library, config, out: dict, modules=None, space=None,
+                 fresh_types: dict | None = None) -> dict:
   """--program: trains that one candidate as synthesis would (same seed), reports its curve."""
   from hx.synth.executors import Job, job_seed, run_job
   from hx.synth.synthesize import task_context
 
-  order, cand = _find(task, library, args.program, program_types(args.program_types), space)
+  order, cand = _find(task, library, args.program, fresh_types, space)
   context = task_context(task, library, modules, config)
   seeds = [args.seed] if args.program_seeds is None else [int(x) for x in args.program_seeds.split(",")]
   for seed in seeds:
@@ -609,6 +611,7 @@ def main(argv: list[str] | None = None) -> dict:
   for flag in ("program_types", "program_seeds"):
     if getattr(args, flag) is not None and not args.program:
       raise SystemExit(f"--{flag} {getattr(args, flag)!r} applies to --program, which is not given")
+  fresh_types = program_types(args.program_types)  # bad text is refused before any data is built
   argv = sys.argv[1:] if argv is None else list(argv)
   runs = [(e.strip(), sch.strip()) for e in args.executors.split(",") for sch in args.schedules.split(",")]
   if not args.in_process and len(runs) > 1:
@@ -672,7 +675,7 @@ def main(argv: list[str] | None = None) -> dict:
          "versions": _versions(), "runs": []}
   out["combinators"] = list(space.combinators)
   if args.program:
-    return _one_program(args, task, library, config, out, modules, space)
+    return _one_program(args, task, library, config, out, modules, space, fresh_types)
   header = ("| executor | schedule | wall s | candidates/h | search | compile | train | eval | worker s | "
             "cand-epochs | top program | val | test |")
   print(header)

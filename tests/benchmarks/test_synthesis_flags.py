@@ -157,3 +157,13 @@ def test_one_program_text_with_two_candidates_is_told_apart_by_its_fresh_types()
 def test_the_program_flags_are_refused_without_a_program(flag):
   with pytest.raises(SystemExit, match=rf"{flag.split('=')[0]} .*applies to --program, which is not given"):
     synthesis.main(["--task", "cs1:1", flag])
+
+
+def test_bad_program_types_are_refused_before_any_data_is_built(monkeypatch):
+  """The flag's text is checked first: no MNIST path, no task and no library are needed to refuse it."""
+  import hx.data
+
+  monkeypatch.setattr(hx.data, "sequence", lambda *a, **k: pytest.fail("data built before the refusal"))
+  with pytest.raises(SystemExit, match=r"--program_types 'nn_1 List'.*NAME=TYPE"):
+    synthesis.main(["--task", "cs1:3", "--program", "compose(nn_1, nn_2)", "--program_types", "nn_1 List",
+                    "--mnist", "/nonexistent/mnist.pkl.gz"])
