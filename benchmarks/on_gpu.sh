@@ -13,10 +13,11 @@
 #   cputhroughput  the same on 2 of the machine's CPU cores (JAX_PLATFORMS=cpu), torch's CPU threads
 #   transfer    benchmarks/studies/transfer_candidate.py on the GPU
 #   synthesis   benchmarks/synthesis.py, CS1 task 3 at the quick preset, halving against full, cold then warm
-#   reproduce   benchmarks/reproduce.py resumed from the committed records of REPRODUCE_SEQUENCES (e.g. gs1,gs2)
-#               at REPRODUCE_FRACTIONS (default 0.02) and REPRODUCE_SEEDS (default 0) in REPRODUCE_DIR
-#               (default benchmarks/reproduction), for at most REPRODUCE_SECONDS (default 480), full MNIST
-#               from MNIST (a path; carry it in an ignored folder: it is never committed). It runs on a copy
+#   reproduce   benchmarks/reproduce.py resumed from the committed records of REPRODUCE_SEQUENCES
+#               (e.g. gs1,gs2) at REPRODUCE_FRACTIONS (default 0.02) and REPRODUCE_SEEDS (default 0) in
+#               REPRODUCE_DIR (default benchmarks/reproduction), for at most REPRODUCE_SECONDS (default 480),
+#               full MNIST from MNIST (a path; carry it in an ignored folder: it is never committed). Bad
+#               settings, or a reproduce.py that refuses its flags, end the script with exit 1. It runs on a copy
 #               under /tmp; $OUT/reproduction.tgz brings back those sequences' folders without weights
 #               (records, reports, settings, kept candidates: what git keeps). Here:
 #                 git rm -rq --ignore-unmatch DIR/SEQ...; tar xzf reproduction.tgz -C DIR
@@ -81,16 +82,28 @@ stage_synthesis() {
 }
 
 stage_reproduce() {
-  local dir=${REPRODUCE_DIR:-benchmarks/reproduction} sequences=${REPRODUCE_SEQUENCES:?name the sequences}
-  if [ ! -f "${MNIST:-}" ]; then
-    echo "reproduce: MNIST must name the full MNIST pickle (got '${MNIST:-}')" >&2
-    return 1
+  local dir=${REPRODUCE_DIR:-benchmarks/reproduction} sequences=${REPRODUCE_SEQUENCES:-}
+  # Bad settings: one line and exit 1, before anything is copied or trained.
+  local problem=""
+  if [ -z "$sequences" ]; then problem="REPRODUCE_SEQUENCES must name the sequences (e.g. gs1,gs2)"
+  elif [ ! -d "$dir" ]; then problem="REPRODUCE_DIR $dir is not a directory"
+  elif [ ! -f "${MNIST:-}" ]; then problem="MNIST must name the full MNIST pickle (got '${MNIST:-}')"
+  fi
+  if [ -n "$problem" ]; then
+    echo "reproduce: $problem" >&2
+    exit 1
   fi
   rm -rf /tmp/hx_reproduction && mkdir -p /tmp/hx_reproduction && cp -r "$dir"/. /tmp/hx_reproduction/
   timeout -s TERM "${REPRODUCE_SECONDS:-480}" python3 benchmarks/reproduce.py --mnist "$MNIST" \
     --sequences "$sequences" --seeds "${REPRODUCE_SEEDS:-0}" --fractions "${REPRODUCE_FRACTIONS:-0.02}" \
     --output_dir /tmp/hx_reproduction 2>&1 | tee "$OUT/reproduce.log" | tail -40
-  echo "reproduce.py: exit ${PIPESTATUS[0]} (124: stopped at REPRODUCE_SECONDS; its finished candidates are kept)"
+  local rc=${PIPESTATUS[0]}
+  # 124: stopped at REPRODUCE_SECONDS, its finished candidates kept; any other failure (a refused flag,
+  # settings that differ from the committed run's) has nothing to bring back.
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then
+    echo "reproduce: reproduce.py failed (exit $rc); see $OUT/reproduce.log" >&2
+    exit 1
+  fi
   local folders
   folders=$(cd /tmp/hx_reproduction && for s in ${sequences//,/ }; do [ -d "$s" ] && echo "$s"; done)
   # What .gitignore keeps out (weights, libraries, checkpoints) stays behind: tens of MB a task.
