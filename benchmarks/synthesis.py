@@ -89,16 +89,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-def _cpu_model() -> str:
-  try:
-    out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    for line in out.splitlines():
-      if line.startswith("Model name:"):
-        return line.split(":", 1)[1].strip()
-  except (OSError, subprocess.CalledProcessError):
-    pass
-  return platform.processor() or "unknown"
+from benchmarks.machine import cpu_model  # noqa: E402
 
 
 def _versions() -> dict:
@@ -670,7 +661,7 @@ def main(argv: list[str] | None = None) -> dict:
          "library_path": library_path,
          "module_changes": {k: v if v is None or isinstance(v, (int, str)) else repr(v)
                             for k, v in changes.items()},
-         "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()},
+         "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()},
          "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
          "versions": _versions(), "runs": []}
   out["combinators"] = list(space.combinators)

@@ -59,16 +59,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-def _cpu_model() -> str:
-  try:
-    out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    for line in out.splitlines():
-      if line.startswith("Model name:"):
-        return line.split(":", 1)[1].strip()
-  except (OSError, subprocess.CalledProcessError):
-    pass
-  return platform.processor() or "unknown"
+from benchmarks.machine import cpu_model  # noqa: E402
 
 
 def _lists(rng: np.random.Generator, n: int, lengths: tuple[int, ...], pad: int, num_images: int):
@@ -383,7 +374,7 @@ def main(argv: list[str] | None = None) -> dict:
   figures.update({
     "backend": jax.default_backend(),
     "device": str(jax.devices()[0].device_kind),
-    "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "cpus_used": cpus,
+    "cpu": cpu_model(), "cpu_count": os.cpu_count(), "cpus_used": cpus,
     # Other processes on the machine slow the figures down: the 1-minute load average before and after.
     "loadavg_1min_start": round(load_start, 2),
     "loadavg_1min_end": round(os.getloadavg()[0], 2),

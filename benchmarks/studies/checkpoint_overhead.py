@@ -33,6 +33,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from benchmarks.machine import cpu_model  # noqa: E402
+
 
 def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> dict:
         f"with a file every epoch {med['every0']:.2f} s (ratio {med['every0'] / med['tune']:.3f}), with the "
         f"default every_seconds {med['every120']:.2f} s (ratio {med['every120'] / med['tune']:.3f}); the "
         "same scores", flush=True)
-  out_json = {"argv": sys.argv, "figures": figures, "machine": {"cpu": _cpu(), "cores": os.cpu_count(),
+  out_json = {"argv": sys.argv, "figures": figures, "machine": {"cpu": cpu_model(), "cores": os.cpu_count(),
               "load": os.getloadavg()},
               "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
               "versions": {"python": platform.python_version(), "jax": jax.__version__}}
@@ -115,17 +117,6 @@ def main(argv: list[str] | None = None) -> dict:
     with open(args.json, "w") as f:
       json.dump(out_json, f, indent=1)
   return out_json
-
-
-def _cpu() -> str:
-  try:
-    with open("/proc/cpuinfo") as f:
-      for line in f:
-        if line.startswith("model name"):
-          return line.split(":", 1)[1].strip()
-  except OSError:
-    pass
-  return platform.processor() or "unknown"
 
 
 if __name__ == "__main__":

@@ -38,8 +38,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from benchmarks.machine import cpu_model  # noqa: E402
 from benchmarks.train_throughput import (  # noqa: E402
-  _cpu_model,
   _restrict_cpus,
   last_step_flops,
   matmul_rate,
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> dict:
     "ratio candidate_s (inline / memo)": round(inline["candidate_s"] / memo["candidate_s"], 1),
     **arithmetic_floor(inline_flops, memo_flops, matmul_rate(), math.ceil(args.train_lists / args.batch_size),
                        inline["sec_per_epoch"]),
-    "backend": jax.default_backend(), "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "cpus_used": cpus,
+    "backend": jax.default_backend(), "cpu": cpu_model(), "cpu_count": os.cpu_count(), "cpus_used": cpus,
     "loadavg_1min_start": round(load_start, 2), "loadavg_1min_end": round(os.getloadavg()[0], 2),
     "versions": {"python": platform.python_version(), "jax": jax.__version__, "jaxlib": jaxlib.__version__,
                  "flax": flax.__version__, "optax": optax.__version__},
