@@ -4,6 +4,7 @@
         [--seeds 0,1,2,3,4] [--fractions 0.02,...] [--time_budget SECONDS]
         [--output_dir benchmarks/reproduction]
         [--results results.md] [--module fold_step_norm=False --output_dir DIR]
+    python benchmarks/reproduce.py --results_only [--output_dir DIR]
 
 Each sequence runs through `hx.evaluation.run` with `preset="paper"` (the paper's sizes, modules,
 training settings, fractions, five instantiations and candidate budgets; `hx.evaluation.config`) into
@@ -20,9 +21,10 @@ networks its later tasks need are rebuilt from the records (each recorded HOUDIN
 baseline network a later task transfers from, trained once again with its recorded seed).
 
 Without --smallnorb and --gtsrb the toy and traffic-sign tasks run on rendered stand-ins; every result on
-them is labelled synthetic. At the end (or when the time runs out) it writes, for every task that has
-results, the paper's top program and test score beside HOUDINI's and the baselines' scores, the data each
-used and the time each took, to --results (markdown; default OUTPUT_DIR/results.md).
+them is labelled synthetic. At the end (or when the time runs out) it writes, for every task recorded in
+OUTPUT_DIR (by this command or an earlier one), the paper's top program and test score beside HOUDINI's
+and the baselines' scores, the data each used and the time each took, to --results (markdown; default
+OUTPUT_DIR/results.md); --results_only writes that file alone, training nothing.
 
 --methods and --strategies choose what runs (e.g. `--methods houdini --strategies evolutionary`, the
 paper's evolutionary search); other methods than a directory's are another run, for a directory of its
@@ -115,6 +117,17 @@ def _results(sequence: str, directory: Path) -> list[str]:
   return lines + [""]
 
 
+def results_text(directory: Path, header: str) -> str:
+  """The results file of an output directory: `header`, then `_results`' rows for every sequence folder
+  in `directory` that holds records, in `hx.data.SEQUENCES` order. Every sequence recorded there, not
+  only those the last command ran: several commands (and machines) fill one directory, and each rewrites
+  the file."""
+  lines = [header, ""]
+  for sequence in SEQUENCES:
+    lines += _results(sequence, directory / sequence)
+  return "\n".join(lines)
+
+
 def _command_text(argv: list[str]) -> str:
   """The command line with data paths as what they hold (`hx.data.content_identity`): a committed file
   names no path outside the repository."""
@@ -145,6 +158,8 @@ def main() -> int:
   parser.add_argument("--output_dir", default=str(_DEFAULT_OUTPUT),
                       help="default: benchmarks/reproduction, whose records are committed")
   parser.add_argument("--results", default=None, help="markdown output (default OUTPUT_DIR/results.md)")
+  parser.add_argument("--results_only", action="store_true",
+                      help="only write the results file from the records in --output_dir; train nothing")
   parser.add_argument("--mnist", default=None)
   parser.add_argument("--smallnorb", default=None)
   parser.add_argument("--gtsrb", default=None)
@@ -157,6 +172,8 @@ def main() -> int:
                            "fold_step_norm=False): a variant, not the paper preset, so only with an "
                            "--output_dir of its own")
   args = parser.parse_args()
+  if args.results_only:
+    return _write_results(args)
   sources = Sources(mnist=args.mnist, smallnorb=args.smallnorb, gtsrb=args.gtsrb)
   out = Path(args.output_dir)
   sequences = [s for s in args.sequences.split(",") if s]
@@ -191,14 +208,23 @@ def main() -> int:
       return 1
     print(f"{config.sequence}: {'finished' if outcome.finished else 'stopped: ' + str(outcome.stopped)}; "
           f"report {outcome.report}", flush=True)
-  lines = [f"Generated {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')} by "
-           f"`python benchmarks/reproduce.py {_command_text(sys.argv[1:])}` on {platform.machine()}, "
-           f"Python {platform.python_version()}.", ""]
-  for config in configs:
-    lines += _results(config.sequence, out / config.sequence)
+  return _write_results(args)
+
+
+def _write_results(args: argparse.Namespace) -> int:
+  """Writes --results (default OUTPUT_DIR/results.md) from the records in --output_dir; 1 if there is no
+  such directory."""
+  out = Path(args.output_dir)
+  if not out.is_dir():
+    print(f"error: --output_dir {out} is not a directory", file=sys.stderr)
+    return 1
+  header = (f"Generated {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')} by "
+            f"`python benchmarks/reproduce.py {_command_text(sys.argv[1:])}` on {platform.machine()}, "
+            f"Python {platform.python_version()}, from the records of every sequence in its output "
+            "directory.")
   path = Path(args.results) if args.results else out / "results.md"
   path.parent.mkdir(parents=True, exist_ok=True)
-  path.write_text("\n".join(lines), "utf-8")
+  path.write_text(results_text(out, header), "utf-8")
   print(f"results: {path}")
   return 0
 

@@ -113,3 +113,32 @@ def test_committed_kept_candidates_are_readable_and_named_by_their_keys():
     outcome = load_kept(path, key)
     assert outcome.status in ("trained", "failed") and outcome.epochs_run >= 0
     assert outcome.status != "trained" or len(outcome.history) == outcome.epochs_run
+
+
+def test_the_results_file_covers_every_sequence_recorded_not_only_the_last_commands(tmp_path, monkeypatch):
+  # Two commands fill one directory (here CS3 and SS at 2%, copied without weights); the file written at
+  # the end of either holds both, in the order of hx.data.SEQUENCES, a row for each recorded task.
+  from benchmarks.reproduce import results_text
+
+  for sequence in ("ss", "cs3"):
+    shutil.copytree(ROOT / sequence, tmp_path / sequence,
+                    ignore=shutil.ignore_patterns("checkpoints", "libraries", "networks", "plots"))
+  (tmp_path / "gs1").mkdir()  # a sequence just started: settings, no records yet
+  shutil.copy(ROOT / "gs1" / "settings.json", tmp_path / "gs1" / "settings.json")
+  text = results_text(tmp_path, "HEADER")
+  assert text.startswith("HEADER\n")
+  assert text.index("### CS3") < text.index("### SS") and "### GS1" not in text
+  for sequence in ("cs3", "ss"):
+    for r in load_records(tmp_path / sequence):
+      assert f"| {r['task_index']}: {r['task']} | 2% |" in text
+  # --results_only writes that file from the records and touches nothing else.
+  from benchmarks import reproduce
+
+  before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+  monkeypatch.setattr("sys.argv", ["reproduce.py", "--results_only", "--output_dir", str(tmp_path)])
+  assert reproduce.main() == 0
+  written = (tmp_path / "results.md").read_text("utf-8")
+  assert written.split("\n", 1)[1] == text.split("\n", 1)[1] and "--results_only" in written.split("\n")[0]
+  assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.name != "results.md"} == before
+  monkeypatch.setattr("sys.argv", ["reproduce.py", "--results_only", "--output_dir", str(tmp_path / "no")])
+  assert reproduce.main() == 1
