@@ -208,6 +208,7 @@ def main() -> int:
       return 1
     print(f"{config.sequence}: {'finished' if outcome.finished else 'stopped: ' + str(outcome.stopped)}; "
           f"report {outcome.report}", flush=True)
+  out.mkdir(parents=True, exist_ok=True)  # a run stopped before its first sequence still writes the file
   return _write_results(args)
 
 
