@@ -24,7 +24,8 @@ Without --smallnorb and --gtsrb the toy and traffic-sign tasks run on rendered s
 them is labelled synthetic. At the end (or when the time runs out) it writes, for every task recorded in
 OUTPUT_DIR (by this command or an earlier one), the paper's top program and test score beside HOUDINI's
 and the baselines' scores, the data each used and the time each took, to --results (markdown; default
-OUTPUT_DIR/results.md); --results_only writes that file alone, training nothing.
+OUTPUT_DIR/results.md); --results_only writes that file alone from the records, training nothing
+(with no flag but --output_dir and --results).
 
 --methods and --strategies choose what runs (e.g. `--methods houdini --strategies evolutionary`, the
 paper's evolutionary search); other methods than a directory's are another run, for a directory of its
@@ -117,15 +118,11 @@ def _results(sequence: str, directory: Path) -> list[str]:
   return lines + [""]
 
 
-def results_text(directory: Path, header: str) -> str:
-  """The results file of an output directory: `header`, then `_results`' rows for every sequence folder
-  in `directory` that holds records, in `hx.data.SEQUENCES` order. Every sequence recorded there, not
-  only those the last command ran: several commands (and machines) fill one directory, and each rewrites
-  the file."""
-  lines = [header, ""]
-  for sequence in SEQUENCES:
-    lines += _results(sequence, directory / sequence)
-  return "\n".join(lines)
+def _recorded_rows(directory: Path) -> list[str]:
+  """`_results`' rows for every sequence folder in `directory` that holds records, in `hx.data.SEQUENCES`
+  order ([] where none does). Every sequence recorded there, not only those the last command ran: several
+  commands (and machines) fill one directory, and each rewrites the results file."""
+  return [line for sequence in SEQUENCES for line in _results(sequence, directory / sequence)]
 
 
 def _command_text(argv: list[str]) -> str:
@@ -173,7 +170,11 @@ def main() -> int:
                            "--output_dir of its own")
   args = parser.parse_args()
   if args.results_only:
-    return _write_results(args)
+    problem = _results_only_problem(args, parser)
+    if problem:
+      print(f"error: --results_only: {problem}", file=sys.stderr)
+      return 1
+    return _write_results(args, require_records=True)
   sources = Sources(mnist=args.mnist, smallnorb=args.smallnorb, gtsrb=args.gtsrb)
   out = Path(args.output_dir)
   sequences = [s for s in args.sequences.split(",") if s]
@@ -212,12 +213,34 @@ def main() -> int:
   return _write_results(args)
 
 
-def _write_results(args: argparse.Namespace) -> int:
-  """Writes --results (default OUTPUT_DIR/results.md) from the records in --output_dir; 1 if there is no
-  such directory."""
+# What --results_only reads: the others choose what trains, and it trains nothing.
+_RESULTS_ONLY_FLAGS = ("output_dir", "results", "results_only")
+
+
+def _results_only_problem(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
+  """Why --results_only cannot run with these flags (a training flag given, or an --output_dir that is not
+  a directory), or None."""
+  given = [f"--{k}" for k, v in vars(args).items()
+           if k not in _RESULTS_ONLY_FLAGS and v != parser.get_default(k)]
+  if given:
+    return f"it trains nothing and reads every recorded sequence: {', '.join(given)} cannot go with it"
+  if not Path(args.output_dir).is_dir():
+    return f"--output_dir {args.output_dir} is not a directory"
+  return None
+
+
+def _write_results(args: argparse.Namespace, require_records: bool = False) -> int:
+  """Writes --results (default OUTPUT_DIR/results.md) from the records in --output_dir; 1 (one line) for
+  an unreadable record, or, with `require_records`, a directory that holds no recorded sequence."""
   out = Path(args.output_dir)
-  if not out.is_dir():
-    print(f"error: --output_dir {out} is not a directory", file=sys.stderr)
+  try:
+    rows = _recorded_rows(out)
+  except ValueError as err:  # a record that is not readable JSON, its path named
+    print(f"error: {err}", file=sys.stderr)
+    return 1
+  if require_records and not rows:
+    print(f"error: --results_only: --output_dir {out} holds no recorded sequence "
+          "(<sequence>/<method>/seed_*/records/)", file=sys.stderr)
     return 1
   header = (f"Generated {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')} by "
             f"`python benchmarks/reproduce.py {_command_text(sys.argv[1:])}` on {platform.machine()}, "
@@ -225,7 +248,7 @@ def _write_results(args: argparse.Namespace) -> int:
             "directory.")
   path = Path(args.results) if args.results else out / "results.md"
   path.parent.mkdir(parents=True, exist_ok=True)
-  path.write_text(results_text(out, header), "utf-8")
+  path.write_text("\n".join([header, "", *rows]), "utf-8")
   print(f"results: {path}")
   return 0
 

@@ -116,29 +116,50 @@ def test_committed_kept_candidates_are_readable_and_named_by_their_keys():
 
 
 def test_the_results_file_covers_every_sequence_recorded_not_only_the_last_commands(tmp_path, monkeypatch):
-  # Two commands fill one directory (here CS3 and SS at 2%, copied without weights); the file written at
-  # the end of either holds both, in the order of hx.data.SEQUENCES, a row for each recorded task.
-  from benchmarks.reproduce import results_text
+  # Two commands fill one directory (here CS3 and SS at 2%, copied without weights); the file written
+  # (here by --results_only, as at the end of either command) holds both, in the order of
+  # hx.data.SEQUENCES, a row for each recorded task, and nothing else in the directory changes.
+  from benchmarks import reproduce
 
   for sequence in ("ss", "cs3"):
     shutil.copytree(ROOT / sequence, tmp_path / sequence,
                     ignore=shutil.ignore_patterns("checkpoints", "libraries", "networks", "plots"))
   (tmp_path / "gs1").mkdir()  # a sequence just started: settings, no records yet
   shutil.copy(ROOT / "gs1" / "settings.json", tmp_path / "gs1" / "settings.json")
-  text = results_text(tmp_path, "HEADER")
-  assert text.startswith("HEADER\n")
+  before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+  monkeypatch.setattr("sys.argv", ["reproduce.py", "--results_only", "--output_dir", str(tmp_path)])
+  assert reproduce.main() == 0
+  text = (tmp_path / "results.md").read_text("utf-8")
+  assert text.startswith("Generated ") and "--results_only" in text.split("\n")[0]
   assert text.index("### CS3") < text.index("### SS") and "### GS1" not in text
   for sequence in ("cs3", "ss"):
     for r in load_records(tmp_path / sequence):
       assert f"| {r['task_index']}: {r['task']} | 2% |" in text
-  # --results_only writes that file from the records and touches nothing else.
+  assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.name != "results.md"} == before
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--output_dir", "NO"], "error: --results_only: --output_dir NO is not a directory"),
+    (["--output_dir", "EMPTY"], "error: --results_only: --output_dir EMPTY holds no recorded sequence "
+                                "(<sequence>/<method>/seed_*/records/)"),
+    (["--output_dir", "EMPTY", "--sequences", "cs1", "--seeds", "0"],
+     "error: --results_only: it trains nothing and reads every recorded sequence: --sequences, --seeds "
+     "cannot go with it"),
+    (["--output_dir", "BAD"],
+     "error: BAD/cs1/standalone/seed_0/records/01_recognize_digit(0)/fraction_0.02.json: not a readable "
+     "record"),
+])
+def test_results_only_refuses_bad_flags_in_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys, argv,
+                                                                      message):
   from benchmarks import reproduce
 
-  before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-  monkeypatch.setattr("sys.argv", ["reproduce.py", "--results_only", "--output_dir", str(tmp_path)])
-  assert reproduce.main() == 0
-  written = (tmp_path / "results.md").read_text("utf-8")
-  assert written.split("\n", 1)[1] == text.split("\n", 1)[1] and "--results_only" in written.split("\n")[0]
-  assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.name != "results.md"} == before
-  monkeypatch.setattr("sys.argv", ["reproduce.py", "--results_only", "--output_dir", str(tmp_path / "no")])
+  (tmp_path / "EMPTY").mkdir()
+  bad = tmp_path / "BAD" / "cs1" / "standalone" / "seed_0" / "records" / "01_recognize_digit(0)"
+  bad.mkdir(parents=True)
+  (bad / "fraction_0.02.json").write_text("{not json")
+  argv = [str(tmp_path / a) if a in ("NO", "EMPTY", "BAD") else a for a in argv]
+  monkeypatch.setattr("sys.argv", ["reproduce.py", "--results_only", *argv])
   assert reproduce.main() == 1
+  err = capsys.readouterr().err.strip().replace(str(tmp_path) + "/", "")
+  assert len(err.splitlines()) == 1 and err.startswith(message)
+  assert not list(tmp_path.rglob("results.md"))
