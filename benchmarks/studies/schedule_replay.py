@@ -25,7 +25,9 @@ say, without training again, what each schedule would have chosen on each task:
   only, so a probe that ends inside an epoch is replayed to that epoch's end (the row says so); "..., keep
   K": `CheapFirst(probe_steps=S, keep=K)`, only the K cheap candidates with the best probes trained on;
   "..., halving E": `CheapFirst(probe_steps=S, keep=K, eta=E)`, the costly candidates ahead of the cheap
-  ones going on in halving rungs of eta E, the probe the first;
+  ones going on in halving rungs of eta E, the probe the first; "..., keep K judged at 2 epochs":
+  `CheapFirst(probe_steps=S, keep=K, keep_at=2)`, every cheap candidate trained 2 epochs before the keep
+  chooses;
 - "floor": what any schedule that compiles every candidate costs at least: the compilations and the
   winner's full run, nothing else (a perfect estimate that costs nothing but the compilation);
 - "floor, winner stopped by patience P": the same, the winner's training stopped after P epochs without
@@ -184,23 +186,32 @@ def stopped(curve: list[float], patience: int) -> tuple[int, float, int]:
 
 
 def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: int | None = None,
-                eta: int | None = None) -> tuple[int, list[int]]:
+                eta: int | None = None, keep_at: int | None = None) -> tuple[int, list[int]]:
   """`hx.synth.cheap_first.CheapFirst` replayed with a probe of `short` epochs (module docstring), its
-  `keep` and its `eta`, by its own rule (`cheap_mask`, `best_cheap`, `going_on`, `costly_rungs`,
-  `survivors`): the winner's index and the epochs each candidate trains. A candidate's step cost is its
-  training seconds per epoch (the steps of an epoch are the same for every candidate of a task)."""
+  `keep`, its `eta` and its `keep_at` (whole epochs), by its own rule (`cheap_mask`, `best_cheap`,
+  `going_on`, `costly_rungs`, `survivors`): the winner's index and the epochs each candidate trains. A
+  candidate's step cost is its training seconds per epoch (the steps of an epoch are the same for every
+  candidate of a task)."""
   from hx.synth.cheap_first import best_cheap, cheap_mask, costly_rungs, going_on, survivors
 
   cheap = cheap_mask([c["train"] / max(c["epochs"], 1) for c in cands], cheap_share)
   probe = [min(c["curve"][:short]) for c in cands]
   finished = [c["epochs"] <= short for c in cands]  # its probe was all of its run (or it stopped early)
-  kept = set(best_cheap(probe, cheap, finished, keep))
+  reach = [min(short, c["epochs"]) for c in cands]  # the epochs each has trained so far
+  judged = list(probe)
+  if keep_at is not None and keep is not None and keep_at > short:
+    # The cheap candidates' later look (CheapFirst.keep_at): all of them on to keep_at epochs first.
+    for i, c in enumerate(cands):
+      if cheap[i] and not finished[i]:
+        reach[i] = min(keep_at, c["epochs"])
+        judged[i] = min(c["curve"][:reach[i]])
+        finished[i] = c["epochs"] <= keep_at
+  kept = set(best_cheap(judged, cheap, finished, keep))
   # As hx.synth.cheap_first: every candidate trained to the end has its final score (going_on reads the
-  # cheap ones').
-  on, bar = going_on(probe, cheap, finished, [c["val"] if i in kept or finished[i] else math.inf
-                                              for i, c in enumerate(cands)])
-  trained = [c["epochs"] if i in kept or finished[i] else min(short, c["epochs"])
-             for i, c in enumerate(cands)]
+  # cheap ones'); the costly ones' scores are still their probes'.
+  on, bar = going_on(judged, cheap, finished, [c["val"] if i in kept or finished[i] else math.inf
+                                               for i, c in enumerate(cands)])
+  trained = [c["epochs"] if i in kept or finished[i] else reach[i] for i, c in enumerate(cands)]
   if eta is None:
     for i in on:
       trained[i] = cands[i]["epochs"]
@@ -216,11 +227,12 @@ def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: i
 
 
 def probe_rows(task: dict, probe_steps: tuple[int, ...], keeps: tuple[int | None, ...] = (None,),
-               etas: tuple[int | None, ...] = (None,)) -> list[tuple[str, int, int | None, int | None]]:
-  """Per probe of S optimiser steps, keep K and eta E (`CheapFirst(probe_steps=S, keep=K, eta=E)`), its
-  row name, its epochs on `task` (`hx.synth.cheap_first.probe_epochs`, from the task's steps per epoch), K
-  and E. The records score whole epochs only: a probe that ends inside an epoch is replayed to the end of
-  that epoch, and its row says so."""
+               etas: tuple[int | None, ...] = (None,), keep_at: int | None = None
+               ) -> list[tuple[str, int, int | None, int | None, int | None]]:
+  """Per probe of S optimiser steps, keep K and eta E (`CheapFirst(probe_steps=S, keep=K, eta=E,
+  keep_at=keep_at)`), its row name, its epochs on `task` (`hx.synth.cheap_first.probe_epochs`, from the
+  task's steps per epoch), K, E and keep_at. The records score whole epochs only: a probe that ends inside
+  an epoch is replayed to the end of that epoch, and its row says so."""
   from hx.synth.cheap_first import probe_epochs
 
   rows = []
@@ -229,17 +241,18 @@ def probe_rows(task: dict, probe_steps: tuple[int, ...], keeps: tuple[int | None
     whole = math.ceil(e)
     rounded = "" if whole == e else f" (replayed as {whole} epoch{'' if whole == 1 else 's'})"
     for k in keeps:
+      at = "" if keep_at is None or k is None else f" judged at {keep_at} epochs"
       for eta in etas:
-        rows.append((f"cheap first, probe {s} steps{'' if k is None else f', keep {k}'}"
-                     f"{'' if eta is None else f', halving {eta}'}{rounded}", whole, k, eta))
+        rows.append((f"cheap first, probe {s} steps{'' if k is None else f', keep {k}'}{at}"
+                     f"{'' if eta is None else f', halving {eta}'}{rounded}", whole, k, eta, keep_at))
   return rows
 
 
 def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tuple[int, int]],
                 subsample: int, patiences: tuple[int, ...] = (),
                 cheap_shorts: tuple[int, ...] = (), probe_steps: tuple[int, ...] = (),
-                keeps: tuple[int | None, ...] = (None,), etas: tuple[int | None, ...] = (None,)
-                ) -> list[dict]:
+                keeps: tuple[int | None, ...] = (None,), etas: tuple[int | None, ...] = (None,),
+                keep_at: int | None = None) -> list[dict]:
   """One row per schedule on `task`: the program chosen, its rank in the full run, its validation and
   test scores, candidate-epochs and modelled seconds."""
   from hx.synth.estimate import spearman
@@ -288,9 +301,10 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
     seconds += sum(_cost(cands[i], cands[i]["epochs"]) - cands[i]["compile"] for i in kept)
     rows.append(row(f"short {e}, keep {keep}", win, e * len(cands) + sum(cands[i]["epochs"] for i in kept),
                     seconds, spearman(estimate, [c["val"] for c in cands])))
-  cheap_rows = [(f"cheap first, short {e} against them", e, None, None) for e in cheap_shorts]
-  for name, e, k, eta in cheap_rows + (probe_rows(task, probe_steps, keeps, etas) if probe_steps else []):
-    win, trained = cheap_first(cands, e, keep=k, eta=eta)
+  cheap_rows = [(f"cheap first, short {e} against them", e, None, None, None) for e in cheap_shorts]
+  for name, e, k, eta, at in cheap_rows + (probe_rows(task, probe_steps, keeps, etas, keep_at)
+                                          if probe_steps else []):
+    win, trained = cheap_first(cands, e, keep=k, eta=eta, keep_at=at)
     rows.append(row(name, win, sum(trained), sum(_cost(c, n) for c, n in zip(cands, trained))))
   return rows
 
@@ -341,6 +355,10 @@ def main(argv: list[str] | None = None) -> dict:
                                                 (40, 80, 160), (None, 1, 2, 3))]
   # The default keep with halving's rungs among the costly candidates (`CheapFirst(eta=...)`).
   rows += [r for t in tasks for r in replay_task(t, [], [], args.subsample, (), (), (40, 80), (3,), (2, 4))
+           if r["schedule"].startswith("cheap first")]
+  # The default keep judged after 2 epochs, where halving's first rung judges (`CheapFirst(keep_at=2)`).
+  rows += [r for t in tasks for r in replay_task(t, [], [], args.subsample, (), (), (40, 80), (3,), (None,),
+                                                 keep_at=2)
            if r["schedule"].startswith("cheap first")]
   print(f"# {len(tasks)} tasks (replayed from {os.path.relpath(args.root)}; costs modelled from the "
         "records)\n")

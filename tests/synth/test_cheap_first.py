@@ -281,6 +281,73 @@ def test_a_rung_inside_an_epoch_keys_the_candidates_by_the_schedule():
   assert jsonable(schedule) == {"probe_steps": 5, "cheap": 0.2, "keep": 3, "eta": 3}
 
 
+def test_keep_at_judges_the_cheap_candidates_after_more_epochs_than_the_probe():
+  # GS2's shortest paths at 2% in miniature: a frozen program probes best and ends worst; a fresh head
+  # starts behind and learns.
+  cost = [0.01, 0.01, 0.01, 0.01, 1.0]
+  score = [lambda e: {1: 0.50, 4: 0.45}.get(e, 0.44),   # cheap, frozen: best probe, flat after
+           lambda e: {1: 0.90, 4: 0.30}.get(e, 0.10),   # cheap, fresh head: worst probe, best later
+           lambda e: {1: 0.60, 4: 0.50}.get(e, 0.40),   # cheap
+           lambda e: {1: 0.70, 4: 0.80}.get(e, 0.70),   # cheap, gets worse
+           flat(0.95)]                                   # costly, behind the bar
+  run = Scripted(cost, score)
+  out, stopped = cheap_first(candidates(5), CheapFirst(probe_steps=10, keep=2, keep_at=4), EPOCHS, STEPS,
+                             seed=0, run=run)
+  # Probe 1 epoch; every cheap one on to 4 epochs; the best 2 there (1 and 0) to the end; the costly one
+  # is behind the bar (0.10).
+  assert run.calls == [[(i, 1.0, None) for i in range(5)], [(i, 4.0, 1.0) for i in range(4)],
+                       [(0, None, 4.0), (1, None, 4.0)]]
+  assert [r.status for r in out] == ["trained", "trained", "estimated", "estimated", "estimated"]
+  assert out[1].val_score == 0.10 and out[0].val_score == 0.44
+  assert stopped == {2: 0.50, 3: 0.80, 4: 0.95}
+  assert out[2].reason == ("not trained to the end (cheap first: its score after 4 epochs not among the 2 "
+                           "best of the cheap candidates): 4 epochs scored 0.5")
+  assert "behind the cheap candidates' best final score 0.1): probe of 1 epochs scored 0.95" in out[4].reason
+  # The same candidates judged by the probe keep 0 and 2, and lose candidate 1.
+  run = Scripted(cost, score)
+  out, _ = cheap_first(candidates(5), CheapFirst(probe_steps=10, keep=2), EPOCHS, STEPS, seed=0, run=run)
+  assert run.calls[1] == [(0, None, 1.0), (2, None, 1.0)] and out[1].status == "estimated"
+  # A resumed candidate's training seconds are its probe's, its look's and the rest's: the whole run's.
+  run = Scripted(cost, score)
+  out, _ = cheap_first(candidates(5), CheapFirst(probe_steps=10, keep=2, keep_at=4), EPOCHS, STEPS,
+                       seed=0, run=run)
+  assert out[1].train_seconds == pytest.approx(EPOCHS * STEPS * 0.01)
+  assert all(j.schedule is None for j in run.jobs)  # every pause on an epoch's end
+
+
+def test_keep_at_at_or_before_the_probe_or_at_the_end():
+  cost = [0.01, 0.01, 0.01, 1.0]  # the costly one makes the others cheap
+  score = [flat(0.5), lambda e: 0.9 if e < EPOCHS else 0.1, flat(0.7), flat(0.95)]
+  # At or before the probe: the probe judges, as without keep_at.
+  for at in (0.5, 1):
+    run = Scripted(cost, score)
+    cheap_first(candidates(4), CheapFirst(probe_steps=10, keep=1, keep_at=at), EPOCHS, STEPS, seed=0,
+                run=run)
+    assert run.calls[1:] == [[(0, None, 1.0)]]
+  # At the end or beyond: every cheap one trains to the end, as keep=None.
+  for at in (EPOCHS, EPOCHS + 5):
+    run = Scripted(cost, score)
+    out, stopped = cheap_first(candidates(4), CheapFirst(probe_steps=10, keep=1, keep_at=at), EPOCHS, STEPS,
+                               seed=0, run=run)
+    assert run.calls[1:] == [[(0, None, 1.0), (1, None, 1.0), (2, None, 1.0)]] and stopped == {3: 0.95}
+  # A look inside an epoch pauses there and keys the jobs by the schedule.
+  schedule = CheapFirst(probe_steps=10, keep=1, keep_at=2.5)
+  run = Scripted(cost, score)
+  cheap_first(candidates(4), schedule, EPOCHS, STEPS, seed=0, run=run)
+  assert run.calls[1] == [(i, 2.5, 1.0) for i in range(3)]
+  assert {j.schedule for j in run.jobs} == {repr(schedule)}
+  assert repr(schedule) == "CheapFirst(probe_steps=10, cheap=0.2, keep=1, keep_at=2.5)"
+  assert jsonable(schedule) == {"probe_steps": 10, "cheap": 0.2, "keep": 1, "keep_at": 2.5}
+
+
+def test_out_of_time_before_the_look_trains_nothing_more():
+  run = Scripted([0.01, 0.01, 1.0], [flat(0.5), flat(0.4), flat(0.3)])
+  out, stopped = cheap_first(candidates(3), CheapFirst(probe_steps=10, keep=1, keep_at=4), EPOCHS, STEPS,
+                             seed=0, run=run, out_of_time=lambda: True)
+  assert len(run.calls) == 1 and stopped == {0: 0.5, 1: 0.4, 2: 0.3}
+  assert all(r.status == "estimated" for r in out)
+
+
 def test_the_job_indices_follow_first_index_and_no_candidate_is_no_call():
   run = Scripted([1.0] * 8, [flat(0.5)] * 8)
   out, _ = cheap_first(candidates(2), CheapFirst(), EPOCHS, STEPS, seed=0, run=run, first_index=6)
@@ -297,6 +364,10 @@ def test_bad_schedules_are_refused():
     CheapFirst(keep=0)
   with pytest.raises(ValueError, match="eta must be >= 2 or None, got 1"):
     CheapFirst(eta=1)
+  with pytest.raises(ValueError, match="keep_at must be a positive number of epochs or None, got 0"):
+    CheapFirst(keep_at=0)
+  with pytest.raises(ValueError, match="keep_at needs a keep"):
+    CheapFirst(keep=None, keep_at=2)
   with pytest.raises(ValueError, match="top-down"):
     synthesize(None, None, strategy="evolutionary", budget=Budget(schedule=CheapFirst()))
 
