@@ -118,7 +118,8 @@ class CheapFirst:
       raise ValueError(f"CheapFirst.eta must be >= 2 or None, got {self.eta}")
     if self.keep_at is not None:
       if not self.keep_at > 0:
-        raise ValueError(f"CheapFirst.keep_at must be a positive number of epochs or None, got {self.keep_at}")
+        raise ValueError(f"CheapFirst.keep_at must be a positive number of epochs or None, got "
+                         f"{self.keep_at}")
       if self.keep is None:
         raise ValueError("CheapFirst.keep_at needs a keep (it says when the keep chooses among the cheap "
                          "candidates; keep=None trains them all to the end)")
