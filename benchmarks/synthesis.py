@@ -42,8 +42,8 @@ and "cheap", "cheap:S", "cheap:S:K" or "cheap:S:K:ETA" (`hx.synth.cheap_first.Ch
 keep=K, eta=ETA)`, S 80 and K 3 by default, K "all" for keep=None: every candidate probed for S optimiser
 steps, then the K cheap ones with the best probes, or all cheap ones, and the costly ones already ahead of
 them trained to the end; with ETA, those costly ones in halving rungs of that eta, the probe the first;
-K "K@E", e.g. "cheap:40:3@2", for `keep_at=E`: every cheap candidate trains E epochs before the best K go
-on).
+K "K@E", e.g. "cheap:40:3@1", for `keep_at=E`: every cheap candidate trains E epochs (2 by default) before
+the best K go on; "K@probe" for `keep_at=None`, the best K probes).
 Where a run has estimates and a "full" run of the same search is in the same output (or in the JSON
 `--compare` names), the figures add Spearman's rank correlation of the estimates with the full run's
 final validation scores, and whether the full run's winner is among the K trained.
@@ -392,9 +392,9 @@ def _isolated(args, argv: list[str], runs: list[tuple[str, str]]) -> dict:
 
 def _cheap_schedule(name: str):
   """`CheapFirst` of a "cheap", "cheap:S", "cheap:S:K" or "cheap:S:K:ETA" schedule name (S: the probe's
-  optimiser steps; K: the cheap candidates trained to the end, the best K probes, or "all", or "K@E": the
-  best K after E epochs, `keep_at=E`; ETA: the costly ones ahead go on in halving rungs of that eta;
-  default the schedule's)."""
+  optimiser steps; K: the cheap candidates trained to the end, the best K (after the default `keep_at`'s
+  epochs), or "all", or "K@E": the best K after E epochs, `keep_at=E` ("K@probe": by the probe, None);
+  ETA: the costly ones ahead go on in halving rungs of that eta; default the schedule's)."""
   from hx.synth.cheap_first import CheapFirst
 
   parts = name.split(":")
@@ -402,17 +402,17 @@ def _cheap_schedule(name: str):
     if len(parts) > 4:
       raise ValueError("too many parts")
     steps = int(parts[1]) if len(parts) > 1 else CheapFirst.probe_steps
-    keep, keep_at = CheapFirst.keep, None
+    keep, keep_at = CheapFirst.keep, CheapFirst.keep_at
     if len(parts) > 2:
       k, _, at = parts[2].partition("@")
       keep = None if k == "all" else int(k)
-      keep_at = float(at) if at else None
+      keep_at = None if at == "probe" else float(at) if at else keep_at
     eta = int(parts[3]) if len(parts) > 3 else None
     return CheapFirst(probe_steps=steps, keep=keep, eta=eta, keep_at=keep_at)
   except ValueError as e:
     raise SystemExit(f"schedule {name!r}: cheap, cheap:S, cheap:S:K or cheap:S:K:ETA (S the probe's steps, "
-                     f"K the cheap candidates kept, all, or K@E the best K after E epochs, ETA halving's "
-                     f"among the costly ones, e.g. cheap:40:2:4 or cheap:40:3@2): {e}") from e
+                     f"K the cheap candidates kept, all, or K@E the best K after E epochs or K@probe, ETA "
+                     f"halving's among the costly ones, e.g. cheap:40:2:4 or cheap:40:3@probe): {e}") from e
 
 
 def _estimate_schedule(name: str, args):

@@ -56,6 +56,9 @@ _CHEAP_FIRST = flags.DEFINE_integer(
 _CHEAP_KEEP = flags.DEFINE_integer(
     "cheap_keep", None, "With --cheap_first: only this many cheap candidates, the best probes, train to the "
     "end; 0: every cheap one; unset: the schedule's default (3).")
+_CHEAP_KEEP_AT = flags.DEFINE_float(
+    "cheap_keep_at", None, "With --cheap_first: every cheap candidate first trains this many epochs, and "
+    "--cheap_keep chooses by the scores there; 0: by the probe's; unset: the schedule's default (2).")
 
 
 def executor_from_flags() -> Any:
@@ -78,8 +81,8 @@ def executor_from_flags() -> Any:
 
 def schedule_from_flags() -> Any:
   """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, --halving_equal,
-  --halving_reference and --halving_val, the `hx.synth.cheap_first.CheapFirst` of --cheap_first and
-  --cheap_keep (with --halving, its `eta` from --halving_eta), or None.
+  --halving_reference and --halving_val, the `hx.synth.cheap_first.CheapFirst` of --cheap_first,
+  --cheap_keep and --cheap_keep_at (with --halving, its `eta` from --halving_eta), or None.
   FlagError (`hx.bin.checks`) for a first rung, an eta, a subsample or a probe that cannot work, also
   without --halving (they would be wrong the day it is added), and for halving's flags that do not apply
   under cheap first."""
@@ -93,6 +96,8 @@ def schedule_from_flags() -> Any:
                     f"{_HALVING_VAL.value}")
   if _CHEAP_KEEP.value is not None and _CHEAP_FIRST.value is None:
     raise FlagError("--cheap_keep needs --cheap_first (it says how many cheap candidates train to the end)")
+  if _CHEAP_KEEP_AT.value is not None and _CHEAP_FIRST.value is None:
+    raise FlagError("--cheap_keep_at needs --cheap_first (it says when the cheap candidates are compared)")
   if _CHEAP_FIRST.value is not None:
     if _CHEAP_FIRST.value < 1:
       raise FlagError(f"--cheap_first must be a positive number of optimiser steps, got {_CHEAP_FIRST.value}")
@@ -107,12 +112,15 @@ def schedule_from_flags() -> Any:
       eta = _HALVING_ETA.value
     from hx.synth.cheap_first import CheapFirst
 
-    keep = _CHEAP_KEEP.value
+    keep, at = _CHEAP_KEEP.value, _CHEAP_KEEP_AT.value
     if keep is not None and keep < 0:
       raise FlagError(f"--cheap_keep must be a number of candidates (0: every cheap one), got {keep}")
-    if keep is None:
-      return CheapFirst(probe_steps=_CHEAP_FIRST.value, eta=eta)
-    return CheapFirst(probe_steps=_CHEAP_FIRST.value, keep=keep or None, eta=eta)
+    if at is not None and not at >= 0:
+      raise FlagError(f"--cheap_keep_at must be a number of epochs (0: the probe), got {at:g}")
+    options = {} if keep is None else {"keep": keep or None}
+    if at is not None:
+      options["keep_at"] = at or None
+    return CheapFirst(probe_steps=_CHEAP_FIRST.value, eta=eta, **options)
   if not _HALVING.value:
     return None
   from hx.synth.halving import Halving

@@ -110,9 +110,11 @@ def test_the_cheap_schedule_names_its_probe_and_a_bad_one_is_refused():
   assert _cheap_schedule("cheap:40:3:4") == CheapFirst(probe_steps=40, keep=3, eta=4)
   assert _cheap_schedule("cheap:40:all:2") == CheapFirst(probe_steps=40, keep=None, eta=2)
   assert _cheap_schedule("cheap:40:3@2") == CheapFirst(probe_steps=40, keep=3, keep_at=2.0)
+  assert _cheap_schedule("cheap:40:3").keep_at == 2 and _cheap_schedule("cheap:40").keep_at == 2
+  assert _cheap_schedule("cheap:40:3@probe") == CheapFirst(probe_steps=40, keep=3, keep_at=None)
   assert _cheap_schedule("cheap:40:2@1.5:4") == CheapFirst(probe_steps=40, keep=2, keep_at=1.5, eta=4)
   for name in ("cheap:x", "cheap:0", "cheap:4:0", "cheap:4:2:1", "cheap:4:2:x", "cheap:4:2:4:1",
-               "cheap:4:3@0", "cheap:4:3@x", "cheap:4:all@2"):
+               "cheap:4:3@0", "cheap:4:3@x"):
     with pytest.raises(SystemExit, match=rf"schedule '{name}': cheap, cheap:S, cheap:S:K or cheap:S:K:ETA"):
       _cheap_schedule(name)
 

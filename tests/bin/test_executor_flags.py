@@ -73,3 +73,17 @@ def test_cheap_first_from_flags():
   with flagsaver.flagsaver(cheap_keep=2):
     with pytest.raises(FlagError, match="--cheap_keep needs --cheap_first"):
       executor_flags.schedule_from_flags()
+  # --cheap_keep_at: when the keep compares the cheap candidates (0: at the probe).
+  with flagsaver.flagsaver(cheap_first=40):
+    assert executor_flags.schedule_from_flags().keep_at == 2
+  with flagsaver.flagsaver(cheap_first=40, cheap_keep_at=1.0):
+    assert executor_flags.schedule_from_flags() == CheapFirst(probe_steps=40, keep_at=1.0)
+  with flagsaver.flagsaver(cheap_first=40, cheap_keep=2, cheap_keep_at=0.0):
+    assert executor_flags.schedule_from_flags() == CheapFirst(probe_steps=40, keep=2, keep_at=None)
+  with flagsaver.flagsaver(cheap_first=40, cheap_keep_at=-1.0):
+    with pytest.raises(FlagError, match=r"--cheap_keep_at must be a number of epochs \(0: the probe\), "
+                       r"got -1"):
+      executor_flags.schedule_from_flags()
+  with flagsaver.flagsaver(cheap_keep_at=2.0):
+    with pytest.raises(FlagError, match="--cheap_keep_at needs --cheap_first"):
+      executor_flags.schedule_from_flags()

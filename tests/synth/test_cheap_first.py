@@ -175,8 +175,13 @@ def test_a_probe_inside_an_epoch_pauses_there_and_keys_the_candidates_by_the_sch
     return run(batch)
 
   out, stopped = cheap_first(candidates(2), schedule, EPOCHS, STEPS, seed=0, run=recording)
-  assert run.calls == [[(0, 1.5, None), (1, 1.5, None)], [(0, None, 1.5)], [(1, None, 1.5)]]
+  # The cheap one on to 2 epochs (the default keep_at), then to the end; then the costly one.
+  assert run.calls == [[(0, 1.5, None), (1, 1.5, None)], [(0, 2.0, 1.5)], [(0, None, 2.0)], [(1, None, 1.5)]]
   assert {j.schedule for j in jobs} == {repr(schedule)} and stopped == {}
+  # Judged at the probe, the cheap one goes straight on to the end.
+  run = Scripted([0.01, 1.0], [flat(0.5), flat(0.4)])
+  cheap_first(candidates(2), CheapFirst(probe_steps=15, keep_at=None), EPOCHS, STEPS, seed=0, run=run)
+  assert run.calls == [[(0, 1.5, None), (1, 1.5, None)], [(0, None, 1.5)], [(1, None, 1.5)]]
   # On an epoch's end the jobs are the full run's (no schedule in their checkpoint key).
   jobs.clear()
   cheap_first(candidates(2), CheapFirst(probe_steps=20), EPOCHS, STEPS, seed=0, run=recording)
@@ -278,6 +283,8 @@ def test_a_rung_inside_an_epoch_keys_the_candidates_by_the_schedule():
   # Without eta the text and the settings are what they were before eta existed (runs saved then resume).
   assert repr(CheapFirst()) == "CheapFirst(probe_steps=80, cheap=0.2, keep=3)"
   assert jsonable(CheapFirst()) == {"probe_steps": 80, "cheap": 0.2, "keep": 3}
+  assert CheapFirst().keep_at == 2
+  assert repr(CheapFirst(keep_at=None)) == "CheapFirst(probe_steps=80, cheap=0.2, keep=3, keep_at=None)"
   assert jsonable(schedule) == {"probe_steps": 5, "cheap": 0.2, "keep": 3, "eta": 3}
 
 
@@ -305,7 +312,8 @@ def test_keep_at_judges_the_cheap_candidates_after_more_epochs_than_the_probe():
   assert "behind the cheap candidates' best final score 0.1): probe of 1 epochs scored 0.95" in out[4].reason
   # The same candidates judged by the probe keep 0 and 2, and lose candidate 1.
   run = Scripted(cost, score)
-  out, _ = cheap_first(candidates(5), CheapFirst(probe_steps=10, keep=2), EPOCHS, STEPS, seed=0, run=run)
+  out, _ = cheap_first(candidates(5), CheapFirst(probe_steps=10, keep=2, keep_at=None), EPOCHS, STEPS, seed=0,
+                       run=run)
   assert run.calls[1] == [(0, None, 1.0), (2, None, 1.0)] and out[1].status == "estimated"
   # A resumed candidate's training seconds are its probe's, its look's and the rest's: the whole run's.
   run = Scripted(cost, score)
@@ -366,8 +374,6 @@ def test_bad_schedules_are_refused():
     CheapFirst(eta=1)
   with pytest.raises(ValueError, match="keep_at must be a positive number of epochs or None, got 0"):
     CheapFirst(keep_at=0)
-  with pytest.raises(ValueError, match="keep_at needs a keep"):
-    CheapFirst(keep=None, keep_at=2)
   with pytest.raises(ValueError, match="top-down"):
     synthesize(None, None, strategy="evolutionary", budget=Budget(schedule=CheapFirst()))
 
