@@ -54,8 +54,8 @@ _CHEAP_FIRST = flags.DEFINE_integer(
     "one epoch of count_digit at 100%); unset: every candidate to the end. With --halving the costly ones "
     "ahead go on in halving rungs of --halving_eta, the probe the first.")
 _CHEAP_KEEP = flags.DEFINE_integer(
-    "cheap_keep", None, "With --cheap_first: only this many cheap candidates, the best probes, train to the "
-    "end; 0: every cheap one; unset: the schedule's default (3).")
+    "cheap_keep", None, "With --cheap_first: only this many cheap candidates, the best after "
+    "--cheap_keep_at epochs, train to the end; 0: every cheap one; unset: the schedule's default (3).")
 _CHEAP_KEEP_AT = flags.DEFINE_float(
     "cheap_keep_at", None, "With --cheap_first: every cheap candidate first trains this many epochs, and "
     "--cheap_keep chooses by the scores there; 0: by the probe's; unset: the schedule's default (2).")

@@ -108,8 +108,9 @@ class CheapFirst:
   keep: int | None = 3
   # Added after runs were saved: left out of their settings and checkpoint keys while None (hx.defaults).
   eta: int | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
-  # Added after runs were saved, with the default the earlier text stands for: a later look on an epoch's
-  # end trains nothing differently, so their checkpoints and kept files stay valid.
+  # Added after runs were saved, and left out of settings and keys at its default, 2: the text the earlier
+  # runs saved now reads as keep_at=2. A look on an epoch's end changes no candidate's training (only
+  # which candidates go on), so their checkpoints and kept files stay valid.
   keep_at: float | None = dataclasses.field(default=2.0, metadata={OMIT_DEFAULT: True})
 
   def __post_init__(self):
