@@ -192,20 +192,21 @@ def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: i
   `going_on`, `costly_rungs`, `survivors`): the winner's index and the epochs each candidate trains. A
   candidate's step cost is its training seconds per epoch (the steps of an epoch are the same for every
   candidate of a task)."""
-  from hx.synth.cheap_first import best_cheap, cheap_mask, costly_rungs, going_on, survivors
+  from hx.synth.cheap_first import best_cheap, cheap_mask, costly_rungs, going_on, look_epochs, survivors
 
   cheap = cheap_mask([c["train"] / max(c["epochs"], 1) for c in cands], cheap_share)
   probe = [min(c["curve"][:short]) for c in cands]
   finished = [c["epochs"] <= short for c in cands]  # its probe was all of its run (or it stopped early)
   reach = [min(short, c["epochs"]) for c in cands]  # the epochs each has trained so far
   judged = list(probe)
-  if keep_at is not None and keep is not None and keep_at > short:
-    # The cheap candidates' later look (CheapFirst.keep_at): all of them on to keep_at epochs first.
+  look = look_epochs(keep, keep_at, short, max(c["epochs"] for c in cands))
+  if look is not None:
+    # The cheap candidates' later look (CheapFirst.keep_at): all of them on to it first.
     for i, c in enumerate(cands):
       if cheap[i] and not finished[i]:
-        reach[i] = min(keep_at, c["epochs"])
+        reach[i] = min(look, c["epochs"])
         judged[i] = min(c["curve"][:reach[i]])
-        finished[i] = c["epochs"] <= keep_at
+        finished[i] = c["epochs"] <= look
   kept = set(best_cheap(judged, cheap, finished, keep))
   # As hx.synth.cheap_first: every candidate trained to the end has its final score (going_on reads the
   # cheap ones'); the costly ones' scores are still their probes'.

@@ -72,8 +72,8 @@ from hx.defaults import OMIT_DEFAULT, omit_defaults
 from hx.synth.jobs import Job, JobResult, continued, job_seed, step_costs
 from hx.synth.space import Candidate
 
-__all__ = ["CheapFirst", "probe_epochs", "step_costs", "cheap_mask", "best_cheap", "going_on", "costly_rungs",
-           "survivors", "cheap_first"]
+__all__ = ["CheapFirst", "probe_epochs", "step_costs", "cheap_mask", "look_epochs", "best_cheap", "going_on",
+           "costly_rungs", "survivors", "cheap_first"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +151,15 @@ def cheap_mask(costs: Sequence[float | None], share: float) -> list[bool]:
     return [False] * len(costs)
   top = max(known)
   return [c is not None and c <= share * top for c in costs]
+
+
+def look_epochs(keep: int | None, keep_at: float | None, probe: float, epochs: float) -> float | None:
+  """Where the cheap candidates are compared before the keep (rule 2a of the module docstring): `keep_at`
+  epochs, at most `epochs` (then they all train to the end), where there is a keep and `keep_at` lies
+  beyond a probe of `probe` epochs that is not the whole run; else None (the keep judges the probe)."""
+  if keep is None or keep_at is None or not probe < keep_at or not probe < epochs:
+    return None
+  return min(keep_at, epochs)
 
 
 def best_cheap(probe_scores: Sequence[float], cheap: Sequence[bool], finished: Sequence[bool],
@@ -244,12 +253,10 @@ def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: i
   until = probe_epochs(schedule.probe_steps, steps_per_epoch, epochs)
   whole = until >= epochs
   rungs = [] if whole or schedule.eta is None else costly_rungs(until, schedule.eta, epochs)
-  # The cheap candidates' later look (rule 2a): None where there is none, or where it is the end.
-  look = (schedule.keep_at if schedule.keep is not None and schedule.keep_at is not None
-          and until < schedule.keep_at < epochs else None)
+  look = look_epochs(schedule.keep, schedule.keep_at, until, epochs)
   # Pauses on epochs' ends leave the runs as they would be without the schedule: keyed as the full run's
   # (their checkpoints and kept files shared with it); one inside an epoch adds a validation.
-  pauses = [until] + rungs + ([] if look is None else [look])
+  pauses = [until] + rungs + ([] if look is None or look >= epochs else [look])
   key = None if all(u == int(u) for u in pauses) else repr(schedule)
   jobs = [Job(first_index + i, c, job_seed(seed, c), schedule=key) for i, c in enumerate(candidates)]
   if not jobs:
@@ -273,15 +280,12 @@ def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: i
 
   probe = [_score(r) for r in latest]
   cheap = cheap_mask(step_costs(latest), schedule.cheap)
-  keep = schedule.keep
-  if keep is not None and schedule.keep_at is not None and not whole and schedule.keep_at >= epochs:
-    keep = None  # the later look is the end: every cheap candidate trains to it
-  elif look is not None and not out_of_time():
+  if look is not None and not out_of_time():
     pool = [i for i, (c, f) in enumerate(zip(cheap, finished)) if c and not f]
     if pool:
-      resume(pool, look)
+      resume(pool, None if look >= epochs else look)  # a look at the end trains them all to it
   # The costly candidates have not trained since their probe: their scores are still the probe's.
-  kept = best_cheap([_score(r) for r in latest], cheap, finished, keep)
+  kept = best_cheap([_score(r) for r in latest], cheap, finished, schedule.keep)
   if kept and not out_of_time():
     resume(kept)
   costly, bar = going_on(probe, cheap, finished, [_score(r) if finished[i] else math.inf
@@ -310,8 +314,9 @@ def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: i
       elif i in costly or i in kept:
         why = "the search ran out of time"
       elif cheap[i]:
-        why = (f"its probe not among the {keep} best of the cheap candidates" if i not in reached else
-               f"its score after {reached[i]:g} epochs not among the {keep} best of the cheap candidates")
+        why = (f"its probe not among the {schedule.keep} best of the cheap candidates" if i not in reached
+               else f"its score after {reached[i]:g} epochs not among the {schedule.keep} best of the cheap "
+               "candidates")
       else:
         why = f"behind the cheap candidates' best final score {bar:.4g}"
       scored = f"{reached[i]:g} epochs" if i in reached else f"probe of {until:g} epochs"

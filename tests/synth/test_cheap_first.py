@@ -21,6 +21,7 @@ from hx.synth.cheap_first import (
   cheap_mask,
   costly_rungs,
   going_on,
+  look_epochs,
   probe_epochs,
   survivors,
 )
@@ -321,6 +322,15 @@ def test_keep_at_judges_the_cheap_candidates_after_more_epochs_than_the_probe():
                        seed=0, run=run)
   assert out[1].train_seconds == pytest.approx(EPOCHS * STEPS * 0.01)
   assert all(j.schedule is None for j in run.jobs)  # every pause on an epoch's end
+
+
+def test_the_look_lies_beyond_the_probe_at_most_at_the_end():
+  assert look_epochs(3, 2.0, 0.5, 20) == 2.0
+  assert look_epochs(3, 2.0, 2.0, 20) is None and look_epochs(3, 2.0, 3.0, 20) is None  # the probe judges
+  assert look_epochs(3, 30.0, 0.5, 20) == 20      # every cheap candidate to the end
+  assert look_epochs(None, 2.0, 0.5, 20) is None  # no keep: nothing to judge
+  assert look_epochs(3, None, 0.5, 20) is None
+  assert look_epochs(3, 2.0, 1.0, 1) is None      # the probe is the whole run
 
 
 def test_keep_at_at_or_before_the_probe_or_at_the_end():
