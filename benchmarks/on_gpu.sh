@@ -22,6 +22,15 @@
 #               (records, reports, settings, kept candidates: what git keeps). Here:
 #                 git rm -rq --ignore-unmatch DIR/SEQ...; tar xzf reproduction.tgz -C DIR
 #               then commit. A run cut short resumes from its kept candidates, on a GPU or a CPU.
+#               With REPRODUCE_WEIGHTS=1 it also brings back the weights the next call resumes from (see
+#               weights), so that the next call, carrying them, does not train the recorded winners again.
+#   weights     packs the latest library and network of every method and instantiation of
+#               REPRODUCE_SEQUENCES in REPRODUCE_DIR (`*/seed_*/libraries/after_NN` and `networks/after_NN`,
+#               the largest NN of each: what a resumed run loads instead of training a recorded task's winner
+#               or network again) into $OUT/weights.tgz.00, .01, ... (parts of REPRODUCE_WEIGHTS_PART bytes,
+#               default 15M: a lent machine brings back files of 16 MiB at most). Here:
+#                 cat weights.tgz.* | tar xzf - -C DIR
+#               and name those folders in the next call's carry (they are ignored by git: never committed).
 set -u
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
@@ -110,6 +119,38 @@ stage_reproduce() {
   (cd /tmp/hx_reproduction && tar czf "$OUT/reproduction.tgz" --exclude=checkpoints --exclude=libraries \
     --exclude=networks $folders)
   ls -l "$OUT/reproduction.tgz"
+  if [ "${REPRODUCE_WEIGHTS:-0}" = 1 ]; then
+    pack_weights /tmp/hx_reproduction "$folders"
+  fi
+}
+
+# pack_weights ROOT FOLDERS: the latest after_NN of each libraries/ and networks/ folder two levels under
+# each of FOLDERS (relative to ROOT) into $OUT/weights.tgz.NN parts; nothing when there is none.
+pack_weights() {
+  local root=$1 folders=$2 latest
+  latest=$(cd "$root" && for s in $folders; do
+    for d in "$s"/*/seed_*/libraries "$s"/*/seed_*/networks; do
+      [ -d "$d" ] && find "$d" -mindepth 1 -maxdepth 1 -type d -name 'after_*' | sort | tail -n 1
+    done
+  done)
+  if [ -z "$latest" ]; then
+    echo "weights: no libraries or networks under $root ($folders)"
+    return 0
+  fi
+  rm -f "$OUT"/weights.tgz.*
+  # shellcheck disable=SC2086  # one path a word: the folders' names have no spaces
+  (cd "$root" && tar czf - $latest) | split -b "${REPRODUCE_WEIGHTS_PART:-15M}" -d - "$OUT/weights.tgz."
+  echo "weights: $(echo "$latest" | wc -l) folders"
+  ls -l "$OUT"/weights.tgz.*
+}
+
+stage_weights() {
+  local dir=${REPRODUCE_DIR:-benchmarks/reproduction} sequences=${REPRODUCE_SEQUENCES:-}
+  if [ -z "$sequences" ]; then echo "weights: REPRODUCE_SEQUENCES must name the sequences (e.g. gs1,gs2)" >&2; exit 1; fi
+  if [ ! -d "$dir" ]; then echo "weights: REPRODUCE_DIR $dir is not a directory" >&2; exit 1; fi
+  local folders
+  folders=$(cd "$dir" && for s in ${sequences//,/ }; do [ -d "$s" ] && echo "$s"; done)
+  pack_weights "$dir" "$folders"
 }
 
 for stage in "$@"; do
