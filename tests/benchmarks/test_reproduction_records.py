@@ -133,8 +133,15 @@ def test_the_results_file_covers_every_sequence_recorded_not_only_the_last_comma
   assert text.startswith("Generated ") and "--results_only" in text.split("\n")[0]
   assert text.index("### CS3") < text.index("### SS") and "### GS1" not in text
   for sequence in ("cs3", "ss"):
-    for r in load_records(tmp_path / sequence):
-      assert f"| {r['task_index']}: {r['task']} | 2% |" in text
+    records = load_records(tmp_path / sequence)
+    # A row per task, named as instantiation 0 names it (others count digits of their own): "(n=K)" with
+    # K the instantiations recorded.
+    for r in records:
+      if r["instance"] == 0:
+        n = len({q["instance"] for q in records if q["task_index"] == r["task_index"]})
+        head = f"| {r['task_index']}: {r['task']} | 2% |"
+        row = next(line for line in text.splitlines() if line.startswith(head))
+        assert n == 1 or f"(n={n})" in row
   assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.name != "results.md"} == before
 
 
