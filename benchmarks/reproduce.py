@@ -5,6 +5,8 @@
         [--output_dir benchmarks/reproduction]
         [--results results.md] [--module fold_step_norm=False --output_dir DIR]
     python benchmarks/reproduce.py --results_only [--output_dir DIR]
+    python benchmarks/reproduce.py --mnist PATH/mnist.pkl.gz --sequences ls --seeds 0 --fractions 0.02
+        --library_after 5
 
 Each sequence runs through `hx.evaluation.run` with `preset="paper"` (the paper's sizes, modules,
 training settings, fractions, five instantiations and candidate budgets; `hx.evaluation.config`) into
@@ -26,6 +28,12 @@ OUTPUT_DIR (by this command or an earlier one), the paper's top program and test
 and the baselines' scores, the data each used and the time each took, to --results (markdown; default
 OUTPUT_DIR/results.md); --results_only writes that file alone from the records, training nothing
 (with no flag but --output_dir and --results).
+
+--library_after K trains nothing but HOUDINI's library after task K of each sequence and instantiation
+named, from the records (`hx.evaluation.rebuild_libraries`: each recorded winner of tasks 1..K trained
+once more with its search's seed), into OUTPUT_DIR/<sequence>/<method>/seed_S/libraries/after_KK, which
+`benchmarks/synthesis.py --library` takes for a study of task K+1; the other flags must name the run as it
+was started (its fractions and methods), and it writes no record and no results file.
 
 --methods and --strategies choose what runs (e.g. `--methods houdini --strategies evolutionary`, the
 paper's evolutionary search); other methods than a directory's are another run, for a directory of its
@@ -49,7 +57,7 @@ from hx.baselines import NetworkError
 from hx.bin.checks import module_overrides
 from hx.compile.checkpoint import CheckpointError
 from hx.data import SEQUENCES, DataError, Sources
-from hx.evaluation import ConfigError, EvalConfig, load_records, method_label, run
+from hx.evaluation import ConfigError, EvalConfig, load_records, method_label, rebuild_libraries, run
 from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
 from hx.evaluation.report import score_text
 from hx.evaluation.runner import check_directory
@@ -164,6 +172,8 @@ def main() -> int:
                       help="methods, of houdini, standalone, llt, pnn, standalone_with_fold (default: those "
                            "the paper compares on each sequence)")
   parser.add_argument("--strategies", default="topdown", help="HOUDINI's: topdown, evolutionary")
+  parser.add_argument("--library_after", type=int, default=None,
+                      help="only rebuild HOUDINI's library after this task from the records (see above)")
   parser.add_argument("--module", default=None,
                       help="ModuleConfig fields to change, as hx.bin.run's --module (e.g. "
                            "fold_step_norm=False): a variant, not the paper preset, so only with an "
@@ -189,11 +199,15 @@ def main() -> int:
                                strategies=[x for x in args.strategies.split(",") if x])
                for s in sequences]
     for config in configs:
-      # Every directory checked before anything trains: a mismatch is not found hours later.
-      check_directory(config, out / config.sequence)
+      # Every directory checked before anything trains: a mismatch is not found hours later. (Not for
+      # --library_after, which must not start a run where there is none: it checks for itself.)
+      if args.library_after is None:
+        check_directory(config, out / config.sequence)
   except (ConfigError, ValueError) as err:
     print(f"error: {err}", file=sys.stderr)
     return 1
+  if args.library_after is not None:
+    return _rebuild_libraries(configs, out, args.library_after)
   start = time.monotonic()
   for config in configs:
     left = None if args.time_budget is None else args.time_budget - (time.monotonic() - start)
@@ -211,6 +225,20 @@ def main() -> int:
           f"report {outcome.report}", flush=True)
   out.mkdir(parents=True, exist_ok=True)  # a run stopped before its first sequence still writes the file
   return _write_results(args)
+
+
+def _rebuild_libraries(configs: list[EvalConfig], out: Path, after: int) -> int:
+  """--library_after: each sequence's libraries after task `after`, rebuilt from its records; 1 (one line)
+  where a sequence cannot be."""
+  for config in configs:
+    try:
+      paths = rebuild_libraries(config, out / config.sequence, after)
+    except (ConfigError, DataError, CheckpointError, LibraryError) as err:
+      print(f"error: {err}", file=sys.stderr)
+      return 1
+    for path in paths:
+      print(f"{config.sequence}: library after task {after}: {path}", flush=True)
+  return 0
 
 
 # What --results_only reads: the others choose what trains, and it trains nothing.

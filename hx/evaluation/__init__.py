@@ -3,6 +3,7 @@
     config = EvalConfig.make("cs1", preset="quick")          # methods, fractions, instances, budgets
     outcome = run(config, "runs/cs1-quick", progress=print)  # records, networks, report.md, plots/
     build_report("runs/cs1-quick")                           # the report again, from the records alone
+    rebuild_libraries(config, "runs/cs1-quick", after=2)     # HOUDINI's library after task 2, again
 
 A layer above `hx.synth` (HOUDINI) and `hx.baselines`, below the binaries (`hx.bin.run`, `hx.bin.report`).
 """
@@ -20,9 +21,10 @@ from hx.evaluation.config import (
 )
 from hx.evaluation.records import load_records
 from hx.evaluation.report import build_report, summary_lines
-from hx.evaluation.runner import Outcome, run
+from hx.evaluation.runner import Outcome, rebuild_libraries, run
 
 __all__ = [
     "BASELINES", "GRAPH_SEQUENCES", "METHODS", "PRESETS", "ConfigError", "EvalConfig", "Preset",
     "default_methods", "method_label", "load_records", "build_report", "summary_lines", "Outcome", "run",
+    "rebuild_libraries",
 ]

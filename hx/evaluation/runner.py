@@ -59,8 +59,8 @@ from hx.evaluation.records import (
 from hx.synth.jsonfiles import jsonable
 from hx.synth.progress import Progress
 
-__all__ = ["Outcome", "run", "check_data", "check_directory", "settings_json", "expected_records",
-           "training_seed"]
+__all__ = ["Outcome", "run", "rebuild_libraries", "check_data", "check_directory", "settings_json",
+           "expected_records", "training_seed"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -434,6 +434,64 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
       break
   finished = all(record_path(directory, *e) for e in expected)
   return Outcome(directory, False, finished, stopped, runner.ran, _report(directory) if report else None)
+
+
+def rebuild_libraries(config: EvalConfig, directory: Any, after: int) -> list[Path]:
+  """HOUDINI's library after task `after` of each instantiation of the run in `directory`, rebuilt from the
+  records where it is missing; nothing else trains and no record changes.
+
+  A committed reproduction keeps records, not libraries (a fresh clone has none), while a study of a
+  later task (`benchmarks/synthesis.py --library`: its schedules, or one program's training seeds) needs
+  the library the run's search saw. Each recorded winner of tasks 1..`after` is trained once more with
+  its search's seed and settings (`hx.synth.run_sequence`, as a resumed run rebuilds them), so the library
+  is the run's on the machine that built it, and equal to it within the rounding of another machine's
+  kernels (the reproduction's README, "What a session can finish").
+
+  Args:
+    config: the run's settings, as it was started (`check_directory` refuses others; instantiations may
+      be a part of the run's).
+    directory: the run's directory (its settings.json and records).
+    after: the task (1-based) after which the library is wanted.
+
+  Returns:
+    The libraries' folders (`<method>/seed_S/libraries/after_TT`), one per HOUDINI method of the run and
+    instantiation.
+
+  Raises:
+    ConfigError: `directory` holds no run or another one; `after` outside 1..tasks; a task up to `after`
+      not recorded at every fraction (the record's place named); a later library saved where this one is
+      not (`run_sequence` resumes from the latest: the message says which to move away).
+  """
+  directory = Path(directory)
+  if not (directory / "settings.json").exists():
+    raise ConfigError(f"{directory} holds no hx evaluation (no settings.json): nothing to rebuild from")
+  if not 1 <= after <= config.tasks:
+    raise ConfigError(f"the library after task {after}: the run has tasks 1-{config.tasks}")
+  check_data(config)
+  check_directory(config, directory)
+  runner = _Runner(config, directory, None, lambda line: None)
+  wanted = []
+  for instance in config.seeds:
+    for method in (m for m in config.methods if m.startswith("houdini_")):
+      for index in range(1, after + 1):
+        for f in config.fractions:
+          if record_path(directory, method, instance, index, f) is None:
+            raise ConfigError(f"{directory / method / f'seed_{instance}' / 'records'}: task {index} at "
+                              f"fraction {f:g} is not recorded, so the library after task {after} cannot "
+                              "be rebuilt from the records")
+      libraries = runner.method_dir(method, instance) / "libraries"
+      later = sorted(p.name for p in libraries.glob("after_*")
+                     if p.name[6:].isdigit() and int(p.name[6:]) > after)
+      target = libraries / f"after_{after:02d}"
+      if not target.exists() and later:
+        raise ConfigError(f"{libraries} holds {later[-1]} but not after_{after:02d}: a run resumes from its "
+                          f"latest library, so move {', '.join(later)} away and run this again")
+      wanted.append((method, instance, target))
+  for method, instance, target in wanted:
+    if not target.exists():
+      seq = make_sequence(config.sequence, instance, config.sources, config.sizes)
+      runner.houdini_sequence(method, instance, seq, after)
+  return [target for _, _, target in wanted]
 
 
 def _report(directory: Path) -> Path | None:

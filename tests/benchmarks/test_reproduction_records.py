@@ -170,3 +170,17 @@ def test_results_only_refuses_bad_flags_in_one_line_and_writes_nothing(tmp_path,
   err = capsys.readouterr().err.strip().replace(str(tmp_path) + "/", "")
   assert len(err.splitlines()) == 1 and err.startswith(message)
   assert not list(tmp_path.rglob("results.md"))
+
+
+def test_library_after_refuses_a_folder_with_no_run_in_one_line_and_starts_none(tmp_path):
+  import subprocess
+  import sys
+
+  script = ROOT.parent / "reproduce.py"
+  out = subprocess.run([sys.executable, str(script), "--sequences", "ls", "--seeds", "0",
+                        "--fractions", "0.02", "--library_after", "5", "--output_dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120)
+  assert out.returncode == 1 and "Traceback" not in out.stderr
+  assert out.stderr.strip().splitlines() == [
+      f"error: {tmp_path / 'ls'} holds no hx evaluation (no settings.json): nothing to rebuild from"]
+  assert list(tmp_path.iterdir()) == []  # no run started, no results file

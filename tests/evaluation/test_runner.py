@@ -142,3 +142,63 @@ def test_a_run_directory_takes_more_instantiations_but_not_other_settings(tmp_pa
   assert json.loads((run / "settings.json").read_text())["settings"]["seeds"] == [0, 1, 2]
   with pytest.raises(ConfigError, match="differing: fractions"):
     check_directory(EvalConfig.make("cs1", seeds=(3,), fractions=(0.1,)), run)
+
+
+def test_rebuild_libraries_refuses_in_one_error_before_training_anything(tmp_path):
+  from hx.evaluation import rebuild_libraries
+  from hx.evaluation.runner import check_directory
+
+  config = EvalConfig.make("cs1", methods=["houdini", "standalone"], seeds=(0,), fractions=(0.02, 0.1))
+  missing = tmp_path / "none"
+  with pytest.raises(ConfigError, match="holds no hx evaluation .no settings.json.: nothing to rebuild from"):
+    rebuild_libraries(config, missing, 2)
+  assert not missing.exists()  # no run started where there was none
+  run_dir = tmp_path / "run"
+  check_directory(config, run_dir)
+  for after in (0, 5):
+    with pytest.raises(ConfigError, match=f"the library after task {after}: the run has tasks 1-4"):
+      rebuild_libraries(config, run_dir, after)
+  records = run_dir / "houdini_topdown" / "seed_0" / "records"
+  (records / "01_recognize_digit_0_").mkdir(parents=True)
+  for f in ("0.02", "0.1"):  # task 1 at both fractions; task 2 at one only
+    (records / "01_recognize_digit_0_" / f"fraction_{f}.json").write_text("{}")
+  (records / "02_recognize_digit_1_").mkdir()
+  (records / "02_recognize_digit_1_" / "fraction_0.02.json").write_text("{}")
+  with pytest.raises(ConfigError, match=r"records: task 2 at fraction 0.1 is not recorded, so the library "
+                                        r"after task 2 cannot be rebuilt"):
+    rebuild_libraries(config, run_dir, 2)
+  later = run_dir / "houdini_topdown" / "seed_0" / "libraries" / "after_03"
+  later.mkdir(parents=True)
+  with pytest.raises(ConfigError, match="holds after_03 but not after_01: a run resumes from its latest "
+                                        "library, so move after_03 away"):
+    rebuild_libraries(config, run_dir, 1)
+  assert not (later.parent / "after_01").exists()
+
+
+@pytest.mark.slow
+def test_rebuild_libraries_trains_the_recorded_winners_again_into_the_runs_library(tmp_path):
+  # A committed run on a fresh clone (records, no libraries): the library after task 1 comes back as the
+  # run saved it (the same machine: the same arrays), and nothing recorded changes.
+  import shutil
+
+  from hx.evaluation import rebuild_libraries
+  from hx.synth.library import Library
+
+  config = EvalConfig.make("ss", methods=["houdini", "standalone"], candidates=2, epochs=1, fractions=(1.0,),
+                           examples=(150, 60, 60), module_overrides=TINY_MODULES)
+  assert run(config, tmp_path / "whole").finished
+  part = tmp_path / "part"
+  shutil.copytree(tmp_path / "whole", part)
+  for kept in ("libraries", "networks", "checkpoints"):
+    for d in list(part.rglob(kept)):
+      shutil.rmtree(d)
+  records = {p: p.read_bytes() for p in part.rglob("records/*/*.json")}
+  (path,) = rebuild_libraries(config, part, 1)
+  assert path == part / "houdini_topdown" / "seed_0" / "libraries" / "after_01"
+  got, want = Library.load(path), Library.load(tmp_path / "whole" / "houdini_topdown" / "seed_0" / "libraries"
+                                                / "after_01")
+  assert dict(got.types()) == dict(want.types()) and got.types()
+  assert dict(got.versions()) == dict(want.versions())  # each function's arrays, to the bit
+  assert {p: p.read_bytes() for p in part.rglob("records/*/*.json")} == records
+  assert not (part / "houdini_topdown" / "seed_0" / "libraries" / "after_02").exists()
+  assert rebuild_libraries(config, part, 1) == [path]  # there already: nothing trains
