@@ -80,6 +80,12 @@ What an evaluation run defaults to (`hx.evaluation.EvalConfig.make`): two preset
            the libraries the paper's programs leave): in the cost order the first candidates are
            `map_g(...)` programs, a network per cell with no graph convolution at all, which cannot see a
            path, and 4 of them were what GS2's quick run showed.
+           On SS the MLPs are 256 wide and the LSTM 100 (the paper's width; 64 and 32 elsewhere): with
+           the others' sizes no method learned to sum the test lists of 6-8 digits from training lists
+           of 2-5 (test RMSE 9.25 for HOUDINI and 9.06 for the standalone network at 100%, where the test
+           sums' standard deviation is 8.07); with these, HOUDINI's program over task 1's frozen
+           classifier learns them better than the standalone network (benchmarks/RESULTS.md, "The
+           README's first command", 2026-11-28).
 """
 
 from __future__ import annotations
@@ -317,6 +323,8 @@ class Preset:
     fractions: default training fractions; graph_fractions those of the graph sequences.
     seeds: default instantiations.
     graph_modules: (ModuleConfig field, value) changes on the graph sequences, before the caller's.
+    sequence_modules: (sequence, ((ModuleConfig field, value), ...)) changes on one sequence, after
+      `graph_modules` and before the caller's.
     task_candidates: (sequence, task number, candidate programs) where a task's budget differs from its
       sequence's.
     search: "paper" (`hx.synth.paper_space`) or a `SearchSpace.order` for the default space.
@@ -334,6 +342,7 @@ class Preset:
   seeds: tuple[int, ...]
   module_sizes: tuple[tuple[str, Any], ...] = ()
   graph_modules: tuple[tuple[str, Any], ...] = ()
+  sequence_modules: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
   task_candidates: tuple[tuple[str, int, int], ...] = ()
   search: str = "cost"
   min_steps: int = 0
@@ -364,9 +373,11 @@ class Preset:
 
   def modules(self, sequence: str) -> Any:
     """The module sizes of `sequence` under this preset."""
+    config = self.module_config
     if sequence in GRAPH_SEQUENCES and self.graph_modules:
-      return dataclasses.replace(self.module_config, **dict(self.graph_modules))
-    return self.module_config
+      config = dataclasses.replace(config, **dict(self.graph_modules))
+    changes = dict(self.sequence_modules).get(sequence)
+    return dataclasses.replace(config, **dict(changes)) if changes else config
 
 
 EVALUATION_PRESETS: dict[str, Preset] = {
@@ -384,6 +395,8 @@ EVALUATION_PRESETS: dict[str, Preset] = {
         module_sizes=(("mlp_hidden", 64), ("cnn_channels", (8, 16)), ("lstm_hidden", 32),
                       ("graph_hidden", 16), ("graph_message", 8)),
         epochs=(("lists", 8),), batch_sizes=(("lists", 32),),
+        # SS: the sum of 6-8 digits is learned from lists of 2-5 only by wider modules (module docstring).
+        sequence_modules=(("ss", (("mlp_hidden", 256), ("lstm_hidden", 100))),),
         candidates=(("gs1", 30), ("gs2", 30), ("*", 4)), fractions=(0.1, 1.0),
         graph_fractions=(1.0,), seeds=(0,), min_steps=30, graph_search="paper"),
 }

@@ -29,6 +29,18 @@ def test_the_paper_preset_gives_the_graph_sequences_the_authors_grid_kernel(sequ
   assert spec.template == "slot_kernel" and dict(spec.hyper)["keep"] == 1
 
 
+def test_the_quick_preset_widens_ss_modules_only_and_the_caller_has_the_last_word():
+  quick = PRESETS["quick"].module_config
+  ss = EvalConfig.make("ss", preset="quick").module_config
+  assert ss == dataclasses.replace(quick, mlp_hidden=256, lstm_hidden=100)
+  assert (quick.mlp_hidden, quick.lstm_hidden) == (64, 32)
+  for sequence in ("cs1", "cs2", "cs3", "ls"):
+    assert EvalConfig.make(sequence, preset="quick").module_config == quick
+  assert EvalConfig.make("ss", preset="paper").module_config == ModuleConfig()
+  mine = EvalConfig.make("ss", preset="quick", module_overrides={"lstm_hidden": 8}).module_config
+  assert (mine.mlp_hidden, mine.lstm_hidden) == (256, 8)
+
+
 def test_other_sequences_and_presets_keep_their_sizes_and_the_caller_has_the_last_word():
   assert EvalConfig.make("cs1", preset="paper").module_config == ModuleConfig()
   assert EvalConfig.make("gs2", preset="quick").module_config == PRESETS["quick"].module_config
