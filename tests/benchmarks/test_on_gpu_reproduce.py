@@ -15,11 +15,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _stage(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+def _stage(tmp_path: Path, stage: str = "reproduce", **env: str) -> subprocess.CompletedProcess:
   base = {k: v for k, v in os.environ.items() if not k.startswith("REPRODUCE_") and k != "MNIST"}
   # python3 is the interpreter running the tests (the stage calls python3).
   base["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{base.get('PATH', '')}"
-  return subprocess.run(["bash", str(ROOT / "benchmarks" / "on_gpu.sh"), "reproduce"], capture_output=True,
+  return subprocess.run(["bash", str(ROOT / "benchmarks" / "on_gpu.sh"), stage], capture_output=True,
                         text=True, env={**base, "OUT": str(tmp_path / "out"), **env}, timeout=120)
 
 
@@ -46,12 +46,6 @@ def test_a_refused_reproduce_run_is_exit_1_and_brings_nothing_back(tmp_path):
   assert not (tmp_path / "out" / "reproduction.tgz").exists()
 
 
-def _weights(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
-  base = {k: v for k, v in os.environ.items() if not k.startswith("REPRODUCE_")}
-  return subprocess.run(["bash", str(ROOT / "benchmarks" / "on_gpu.sh"), "weights"], capture_output=True,
-                        text=True, env={**base, "OUT": str(tmp_path / "out"), **env}, timeout=120)
-
-
 def _tree(root: Path) -> None:
   """A reproduction folder's weights as a run leaves them: libraries and networks after each task."""
   for rel in ["gs2/houdini_topdown/seed_0/libraries/after_01",
@@ -67,7 +61,8 @@ def _tree(root: Path) -> None:
 def test_weights_packs_the_latest_library_and_network_of_each_method_in_parts(tmp_path):
   root = tmp_path / "reproduction"
   _tree(root)
-  out = _weights(tmp_path, REPRODUCE_SEQUENCES="gs2", REPRODUCE_DIR=str(root), REPRODUCE_WEIGHTS_PART="4K")
+  out = _stage(tmp_path, "weights", REPRODUCE_SEQUENCES="gs2", REPRODUCE_DIR=str(root),
+               REPRODUCE_WEIGHTS_PART="4K")
   assert out.returncode == 0, out.stderr
   parts = sorted((tmp_path / "out").glob("weights.tgz.*"))
   assert [p.name for p in parts][:2] == ["weights.tgz.00", "weights.tgz.01"]  # 9 KB of weights in 4 KB parts
@@ -89,7 +84,7 @@ def test_weights_packs_the_latest_library_and_network_of_each_method_in_parts(tm
 def test_weights_with_none_to_pack_brings_nothing(tmp_path):
   root = tmp_path / "reproduction"
   (root / "gs2/standalone/seed_0/records").mkdir(parents=True)
-  out = _weights(tmp_path, REPRODUCE_SEQUENCES="gs2", REPRODUCE_DIR=str(root))
+  out = _stage(tmp_path, "weights", REPRODUCE_SEQUENCES="gs2", REPRODUCE_DIR=str(root))
   assert out.returncode == 0, out.stderr
   assert "weights: no libraries or networks under" in out.stdout
   assert not list((tmp_path / "out").glob("weights.tgz*"))
@@ -101,6 +96,6 @@ def test_weights_with_none_to_pack_brings_nothing(tmp_path):
      "weights: REPRODUCE_DIR /nonexistent/reproduction is not a directory"),
 ])
 def test_weights_bad_settings_are_one_line_and_exit_1(tmp_path, env, message):
-  out = _weights(tmp_path, **env)
+  out = _stage(tmp_path, "weights", **env)
   assert out.returncode == 1
   assert out.stderr.strip().splitlines() == [message]
