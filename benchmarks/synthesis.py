@@ -43,7 +43,9 @@ keep=K, eta=ETA)`, S 80 and K 3 by default, K "all" for keep=None: every candida
 steps, then the K cheap ones with the best probes, or all cheap ones, and the costly ones already ahead of
 them trained to the end; with ETA, those costly ones in halving rungs of that eta, the probe the first;
 K "K@E", e.g. "cheap:40:3@1", for `keep_at=E`: every cheap candidate trains E epochs (2 by default) before
-the best K go on; "K@probe" for `keep_at=None`, the best K probes).
+the best K go on; "K@probe" for `keep_at=None`, the best K probes; a suffix "+free", e.g.
+"cheap:40:3@2+free", for `free=True`: beside the K, every cheap candidate whose remaining training costs
+at most one probe of the costliest candidate).
 Where a run has estimates and a "full" run of the same search is in the same output (or in the JSON
 `--compare` names), the figures add Spearman's rank correlation of the estimates with the full run's
 final validation scores, and whether the full run's winner is among the K trained.
@@ -394,11 +396,15 @@ def _cheap_schedule(name: str):
   """`CheapFirst` of a "cheap", "cheap:S", "cheap:S:K" or "cheap:S:K:ETA" schedule name (S: the probe's
   optimiser steps; K: the cheap candidates trained to the end, the best K (after the default `keep_at`'s
   epochs), or "all", or "K@E": the best K after E epochs, `keep_at=E` ("K@probe": by the probe, None);
-  ETA: the costly ones ahead go on in halving rungs of that eta; default the schedule's)."""
+  ETA: the costly ones ahead go on in halving rungs of that eta; default the schedule's; a suffix
+  "+free": `free=True`)."""
   from hx.synth.cheap_first import CheapFirst
 
+  name, plus, flag = name.partition("+")
   parts = name.split(":")
   try:
+    if plus and flag != "free":
+      raise ValueError(f"unknown suffix +{flag} (+free is the one)")
     if len(parts) > 4:
       raise ValueError("too many parts")
     steps = int(parts[1]) if len(parts) > 1 else CheapFirst.probe_steps
@@ -408,11 +414,12 @@ def _cheap_schedule(name: str):
       keep = None if k == "all" else int(k)
       keep_at = None if at == "probe" else float(at) if at else keep_at
     eta = int(parts[3]) if len(parts) > 3 else None
-    return CheapFirst(probe_steps=steps, keep=keep, eta=eta, keep_at=keep_at)
+    return CheapFirst(probe_steps=steps, keep=keep, eta=eta, keep_at=keep_at, free=bool(plus))
   except ValueError as e:
-    raise SystemExit(f"schedule {name!r}: cheap, cheap:S, cheap:S:K or cheap:S:K:ETA (S the probe's steps, "
-                     f"K the cheap candidates kept, all, or K@E the best K after E epochs or K@probe, ETA "
-                     f"halving's among the costly ones, e.g. cheap:40:2:4 or cheap:40:3@probe): {e}") from e
+    raise SystemExit(f"schedule {name + plus + flag!r}: cheap, cheap:S, cheap:S:K or cheap:S:K:ETA (S the "
+                     f"probe's steps, K the cheap candidates kept, all, or K@E the best K after E epochs or "
+                     f"K@probe, ETA halving's among the costly ones, e.g. cheap:40:2:4 or cheap:40:3@probe; "
+                     f"+free after any of them): {e}") from e
 
 
 def _estimate_schedule(name: str, args):

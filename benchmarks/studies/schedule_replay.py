@@ -186,15 +186,26 @@ def stopped(curve: list[float], patience: int) -> tuple[int, float, int]:
 
 
 def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: int | None = None,
-                eta: int | None = None, keep_at: int | None = None) -> tuple[int, list[int]]:
+                eta: int | None = None, keep_at: int | None = None, free: float | None = None
+                ) -> tuple[int, list[int]]:
   """`hx.synth.cheap_first.CheapFirst` replayed with a probe of `short` epochs (module docstring), its
   `keep`, its `eta` and its `keep_at` (whole epochs), by its own rule (`cheap_mask`, `best_cheap`,
-  `going_on`, `costly_rungs`, `survivors`): the winner's index and the epochs each candidate trains. A
-  candidate's step cost is its training seconds per epoch (the steps of an epoch are the same for every
-  candidate of a task)."""
-  from hx.synth.cheap_first import best_cheap, cheap_mask, costly_rungs, going_on, look_epochs, survivors
+  `free_cheap`, `going_on`, `costly_rungs`, `survivors`): the winner's index and the epochs each candidate
+  trains. A candidate's step cost is its training seconds per epoch (the steps of an epoch are the same
+  for every candidate of a task). `free`: None, or `CheapFirst(free=True)` with a probe of that many
+  epochs (the probe's steps over an epoch's, unrounded) as the measure of one costly probe."""
+  from hx.synth.cheap_first import (
+    best_cheap,
+    cheap_mask,
+    costly_rungs,
+    free_cheap,
+    going_on,
+    look_epochs,
+    survivors,
+  )
 
-  cheap = cheap_mask([c["train"] / max(c["epochs"], 1) for c in cands], cheap_share)
+  costs = [c["train"] / max(c["epochs"], 1) for c in cands]
+  cheap = cheap_mask(costs, cheap_share)
   probe = [min(c["curve"][:short]) for c in cands]
   finished = [c["epochs"] <= short for c in cands]  # its probe was all of its run (or it stopped early)
   reach = [min(short, c["epochs"]) for c in cands]  # the epochs each has trained so far
@@ -208,6 +219,9 @@ def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: i
         judged[i] = min(c["curve"][:reach[i]])
         finished[i] = c["epochs"] <= look
   kept = set(best_cheap(judged, cheap, finished, keep))
+  if free is not None and keep is not None:
+    kept |= set(free_cheap(costs, cheap, finished, judged, [c["epochs"] - r for c, r in zip(cands, reach)],
+                           free))
   # As hx.synth.cheap_first: every candidate trained to the end has its final score (going_on reads the
   # cheap ones'); the costly ones' scores are still their probes'.
   on, bar = going_on(judged, cheap, finished, [c["val"] if i in kept or finished[i] else math.inf
@@ -228,12 +242,13 @@ def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: i
 
 
 def probe_rows(task: dict, probe_steps: tuple[int, ...], keeps: tuple[int | None, ...] = (None,),
-               etas: tuple[int | None, ...] = (None,), keep_at: int | None = None
-               ) -> list[tuple[str, int, int | None, int | None, int | None]]:
+               etas: tuple[int | None, ...] = (None,), keep_at: int | None = None, free: bool = False
+               ) -> list[tuple[str, int, int | None, int | None, int | None, float | None]]:
   """Per probe of S optimiser steps, keep K and eta E (`CheapFirst(probe_steps=S, keep=K, eta=E,
-  keep_at=keep_at)`), its row name, its epochs on `task` (`hx.synth.cheap_first.probe_epochs`, from the
-  task's steps per epoch), K, E and keep_at. The records score whole epochs only: a probe that ends inside
-  an epoch is replayed to the end of that epoch, and its row says so."""
+  keep_at=keep_at, free=free)`), its row name, its epochs on `task` (`hx.synth.cheap_first.probe_epochs`,
+  from the task's steps per epoch), K, E, keep_at, and with `free` the probe's unrounded epochs (else
+  None). The records score whole epochs only: a probe that ends inside an epoch is replayed to the end of
+  that epoch, and its row says so."""
   from hx.synth.cheap_first import probe_epochs
 
   rows = []
@@ -245,7 +260,8 @@ def probe_rows(task: dict, probe_steps: tuple[int, ...], keeps: tuple[int | None
       at = "" if keep_at is None or k is None else f" judged at {keep_at} epochs"
       for eta in etas:
         rows.append((f"cheap first, probe {s} steps{'' if k is None else f', keep {k}'}{at}"
-                     f"{'' if eta is None else f', halving {eta}'}{rounded}", whole, k, eta, keep_at))
+                     f"{'' if eta is None else f', halving {eta}'}{', + free' if free else ''}{rounded}",
+                     whole, k, eta, keep_at, e if free else None))
   return rows
 
 
@@ -253,7 +269,7 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
                 subsample: int, patiences: tuple[int, ...] = (),
                 cheap_shorts: tuple[int, ...] = (), probe_steps: tuple[int, ...] = (),
                 keeps: tuple[int | None, ...] = (None,), etas: tuple[int | None, ...] = (None,),
-                keep_at: int | None = None) -> list[dict]:
+                keep_at: int | None = None, free: bool = False) -> list[dict]:
   """One row per schedule on `task`: the program chosen, its rank in the full run, its validation and
   test scores, candidate-epochs and modelled seconds."""
   from hx.synth.estimate import spearman
@@ -302,10 +318,10 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
     seconds += sum(_cost(cands[i], cands[i]["epochs"]) - cands[i]["compile"] for i in kept)
     rows.append(row(f"short {e}, keep {keep}", win, e * len(cands) + sum(cands[i]["epochs"] for i in kept),
                     seconds, spearman(estimate, [c["val"] for c in cands])))
-  cheap_rows = [(f"cheap first, short {e} against them", e, None, None, None) for e in cheap_shorts]
-  for name, e, k, eta, at in cheap_rows + (probe_rows(task, probe_steps, keeps, etas, keep_at)
-                                          if probe_steps else []):
-    win, trained = cheap_first(cands, e, keep=k, eta=eta, keep_at=at)
+  cheap_rows = [(f"cheap first, short {e} against them", e, None, None, None, None) for e in cheap_shorts]
+  for name, e, k, eta, at, fr in cheap_rows + (probe_rows(task, probe_steps, keeps, etas, keep_at, free)
+                                              if probe_steps else []):
+    win, trained = cheap_first(cands, e, keep=k, eta=eta, keep_at=at, free=fr)
     rows.append(row(name, win, sum(trained), sum(_cost(c, n) for c, n in zip(cands, trained))))
   return rows
 
@@ -360,6 +376,11 @@ def main(argv: list[str] | None = None) -> dict:
   # The default keep judged after 2 epochs, where halving's first rung judges (`CheapFirst(keep_at=2)`).
   rows += [r for t in tasks for r in replay_task(t, [], [], args.subsample, (), (), (40, 80), (3,), (None,),
                                                  keep_at=2)
+           if r["schedule"].startswith("cheap first")]
+  # The same with every cheap candidate whose rest costs at most one costly probe trained on too
+  # (`CheapFirst(keep_at=2, free=True)`).
+  rows += [r for t in tasks for r in replay_task(t, [], [], args.subsample, (), (), (40, 80), (3,), (None,),
+                                                 keep_at=2, free=True)
            if r["schedule"].startswith("cheap first")]
   print(f"# {len(tasks)} tasks (replayed from {os.path.relpath(args.root)}; costs modelled from the "
         "records)\n")

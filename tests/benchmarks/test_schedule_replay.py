@@ -168,6 +168,24 @@ def test_keep_trains_only_the_cheap_candidates_with_the_best_probes():
   assert rows["cheap first, probe 30 steps, keep 1"]["candidate_epochs"] == 7
 
 
+def test_free_trains_on_the_cheap_candidates_whose_rest_costs_at_most_one_costly_probe():
+  from benchmarks.studies.schedule_replay import cheap_first
+
+  slow = _cand([3.0, 2.0, 1.0, 0.2], 1, train=4.0, evals=2.0)    # 1 s an epoch: its last 3 epochs cost 3 s
+  quick = _cand([1.0, 0.9, 0.8, 0.7], 2, train=4.0, evals=2.0)
+  middle = _cand([2.0, 1.9, 1.8, 1.7], 3, train=4.0, evals=2.0)
+  costly = _cand([0.75, 0.5, 0.4, 0.3], 4, train=40.0, evals=20.0)  # 10 s an epoch
+  cands = [slow, quick, middle, costly]
+  # A probe of one epoch of the costly one costs 10 s: every cheap rest (3 s) is within it, and `slow`
+  # (the keep's loss above) wins; a probe of 0.2 epochs (2 s) frees none, and the keep alone goes on.
+  assert cheap_first(cands, 1, keep=1, free=1.0) == (0, [4, 4, 4, 1])
+  assert cheap_first(cands, 1, keep=1, free=0.2) == cheap_first(cands, 1, keep=1) == (1, [1, 4, 1, 1])
+  task = dict(name="t", epochs=4, cands=cands, val_examples=300, steps_per_epoch=30)
+  rows = {r["schedule"]: r for r in replay_task(task, [], [], 300, (), (), (30, 6), (1,), free=True)}
+  assert rows["cheap first, probe 30 steps, keep 1, + free"]["rank"] == 1
+  assert rows["cheap first, probe 6 steps, keep 1, + free (replayed as 1 epoch)"]["rank"] == 3
+
+
 def test_with_halving_the_costly_ahead_go_on_in_rungs_as_hx_trains_them():
   from benchmarks.studies.schedule_replay import cheap_first
 

@@ -20,6 +20,7 @@ from hx.synth.cheap_first import (
   cheap_first,
   cheap_mask,
   costly_rungs,
+  free_cheap,
   going_on,
   look_epochs,
   probe_epochs,
@@ -322,6 +323,48 @@ def test_keep_at_judges_the_cheap_candidates_after_more_epochs_than_the_probe():
                        seed=0, run=run)
   assert out[1].train_seconds == pytest.approx(EPOCHS * STEPS * 0.01)
   assert all(j.schedule is None for j in run.jobs)  # every pause on an epoch's end
+
+
+def test_free_cheap_are_those_whose_remaining_steps_cost_at_most_one_probe_of_the_costliest():
+  # The costliest step costs 1.0, so a probe of 10 steps costs 10 s: 160 steps at 0.05 (8 s) are within
+  # it, at 0.1 (16 s) not; a costly, finished, failed or unpriced candidate never.
+  costs = [0.05, 0.1, 1.0, 0.01, 0.05, None]
+  cheap = [True, True, False, True, True, False]
+  finished = [False, False, False, True, False, False]
+  scores = [0.5, 0.5, 0.5, 0.5, math.nan, 0.5]
+  assert free_cheap(costs, cheap, finished, scores, [160] * 6, 10) == [0]
+  assert free_cheap(costs, cheap, finished, scores, [200, 100, 0, 0, 0, 0], 10) == [0, 1]  # 10 s each
+  assert free_cheap(costs, cheap, finished, scores, [201, 100, 0, 0, 0, 0], 10) == [1]
+  assert free_cheap([None, None], [True, True], [False, False], [0.5, 0.5], [1, 1], 10) == []
+
+
+def test_free_trains_to_the_end_the_cheap_candidates_whose_rest_costs_less_than_a_probe():
+  # CS1's count_digit(1) at 100% on the Xeon in miniature: a fresh head on frozen functions (candidate 1)
+  # starts behind the kept one and ends ahead; its remaining 160 steps at 0.05 s cost 8 s, less than one
+  # probe of the costly candidate (10 steps at 1.0 s). Candidate 2 ends better still but costs 16 s more.
+  cost = [0.1, 0.05, 0.1, 1.0]
+  score = [lambda e: {1: 0.40, 4: 0.30}.get(e, 0.30),
+           lambda e: {1: 0.90, 4: 0.60}.get(e, 0.10),
+           lambda e: {1: 0.95, 4: 0.70}.get(e, 0.05),
+           flat(0.95)]
+  run = Scripted(cost, score)
+  out, stopped = cheap_first(candidates(4), CheapFirst(probe_steps=10, keep=1, keep_at=4, free=True), EPOCHS,
+                             STEPS, seed=0, run=run)
+  assert run.calls == [[(i, 1.0, None) for i in range(4)], [(i, 4.0, 1.0) for i in range(3)],
+                       [(0, None, 4.0), (1, None, 4.0)]]
+  assert [r.status for r in out] == ["trained", "trained", "estimated", "estimated"]
+  assert min((r.val_score, i) for i, r in enumerate(out) if r.status == "trained") == (0.10, 1)
+  assert stopped == {2: 0.70, 3: 0.95}
+  # Without it the keep alone goes on, and the bar (0.30) is the kept candidate's.
+  run = Scripted(cost, score)
+  out, stopped = cheap_first(candidates(4), CheapFirst(probe_steps=10, keep=1, keep_at=4), EPOCHS, STEPS,
+                             seed=0, run=run)
+  assert run.calls[2] == [(0, None, 4.0)] and out[1].status == "estimated" and stopped[1] == 0.60
+  # Judged at the probe (no look), the remaining steps are 190: 9.5 s, still within the probe's 10 s.
+  run = Scripted(cost, score)
+  cheap_first(candidates(4), CheapFirst(probe_steps=10, keep=1, keep_at=None, free=True), EPOCHS, STEPS,
+              seed=0, run=run)
+  assert run.calls[1] == [(0, None, 1.0), (1, None, 1.0)]
 
 
 def test_the_look_lies_beyond_the_probe_at_most_at_the_end():
