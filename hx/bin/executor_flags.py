@@ -59,6 +59,9 @@ _CHEAP_KEEP = flags.DEFINE_integer(
 _CHEAP_KEEP_AT = flags.DEFINE_float(
     "cheap_keep_at", None, "With --cheap_first: every cheap candidate first trains this many epochs, and "
     "--cheap_keep chooses by the scores there; 0: by the probe's; unset: the schedule's default (2).")
+_CHEAP_FREE = flags.DEFINE_boolean(
+    "cheap_free", False, "With --cheap_first: beside --cheap_keep, every cheap candidate whose remaining "
+    "training costs at most one probe of the costliest candidate trains to the end (CheapFirst(free=True)).")
 
 
 def executor_from_flags() -> Any:
@@ -82,7 +85,7 @@ def executor_from_flags() -> Any:
 def schedule_from_flags() -> Any:
   """The `hx.synth.halving.Halving` of --halving, --halving_first, --halving_eta, --halving_equal,
   --halving_reference and --halving_val, the `hx.synth.cheap_first.CheapFirst` of --cheap_first,
-  --cheap_keep and --cheap_keep_at (with --halving, its `eta` from --halving_eta), or None.
+  --cheap_keep, --cheap_keep_at and --cheap_free (with --halving, its `eta` from --halving_eta), or None.
   FlagError (`hx.bin.checks`) for a first rung, an eta, a subsample or a probe that cannot work, also
   without --halving (they would be wrong the day it is added), and for halving's flags that do not apply
   under cheap first."""
@@ -98,6 +101,8 @@ def schedule_from_flags() -> Any:
     raise FlagError("--cheap_keep needs --cheap_first (it says how many cheap candidates train to the end)")
   if _CHEAP_KEEP_AT.value is not None and _CHEAP_FIRST.value is None:
     raise FlagError("--cheap_keep_at needs --cheap_first (it says when the cheap candidates are compared)")
+  if _CHEAP_FREE.value and _CHEAP_FIRST.value is None:
+    raise FlagError("--cheap_free needs --cheap_first (it adds to the cheap candidates trained to the end)")
   if _CHEAP_FIRST.value is not None:
     if _CHEAP_FIRST.value < 1:
       raise FlagError(f"--cheap_first must be a positive number of optimiser steps, got {_CHEAP_FIRST.value}")
@@ -120,6 +125,8 @@ def schedule_from_flags() -> Any:
     options = {} if keep is None else {"keep": keep or None}
     if at is not None:
       options["keep_at"] = at or None
+    if _CHEAP_FREE.value:
+      options["free"] = True
     return CheapFirst(probe_steps=_CHEAP_FIRST.value, eta=eta, **options)
   if not _HALVING.value:
     return None

@@ -87,3 +87,11 @@ def test_cheap_first_from_flags():
   with flagsaver.flagsaver(cheap_keep_at=2.0):
     with pytest.raises(FlagError, match="--cheap_keep_at needs --cheap_first"):
       executor_flags.schedule_from_flags()
+  # --cheap_free: the cheap candidates whose rest costs at most one costly probe go on too.
+  with flagsaver.flagsaver(cheap_first=40, cheap_free=True):
+    assert executor_flags.schedule_from_flags() == CheapFirst(probe_steps=40, free=True)
+  with flagsaver.flagsaver(cheap_first=40):
+    assert not executor_flags.schedule_from_flags().free
+  with flagsaver.flagsaver(cheap_free=True):
+    with pytest.raises(FlagError, match="--cheap_free needs --cheap_first"):
+      executor_flags.schedule_from_flags()
