@@ -186,14 +186,14 @@ def stopped(curve: list[float], patience: int) -> tuple[int, float, int]:
 
 
 def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: int | None = None,
-                eta: int | None = None, keep_at: int | None = None, free: float | None = None
+                eta: int | None = None, keep_at: int | None = None, free_probe: float | None = None
                 ) -> tuple[int, list[int]]:
   """`hx.synth.cheap_first.CheapFirst` replayed with a probe of `short` epochs (module docstring), its
   `keep`, its `eta` and its `keep_at` (whole epochs), by its own rule (`cheap_mask`, `best_cheap`,
   `free_cheap`, `going_on`, `costly_rungs`, `survivors`): the winner's index and the epochs each candidate
   trains. A candidate's step cost is its training seconds per epoch (the steps of an epoch are the same
-  for every candidate of a task). `free`: None, or `CheapFirst(free=True)` with a probe of that many
-  epochs (the probe's steps over an epoch's, unrounded) as the measure of one costly probe."""
+  for every candidate of a task). `free_probe`: None, or `CheapFirst(free=True)` with a probe of that
+  many epochs (the probe's steps over an epoch's, unrounded) as the measure of one costly probe."""
   from hx.synth.cheap_first import (
     best_cheap,
     cheap_mask,
@@ -219,9 +219,9 @@ def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: i
         judged[i] = min(c["curve"][:reach[i]])
         finished[i] = c["epochs"] <= look
   kept = set(best_cheap(judged, cheap, finished, keep))
-  if free is not None and keep is not None:
+  if free_probe is not None:
     kept |= set(free_cheap(costs, cheap, finished, judged, [c["epochs"] - r for c, r in zip(cands, reach)],
-                           free))
+                           free_probe))
   # As hx.synth.cheap_first: every candidate trained to the end has its final score (going_on reads the
   # cheap ones'); the costly ones' scores are still their probes'.
   on, bar = going_on(judged, cheap, finished, [c["val"] if i in kept or finished[i] else math.inf
@@ -321,7 +321,7 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
   cheap_rows = [(f"cheap first, short {e} against them", e, None, None, None, None) for e in cheap_shorts]
   for name, e, k, eta, at, fr in cheap_rows + (probe_rows(task, probe_steps, keeps, etas, keep_at, free)
                                               if probe_steps else []):
-    win, trained = cheap_first(cands, e, keep=k, eta=eta, keep_at=at, free=fr)
+    win, trained = cheap_first(cands, e, keep=k, eta=eta, keep_at=at, free_probe=fr)
     rows.append(row(name, win, sum(trained), sum(_cost(c, n) for c, n in zip(cands, trained))))
   return rows
 

@@ -326,7 +326,7 @@ def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: i
   # The costly candidates have not trained since their probe: their scores are still the probe's.
   scores = [_score(r) for r in latest]
   kept = best_cheap(scores, cheap, finished, schedule.keep)
-  if schedule.free and schedule.keep is not None:
+  if schedule.free:  # with keep=None every cheap candidate is kept already
     remaining = [(epochs - reached.get(i, until)) * steps_per_epoch for i in range(len(latest))]
     kept = sorted(set(kept) | set(free_cheap(costs, cheap, finished, scores, remaining,
                                              schedule.probe_steps)))

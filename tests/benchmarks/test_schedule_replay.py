@@ -178,8 +178,8 @@ def test_free_trains_on_the_cheap_candidates_whose_rest_costs_at_most_one_costly
   cands = [slow, quick, middle, costly]
   # A probe of one epoch of the costly one costs 10 s: every cheap rest (3 s) is within it, and `slow`
   # (the keep's loss above) wins; a probe of 0.2 epochs (2 s) frees none, and the keep alone goes on.
-  assert cheap_first(cands, 1, keep=1, free=1.0) == (0, [4, 4, 4, 1])
-  assert cheap_first(cands, 1, keep=1, free=0.2) == cheap_first(cands, 1, keep=1) == (1, [1, 4, 1, 1])
+  assert cheap_first(cands, 1, keep=1, free_probe=1.0) == (0, [4, 4, 4, 1])
+  assert cheap_first(cands, 1, keep=1, free_probe=0.2) == cheap_first(cands, 1, keep=1) == (1, [1, 4, 1, 1])
   task = dict(name="t", epochs=4, cands=cands, val_examples=300, steps_per_epoch=30)
   rows = {r["schedule"]: r for r in replay_task(task, [], [], 300, (), (), (30, 6), (1,), free=True)}
   assert rows["cheap first, probe 30 steps, keep 1, + free"]["rank"] == 1
