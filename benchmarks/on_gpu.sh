@@ -27,8 +27,12 @@
 #   weights     packs the latest library and network of every method and instantiation of
 #               REPRODUCE_SEQUENCES in REPRODUCE_DIR (`*/seed_*/libraries/after_NN` and `networks/after_NN`,
 #               the largest NN of each: what a resumed run loads instead of training a recorded task's winner
-#               or network again) into $OUT/weights.tgz.00, .01, ... (parts of REPRODUCE_WEIGHTS_PART bytes,
-#               default 15M: a lent machine brings back files of 16 MiB at most). Here:
+#               or network again) and every non-empty `*/seed_*/checkpoints` folder (a candidate or network
+#               cut short mid-training, e.g. GS2's 1,000-epoch regressor, resumes from it on a machine of the
+#               same kind: a checkpoint's key names its data and starting weights by content, and a CPU's
+#               was not taken up on a GPU) into $OUT/weights.tgz.00, .01, ... (parts of
+#               REPRODUCE_WEIGHTS_PART bytes, default 15M: a lent machine brings back files of 16 MiB at
+#               most; one checkpoint of GS2's regressor is 18 MB). Here:
 #                 cat weights.tgz.* | tar xzf - -C DIR
 #               and name those folders in the next call's carry (they are ignored by git: never committed).
 set -u
@@ -125,16 +129,20 @@ stage_reproduce() {
 }
 
 # pack_weights ROOT FOLDERS: the latest after_NN of each libraries/ and networks/ folder two levels under
-# each of FOLDERS (relative to ROOT) into $OUT/weights.tgz.NN parts; nothing when there is none.
+# each of FOLDERS (relative to ROOT), and each checkpoints/ folder there that holds a file, into
+# $OUT/weights.tgz.NN parts; nothing when there is none.
 pack_weights() {
   local root=$1 folders=$2 latest
   latest=$(cd "$root" && for s in $folders; do
     for d in "$s"/*/seed_*/libraries "$s"/*/seed_*/networks; do
       [ -d "$d" ] && find "$d" -mindepth 1 -maxdepth 1 -type d -name 'after_*' | sort | tail -n 1
     done
+    for d in "$s"/*/seed_*/checkpoints; do
+      [ -d "$d" ] && [ -n "$(find "$d" -type f -print -quit)" ] && echo "$d"
+    done
   done)
   if [ -z "$latest" ]; then
-    echo "weights: no libraries or networks under $root ($folders)"
+    echo "weights: no libraries, networks or checkpoints under $root ($folders)"
     return 0
   fi
   rm -f "$OUT"/weights.tgz.*

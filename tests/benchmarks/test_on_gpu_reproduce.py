@@ -1,7 +1,8 @@
 """`benchmarks/on_gpu.sh reproduce` and `weights`: bad settings are one line and exit 1, before anything is
 copied or trained (the stage's settings checks need no GPU; its run is checked by hand on a lent machine
 and, on the CPU, by the round trip RESULTS.md names); `weights` packs the latest library and network of
-each method and instantiation, in parts that unpack to the same bytes."""
+each method and instantiation and every checkpoint folder that holds a file, in parts that unpack to the
+same bytes."""
 
 from __future__ import annotations
 
@@ -56,6 +57,11 @@ def _tree(root: Path) -> None:
     (root / rel / "library.json").write_text(rel)
     (root / rel / "arrays" / "w.npy").write_bytes(os.urandom(3000))  # incompressible, as weights are
   (root / "gs2/standalone/seed_0/records").mkdir(parents=True)
+  # A network cut short mid-training (GS2's regressor) and a search's emptied checkpoint folder.
+  ckpt = root / "gs2/standalone/seed_0/checkpoints/01_regress_mnist/fraction_0.1"
+  ckpt.mkdir(parents=True)
+  (ckpt / "4f3c.npz").write_bytes(os.urandom(2000))
+  (root / "gs2/houdini_topdown/seed_0/checkpoints").mkdir(parents=True)
 
 
 def test_weights_packs_the_latest_library_and_network_of_each_method_in_parts(tmp_path):
@@ -79,14 +85,20 @@ def test_weights_packs_the_latest_library_and_network_of_each_method_in_parts(tm
   for rel in got:  # the same bytes as the originals
     weights = Path(rel).parent / "arrays" / "w.npy"
     assert (back / weights).read_bytes() == (root / weights).read_bytes()
+  # The checkpoint that holds a file comes back whole; the empty checkpoint folder does not.
+  checkpoint = "gs2/standalone/seed_0/checkpoints/01_regress_mnist/fraction_0.1/4f3c.npz"
+  assert sorted(str(p.relative_to(back)) for p in back.rglob("*.npz")) == [checkpoint]
+  assert (back / checkpoint).read_bytes() == (root / checkpoint).read_bytes()
+  assert not (back / "gs2/houdini_topdown/seed_0/checkpoints").exists()
 
 
 def test_weights_with_none_to_pack_brings_nothing(tmp_path):
   root = tmp_path / "reproduction"
   (root / "gs2/standalone/seed_0/records").mkdir(parents=True)
+  (root / "gs2/standalone/seed_0/checkpoints").mkdir(parents=True)  # empty: nothing to resume
   out = _stage(tmp_path, "weights", REPRODUCE_SEQUENCES="gs2", REPRODUCE_DIR=str(root))
   assert out.returncode == 0, out.stderr
-  assert "weights: no libraries or networks under" in out.stdout
+  assert "weights: no libraries, networks or checkpoints under" in out.stdout
   assert not list((tmp_path / "out").glob("weights.tgz*"))
 
 
