@@ -84,8 +84,12 @@ def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tu
       init = output_bias_from_targets(tunable, init, task.objective, task.train.targets)
   checkpoint = None
   if checkpoint_dir is not None:
+    # A fresh start is named by how it is made, not by its bits: the same seed's initialisation computed
+    # on another device (or jax) can differ at rounding, and a run saved on one machine must resume on
+    # another. Given variables (transferred weights) are named by their bits, read from stored files.
+    origin = f"seed {seed} fresh" if variables is None else fingerprint(init)
     key = (f"baseline {method} | task {task.name} | {description} | {config} | "
-           f"data {fingerprint(ready.data)} | start {fingerprint(init)} | frozen {fingerprint(frozen)}")
+           f"data {fingerprint(ready.data)} | start {origin} | frozen {fingerprint(frozen)}")
     checkpoint = checkpoint_in(checkpoint_dir, key)
   outcome = fit(tunable, ready, seed=seed, frozen=frozen, variables=init, checkpoint=checkpoint)
   network = None

@@ -269,3 +269,53 @@ def test_an_interrupted_baseline_resumes_from_its_checkpoint(tmp_path, monkeypat
   baselines.llt(recognize, [straight.network], TINY, short, seed=0, checkpoint_dir=tmp_path / "p")
   baselines.llt(recognize, [column.network], TINY, short, seed=0, checkpoint_dir=tmp_path / "p")
   assert len(os.listdir(tmp_path / "p")) == 3
+
+
+@pytest.mark.slow
+def test_a_checkpoint_resumes_where_the_fresh_start_differs_at_rounding(tmp_path, monkeypatch):
+  """A run saved on one machine resumes on another whose arithmetic draws the same seed's initial
+  weights a rounding apart (another device or jax): the key names a fresh start by its seed."""
+  import os
+
+  import hx.compile.checkpoint as ck
+
+  short = dataclasses.replace(TUNE, epochs=3)
+  recognize = task("recognize")
+  straight = baselines.standalone(recognize, TINY, short, seed=0)
+  real_tune = ck.tune
+
+  def stop_at_second_chunk(*args, **kwargs):
+    if kwargs.get("resume") is not None:
+      raise KeyboardInterrupt
+    return real_tune(*args, **kwargs)
+
+  monkeypatch.setattr(ck, "tune", stop_at_second_chunk)
+  with pytest.raises(KeyboardInterrupt):
+    baselines.standalone(recognize, TINY, short, seed=0, checkpoint_dir=tmp_path)
+  monkeypatch.undo()
+  import hx.baselines.train as baseline_train
+
+  real_compiled = baseline_train._compiled
+
+  def init_an_ulp_apart(*args, **kwargs):
+    compiled = real_compiled(*args, **kwargs)
+
+    def init(rng):
+      return jax.tree.map(lambda a: jnp.nextafter(a, jnp.inf), compiled.init(rng))
+
+    return dataclasses.replace(compiled, init=init)
+
+  monkeypatch.setattr(baseline_train, "_compiled", init_an_ulp_apart)
+  resumed = baselines.standalone(recognize, TINY, short, seed=0, checkpoint_dir=tmp_path)
+  assert len(os.listdir(tmp_path)) == 1  # the finished run's file: no second run's
+  assert (resumed.val_score, resumed.test_score, resumed.epochs_run) == (straight.val_score,
+                                                                          straight.test_score,
+                                                                          straight.epochs_run)
+  assert _equal(dict(resumed.network.modules), dict(straight.network.modules))
+  # Without the checkpoint, the nudged start trains to other weights: the resume is what made them equal.
+  fresh = baselines.standalone(recognize, TINY, short, seed=0)
+  assert not _equal(dict(fresh.network.modules), dict(straight.network.modules))
+  # Another seed is another run: its own file.
+  monkeypatch.undo()
+  baselines.standalone(recognize, TINY, short, seed=1, checkpoint_dir=tmp_path)
+  assert len(os.listdir(tmp_path)) == 2
