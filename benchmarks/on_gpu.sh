@@ -28,9 +28,9 @@
 #               REPRODUCE_SEQUENCES in REPRODUCE_DIR (`*/seed_*/libraries/after_NN` and `networks/after_NN`,
 #               the largest NN of each: what a resumed run loads instead of training a recorded task's winner
 #               or network again) and every non-empty `*/seed_*/checkpoints` folder (a candidate or network
-#               cut short mid-training, e.g. GS2's 1,000-epoch regressor, resumes from it on a machine of the
-#               same kind: a checkpoint's key names its data and starting weights by content, and a CPU's
-#               was not taken up on a GPU) into $OUT/weights.tgz.00, .01, ... (parts of
+#               cut short mid-training, e.g. GS2's 1,000-epoch regressor, resumes from it on the next call;
+#               a checkpoint's key names a fresh start by its seed, so one made on a CPU can resume on a
+#               GPU, not yet tried there) into $OUT/weights.tgz.00, .01, ... (parts of
 #               REPRODUCE_WEIGHTS_PART bytes, default 15M: a lent machine brings back files of 16 MiB at
 #               most; one checkpoint of GS2's regressor is 18 MB). Here:
 #                 cat weights.tgz.* | tar xzf - -C DIR

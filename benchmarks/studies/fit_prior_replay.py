@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
       os.path.abspath(__file__))), "reproduction"))
   parser.add_argument("--json", default=None)
   args = parser.parse_args(argv)
+  if not os.path.isdir(args.root):
+    raise SystemExit(f"{args.root}: no such folder")
   rows = []
   for key, records in load_runs(args.root).items():
     rows += replay_run(records, key.split("@")[0].replace(os.sep + "houdini_topdown", ""))

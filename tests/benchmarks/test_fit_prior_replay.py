@@ -69,3 +69,12 @@ def test_a_library_module_fits_only_tasks_on_the_data_sets_it_was_trained_on():
   # Other data sets (toys), or the same data set rendered synthetic: no library module fits, no row.
   assert replay_run([first, _record(2, ["smallnorb"], search)]) == []
   assert replay_run([first, _record(2, ["mnist"], search, synthetic=True)]) == []
+
+
+def test_a_root_that_is_no_folder_or_holds_no_search_stops_with_its_path(tmp_path):
+  from benchmarks.studies.fit_prior_replay import main
+
+  with pytest.raises(SystemExit, match="no such folder"):
+    main([str(tmp_path / "missing")])
+  with pytest.raises(SystemExit, match=f"{tmp_path}: no HOUDINI top-down search"):
+    main([str(tmp_path)])
