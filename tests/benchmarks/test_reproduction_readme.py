@@ -102,7 +102,7 @@ _NUMBER = re.compile(r"\**(\d+\.\d+)%?\**")
 
 def _score_tables() -> list[tuple[int, list[str], list[str]]]:
   """(line number, header cells, row cells) of every README table row with columns "HOUDINI" and
-  "standalone" whose first cell names a task."""
+  "standalone" whose first cell names a task or starts with an instantiation's number."""
   out, header = [], None
   for number, line in enumerate(README.read_text("utf-8").splitlines(), 1):
     if not line.startswith("|"):
@@ -112,28 +112,32 @@ def _score_tables() -> list[tuple[int, list[str], list[str]]]:
     if header is None:
       header = cells
     elif not set(cells[0]) <= set("-") and "HOUDINI" in header and "standalone" in header:
-      if re.search(r"\b(" + "|".join(_KINDS) + r")\b", cells[0]):
+      if re.search(r"\b(" + "|".join(_KINDS) + r")\b", cells[0]) or re.match(r"\d+\b", cells[0]):
         out.append((number, header, cells))
   return out
 
 
-def _all_pairs() -> list[tuple[str, str, float, float]]:
-  """(run folder, task, HOUDINI's test score, the standalone network's) for every recorded task, fraction
-  and instance of every committed run (the task without its "[synthetic: ...]" label)."""
+def _all_groups() -> list[tuple[str, int, dict[str, float]]]:
+  """(task, instance, method -> test score) for every recorded task, fraction and instance of every
+  committed run (the task without its "[synthetic: ...]" label; HOUDINI as "houdini_topdown")."""
   runs = sorted(p for p in [*ROOT.iterdir(), *ROOT.glob("fraction_*/*"), *ROOT.glob("variants/*/*"),
                             *ROOT.glob("variants/*/fraction_*/*")] if (p / "settings.json").exists())
   out = []
   for run in runs:
-    tests = {}
+    groups: dict[tuple[int, float, int], tuple[str, int, dict[str, float]]] = {}
     for r in load_records(run):
       best = r["ranked"][0] if r.get("ranked") else None
       if best is not None and best["status"] == "trained" and math.isfinite(best["test"]):
-        tests[(r["method"], r["task_index"], r["fraction"], r["instance"])] = (r["task"], float(best["test"]))
-    for (method, index, fraction, instance), (task, score) in tests.items():
-      alone = tests.get(("standalone", index, fraction, instance))
-      if method == "houdini_topdown" and alone:
-        out.append((run.name, task.split(" [")[0], score, alone[1]))
+        key = (r["task_index"], r["fraction"], r["instance"])
+        groups.setdefault(key, (r["task"].split(" [")[0], r["instance"], {}))[2][r["method"]] = float(
+            best["test"])
+    out.extend(groups.values())
   return out
+
+
+_COLUMNS = {"HOUDINI": "houdini_topdown", "standalone": "standalone", "low-level transfer": "llt",
+            "LLT": "llt", "progressive NN": "pnn", "PNN": "pnn",
+            "standalone_with_fold": "standalone_with_fold"}
 
 
 def _close(printed: str, value: float) -> bool:
@@ -148,21 +152,103 @@ def test_the_score_tables_are_found():
   assert len(SCORE_ROWS) >= 60
 
 
-def test_each_printed_houdini_and_standalone_score_is_a_records_pair():
-  """Every row's HOUDINI and standalone test scores (and their ratio, where the table has one) are those of
-  one recorded task of some committed run: a figure mistyped or left stale fails here."""
-  pairs = _all_pairs()
+def test_each_printed_score_row_is_one_recorded_task():
+  """Every row's test scores (HOUDINI, standalone, and low-level transfer, progressive networks and
+  standalone_with_fold where printed as numbers) and the ratio HOUDINI / standalone, where the table has
+  one, are those of one recorded task of some committed run: a figure mistyped or left stale fails here."""
+  groups = _all_groups()
   wrong = []
   for number, header, cells in SCORE_ROWS:
-    h, s = (_NUMBER.fullmatch(cells[header.index(c)]) for c in ("HOUDINI", "standalone"))
-    if h is None or s is None:
+    printed = {}
+    for column, method in _COLUMNS.items():
+      if column in header and (m := _NUMBER.fullmatch(cells[header.index(column)])):
+        printed[method] = m.group(1)
+    if "houdini_topdown" not in printed or "standalone" not in printed:
       continue
-    task = re.search(r"\b((?:" + "|".join(_KINDS) + r")(?:\(\d+\))?)", cells[0]).group(1)
+    named = re.search(r"\b((?:" + "|".join(_KINDS) + r")(?:\(\d+\))?)", cells[0])
+    # A row of a task's table names it; a row of a table by instantiation starts with its number.
+    task, instance = (named.group(1), None) if named else (None, int(re.match(r"\d+", cells[0]).group()))
     column = "HOUDINI / standalone"
     ratio = cells[header.index(column)].strip("*") if column in header else None
-    if not any(t == task and _close(h.group(1), a) and _close(s.group(1), b)
-               and (ratio is None or not re.fullmatch(r"\d+\.\d+", ratio) or _close(ratio, a / b))
-               for _, t, a, b in pairs):
-      wrong.append(f"line {number}: {cells[0]} {cells[header.index('HOUDINI')]} / "
-                   f"{cells[header.index('standalone')]} ({ratio})")
+    if not re.fullmatch(r"\d+\.\d+", ratio or ""):
+      ratio = None
+    if not any((t == task if task else i == instance)
+               and all(m in scores and _close(v, scores[m]) for m, v in printed.items())
+               and (ratio is None or _close(ratio, scores["houdini_topdown"] / scores["standalone"]))
+               for t, i, scores in groups):
+      wrong.append(f"line {number}: {' | '.join(cells[:len(header) - 1])}")
+  assert not wrong, "\n".join(wrong)
+
+
+_METHODS = ("houdini_topdown", "standalone", "llt", "pnn")
+
+
+def _instantiation_tables() -> list[tuple[int, str, dict[int, int], list[str]]]:
+  """(line number, sequence, column -> task index, row cells) of the rows of every README table by
+  instantiation ("| instantiation ... | task 1 | task 2 ..."), each cell "HOUDINI / standalone / low-level
+  transfer / progressive NN", under a "## SEQ at 2% ..." heading."""
+  out, sequence, columns = [], None, None
+  for number, line in enumerate(README.read_text("utf-8").splitlines(), 1):
+    if line.startswith("## "):
+      m = re.match(r"## (\w+) at 2%", line)
+      sequence = m.group(1).lower() if m else None
+    if not line.startswith("|"):
+      columns = None
+      continue
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if columns is None:
+      columns = {k: int(m.group(1)) for k, c in enumerate(cells) if (m := re.match(r"task (\d+)", c))}
+      if not cells[0].startswith("instantiation") or sequence is None:
+        columns = {}
+    elif columns and not set(cells[0]) <= set("-"):
+      out.append((number, sequence, columns, cells))
+  return out
+
+
+def _slashed(cell: str) -> list[tuple[str, str | None]] | None:
+  """"a / b / c / d%" (or "a ± s / ...") -> [(a, None), ...] or [(a, s), ...]; None unless four parts."""
+  parts = [p.strip().replace("*", "").rstrip("%") for p in cell.split(" / ")]
+  out = []
+  for p in parts:
+    m = re.fullmatch(r"(\d+\.\d+)(?: ± (\d+\.\d+))?", p)
+    if m is None:
+      return None
+    out.append((m.group(1), m.group(2)))
+  return out if len(out) == 4 else None
+
+
+INSTANTIATION_ROWS = _instantiation_tables() if README.exists() else []
+
+
+def test_each_instantiation_tables_scores_and_means_are_the_records():
+  """The tables by instantiation (CS1, CS2, CS3 at 2%): each instantiation's four test scores per task,
+  and each "mean ± sd" row over the instantiations it names ("(0-2)", "of 0-4") or those above it."""
+  assert len(INSTANTIATION_ROWS) >= 20
+  scores: dict[str, dict[tuple[int, int, str], float]] = {}
+  wrong, above = [], []
+  for number, sequence, columns, cells in INSTANTIATION_ROWS:
+    if sequence not in scores:
+      scores[sequence] = {}
+      for r in load_records(ROOT / sequence):
+        best = r["ranked"][0] if r.get("ranked") else None
+        if r["fraction"] == 0.02 and best is not None and best["status"] == "trained":
+          scores[sequence][(r["task_index"], r["instance"], r["method"])] = float(best["test"])
+    if m := re.match(r"(\d+)\b", cells[0]):
+      instances = [int(m.group(1))]
+      above = [] if above and number != above[-1][0] + 1 else above
+      above.append((number, instances[0]))
+    elif m := re.search(r"(\d+)-(\d+)", cells[0]):
+      instances = list(range(int(m.group(1)), int(m.group(2)) + 1))
+    else:
+      instances = [i for _, i in above]
+    for column, task in columns.items():
+      printed = _slashed(cells[column])
+      if printed is None:
+        continue
+      for method, (value, spread) in zip(_METHODS, printed):
+        got = [scores[sequence].get((task, i, method)) for i in instances]
+        if None in got or not _close(value, statistics.fmean(got)) or (
+            spread is not None and not _close(spread, statistics.stdev(got))):
+          wrong.append(f"line {number}: {sequence} task {task} {method}: printed {value} ± {spread}, "
+                       f"records {got}")
   assert not wrong, "\n".join(wrong)
