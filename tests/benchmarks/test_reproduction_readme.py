@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hx.evaluation import load_records
+from tests.benchmarks.test_reproduction_records import RUNS, VARIANTS
 
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks" / "reproduction"
 README = ROOT / "README.md"
@@ -42,20 +43,26 @@ def _run_directory(run: str, fraction: float) -> Path:
   return ROOT / name if fraction == 0.02 else ROOT / f"fraction_{fraction:g}" / name
 
 
-def _ratios(directory: Path, fraction: float) -> dict[int, dict[int, float]]:
-  """Task index -> instance -> HOUDINI's (top-down) test score over the standalone network's."""
-  tests: dict[tuple[str, int, int], float] = {}
+def _scores(directory: Path) -> dict[tuple[str, int, float, int], tuple[str, float]]:
+  """(method, task index, fraction, instance) -> (task, test score of its best trained candidate or
+  network) for every record of a run folder; the task without its "[synthetic: ...]" label."""
+  out = {}
   for r in load_records(directory):
-    if r["fraction"] != fraction or r["method"] not in ("houdini_topdown", "standalone"):
-      continue
     best = r["ranked"][0] if r.get("ranked") else None
     if best is not None and best["status"] == "trained" and math.isfinite(best["test"]):
-      tests[(r["method"], r["task_index"], r["instance"])] = float(best["test"])
+      out[(r["method"], r["task_index"], r["fraction"], r["instance"])] = (r["task"].split(" [")[0],
+                                                                           float(best["test"]))
+  return out
+
+
+def _ratios(directory: Path, fraction: float) -> dict[int, dict[int, float]]:
+  """Task index -> instance -> HOUDINI's (top-down) test score over the standalone network's."""
+  scores = _scores(directory)
   out: dict[int, dict[int, float]] = {}
-  for (method, task, instance), score in tests.items():
-    alone = tests.get(("standalone", task, instance))
-    if method == "houdini_topdown" and alone:
-      out.setdefault(task, {})[instance] = score / alone
+  for (method, task, f, instance), (_, score) in scores.items():
+    alone = scores.get(("standalone", task, f, instance))
+    if method == "houdini_topdown" and f == fraction and alone:
+      out.setdefault(task, {})[instance] = score / alone[1]
   return out
 
 
@@ -120,17 +127,11 @@ def _score_tables() -> list[tuple[int, list[str], list[str]]]:
 def _all_groups() -> list[tuple[str, int, dict[str, float]]]:
   """(task, instance, method -> test score) for every recorded task, fraction and instance of every
   committed run (the task without its "[synthetic: ...]" label; HOUDINI as "houdini_topdown")."""
-  runs = sorted(p for p in [*ROOT.iterdir(), *ROOT.glob("fraction_*/*"), *ROOT.glob("variants/*/*"),
-                            *ROOT.glob("variants/*/fraction_*/*")] if (p / "settings.json").exists())
   out = []
-  for run in runs:
+  for run in RUNS + VARIANTS:
     groups: dict[tuple[int, float, int], tuple[str, int, dict[str, float]]] = {}
-    for r in load_records(run):
-      best = r["ranked"][0] if r.get("ranked") else None
-      if best is not None and best["status"] == "trained" and math.isfinite(best["test"]):
-        key = (r["task_index"], r["fraction"], r["instance"])
-        groups.setdefault(key, (r["task"].split(" [")[0], r["instance"], {}))[2][r["method"]] = float(
-            best["test"])
+    for (method, index, fraction, instance), (task, score) in _scores(run).items():
+      groups.setdefault((index, fraction, instance), (task, instance, {}))[2][method] = score
     out.extend(groups.values())
   return out
 
@@ -228,11 +229,8 @@ def test_each_instantiation_tables_scores_and_means_are_the_records():
   wrong, above = [], []
   for number, sequence, columns, cells in INSTANTIATION_ROWS:
     if sequence not in scores:
-      scores[sequence] = {}
-      for r in load_records(ROOT / sequence):
-        best = r["ranked"][0] if r.get("ranked") else None
-        if r["fraction"] == 0.02 and best is not None and best["status"] == "trained":
-          scores[sequence][(r["task_index"], r["instance"], r["method"])] = float(best["test"])
+      scores[sequence] = {(task, instance, method): score for (method, task, fraction, instance), (_, score)
+                          in _scores(ROOT / sequence).items() if fraction == 0.02}
     if m := re.match(r"(\d+)\b", cells[0]):
       instances = [int(m.group(1))]
       above = [] if above and number != above[-1][0] + 1 else above
