@@ -17,8 +17,8 @@ The run is resumable: the same command carries on where a previous one stopped, 
 `benchmarks/reproduction/<sequence>/`, whose records, settings and reports are committed: a clone
 resumes from them (its settings name the data by content, so the same data at another path will do).
 The trained networks, libraries and checkpoints stay out of git (`benchmarks/reproduction/.gitignore`,
-which names the one exception, GS2 at 10%'s libraries): a finished sequence needs none of them, and one
-stopped midway continues on the machine that has them.
+which names the one exception, GS2 at 10%'s libraries and networks): a finished sequence needs none of
+them, and one stopped midway continues on the machine that has them.
 On a fresh clone a sequence stopped midway trains no recorded task again as a task: the libraries and
 networks its later tasks need are rebuilt from the records (each recorded HOUDINI winner, and each
 baseline network a later task transfers from, trained once again with its recorded seed).
