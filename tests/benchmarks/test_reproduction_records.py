@@ -184,3 +184,56 @@ def test_library_after_refuses_a_folder_with_no_run_in_one_line_and_starts_none(
   assert out.stderr.strip().splitlines() == [
       f"error: {tmp_path / 'ls'} holds no hx evaluation (no settings.json): nothing to rebuild from"]
   assert list(tmp_path.iterdir()) == []  # no run started, no results file
+
+
+# The weights a run commits (benchmarks/reproduction/.gitignore's exceptions: GS2 at 10%, which runs
+# across sessions on fresh machines): each must load (its checksums hold) and be the very build the records
+# name, or a later session would train its candidates and baselines on other weights than the records'.
+COMMITTED_LIBRARIES = sorted(ROOT.glob("**/houdini_topdown/seed_*/libraries/after_*/library.json")
+                             ) if ROOT.exists() else []
+COMMITTED_NETWORKS = sorted(ROOT.glob("**/seed_*/networks/after_*/network.json")) if ROOT.exists() else []
+
+
+def _run_of(path: Path) -> Path:
+  # RUN/<method>/seed_S/(libraries|networks)/after_TT/<file>
+  return path.parents[4]
+
+
+@pytest.mark.parametrize("path", COMMITTED_LIBRARIES, ids=[str(p.parent.relative_to(ROOT))
+                                                           for p in COMMITTED_LIBRARIES])
+def test_a_committed_library_loads_and_is_the_one_its_records_name(path):
+  from hx.synth.library import Library
+
+  library = Library.load(path.parent)
+  after = int(path.parent.name.removeprefix("after_"))
+  seed_dir = path.parents[2]
+  named = set()
+  for r in load_records(_run_of(path)):
+    if r["method"] == "houdini_topdown" and f"seed_{r['instance']}" == seed_dir.name:
+      if r["task_index"] == after:
+        named.add(r["library_after"])
+      if r["task_index"] == after + 1:
+        named.add(r["library_before"])
+  # The record of task `after` names the build it wrote; a build made again on another machine (another
+  # digest) is named by the next task's record as the library it searched with.
+  assert library.version in named, (library.version, named)
+
+
+@pytest.mark.parametrize("path", COMMITTED_NETWORKS, ids=[str(p.parent.relative_to(ROOT))
+                                                          for p in COMMITTED_NETWORKS])
+def test_a_committed_network_loads_and_is_the_one_later_records_started_from(path):
+  from hx.baselines.networks import load_network
+  from hx.evaluation import EvalConfig
+  from hx.evaluation.records import network_version
+
+  run = _run_of(path)
+  settings = json.loads((run / "settings.json").read_text("utf-8"))["settings"]
+  network = load_network(path.parent, EvalConfig.make(settings["sequence"], preset="paper").module_config)
+  method, seed_dir = path.parents[3].name, path.parents[2]
+  assert network.method == method
+  version = network_version(network)
+  started = [s for r in load_records(run) if f"seed_{r['instance']}" == seed_dir.name
+             for s in r.get("starts_from", []) if s["task"] == network.task]
+  # A network no later task has started from yet has nothing to match; one that has must be that one
+  # (low-level transfer's first network is the standalone's, the same weights under its own name).
+  assert all(s["version"] == version for s in started), (version, started)
