@@ -189,9 +189,17 @@ def test_library_after_refuses_a_folder_with_no_run_in_one_line_and_starts_none(
 # The weights a run commits (benchmarks/reproduction/.gitignore's exceptions: GS2 at 10%, which runs
 # across sessions on fresh machines): each must load (its checksums hold) and be the very build the records
 # name, or a later session would train its candidates and baselines on other weights than the records'.
-COMMITTED_LIBRARIES = sorted(ROOT.glob("**/houdini_topdown/seed_*/libraries/after_*/library.json")
-                             ) if ROOT.exists() else []
-COMMITTED_NETWORKS = sorted(ROOT.glob("**/seed_*/networks/after_*/network.json")) if ROOT.exists() else []
+# Only the folders the .gitignore commits ("!" lines): a machine's own rebuilds elsewhere (ignored) are
+# builds of its own, which no record names.
+def _committed(name: str) -> list[Path]:
+  ignore = ROOT / ".gitignore"
+  kept = [ROOT / line[1:].strip().rstrip("/") for line in ignore.read_text("utf-8").splitlines()
+          if line.startswith("!")] if ignore.exists() else []
+  return sorted(f for folder in kept for f in folder.glob(f"after_*/{name}"))
+
+
+COMMITTED_LIBRARIES = _committed("library.json")
+COMMITTED_NETWORKS = _committed("network.json")
 
 
 def _run_of(path: Path) -> Path:
