@@ -60,6 +60,7 @@ from hx.compile.checkpoint import CheckpointError
 from hx.data import SEQUENCES, DataError, Sources
 from hx.evaluation import ConfigError, EvalConfig, load_records, method_label, rebuild_libraries, run
 from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
+from hx.evaluation.records import work_seconds
 from hx.evaluation.report import score_text
 from hx.evaluation.runner import check_directory
 from hx.synth.library import LibraryError
@@ -97,7 +98,7 @@ def _results(sequence: str, directory: Path) -> list[str]:
   lines = [f"### {sequence.upper()}", "",
            "| Task | fraction | data (train examples) | the paper (100% of its data) | HOUDINI's top "
            "program (instance 0) | HOUDINI | " + " | ".join(method_label(m) for m in baselines)
-           + " | seconds: HOUDINI / baselines |", "|---" * (6 + len(baselines) + 1) + "|"]
+           + " | work seconds: HOUDINI / baselines |", "|---" * (6 + len(baselines) + 1) + "|"]
   keys = sorted({(r["task_index"], r["fraction"]) for r in records})
   for index, fraction in keys:
     group = [r for r in records if r["task_index"] == index and r["fraction"] == fraction]
@@ -118,8 +119,10 @@ def _results(sequence: str, directory: Path) -> list[str]:
     data = f"{', '.join(first['data']['datasets'])} ({first['data']['train']})"
     if first["data"]["synthetic"]:
       data = "**synthetic** " + data
-    seconds_h = sum(r["seconds"]["wall"] for r in houdini)
-    seconds_b = sum(r["seconds"]["wall"] for r in group if r["method"] in baselines and not r.get("same_as"))
+    # Work seconds, not the recording call's wall: a task resumed across calls holds its earlier calls'
+    # seconds in its candidates' (hx.evaluation.records.work_seconds).
+    seconds_h = sum(map(work_seconds, houdini))
+    seconds_b = sum(work_seconds(r) for r in group if r["method"] in baselines and not r.get("same_as"))
     lines.append(f"| {index}: {first['task']} | {100 * fraction:g}% | {data} | {paper} | {program} | "
                  f"{_cell(group, houdini[0]['method'], metric) if houdini else 'not run'} | "
                  + " | ".join(_cell(group, m, metric) for m in baselines)

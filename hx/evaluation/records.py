@@ -26,7 +26,7 @@ from hx.compile.batching import num_examples
 from hx.synth.jsonfiles import write_json
 
 __all__ = ["RECORD_VERSION", "task_dir", "fraction_file", "record_path", "write_json", "baseline_record",
-           "load_records", "network_version"]
+           "load_records", "network_version", "work_seconds"]
 
 RECORD_VERSION = 1
 
@@ -103,6 +103,18 @@ def baseline_record(result: Any, task: Any, *, method: str, sequence: str, insta
   }
   rec.update(extra or {})
   return rec
+
+
+def work_seconds(record: dict) -> float:
+  """A record's own work in seconds: its candidates' (or network's) compiling, training and scoring, plus
+  the search's proposing where recorded, summed over every call and worker that did it.
+
+  `seconds["wall"]` is the wall time of the call that wrote the record only: a search resumed across
+  calls from its kept candidates (`hx.synth.kept`), or a network resumed from its checkpoint, carries the
+  earlier calls' seconds in these parts and not in its wall. With parallel workers the sum exceeds the
+  wall too (worker seconds, not elapsed)."""
+  seconds = record["seconds"]
+  return float(sum(seconds.get(part, 0.0) for part in ("compile", "train", "eval", "search")))
 
 
 def _records(directory: Path) -> Iterator[tuple[str, int, Path]]:

@@ -27,7 +27,7 @@ from typing import Any, Iterable
 
 from hx.evaluation.config import method_label
 from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
-from hx.evaluation.records import load_records
+from hx.evaluation.records import load_records, work_seconds
 
 __all__ = ["build_report", "summary_lines", "score_text", "plot_tasks"]
 
@@ -414,6 +414,10 @@ def _task_lines(directory: Path, table: _Table, index: int, plot: Path) -> list[
           f", {r['frozen_parameters']:,} frozen" if r.get("frozen_parameters") else "")
     if r.get("candidates_trained") is not None:
       extra = f"; {r['candidates_trained']} candidates trained in {r['seconds']['wall']:.0f} s"
+      if work_seconds(r) > 1.01 * r["seconds"]["wall"]:
+        # Resumed across calls (or trained by several workers): the wall is the last call's alone.
+        extra += (f" (the recording call's wall time; {work_seconds(r):,.0f} s of the candidates' own "
+                  "compiling, training and scoring over every call and worker)")
     lines.append(f"- {method_label(method)}: `{best['named'] or best['program']}`{note}{extra}")
   algorithms = ["top-down"] + (["evolutionary"] if "houdini_evolutionary" in table.methods else [])
   for algorithm in algorithms:
@@ -429,14 +433,18 @@ def _task_lines(directory: Path, table: _Table, index: int, plot: Path) -> list[
 
 
 def _time_lines(table: _Table, records: list[dict]) -> list[str]:
-  """Wall seconds per method."""
-  lines = ["## Time", "", "Wall seconds per method, summed over tasks, fractions and instantiations "
-           "(HOUDINI's: its whole synthesis, every candidate's training included).", "",
-           "| method | seconds | records |", "|---|---|---|"]
+  """Wall seconds and work seconds (`work_seconds`) per method."""
+  lines = ["## Time", "", "Seconds per method, summed over tasks, fractions and instantiations. Wall: the "
+           "calls that wrote the records (HOUDINI's: its whole synthesis, every candidate's training "
+           "included), the last call's alone for a task resumed across calls. Work: the candidates' and "
+           "networks' own compiling, training and scoring, over every call and worker.", "",
+           "| method | wall seconds | work seconds | records |", "|---|---|---|---|"]
   for method in table.methods:
     recs = [r for r in records if r["method"] == method]
-    total = sum(r["seconds"]["wall"] for r in recs if not r.get("same_as"))
-    lines.append(f"| {method_label(method)} | {total:.0f} | {len(recs)} |")
+    counted = [r for r in recs if not r.get("same_as")]
+    wall = sum(r["seconds"]["wall"] for r in counted)
+    lines.append(f"| {method_label(method)} | {wall:.0f} | {sum(map(work_seconds, counted)):.0f} | "
+                 f"{len(recs)} |")
   return lines + [""]
 
 

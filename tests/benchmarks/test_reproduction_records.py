@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hx.evaluation import build_report, load_records
+from hx.evaluation.records import work_seconds
 from tests.marks import fast_first
 
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks" / "reproduction"
@@ -142,6 +143,13 @@ def test_the_results_file_covers_every_sequence_recorded_not_only_the_last_comma
         head = f"| {r['task_index']}: {r['task']} | 2% |"
         row = next(line for line in text.splitlines() if line.startswith(head))
         assert n == 1 or f"(n={n})" in row
+        # The last cell: HOUDINI's and the baselines' work seconds over every instantiation of the task.
+        group = [q for q in records if q["task_index"] == r["task_index"]]
+        houdini = sum(work_seconds(q) for q in group if q["method"].startswith("houdini"))
+        baselines = sum(work_seconds(q) for q in group
+                        if not q["method"].startswith("houdini") and not q.get("same_as"))
+        assert row.endswith(f"| {houdini:.0f} / {baselines:.0f} |"), row
+  assert "| work seconds: HOUDINI / baselines |" in text
   assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.name != "results.md"} == before
 
 
@@ -241,7 +249,8 @@ def test_a_committed_network_loads_and_is_the_one_later_records_started_from(pat
   assert network.method == method
   version = network_version(network)
   started = [s for r in load_records(run) if f"seed_{r['instance']}" == seed_dir.name
-             for s in r.get("starts_from", []) if s["task"] == network.task]
+             for s in r.get("starts_from", []) if (s["method"], s["task"]) == (method, network.task)]
   # A network no later task has started from yet has nothing to match; one that has must be that one
-  # (low-level transfer's first network is the standalone's, the same weights under its own name).
+  # (low-level transfer's first network is the standalone's, the same weights under its own name). Each
+  # method's own: the standalone network's task 2 and low-level transfer's are different networks.
   assert all(s["version"] == version for s in started), (version, started)

@@ -15,14 +15,14 @@ from hx.synth import SearchSpace, paper_space
 
 
 def _write(directory, method, instance, index, task, fraction, test, *, metric="rmse", synthetic=False,
-           programs=None, status="trained"):
+           programs=None, status="trained", seconds=None):
   datasets = ["mnist-5k", "smallnorb-synthetic"] if synthetic else ["mnist-5k"]
   name = task + (" [synthetic: smallnorb-synthetic]" if synthetic else "")
   programs = programs or [f"compose(nn_{method}_{index}, nn_x)"]
   rec = {"sequence": "cs3", "task_index": index, "task": name, "task_kind": task.split("(")[0],
          "metric": metric, "fraction": fraction, "seed": 7,
          "data": {"datasets": datasets, "synthetic": synthetic},
-         "seconds": {"wall": 10.0},
+         "seconds": seconds or {"wall": 10.0},
          "ranked": [{"rank": k + 1, "program": p, "named": p, "status": status, "reason": None, "val": test,
                      "test": test + k} for k, p in enumerate(programs)]}
   if method.startswith("houdini"):
@@ -30,6 +30,20 @@ def _write(directory, method, instance, index, task, fraction, test, *, metric="
   path = directory / method / f"seed_{instance}" / "records" / task_dir(index, name) / fraction_file(fraction)
   path.parent.mkdir(parents=True, exist_ok=True)
   path.write_text(json.dumps(rec))
+
+
+def test_a_search_resumed_across_calls_reports_its_candidates_seconds_beside_the_last_calls_wall(tmp_path):
+  # Resumed from kept candidates: the recording call took 100 s, its candidates 3,050 s over all calls.
+  _write(tmp_path, "houdini_topdown", 0, 2, "count_digit(1)", 0.1, 0.4, programs=["compose(nn_a, nn_b)"] * 3,
+         seconds={"wall": 100.0, "compile": 30.0, "train": 3000.0, "eval": 19.5, "search": 0.5})
+  _write(tmp_path, "standalone", 0, 2, "count_digit(1)", 0.1, 0.5, seconds={"wall": 20.0, "train": 19.0})
+  report = build_report(tmp_path).read_text()
+  assert ("; 3 candidates trained in 100 s (the recording call's wall time; 3,050 s of the candidates' own "
+          "compiling, training and scoring over every call and worker)") in report
+  # A network trained within its one call: the wall alone, no note.
+  assert "- standalone: `compose(nn_standalone_2, nn_x)`\n" in report
+  assert "| HOUDINI (top-down) | 100 | 3050 | 1 |" in report
+  assert "| standalone | 20 | 19 | 1 |" in report
 
 
 def test_the_report_aggregates_instances_labels_synthetic_data_and_lays_out_the_programs(tmp_path):
