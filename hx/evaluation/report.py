@@ -414,9 +414,10 @@ def _task_lines(directory: Path, table: _Table, index: int, plot: Path) -> list[
           f", {r['frozen_parameters']:,} frozen" if r.get("frozen_parameters") else "")
     if r.get("candidates_trained") is not None:
       extra = f"; {r['candidates_trained']} candidates trained in {r['seconds']['wall']:.0f} s"
-      if work_seconds(r) > 1.01 * r["seconds"]["wall"]:
+      work = work_seconds(r)
+      if work > 1.01 * r["seconds"]["wall"]:
         # Resumed across calls (or trained by several workers): the wall is the last call's alone.
-        extra += (f" (the recording call's wall time; {work_seconds(r):,.0f} s of the candidates' own "
+        extra += (f" (the recording call's wall time; {work:,.0f} s of the candidates' own "
                   "compiling, training and scoring over every call and worker)")
     lines.append(f"- {method_label(method)}: `{best['named'] or best['program']}`{note}{extra}")
   algorithms = ["top-down"] + (["evolutionary"] if "houdini_evolutionary" in table.methods else [])
