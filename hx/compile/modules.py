@@ -95,6 +95,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from hx.compile import conv_pool
 from hx.compile.fixpoint import FixConfig
 from hx.cpu_convolutions import ynnpack_convolutions
 from hx.defaults import OMIT_DEFAULT, omit_defaults
@@ -592,17 +593,33 @@ def _cnn_blocks(convs: tuple, x: jax.Array, pool: int, train: bool = True) -> ja
   In training computed as relu(max_pool(conv(x)) + b), which equals max_pool(relu(conv(x) + b)) exactly
   (adding a bias and ReLU are monotone, also in floating point, so they commute with the max) and does
   the bias and ReLU on a quarter of the values; gradients agree too, except where rounding makes two
-  values of a window tie after the bias but not before. In inference the blocks are written the plain
-  way, which YNNPACK fuses into one pass (6% less time than the other order there).
+  values of a window tie after the bias but not before. In training on a CPU, where
+  `conv_pool.usable` says so, conv -> max-pool runs as hx's own kernels (`hx.compile.conv_pool`: the same
+  values and window positions to float32 rounding); elsewhere through XLA. In inference the blocks are
+  written the plain way, which XLA fuses into one pass (6% less time than the other order there).
   """
   h = x
   for p in convs:
+    if train and conv_pool.usable(h.shape, p["w"].shape, pool, h.dtype):
+      h = jax.nn.relu(conv_pool.conv_pool(h, p["w"]) + p["b"])
+      continue
     z = _conv_valid(h, p["w"])
     if train:
       h = jax.nn.relu(_max_pool(z, pool) + p["b"])
     else:
       h = _reduce_window_max(jax.nn.relu(z + p["b"]), pool)
   return h
+
+
+def _cnn_kernels(convs: tuple, shape: tuple[int, ...], pool: int) -> bool:
+  """Whether every block of a training-mode CNN on NHWC images of `shape` runs hx's CPU kernels
+  (`hx.compile.conv_pool`), which take a whole step's images at once."""
+  for p in convs:
+    k, _, _, c_out = p["w"].shape
+    if not conv_pool.usable(shape, p["w"].shape, pool, jnp.float32):
+      return False
+    shape = (shape[0], (shape[1] - k + 1) // pool, (shape[2] - k + 1) // pool, c_out)
+  return True
 
 
 def _masked_aggregate(m: jax.Array, valid: jax.Array, how: str) -> jax.Array:
@@ -885,7 +902,8 @@ def _apply_cnn(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, ma
   (x,) = inputs
   r = x.shape[0]
   h = jnp.transpose(x.astype(jnp.float32), (0, 2, 3, 1))  # channel-first types, NHWC convolutions
-  sliced = train and ynnpack_convolutions()  # XLA's own convolutions take a whole step at once
+  # XLA's own convolutions and hx's kernels take a whole step at once; YNNPACK's want slices.
+  sliced = train and ynnpack_convolutions() and not _cnn_kernels(params["convs"], h.shape, spec["pool"])
   slices = _cnn_slices(r, _cnn_slice_rows(h.shape, params["convs"], spec["pool"])) if sliced else [(0, r)]
   parts = [_cnn_blocks(params["convs"], h[i:j], spec["pool"], train) for i, j in slices]
   h = parts[0] if len(parts) == 1 else jnp.concatenate(parts, 0)

@@ -1,0 +1,321 @@
+// One block of hx's CNN, conv (stride 1, VALID) -> 2x2 max-pool (stride 2, floor), as two XLA:CPU custom
+// calls through XLA's FFI: the forward pass and its gradients. Built and loaded by hx/compile/conv_pool.py,
+// which documents the calls, when hx uses them, and how they were checked.
+//
+// Layouts: images x (R, H, W, C) NHWC; kernel w (K, K, C, O) HWIO; pooled y (R, Hp, Wp, O) with Hp =
+// (H - K + 1) / 2 (floor), Wp likewise; arg (R, Hp, Wp, O) uint8, the position of each window's first
+// maximum in row-major order (0 top left, 1 top right, 2 bottom left, 3 bottom right), which is where
+// XLA's select-and-scatter and hx's `_max_pool` send the window's gradient.
+//
+// Work is split into kChunks fixed chunks of images (not one per thread), and the weight gradient is the
+// sum of the chunks' partial sums in chunk order, so results do not depend on the number of threads or
+// on which thread ran which chunk. The calling thread takes chunks too, so a call finishes even when no
+// thread of XLA's pool is free.
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+constexpr int64_t kChunks = 8;
+constexpr int64_t kLanes = 16;  // channels per vector
+
+typedef float v16 __attribute__((vector_size(64), aligned(4)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+typedef uint8_t v16b __attribute__((vector_size(16), aligned(1)));
+
+inline v16 Load(const float* p) { return *reinterpret_cast<const v16*>(p); }
+inline void Store(float* p, v16 v) { *reinterpret_cast<v16*>(p) = v; }
+
+struct Work {
+  std::function<void(int64_t)> body;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+  void Run() {
+    for (;;) {
+      const int64_t c = next.fetch_add(1);
+      if (c >= kChunks) return;
+      body(c);
+      done.fetch_add(1, std::memory_order_release);
+    }
+  }
+};
+
+// Runs body(c) for c in [0, kChunks) on this thread and XLA's intra-op pool. A helper scheduled after all
+// chunks were taken finds none and returns without touching `body`'s captures (the shared Work outlives it).
+void ParallelChunks(ffi::ThreadPool& pool, std::function<void(int64_t)> body) {
+  auto work = std::make_shared<Work>();
+  work->body = std::move(body);
+  const int64_t helpers = std::min<int64_t>(pool.num_threads(), kChunks - 1);
+  for (int64_t t = 0; t < helpers; ++t) pool.Schedule([work] { work->Run(); });
+  work->Run();
+  while (work->done.load(std::memory_order_acquire) < kChunks) std::this_thread::yield();
+}
+
+// Rank-4 buffers (a type name without a comma: XLA's handler macros take it as one argument).
+using F32 = ffi::Buffer<ffi::F32, 4>;
+using U8 = ffi::Buffer<ffi::U8, 4>;
+using F32Out = ffi::ResultBuffer<ffi::F32, 4>;
+using U8Out = ffi::ResultBuffer<ffi::U8, 4>;
+
+struct Dims {
+  int64_t R, H, W, C, K, O, Hp, Wp;
+};
+
+// The 2x2 window offsets of an NHWC image row-major: top left, top right, bottom left, bottom right.
+inline void Offsets(const Dims& d, int64_t off[4]) {
+  off[0] = 0;
+  off[1] = d.C;
+  off[2] = d.W * d.C;
+  off[3] = (d.W + 1) * d.C;
+}
+
+// One image: NB vectors of 16 channels at a time, the window's four convolution outputs in registers.
+template <int NB>
+void ForwardImage(const Dims& d, const float* __restrict xn, const float* __restrict w,
+                  float* __restrict yn, uint8_t* __restrict an) {
+  const int64_t O = d.O, K = d.K, C = d.C, W = d.W;
+  int64_t off[4];
+  Offsets(d, off);
+  for (int64_t i = 0; i < d.Hp; ++i)
+    for (int64_t j = 0; j < d.Wp; ++j)
+      for (int64_t ob = 0; ob < O; ob += kLanes * NB) {
+        v16 acc[4][NB];
+        for (int q = 0; q < 4; ++q)
+          for (int nb = 0; nb < NB; ++nb) acc[q][nb] = v16{};
+        const float* base = xn + (2 * i * W + 2 * j) * C;
+        for (int64_t ky = 0; ky < K; ++ky)
+          for (int64_t t = 0; t < K * C; ++t) {  // (kx, c) of one kernel row, contiguous in x and w
+            const float* xp = base + ky * W * C + t;
+            const float* wp = w + (ky * K * C + t) * O + ob;
+            v16 wv[NB];
+            for (int nb = 0; nb < NB; ++nb) wv[nb] = Load(wp + kLanes * nb);
+            for (int q = 0; q < 4; ++q) {
+              const float xv = xp[off[q]];
+              for (int nb = 0; nb < NB; ++nb) acc[q][nb] += xv * wv[nb];
+            }
+          }
+        float* y = yn + (i * d.Wp + j) * O + ob;
+        uint8_t* arg = an + (i * d.Wp + j) * O + ob;
+        for (int nb = 0; nb < NB; ++nb) {
+          v16 best = acc[0][nb];
+          v16i at = v16i{};
+          for (int q = 1; q < 4; ++q) {
+            const v16 v = acc[q][nb];
+            // A later position wins only if strictly larger (the first maximum), or if it is NaN, which
+            // then sticks (no later value compares larger): the max of a window holding a NaN is NaN.
+            const v16i take = (v > best) | (v != v);
+            best = take ? v : best;
+            at = take ? v16i{} + q : at;
+          }
+          Store(y + kLanes * nb, best);
+          *reinterpret_cast<v16b*>(arg + kLanes * nb) = __builtin_convertvector(at, v16b);
+        }
+      }
+}
+
+// Gradients for small C: per window, the output gradient split by argmax into four masked vectors over
+// the channels, each multiplied into the window position's input patch. dw (K, K, C, O).
+template <int NB>
+void BackwardImageMasked(const Dims& d, const float* __restrict xn, const float* __restrict w,
+                         const uint8_t* __restrict an, const float* __restrict gn, float* __restrict dw,
+                         float* __restrict dxn) {
+  const int64_t O = d.O, K = d.K, C = d.C, W = d.W;
+  int64_t off[4];
+  Offsets(d, off);
+  for (int64_t i = 0; i < d.Hp; ++i)
+    for (int64_t j = 0; j < d.Wp; ++j)
+      for (int64_t ob = 0; ob < O; ob += kLanes * NB) {
+        v16 m[4][NB];
+        for (int nb = 0; nb < NB; ++nb) {
+          const int64_t at = (i * d.Wp + j) * O + ob + kLanes * nb;
+          const v16 g = Load(gn + at);
+          const v16i a = __builtin_convertvector(*reinterpret_cast<const v16b*>(an + at), v16i);
+          for (int q = 0; q < 4; ++q) m[q][nb] = (a == q) ? g : v16{};
+        }
+        const int64_t first = (2 * i * W + 2 * j) * C;
+        for (int64_t ky = 0; ky < K; ++ky)
+          for (int64_t t = 0; t < K * C; ++t) {
+            const int64_t at = first + ky * W * C + t;
+            float* dp = dw + (ky * K * C + t) * O + ob;
+            v16 acc[NB];
+            for (int nb = 0; nb < NB; ++nb) acc[nb] = Load(dp + kLanes * nb);
+            for (int q = 0; q < 4; ++q) {
+              const float xv = xn[at + off[q]];
+              for (int nb = 0; nb < NB; ++nb) acc[nb] += xv * m[q][nb];
+            }
+            for (int nb = 0; nb < NB; ++nb) Store(dp + kLanes * nb, acc[nb]);
+            if (dxn) {
+              const float* wp = w + (ky * K * C + t) * O + ob;
+              for (int q = 0; q < 4; ++q) {
+                v16 s{};
+                for (int nb = 0; nb < NB; ++nb) s += m[q][nb] * Load(wp + kLanes * nb);
+                float total = 0.0f;
+                for (int l = 0; l < kLanes; ++l) total += s[l];
+                dxn[at + off[q]] += total;
+              }
+            }
+          }
+      }
+}
+
+// Gradients for C a multiple of 16: each nonzero output gradient scattered into the one window position
+// its max came from, over the K rows of K * C contiguous values. dwt (O, K, K, C); wt likewise.
+void BackwardImageScatter(const Dims& d, const float* __restrict xn, const float* __restrict wt,
+                          const uint8_t* __restrict an, const float* __restrict gn, float* __restrict dwt,
+                          float* __restrict dxn) {
+  const int64_t O = d.O, K = d.K, C = d.C, W = d.W;
+  for (int64_t i = 0; i < d.Hp; ++i)
+    for (int64_t j = 0; j < d.Wp; ++j) {
+      const float* g = gn + (i * d.Wp + j) * O;
+      const uint8_t* arg = an + (i * d.Wp + j) * O;
+      for (int64_t o = 0; o < O; ++o) {
+        const float gv = g[o];
+        if (gv == 0.0f) continue;  // ReLU's zeros: about half of them
+        const int64_t r0 = 2 * i + arg[o] / 2, c0 = 2 * j + arg[o] % 2;
+        for (int64_t ky = 0; ky < K; ++ky) {
+          const float* xp = xn + ((r0 + ky) * W + c0) * C;
+          float* dp = dwt + (o * K + ky) * K * C;
+          for (int64_t t = 0; t < K * C; ++t) dp[t] += gv * xp[t];
+          if (dxn) {
+            float* dxp = dxn + ((r0 + ky) * W + c0) * C;
+            const float* wp = wt + (o * K + ky) * K * C;
+            for (int64_t t = 0; t < K * C; ++t) dxp[t] += gv * wp[t];
+          }
+        }
+      }
+    }
+}
+
+ffi::Error Check(const Dims& d, const std::string& call) {
+  if (d.O % kLanes != 0)
+    return ffi::Error::InvalidArgument(call + ": output channels must be a multiple of 16, got " +
+                                       std::to_string(d.O));
+  if (d.Hp < 1 || d.Wp < 1)
+    return ffi::Error::InvalidArgument(call + ": the images are smaller than a kernel and a 2x2 window");
+  return ffi::Error::Success();
+}
+
+Dims GetDims(const F32& x, const F32& w) {
+  const auto xd = x.dimensions(), wd = w.dimensions();
+  Dims d{xd[0], xd[1], xd[2], xd[3], wd[0], wd[3], 0, 0};
+  d.Hp = (d.H - d.K + 1) / 2;
+  d.Wp = (d.W - d.K + 1) / 2;
+  return d;
+}
+
+ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w,
+                   F32Out y, U8Out arg) {
+  const Dims d = GetDims(x, w);
+  if (ffi::Error e = Check(d, "hx_conv_pool_forward"); e.failure()) return e;
+  const float* xs = x.typed_data();
+  const float* ws = w.typed_data();
+  float* ys = y->typed_data();
+  uint8_t* as = arg->typed_data();
+  ParallelChunks(pool, [&](int64_t c) {
+    for (int64_t n = d.R * c / kChunks; n < d.R * (c + 1) / kChunks; ++n) {
+      const float* xn = xs + n * d.H * d.W * d.C;
+      float* yn = ys + n * d.Hp * d.Wp * d.O;
+      uint8_t* an = as + n * d.Hp * d.Wp * d.O;
+      if (d.O % (2 * kLanes) == 0) ForwardImage<2>(d, xn, ws, yn, an);
+      else ForwardImage<1>(d, xn, ws, yn, an);
+    }
+  });
+  return ffi::Error::Success();
+}
+
+ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w,
+                    const U8& arg, const F32& g, float* dw,
+                    float* dx) {
+  const Dims d = GetDims(x, w);
+  if (ffi::Error e = Check(d, "hx_conv_pool_backward"); e.failure()) return e;
+  const float* xs = x.typed_data();
+  const float* ws = w.typed_data();
+  const uint8_t* as = arg.typed_data();
+  const float* gs = g.typed_data();
+  const bool scatter = d.C % kLanes == 0;
+  const int64_t KKC = d.K * d.K * d.C;
+  std::vector<float> wt;
+  if (scatter && dx) {
+    wt.resize(KKC * d.O);
+    for (int64_t t = 0; t < KKC; ++t)
+      for (int64_t o = 0; o < d.O; ++o) wt[o * KKC + t] = ws[t * d.O + o];
+  }
+  std::vector<std::vector<float>> partial(kChunks);
+  ParallelChunks(pool, [&](int64_t c) {
+    partial[c].assign(KKC * d.O, 0.0f);
+    const int64_t lo = d.R * c / kChunks, hi = d.R * (c + 1) / kChunks;
+    const int64_t image = d.H * d.W * d.C;
+    if (dx) std::memset(dx + lo * image, 0, sizeof(float) * (hi - lo) * image);
+    for (int64_t n = lo; n < hi; ++n) {
+      const float* xn = xs + n * image;
+      const uint8_t* an = as + n * d.Hp * d.Wp * d.O;
+      const float* gn = gs + n * d.Hp * d.Wp * d.O;
+      float* dxn = dx ? dx + n * image : nullptr;
+      if (scatter) BackwardImageScatter(d, xn, wt.data(), an, gn, partial[c].data(), dxn);
+      else if (d.O % (2 * kLanes) == 0) BackwardImageMasked<2>(d, xn, ws, an, gn, partial[c].data(), dxn);
+      else BackwardImageMasked<1>(d, xn, ws, an, gn, partial[c].data(), dxn);
+    }
+  });
+  std::memset(dw, 0, sizeof(float) * KKC * d.O);
+  for (int64_t c = 0; c < kChunks; ++c) {
+    const float* p = partial[c].data();
+    if (scatter) {
+      for (int64_t o = 0; o < d.O; ++o)
+        for (int64_t t = 0; t < KKC; ++t) dw[t * d.O + o] += p[o * KKC + t];
+    } else {
+      for (int64_t t = 0; t < KKC * d.O; ++t) dw[t] += p[t];
+    }
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error BackwardWithInput(ffi::ThreadPool pool, F32 x, F32 w,
+                             U8 arg, F32 g,
+                             F32Out dw, F32Out dx) {
+  return Backward(pool, x, w, arg, g, dw->typed_data(), dx->typed_data());
+}
+
+ffi::Error BackwardWeights(ffi::ThreadPool pool, F32 x, F32 w,
+                           U8 arg, F32 g,
+                           F32Out dw) {
+  return Backward(pool, x, w, arg, g, dw->typed_data(), nullptr);
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolForward, Forward,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Ret<F32>()
+                                  .Ret<U8>());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolBackwardWithInput, BackwardWithInput,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Arg<U8>()
+                                  .Arg<F32>()
+                                  .Ret<F32>()
+                                  .Ret<F32>());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolBackwardWeights, BackwardWeights,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<F32>()
+                                  .Arg<F32>()
+                                  .Arg<U8>()
+                                  .Arg<F32>()
+                                  .Ret<F32>());

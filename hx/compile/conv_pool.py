@@ -1,0 +1,226 @@
+"""One CNN block, conv -> 2x2 max-pool, as XLA:CPU custom calls: hx's own kernels for training on a CPU.
+
+    y = conv_pool(x, w)   # x (R, H, W, C) NHWC float32, w (K, K, C, O) HWIO -> y (R, Hp, Wp, O)
+
+`y` is `max_pool(conv_valid(x, w), 2)` (stride-1 VALID convolution, then 2x2 windows with stride 2, floor),
+without a bias: the CNN adds the bias and ReLU after the pooling (`hx.compile.modules._cnn_blocks`).
+Its gradient is that of XLA's reduce-window max: each window's gradient goes to the window's first
+maximum in row-major order.
+
+Why: in a training step of the paper's CNN under XLA:CPU's kernels, the convolutions' gradients and the
+pooling's gradient were most of the step, and XLA cannot exploit what the pooling makes of them: only one
+of a window's four convolution outputs receives a gradient, and (after the ReLU) about half of the windows
+none. These kernels (`conv_pool.cc`, beside this file, called through XLA's FFI) run the block in two
+passes instead of XLA's five or more:
+
+- forward: the convolution of each 2x2 window's four positions in registers, kept only as the window's
+  maximum (`y`) and the position it came from (`arg`, one byte per output); the convolution output is
+  never written to memory;
+- backward: from `arg`, each output gradient goes straight to the input patch of its one window position,
+  for the weight gradient and (when `x` is differentiated) the input gradient, skipping the zeros.
+
+Same values as XLA's path up to float32 rounding (another summation order), the same window positions
+(ties go to the first), deterministic (fixed chunks of images, partial sums added in a fixed order) and
+independent of the number of threads. Measured in benchmarks/RESULTS.md ("Training throughput").
+
+When hx uses them (`usable`): training mode on the CPU backend, float32, 2x2 pooling, output channels a
+multiple of 16 (the kernels' vector width), and the kernels built. They are built on first use from
+`conv_pool.cc` by the C++ compiler on PATH (`$CXX`, else `c++`, `g++`, `clang++`) for this machine's CPU
+(`-march=native`), with jaxlib's FFI headers, into a cache directory (`$HX_KERNEL_CACHE_DIR`, else
+`$XDG_CACHE_HOME/hx/kernels`, else `~/.cache/hx/kernels`), one library per source, compiler, jaxlib and CPU,
+written atomically (a rename) so that processes building at once do not collide. Without a compiler, or
+if building or loading fails, hx warns once (naming the compiler and its error) and trains through XLA's
+own kernels: the same values to rounding, slower. `HX_CPU_KERNELS=0` (also "false", "no", "off") turns
+them off; it is read when a CNN is traced. On a GPU they are never used.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["ENABLE_ENV", "CACHE_DIR_ENV", "KernelBuildError", "build_library", "conv_pool", "enabled",
+           "kernel_cache_dir", "load_kernels", "usable"]
+
+ENABLE_ENV = "HX_CPU_KERNELS"
+CACHE_DIR_ENV = "HX_KERNEL_CACHE_DIR"
+SOURCE = Path(__file__).with_name("conv_pool.cc")
+_OFF = ("0", "false", "no", "off")
+_FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-w")
+_LANES = 16  # output channels per vector in conv_pool.cc
+# FFI target name -> the handler symbol conv_pool.cc exports.
+_TARGETS = {"hx_conv_pool_forward": "HxConvPoolForward",
+            "hx_conv_pool_backward_with_input": "HxConvPoolBackwardWithInput",
+            "hx_conv_pool_backward_weights": "HxConvPoolBackwardWeights"}
+
+
+class KernelBuildError(RuntimeError):
+  """The kernels could not be built or loaded (the message names the compiler, the file and the error)."""
+
+
+def enabled() -> bool:
+  """False when $HX_CPU_KERNELS turns hx's CPU kernels off."""
+  return os.environ.get(ENABLE_ENV, "").strip().lower() not in _OFF
+
+
+def kernel_cache_dir() -> Path:
+  """$HX_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/hx/kernels, else ~/.cache/hx/kernels."""
+  if os.environ.get(CACHE_DIR_ENV):
+    return Path(os.environ[CACHE_DIR_ENV]).expanduser()
+  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+  return Path(base) / "hx" / "kernels"
+
+
+def _compiler() -> str | None:
+  if os.environ.get("CXX"):
+    return os.environ["CXX"]
+  for name in ("c++", "g++", "clang++"):
+    if shutil.which(name):
+      return name
+  return None
+
+
+def _cpu_identity() -> str:
+  """What `-march=native` compiles for: the CPU's model and instruction-set flags (Linux), else the
+  machine and processor names."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      lines = [line for line in f if line.startswith(("model name", "flags", "Features"))]
+    return "".join(sorted(set(lines)))
+  except OSError:
+    return platform.machine() + platform.processor()
+
+
+def build_library(compiler: str | None = None, directory: Path | None = None) -> Path:
+  """The kernels' shared library for this machine, compiled into `directory` unless already there.
+
+  Raises KernelBuildError when there is no compiler or it fails (with its output).
+  """
+  compiler = compiler or _compiler()
+  if compiler is None:
+    raise KernelBuildError("no C++ compiler found ($CXX, c++, g++ or clang++ on PATH)")
+  directory = directory or kernel_cache_dir()
+  import jaxlib
+  source = SOURCE.read_bytes()
+  key = hashlib.sha256(b"\0".join([source, compiler.encode(), " ".join(_FLAGS).encode(),
+                                   jaxlib.__version__.encode(), _cpu_identity().encode()])).hexdigest()[:20]
+  target = directory / f"conv_pool-{key}.so"
+  if target.exists():
+    return target
+  try:
+    directory.mkdir(parents=True, exist_ok=True)
+  except OSError as e:
+    raise KernelBuildError(f"cannot create the kernel cache directory {directory}: {e}") from e
+  with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
+    out = Path(tmp) / target.name
+    command = [compiler, *_FLAGS, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", str(out)]
+    try:
+      done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+      raise KernelBuildError(f"{compiler} could not build {SOURCE}: {e}") from e
+    if done.returncode != 0:
+      tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+      raise KernelBuildError(f"{compiler} failed ({done.returncode}) on {SOURCE}:\n{tail}")
+    os.replace(out, target)  # atomic: another process building the same library meanwhile is harmless
+  return target
+
+
+_lock = threading.Lock()
+_loaded: bool | None = None  # None: not tried yet
+
+
+def load_kernels() -> bool:
+  """Builds (if needed) and loads the kernels and registers their FFI targets, once per process.
+
+  True when they are ready; False (after one warning) when they cannot be built or loaded.
+  """
+  global _loaded
+  with _lock:
+    if _loaded is None:
+      try:
+        path = build_library()
+        try:
+          library = ctypes.CDLL(str(path))
+          for name, symbol in _TARGETS.items():
+            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(library, symbol)), platform="cpu")
+        except (OSError, AttributeError) as e:
+          raise KernelBuildError(f"cannot load {path}: {e}") from e
+        _loaded = True
+      except KernelBuildError as e:
+        warnings.warn(f"hx's CPU kernels for the CNN are unavailable, so it trains through XLA's own "
+                      f"(slower, same values to rounding): {e}. {ENABLE_ENV}=0 silences this.",
+                      RuntimeWarning, stacklevel=2)
+        _loaded = False
+    return _loaded
+
+
+def usable(x_shape: tuple[int, ...], w_shape: tuple[int, ...], pool: int, dtype) -> bool:
+  """Whether `conv_pool` can run this block here: NHWC x_shape, HWIO w_shape, `pool` x `pool` windows.
+
+  Builds and loads the kernels on the first call that needs them.
+  """
+  if not enabled() or jax.default_backend() != "cpu" or pool != 2 or jnp.dtype(dtype) != jnp.float32:
+    return False
+  if len(x_shape) != 4 or len(w_shape) != 4 or x_shape[3] != w_shape[2] or w_shape[3] % _LANES:
+    return False
+  k = w_shape[0]
+  if w_shape[1] != k or min(x_shape[1], x_shape[2]) - k + 1 < 2:
+    return False
+  return load_kernels()
+
+
+def _pooled_shape(x: jax.Array, w: jax.Array) -> tuple[int, int, int, int]:
+  r, h, wd, _ = x.shape
+  k, _, _, o = w.shape
+  return r, (h - k + 1) // 2, (wd - k + 1) // 2, o
+
+
+def _forward(x: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.Array]:
+  shape = _pooled_shape(x, w)
+  call = jax.ffi.ffi_call("hx_conv_pool_forward", (jax.ShapeDtypeStruct(shape, jnp.float32),
+                                                  jax.ShapeDtypeStruct(shape, jnp.uint8)),
+                          vmap_method="sequential")
+  return call(x, w)
+
+
+@jax.custom_vjp
+def conv_pool(x: jax.Array, w: jax.Array) -> jax.Array:
+  """max_pool(conv_valid(x, w), 2): x (R, H, W, C) float32, w (K, K, C, O) -> (R, (H-K+1)//2, (W-K+1)//2, O).
+
+  Only where `usable(x.shape, w.shape, 2, x.dtype)`; see the module docstring.
+  """
+  return _forward(x, w)[0]
+
+
+def _conv_pool_fwd(x, w):
+  y, arg = _forward(x.value, w.value)
+  # The residuals' structure (not a value) says whether x is differentiated: () if so, None if not.
+  return y, (x.value, w.value, arg, () if x.perturbed else None)
+
+
+def _conv_pool_bwd(res, g):
+  x, w, arg, input_gradient = res
+  g = jnp.zeros(arg.shape, jnp.float32) if isinstance(g, jax.custom_derivatives.SymbolicZero) else g
+  dw_shape = jax.ShapeDtypeStruct(w.shape, jnp.float32)
+  if input_gradient is None:
+    dw = jax.ffi.ffi_call("hx_conv_pool_backward_weights", dw_shape, vmap_method="sequential")(x, w, arg, g)
+    return None, dw
+  dw, dx = jax.ffi.ffi_call("hx_conv_pool_backward_with_input",
+                            (dw_shape, jax.ShapeDtypeStruct(x.shape, jnp.float32)),
+                            vmap_method="sequential")(x, w, arg, g)
+  return dx, dw
+
+
+conv_pool.defvjp(_conv_pool_fwd, _conv_pool_bwd, symbolic_zeros=True)
+

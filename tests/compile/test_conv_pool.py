@@ -1,0 +1,159 @@
+"""hx's CPU kernels for a CNN block, conv -> 2x2 max-pool (`hx.compile.conv_pool`), against XLA's path."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import hx.compile.conv_pool as cp
+import hx.compile.modules as modules
+from hx.compile.modules import _conv_valid, _max_pool
+
+pytestmark = pytest.mark.skipif(not (cp.enabled() and jax.default_backend() == "cpu" and cp.load_kernels()),
+                                reason="hx's CPU kernels are off, not on a CPU, or cannot be built here")
+
+# (images, kernel): the paper's first block (one channel: the masked gradient), its second (32 channels:
+# the scattered gradient), odd sizes that floor-pooling crops with 3 channels, and 16 output channels
+# (one vector). Fewer images than the kernels' 8 chunks in two of them.
+SHAPES = [((7, 28, 28, 1), (5, 5, 1, 32)), ((9, 12, 12, 32), (5, 5, 32, 64)),
+          ((3, 13, 11, 3), (3, 3, 3, 16)), ((10, 9, 10, 16), (2, 2, 16, 48))]
+
+
+def _xla_block(x, w):
+  return _max_pool(_conv_valid(x, w), 2)
+
+
+def _integers(key, shape, low, high):
+  # Small integers: every sum is exact in float32 whatever its order, and windows tie often.
+  return jax.random.randint(key, shape, low, high).astype(jnp.float32)
+
+
+def _first_max(z, y):
+  """Each 2x2 window's first maximum (0-3, row-major): z (R, H, W, O) the convolution, y its pooling."""
+  r, hp, wp, o = y.shape
+  windows = np.asarray(z)[:, :2 * hp, :2 * wp].reshape(r, hp, 2, wp, 2, o).transpose(0, 1, 3, 5, 2, 4)
+  return np.argmax(windows.reshape(r, hp, wp, o, 4) == np.asarray(y)[..., None], -1)
+
+
+@pytest.mark.parametrize("xs, ws", SHAPES)
+def test_forward_and_window_positions_equal_xla_exactly_on_integers(xs, ws):
+  kx, kw = jax.random.split(jax.random.key(0))
+  x, w = _integers(kx, xs, 0, 3), _integers(kw, ws, -2, 3)
+  assert cp.usable(x.shape, w.shape, 2, x.dtype)
+  y, arg = jax.jit(cp._forward)(x, w)
+  z = _conv_valid(x, w)
+  y_xla = lax.reduce_window(z, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+  assert y.shape == y_xla.shape and arg.dtype == jnp.uint8
+  np.testing.assert_array_equal(y, y_xla)
+  first = _first_max(z, y_xla)
+  np.testing.assert_array_equal(arg, first)
+  assert 0 < np.mean(first > 0) < 0.75  # ties present: later positions win only when strictly larger
+
+
+@pytest.mark.parametrize("xs, ws", SHAPES)
+def test_gradients_equal_xla_exactly_on_integers(xs, ws):
+  kx, kw, kg = jax.random.split(jax.random.key(1), 3)
+  x, w = _integers(kx, xs, 0, 3), _integers(kw, ws, -2, 3)
+  g = _integers(kg, cp._pooled_shape(x, w), -2, 3)
+
+  def loss(f, x_, w_):
+    return jnp.sum(jax.nn.relu(f(x_, w_) - 1.0) * g)
+
+  for argnums in ((0, 1), 1):  # with and without the input gradient
+    ours = jax.jit(jax.value_and_grad(lambda x_, w_: loss(cp.conv_pool, x_, w_), argnums))(x, w)
+    xla = jax.jit(jax.value_and_grad(lambda x_, w_: loss(_xla_block, x_, w_), argnums))(x, w)
+    assert float(ours[0]) == float(xla[0])
+    for a, b in zip(jax.tree.leaves(ours[1]), jax.tree.leaves(xla[1]), strict=True):
+      np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("xs, ws", SHAPES[:2])
+def test_gradients_close_to_xla_on_random_values_and_deterministic(xs, ws):
+  kx, kw, kb = jax.random.split(jax.random.key(2), 3)
+  x = jax.random.uniform(kx, xs)
+  w = jax.random.normal(kw, ws) * 0.2
+  b = jax.random.normal(kb, ws[-1:]) * 0.1
+
+  def loss(f, x_, w_, b_):
+    return jnp.sum(jnp.sin(jax.nn.relu(f(x_, w_) + b_)))
+
+  ours = jax.jit(jax.value_and_grad(lambda *a: loss(cp.conv_pool, *a), (0, 1, 2)))
+  xla = jax.jit(jax.value_and_grad(lambda *a: loss(_xla_block, *a), (0, 1, 2)))
+  a, c = ours(x, w, b), xla(x, w, b)
+  np.testing.assert_allclose(a[0], c[0], rtol=1e-5)
+  for u, v in zip(a[1], c[1], strict=True):
+    np.testing.assert_allclose(u, v, rtol=1e-4, atol=1e-4 * float(jnp.max(jnp.abs(v))))
+  again = ours(x, w, b)
+  for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(again), strict=True):
+    np.testing.assert_array_equal(u, v)
+
+
+def test_the_training_cnn_runs_the_kernels_with_xla_values_and_gradients(monkeypatch):
+  """The paper's CNN (32 and 64 channels) in training mode: both blocks are custom calls, and the module's
+  outputs and gradients are those of XLA's path (HX_CPU_KERNELS=0) to rounding."""
+  convs = ({"w": jax.random.normal(jax.random.key(3), (5, 5, 1, 32)) * 0.2, "b": jnp.full((32,), 0.05)},
+           {"w": jax.random.normal(jax.random.key(4), (5, 5, 32, 64)) * 0.05, "b": jnp.full((64,), 0.05)})
+  x = jax.random.uniform(jax.random.key(5), (11, 28, 28, 1))
+
+  def loss(c, x_):
+    return jnp.sum(jnp.tanh(modules._cnn_blocks(c, x_, 2)))
+
+  monkeypatch.setenv(cp.ENABLE_ENV, "1")
+  ours = jax.jit(jax.value_and_grad(lambda c, x_: loss(c, x_)))
+  assert modules._cnn_kernels(convs, x.shape, 2)
+  assert str(jax.make_jaxpr(ours)(convs, x)).count("hx_conv_pool_") == 4  # two forwards, two backwards
+  a = ours(convs, x)
+  monkeypatch.setenv(cp.ENABLE_ENV, "0")
+  xla = jax.jit(jax.value_and_grad(lambda c, x_: loss(c, x_)))
+  assert not modules._cnn_kernels(convs, x.shape, 2)
+  assert "hx_conv_pool_" not in str(jax.make_jaxpr(xla)(convs, x))
+  c = xla(convs, x)
+  np.testing.assert_allclose(a[0], c[0], rtol=1e-5)
+  for u, v in zip(jax.tree.leaves(a[1]), jax.tree.leaves(c[1]), strict=True):
+    np.testing.assert_allclose(u, v, rtol=1e-4, atol=1e-4 * float(jnp.max(jnp.abs(v))))
+  # Inference never uses them.
+  monkeypatch.setenv(cp.ENABLE_ENV, "1")
+  inference = jax.make_jaxpr(lambda c, x_: modules._cnn_blocks(c, x_, 2, False))(convs, x)
+  assert "hx_conv_pool_" not in str(inference)
+
+
+def test_usable_only_where_the_kernels_apply(monkeypatch):
+  monkeypatch.setenv(cp.ENABLE_ENV, "1")
+  assert cp.usable((4, 28, 28, 1), (5, 5, 1, 32), 2, jnp.float32)
+  assert not cp.usable((4, 28, 28, 1), (5, 5, 1, 32), 3, jnp.float32)  # pooling other than 2x2
+  assert not cp.usable((4, 28, 28, 1), (5, 5, 1, 24), 2, jnp.float32)  # channels not a multiple of 16
+  assert not cp.usable((4, 28, 28, 1), (5, 5, 1, 32), 2, jnp.float16)
+  assert not cp.usable((4, 5, 5, 1), (5, 5, 1, 32), 2, jnp.float32)  # no whole window
+  assert not cp.usable((4, 28, 28, 2), (5, 5, 1, 32), 2, jnp.float32)  # channels disagree
+  for off in ("0", "off", "False"):
+    monkeypatch.setenv(cp.ENABLE_ENV, off)
+    assert not cp.usable((4, 28, 28, 1), (5, 5, 1, 32), 2, jnp.float32)
+
+
+def test_a_failed_build_names_the_compiler_and_falls_back_with_one_warning(monkeypatch, tmp_path):
+  monkeypatch.setenv(cp.CACHE_DIR_ENV, str(tmp_path / "kernels"))
+  with pytest.raises(cp.KernelBuildError, match="/nonexistent/c\\+\\+"):
+    cp.build_library(compiler="/nonexistent/c++")
+  monkeypatch.setenv("CXX", "false")  # a compiler that fails
+  with pytest.raises(cp.KernelBuildError, match="false failed"):
+    cp.build_library()
+  monkeypatch.setattr(cp, "_loaded", None)
+  with pytest.warns(RuntimeWarning, match="trains through XLA's own"):
+    assert not cp.load_kernels()
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    assert not cp.load_kernels()  # decided once per process
+    assert not cp.usable((4, 28, 28, 1), (5, 5, 1, 32), 2, jnp.float32)
+  assert not list((tmp_path / "kernels").glob("*.so"))
+
+
+def test_the_library_is_built_once_per_machine_and_source(monkeypatch, tmp_path):
+  monkeypatch.setenv(cp.CACHE_DIR_ENV, str(tmp_path))
+  path = cp.build_library()
+  assert path.parent == tmp_path and path.suffix == ".so"
+  stamp = path.stat().st_mtime_ns
+  assert cp.build_library() == path and path.stat().st_mtime_ns == stamp  # found, not rebuilt
+  assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporaries left
