@@ -37,6 +37,11 @@ drawn by the harness (6,000 lists of 2-5 images, batches of one length as the au
 its first epoch is a warm-up and is dropped. Nothing of the authors' code is imported here. --authors
 implies --peer; the harness always builds the paper's sizes (--small does not reach it).
 
+The CNN's blocks train through hx's own CPU kernels where they apply (`hx.compile.conv_pool`;
+HX_CPU_KERNELS=0 turns them off). XLA cannot count a custom call's arithmetic, so when the step ran them,
+one more tune after the rounds runs the same step through XLA's kernels: its floating-point operations are
+the step's count, and its epochs are timed beside the others (`xla_kernels_*`).
+
 --convolutions xla|ynnpack chooses which library runs XLA:CPU's convolutions (`hx.cpu_convolutions`):
 XLA's own kernels, hx's default, with the CNN in one call, or YNNPACK, jaxlib's default, with the CNN
 in slices. XLA_FLAGS is read once per process, so comparing the two takes two processes, alternated.
@@ -132,14 +137,21 @@ def matmul_rate(n: int = 2048, repeats: int = 10) -> float:
   return 2 * n ** 3 / min(times)
 
 
-def _flop_rate(sec_per_step: float) -> dict:
+def last_step_runs_kernels() -> bool:
+  """Whether the training step Tune compiled last calls hx's CPU kernels (`hx.compile.conv_pool`)."""
+  from hx.compile.executables import cached_executables
+
+  steps = cached_executables("train_step")
+  return bool(steps) and "hx_conv_pool_" in steps[-1].as_text()
+
+
+def _flop_rate(sec_per_step: float, flops: float | None) -> dict:
   """XLA's count of the training step's floating-point operations, the rate a step reaches, and the rate
   of a large float32 matmul on this machine: how far a faster epoch can go."""
-  flops = last_step_flops()
   if flops is None:
     return {}
   peak = matmul_rate()
-  return {"train_step_gflop (XLA cost_analysis)": round(flops / 1e9, 2),
+  return {"train_step_gflop (XLA cost_analysis, the step through XLA's kernels)": round(flops / 1e9, 2),
           "train_step_gflop_per_s": round(flops / sec_per_step / 1e9, 1),
           "matmul_2048_gflop_per_s (float32, best of 10)": round(peak / 1e9, 1)}
 
@@ -327,7 +339,25 @@ def main(argv: list[str] | None = None) -> dict:
     # compile wall time (which a loaded machine stretches) from process CPU time.
     "process_cpu_s_per_epoch": rounds[-1][0]["process_cpu_s_per_epoch"],
   }
-  figures.update(_flop_rate(sec_per_epoch / steps))
+  flops = last_step_flops()
+  if last_step_runs_kernels():
+    # XLA cannot count a custom call's arithmetic: count the same step compiled through XLA's own kernels
+    # (HX_CPU_KERNELS=0, read when the step is traced), and time it too, after the rounds.
+    from hx.compile.conv_pool import ENABLE_ENV
+    from hx.compile.executables import clear_tune_caches
+    os.environ[ENABLE_ENV] = "0"
+    clear_tune_caches()
+    xla = _hx_run(args, compiled, data, objective, config)
+    flops = last_step_flops()
+    figures.update({"cpu_kernels": "hx (hx.compile.conv_pool)",
+                    "xla_kernels_epoch_train_s (HX_CPU_KERNELS=0, after the rounds)": xla["epoch_train_s"],
+                    "xla_kernels_sec_per_epoch": xla["sec_per_epoch"],
+                    "xla_kernels_train_loss": xla["train_loss"],
+                    "ratio_xla_kernels (s / s with hx's kernels)":
+                        round(xla["sec_per_epoch"] / sec_per_epoch, 2)})
+  else:
+    figures["cpu_kernels"] = "XLA's"
+  figures.update(_flop_rate(sec_per_epoch / steps, flops))
   if args.peer:
     peers = [p for _, p, _ in rounds]
     torch_sec = statistics.median(s for p in peers for s in p["epoch_train_s"])

@@ -185,9 +185,11 @@ void BackwardImageScatter(const Dims& d, const float* __restrict xn, const float
         if (gv == 0.0f) continue;  // ReLU's zeros: about half of them
         const int64_t r0 = 2 * i + arg[o] / 2, c0 = 2 * j + arg[o] % 2;
         for (int64_t ky = 0; ky < K; ++ky) {
-          const float* xp = xn + ((r0 + ky) * W + c0) * C;
-          float* dp = dwt + (o * K + ky) * K * C;
-          for (int64_t t = 0; t < K * C; ++t) dp[t] += gv * xp[t];
+          if (dwt) {
+            const float* xp = xn + ((r0 + ky) * W + c0) * C;
+            float* dp = dwt + (o * K + ky) * K * C;
+            for (int64_t t = 0; t < K * C; ++t) dp[t] += gv * xp[t];
+          }
           if (dxn) {
             float* dxp = dxn + ((r0 + ky) * W + c0) * C;
             const float* wp = wt + (o * K + ky) * K * C;
@@ -196,6 +198,116 @@ void BackwardImageScatter(const Dims& d, const float* __restrict xn, const float
         }
       }
     }
+}
+
+
+// The weight gradient of the scatter form with its accumulators in registers: for each output channel o
+// and kernel row ky, the row's K * C = 16 * V values summed over a few images at a time (kTile, whose
+// inputs stay in the L1 cache), instead of a load and a store of the accumulator per update.
+constexpr int64_t kTile = 2;
+
+template <int V>
+void WeightGradientTiled(const Dims& d, const float* __restrict xs, const uint8_t* __restrict as,
+                         const float* __restrict gs, int64_t lo, int64_t hi, float* __restrict dwt) {
+  const int64_t O = d.O, K = d.K, C = d.C, W = d.W, image = d.H * d.W * d.C, pooled = d.Hp * d.Wp * d.O;
+  for (int64_t n0 = lo; n0 < hi; n0 += kTile) {
+    const int64_t n1 = std::min(hi, n0 + kTile);
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t ky = 0; ky < K; ++ky) {
+        float* dp = dwt + (o * K + ky) * K * C;
+        v16 acc[V];
+        for (int v = 0; v < V; ++v) acc[v] = Load(dp + kLanes * v);
+        for (int64_t n = n0; n < n1; ++n) {
+          const float* xn = xs + n * image;
+          const float* gn = gs + n * pooled + o;
+          const uint8_t* an = as + n * pooled + o;
+          for (int64_t i = 0; i < d.Hp; ++i)
+            for (int64_t j = 0; j < d.Wp; ++j) {
+              const float gv = gn[(i * d.Wp + j) * O];
+              if (gv == 0.0f) continue;
+              const uint8_t a = an[(i * d.Wp + j) * O];
+              const float* xp = xn + ((2 * i + a / 2 + ky) * W + 2 * j + a % 2) * C;
+              for (int v = 0; v < V; ++v) acc[v] += gv * Load(xp + kLanes * v);
+            }
+        }
+        for (int v = 0; v < V; ++v) Store(dp + kLanes * v, acc[v]);
+      }
+  }
+}
+
+// WeightGradientTiled for this block's V = K * C / 16, if instantiated; false if not.
+bool WeightGradientTiledFor(const Dims& d, const float* xs, const uint8_t* as, const float* gs, int64_t lo,
+                            int64_t hi, float* dwt) {
+  switch (d.K * d.C / kLanes) {
+#define HX_TILED(V) \
+  case V:           \
+    WeightGradientTiled<V>(d, xs, as, gs, lo, hi, dwt); \
+    return true;
+    HX_TILED(1) HX_TILED(2) HX_TILED(3) HX_TILED(4) HX_TILED(5) HX_TILED(6) HX_TILED(7) HX_TILED(8)
+    HX_TILED(9) HX_TILED(10) HX_TILED(11) HX_TILED(12) HX_TILED(13) HX_TILED(14) HX_TILED(15) HX_TILED(16)
+#undef HX_TILED
+    default:
+      return false;
+  }
+}
+
+
+// The input gradient of the scatter form with its accumulators in registers: per window, the nonzero
+// output gradients listed by the window position they go to; then per kernel row ky and window row a,
+// the K + 1 input positions (K * C + C = 16 * (V + CV) values, CV = C / 16) that the window's two
+// positions of that row reach, loaded once, summed into, stored once.
+template <int V, int CV>
+void InputGradientImage(const Dims& d, const float* __restrict wt, const uint8_t* __restrict an,
+                        const float* __restrict gn, float* __restrict dxn) {
+  const int64_t O = d.O, K = d.K, C = d.C, W = d.W;
+  std::vector<int32_t> channel(4 * O);
+  std::vector<float> value(4 * O);
+  for (int64_t i = 0; i < d.Hp; ++i)
+    for (int64_t j = 0; j < d.Wp; ++j) {
+      const float* g = gn + (i * d.Wp + j) * O;
+      const uint8_t* arg = an + (i * d.Wp + j) * O;
+      int64_t count[4] = {0, 0, 0, 0};
+      for (int64_t o = 0; o < O; ++o) {
+        if (g[o] == 0.0f) continue;
+        const int q = arg[o];
+        channel[q * O + count[q]] = static_cast<int32_t>(o);
+        value[q * O + count[q]++] = g[o];
+      }
+      for (int64_t a = 0; a < 2; ++a) {
+        if (count[2 * a] + count[2 * a + 1] == 0) continue;
+        for (int64_t ky = 0; ky < K; ++ky) {
+          float* dp = dxn + ((2 * i + a + ky) * W + 2 * j) * C;
+          v16 acc[V + CV];
+          for (int v = 0; v < V + CV; ++v) acc[v] = Load(dp + kLanes * v);
+          for (int64_t b = 0; b < 2; ++b) {
+            const int64_t q = 2 * a + b;
+            for (int64_t e = 0; e < count[q]; ++e) {
+              const float gv = value[q * O + e];
+              const float* wp = wt + (channel[q * O + e] * K + ky) * K * C;
+              if (b == 0)
+                for (int v = 0; v < V; ++v) acc[v] += gv * Load(wp + kLanes * v);
+              else
+                for (int v = 0; v < V; ++v) acc[v + CV] += gv * Load(wp + kLanes * v);
+            }
+          }
+          for (int v = 0; v < V + CV; ++v) Store(dp + kLanes * v, acc[v]);
+        }
+      }
+    }
+}
+
+// InputGradientImage for this block's K and C, if instantiated; false if not.
+bool InputGradientImageFor(const Dims& d, const float* wt, const uint8_t* an, const float* gn, float* dxn) {
+  switch (d.K * 100 + d.C / kLanes) {
+#define HX_DX(K, CV) \
+  case K * 100 + CV:                                      \
+    InputGradientImage<K * CV, CV>(d, wt, an, gn, dxn); \
+    return true;
+    HX_DX(2, 1) HX_DX(2, 2) HX_DX(2, 4) HX_DX(3, 1) HX_DX(3, 2) HX_DX(3, 4) HX_DX(5, 1) HX_DX(5, 2)
+#undef HX_DX
+    default:
+      return false;
+  }
 }
 
 ffi::Error Check(const Dims& d, const std::string& call) {
@@ -228,7 +340,8 @@ ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w,
       const float* xn = xs + n * d.H * d.W * d.C;
       float* yn = ys + n * d.Hp * d.Wp * d.O;
       uint8_t* an = as + n * d.Hp * d.Wp * d.O;
-      if (d.O % (2 * kLanes) == 0) ForwardImage<2>(d, xn, ws, yn, an);
+      if (d.O % (4 * kLanes) == 0) ForwardImage<4>(d, xn, ws, yn, an);
+      else if (d.O % (2 * kLanes) == 0) ForwardImage<2>(d, xn, ws, yn, an);
       else ForwardImage<1>(d, xn, ws, yn, an);
     }
   });
@@ -258,12 +371,15 @@ ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w,
     const int64_t lo = d.R * c / kChunks, hi = d.R * (c + 1) / kChunks;
     const int64_t image = d.H * d.W * d.C;
     if (dx) std::memset(dx + lo * image, 0, sizeof(float) * (hi - lo) * image);
+    const bool tiled = scatter && WeightGradientTiledFor(d, xs, as, gs, lo, hi, partial[c].data());
+    if (tiled && !dx) return;
     for (int64_t n = lo; n < hi; ++n) {
       const float* xn = xs + n * image;
       const uint8_t* an = as + n * d.Hp * d.Wp * d.O;
       const float* gn = gs + n * d.Hp * d.Wp * d.O;
       float* dxn = dx ? dx + n * image : nullptr;
-      if (scatter) BackwardImageScatter(d, xn, wt.data(), an, gn, partial[c].data(), dxn);
+      if (scatter && tiled && InputGradientImageFor(d, wt.data(), an, gn, dxn)) continue;
+      if (scatter) BackwardImageScatter(d, xn, wt.data(), an, gn, tiled ? nullptr : partial[c].data(), dxn);
       else if (d.O % (2 * kLanes) == 0) BackwardImageMasked<2>(d, xn, ws, an, gn, partial[c].data(), dxn);
       else BackwardImageMasked<1>(d, xn, ws, an, gn, partial[c].data(), dxn);
     }
