@@ -24,14 +24,16 @@ Same values as XLA's path up to float32 rounding (another summation order), the 
 independent of the number of threads. Measured in benchmarks/RESULTS.md ("Training throughput").
 
 When hx uses them (`usable`): training mode on the CPU backend, float32, 2x2 pooling, output channels a
-multiple of 16 (the kernels' vector width), and the kernels built. They are built on first use from
-`conv_pool.cc` by the C++ compiler on PATH (`$CXX`, else `c++`, `g++`, `clang++`) for this machine's CPU
-(`-march=native`), with jaxlib's FFI headers, into a cache directory (`$HX_KERNEL_CACHE_DIR`, else
-`$XDG_CACHE_HOME/hx/kernels`, else `~/.cache/hx/kernels`), one library per source, compiler, jaxlib and CPU,
-written atomically (a rename) so that processes building at once do not collide. Without a compiler, or
-if building or loading fails, hx warns once (naming the compiler and its error) and trains through XLA's
-own kernels: the same values to rounding, slower. `HX_CPU_KERNELS=0` (also "false", "no", "off") turns
-them off; it is read when a CNN is traced. On a GPU they are never used.
+multiple of 16 (the kernels' vector width), input channels a multiple of 16 too unless the block is the
+CNN's first (whose input, the images, usually needs no gradient), and the kernels built. They are built
+on first use from `conv_pool.cc` by the C++ compiler on PATH (`$CXX`, else `c++`, `g++`, `clang++`) for
+this machine's CPU (`-march=native`), with jaxlib's FFI headers, into a cache directory
+(`$HX_KERNEL_CACHE_DIR`, else `$XDG_CACHE_HOME/hx/kernels`, else `~/.cache/hx/kernels`), one library per
+source, compiler, jaxlib and CPU, written atomically (a rename) so that processes building at once do not
+collide. Without a compiler, or if building or loading fails, hx warns once (naming the compiler and its
+error) and trains through XLA's own kernels: the same values to rounding, slower. `HX_CPU_KERNELS=0`
+(also "false", "no", "off") turns them off; it is read when a CNN is traced. On a GPU they are never
+used.
 """
 
 from __future__ import annotations
@@ -165,19 +167,38 @@ def load_kernels() -> bool:
     return _loaded
 
 
-def usable(x_shape: tuple[int, ...], w_shape: tuple[int, ...], pool: int, dtype) -> bool:
-  """Whether `conv_pool` can run this block here: NHWC x_shape, HWIO w_shape, `pool` x `pool` windows.
+def _shape_problem(x_shape: tuple[int, ...], w_shape: tuple[int, ...], dtype) -> str | None:
+  """Why the kernels cannot take images of x_shape and a kernel of w_shape, or None if they can."""
+  if jnp.dtype(dtype) != jnp.float32:
+    return f"the images are {jnp.dtype(dtype)}, not float32"
+  if len(x_shape) != 4 or len(w_shape) != 4:
+    return f"images {x_shape} and kernel {w_shape} are not NHWC and HWIO"
+  if x_shape[3] != w_shape[2]:
+    return f"images {x_shape} have {x_shape[3]} channels, kernel {w_shape} takes {w_shape[2]}"
+  if w_shape[3] % _LANES:
+    return f"kernel {w_shape} has {w_shape[3]} output channels, not a multiple of {_LANES}"
+  if w_shape[0] != w_shape[1]:
+    return f"kernel {w_shape} is not square"
+  if min(x_shape[1], x_shape[2]) - w_shape[0] + 1 < 2:
+    return f"images {x_shape} are too small for kernel {w_shape} and a 2x2 window"
+  return None
 
-  Builds and loads the kernels on the first call that needs them.
+
+def usable(x_shape: tuple[int, ...], w_shape: tuple[int, ...], pool: int, dtype,
+           input_gradient: bool = True) -> bool:
+  """Whether `conv_pool` should run this block here: NHWC x_shape, HWIO w_shape, `pool` x `pool` windows.
+
+  `input_gradient`: whether training will want the gradient with respect to the images (a CNN's later
+  blocks; its first block's input is usually data). The kernels compute it for any channel count, but
+  fast only for a multiple of 16 input channels (their scatter form); for fewer, XLA's path was faster
+  (benchmarks/RESULTS.md), so such a block is not usable when the input gradient is wanted. Builds and
+  loads the kernels on the first call that needs them.
   """
-  if not enabled() or jax.default_backend() != "cpu" or pool != 2 or jnp.dtype(dtype) != jnp.float32:
+  if not enabled() or jax.default_backend() != "cpu" or pool != 2:
     return False
-  if len(x_shape) != 4 or len(w_shape) != 4 or x_shape[3] != w_shape[2] or w_shape[3] % _LANES:
+  if input_gradient and len(x_shape) == 4 and x_shape[3] % _LANES:
     return False
-  k = w_shape[0]
-  if w_shape[1] != k or min(x_shape[1], x_shape[2]) - k + 1 < 2:
-    return False
-  return load_kernels()
+  return _shape_problem(tuple(x_shape), tuple(w_shape), dtype) is None and load_kernels()
 
 
 def _pooled_shape(x: jax.Array, w: jax.Array) -> tuple[int, int, int, int]:
@@ -187,6 +208,13 @@ def _pooled_shape(x: jax.Array, w: jax.Array) -> tuple[int, int, int, int]:
 
 
 def _forward(x: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.Array]:
+  problem = _shape_problem(x.shape, w.shape, x.dtype) or (
+    None if jnp.dtype(w.dtype) == jnp.float32 else f"the kernel is {jnp.dtype(w.dtype)}, not float32")
+  if problem:
+    raise ValueError(f"conv_pool: {problem}")
+  if not load_kernels():
+    raise KernelBuildError("conv_pool: hx's CPU kernels could not be built or loaded (see the warning); "
+                           "call it only where usable() says so")
   shape = _pooled_shape(x, w)
   call = jax.ffi.ffi_call("hx_conv_pool_forward", (jax.ShapeDtypeStruct(shape, jnp.float32),
                                                   jax.ShapeDtypeStruct(shape, jnp.uint8)),
@@ -198,7 +226,7 @@ def _forward(x: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.Array]:
 def conv_pool(x: jax.Array, w: jax.Array) -> jax.Array:
   """max_pool(conv_valid(x, w), 2): x (R, H, W, C) float32, w (K, K, C, O) -> (R, (H-K+1)//2, (W-K+1)//2, O).
 
-  Only where `usable(x.shape, w.shape, 2, x.dtype)`; see the module docstring.
+  Where `usable` says so (elsewhere XLA's path is as good or better); see the module docstring.
   """
   return _forward(x, w)[0]
 

@@ -599,8 +599,8 @@ def _cnn_blocks(convs: tuple, x: jax.Array, pool: int, train: bool = True) -> ja
   written the plain way, which XLA fuses into one pass (6% less time than the other order there).
   """
   h = x
-  for p in convs:
-    if train and conv_pool.usable(h.shape, p["w"].shape, pool, h.dtype):
+  for i, p in enumerate(convs):
+    if train and conv_pool.usable(h.shape, p["w"].shape, pool, h.dtype, input_gradient=i > 0):
       h = jax.nn.relu(conv_pool.conv_pool(h, p["w"]) + p["b"])
       continue
     z = _conv_valid(h, p["w"])
@@ -614,9 +614,9 @@ def _cnn_blocks(convs: tuple, x: jax.Array, pool: int, train: bool = True) -> ja
 def _cnn_kernels(convs: tuple, shape: tuple[int, ...], pool: int) -> bool:
   """Whether every block of a training-mode CNN on NHWC images of `shape` runs hx's CPU kernels
   (`hx.compile.conv_pool`), which take a whole step's images at once."""
-  for p in convs:
+  for i, p in enumerate(convs):
     k, _, _, c_out = p["w"].shape
-    if not conv_pool.usable(shape, p["w"].shape, pool, jnp.float32):
+    if not conv_pool.usable(shape, p["w"].shape, pool, jnp.float32, input_gradient=i > 0):
       return False
     shape = (shape[0], (shape[1] - k + 1) // pool, (shape[2] - k + 1) // pool, c_out)
   return True

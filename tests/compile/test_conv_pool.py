@@ -45,7 +45,7 @@ def test_forward_and_window_positions_equal_xla_exactly_on_integers(xs, ws):
   kx, kw = jax.random.split(jax.random.key(0))
   x, w = _integers(kx, xs, 0, 3), _integers(kw, ws, -2, 3)
   x = x.at[0].set(0.0)  # every window of image 0 ties (at 0): its first position takes it
-  assert cp.usable(x.shape, w.shape, 2, x.dtype)
+  assert cp.usable(x.shape, w.shape, 2, x.dtype, input_gradient=False)
   y, arg = jax.jit(cp._forward)(x, w)
   z = _conv_valid(x, w)
   y_xla = lax.reduce_window(z, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
@@ -125,15 +125,23 @@ def test_the_training_cnn_runs_the_kernels_with_xla_values_and_gradients(monkeyp
 
 def test_usable_only_where_the_kernels_apply(monkeypatch):
   monkeypatch.setenv(cp.ENABLE_ENV, "1")
-  assert cp.usable((4, 28, 28, 1), (5, 5, 1, 32), 2, jnp.float32)
-  assert not cp.usable((4, 28, 28, 1), (5, 5, 1, 32), 3, jnp.float32)  # pooling other than 2x2
-  assert not cp.usable((4, 28, 28, 1), (5, 5, 1, 24), 2, jnp.float32)  # channels not a multiple of 16
-  assert not cp.usable((4, 28, 28, 1), (5, 5, 1, 32), 2, jnp.float16)
-  assert not cp.usable((4, 5, 5, 1), (5, 5, 1, 32), 2, jnp.float32)  # no whole window
-  assert not cp.usable((4, 28, 28, 2), (5, 5, 1, 32), 2, jnp.float32)  # channels disagree
+
+  def first_block(x_shape, w_shape, pool=2, dtype=jnp.float32):
+    return cp.usable(x_shape, w_shape, pool, dtype, input_gradient=False)
+
+  assert first_block((4, 28, 28, 1), (5, 5, 1, 32))
+  assert not first_block((4, 28, 28, 1), (5, 5, 1, 32), pool=3)
+  assert not first_block((4, 28, 28, 1), (5, 5, 1, 24))  # channels not a multiple of 16
+  assert not first_block((4, 28, 28, 1), (5, 5, 1, 32), dtype=jnp.float16)
+  assert not first_block((4, 5, 5, 1), (5, 5, 1, 32))  # no whole window
+  assert not first_block((4, 28, 28, 2), (5, 5, 1, 32))  # channels disagree
+  # An input gradient through fewer than 16 input channels: XLA's path (the kernels' is slower there).
+  assert cp.usable((4, 12, 12, 8), (5, 5, 8, 16), 2, jnp.float32, input_gradient=False)
+  assert not cp.usable((4, 12, 12, 8), (5, 5, 8, 16), 2, jnp.float32, input_gradient=True)
+  assert cp.usable((4, 12, 12, 32), (5, 5, 32, 64), 2, jnp.float32, input_gradient=True)
   for off in ("0", "off", "False"):
     monkeypatch.setenv(cp.ENABLE_ENV, off)
-    assert not cp.usable((4, 28, 28, 1), (5, 5, 1, 32), 2, jnp.float32)
+    assert not cp.usable((4, 28, 28, 1), (5, 5, 1, 32), 2, jnp.float32, input_gradient=False)
 
 
 def test_a_failed_build_names_the_compiler_and_falls_back_with_one_warning(monkeypatch, tmp_path):
@@ -149,7 +157,7 @@ def test_a_failed_build_names_the_compiler_and_falls_back_with_one_warning(monke
   with warnings.catch_warnings():
     warnings.simplefilter("error")
     assert not cp.load_kernels()  # decided once per process
-    assert not cp.usable((4, 28, 28, 1), (5, 5, 1, 32), 2, jnp.float32)
+    assert not cp.usable((4, 28, 28, 1), (5, 5, 1, 32), 2, jnp.float32, input_gradient=False)
   assert not list((tmp_path / "kernels").glob("*.so"))
 
 
@@ -160,3 +168,15 @@ def test_the_library_is_built_once_per_machine_and_source(monkeypatch, tmp_path)
   stamp = path.stat().st_mtime_ns
   assert cp.build_library() == path and path.stat().st_mtime_ns == stamp  # found, not rebuilt
   assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporaries left
+
+
+def test_conv_pool_names_what_it_cannot_take():
+  x = jnp.zeros((2, 12, 12, 8), jnp.float32)
+  with pytest.raises(ValueError, match="24 output channels, not a multiple of 16"):
+    cp.conv_pool(x, jnp.zeros((5, 5, 8, 24), jnp.float32))
+  with pytest.raises(ValueError, match="8 channels, kernel .* takes 4"):
+    cp.conv_pool(x, jnp.zeros((5, 5, 4, 16), jnp.float32))
+  with pytest.raises(ValueError, match="too small"):
+    cp.conv_pool(x[:, :5, :5], jnp.zeros((5, 5, 8, 16), jnp.float32))
+  with pytest.raises(ValueError, match="float16, not float32"):
+    cp.conv_pool(x.astype(jnp.float16), jnp.zeros((5, 5, 8, 16), jnp.float32))
