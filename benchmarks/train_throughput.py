@@ -345,10 +345,17 @@ def main(argv: list[str] | None = None) -> dict:
     # (HX_CPU_KERNELS=0, read when the step is traced), and time it too, after the rounds.
     from hx.compile.conv_pool import ENABLE_ENV
     from hx.compile.executables import clear_tune_caches
+    before = os.environ.get(ENABLE_ENV)
     os.environ[ENABLE_ENV] = "0"
-    clear_tune_caches()
-    xla = _hx_run(args, compiled, data, objective, config)
-    flops = last_step_flops()
+    try:
+      clear_tune_caches()
+      xla = _hx_run(args, compiled, data, objective, config)
+      flops = last_step_flops()
+    finally:
+      if before is None:
+        os.environ.pop(ENABLE_ENV)
+      else:
+        os.environ[ENABLE_ENV] = before
     figures.update({"cpu_kernels": "hx (hx.compile.conv_pool)",
                     "xla_kernels_epoch_train_s (HX_CPU_KERNELS=0, after the rounds)": xla["epoch_train_s"],
                     "xla_kernels_sec_per_epoch": xla["sec_per_epoch"],

@@ -1,11 +1,12 @@
-// One block of hx's CNN, conv (stride 1, VALID) -> 2x2 max-pool (stride 2, floor), as two XLA:CPU custom
-// calls through XLA's FFI: the forward pass and its gradients. Built and loaded by hx/compile/conv_pool.py,
+// One block of hx's CNN, conv (stride 1, VALID) -> 2x2 max-pool (stride 2, floor) -> + bias -> ReLU, as
+// XLA:CPU custom calls through XLA's FFI: the forward pass and its gradients. Built and loaded by hx/compile/conv_pool.py,
 // which documents the calls, when hx uses them, and how they were checked.
 //
-// Layouts: images x (R, H, W, C) NHWC; kernel w (K, K, C, O) HWIO; pooled y (R, Hp, Wp, O) with Hp =
-// (H - K + 1) / 2 (floor), Wp likewise; arg (R, Hp, Wp, O) uint8, the position of each window's first
-// maximum in row-major order (0 top left, 1 top right, 2 bottom left, 3 bottom right), which is where
-// XLA's select-and-scatter and hx's `_max_pool` send the window's gradient.
+// Layouts: images x (R, H, W, C) NHWC; kernel w (K, K, C, O) HWIO; bias b (O); output h (R, Hp, Wp, O)
+// with Hp = (H - K + 1) / 2 (floor), Wp likewise; arg (R, Hp, Wp, O) uint8: in its low two bits the
+// position of each window's first maximum in row-major order (0 top left, 1 top right, 2 bottom left,
+// 3 bottom right), which is where XLA's select-and-scatter and hx's `_max_pool` send the window's
+// gradient, and kActive where h > 0 (where the ReLU passes the gradient).
 //
 // Work is split into kChunks fixed chunks of images (not one per thread), and the weight gradient is the
 // sum of the chunks' partial sums in chunk order, so results do not depend on the number of threads or
@@ -68,6 +69,13 @@ using F32 = ffi::Buffer<ffi::F32, 4>;
 using U8 = ffi::Buffer<ffi::U8, 4>;
 using F32Out = ffi::ResultBuffer<ffi::F32, 4>;
 using U8Out = ffi::ResultBuffer<ffi::U8, 4>;
+using F32Vector = ffi::Buffer<ffi::F32, 1>;
+using F32VectorOut = ffi::ResultBuffer<ffi::F32, 1>;
+
+// arg's byte: the window position (0-3) in its low bits, kActive where the block's output is positive
+// (where the ReLU passes its gradient).
+constexpr uint8_t kActive = 0x80;
+constexpr uint8_t kPosition = 0x03;
 
 struct Dims {
   int64_t R, H, W, C, K, O, Hp, Wp;
@@ -84,7 +92,7 @@ inline void Offsets(const Dims& d, int64_t off[4]) {
 // One image: NB vectors of 16 channels at a time, the window's four convolution outputs in registers.
 template <int NB>
 void ForwardImage(const Dims& d, const float* __restrict xn, const float* __restrict w,
-                  float* __restrict yn, uint8_t* __restrict an) {
+                  const float* __restrict bias, float* __restrict yn, uint8_t* __restrict an) {
   const int64_t O = d.O, K = d.K, C = d.C, W = d.W;
   int64_t off[4];
   Offsets(d, off);
@@ -119,7 +127,11 @@ void ForwardImage(const Dims& d, const float* __restrict xn, const float* __rest
             best = take ? v : best;
             at = take ? v16i{} + q : at;
           }
-          Store(y + kLanes * nb, best);
+          // relu(max + b) as jax.nn.relu computes it: a NaN stays NaN; the gradient passes where it is > 0.
+          const v16 h = best + Load(bias + ob + kLanes * nb);
+          const v16i keep = (h > 0) | (h != h);
+          Store(y + kLanes * nb, keep ? h : v16{});
+          at |= (h > 0) & kActive;
           *reinterpret_cast<v16b*>(arg + kLanes * nb) = __builtin_convertvector(at, v16b);
         }
       }
@@ -142,7 +154,7 @@ void BackwardImageMasked(const Dims& d, const float* __restrict xn, const float*
           const int64_t at = (i * d.Wp + j) * O + ob + kLanes * nb;
           const v16 g = Load(gn + at);
           const v16i a = __builtin_convertvector(*reinterpret_cast<const v16b*>(an + at), v16i);
-          for (int q = 0; q < 4; ++q) m[q][nb] = (a == q) ? g : v16{};
+          for (int q = 0; q < 4; ++q) m[q][nb] = (a == (q | kActive)) ? g : v16{};
         }
         const int64_t first = (2 * i * W + 2 * j) * C;
         for (int64_t ky = 0; ky < K; ++ky)
@@ -182,8 +194,9 @@ void BackwardImageScatter(const Dims& d, const float* __restrict xn, const float
       const uint8_t* arg = an + (i * d.Wp + j) * O;
       for (int64_t o = 0; o < O; ++o) {
         const float gv = g[o];
-        if (gv == 0.0f) continue;  // ReLU's zeros: about half of them
-        const int64_t r0 = 2 * i + arg[o] / 2, c0 = 2 * j + arg[o] % 2;
+        if (gv == 0.0f || !(arg[o] & kActive)) continue;  // the ReLU's zeros: about half of them
+        const int64_t q = arg[o] & kPosition;
+        const int64_t r0 = 2 * i + q / 2, c0 = 2 * j + q % 2;
         for (int64_t ky = 0; ky < K; ++ky) {
           if (dwt) {
             const float* xp = xn + ((r0 + ky) * W + c0) * C;
@@ -224,8 +237,9 @@ void WeightGradientTiled(const Dims& d, const float* __restrict xs, const uint8_
           for (int64_t i = 0; i < d.Hp; ++i)
             for (int64_t j = 0; j < d.Wp; ++j) {
               const float gv = gn[(i * d.Wp + j) * O];
-              if (gv == 0.0f) continue;
-              const uint8_t a = an[(i * d.Wp + j) * O];
+              const uint8_t byte = an[(i * d.Wp + j) * O];
+              if (gv == 0.0f || !(byte & kActive)) continue;
+              const uint8_t a = byte & kPosition;
               const float* xp = xn + ((2 * i + a / 2 + ky) * W + 2 * j + a % 2) * C;
               for (int v = 0; v < V; ++v) acc[v] += gv * Load(xp + kLanes * v);
             }
@@ -268,8 +282,8 @@ void InputGradientImage(const Dims& d, const float* __restrict wt, const uint8_t
       const uint8_t* arg = an + (i * d.Wp + j) * O;
       int64_t count[4] = {0, 0, 0, 0};
       for (int64_t o = 0; o < O; ++o) {
-        if (g[o] == 0.0f) continue;
-        const int q = arg[o];
+        if (g[o] == 0.0f || !(arg[o] & kActive)) continue;
+        const int q = arg[o] & kPosition;
         channel[q * O + count[q]] = static_cast<int32_t>(o);
         value[q * O + count[q]++] = g[o];
       }
@@ -310,6 +324,18 @@ bool InputGradientImageFor(const Dims& d, const float* wt, const uint8_t* an, co
   }
 }
 
+// The bias gradient of images [lo, hi): the output gradient summed where the ReLU passed it. db (O).
+void BiasGradient(const Dims& d, const uint8_t* __restrict as, const float* __restrict gs, int64_t lo,
+                  int64_t hi, float* __restrict db) {
+  const int64_t O = d.O;
+  for (int64_t p = lo * d.Hp * d.Wp; p < hi * d.Hp * d.Wp; ++p)
+    for (int64_t ob = 0; ob < O; ob += kLanes) {
+      const v16 g = Load(gs + p * O + ob);
+      const v16i a = __builtin_convertvector(*reinterpret_cast<const v16b*>(as + p * O + ob), v16i);
+      Store(db + ob, Load(db + ob) + ((a & kActive) ? g : v16{}));
+    }
+}
+
 ffi::Error Check(const Dims& d, const std::string& call) {
   if (d.O % kLanes != 0)
     return ffi::Error::InvalidArgument(call + ": output channels must be a multiple of 16, got " +
@@ -327,10 +353,12 @@ Dims GetDims(const F32& x, const F32& w) {
   return d;
 }
 
-ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w,
-                   F32Out y, U8Out arg) {
+ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w, F32Vector b, F32Out y, U8Out arg) {
   const Dims d = GetDims(x, w);
   if (ffi::Error e = Check(d, "hx_conv_pool_forward"); e.failure()) return e;
+  if (b.element_count() != static_cast<size_t>(d.O))
+    return ffi::Error::InvalidArgument("hx_conv_pool_forward: the bias's size is not the output channels'");
+  const float* bs = b.typed_data();
   const float* xs = x.typed_data();
   const float* ws = w.typed_data();
   float* ys = y->typed_data();
@@ -340,17 +368,16 @@ ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w,
       const float* xn = xs + n * d.H * d.W * d.C;
       float* yn = ys + n * d.Hp * d.Wp * d.O;
       uint8_t* an = as + n * d.Hp * d.Wp * d.O;
-      if (d.O % (4 * kLanes) == 0) ForwardImage<4>(d, xn, ws, yn, an);
-      else if (d.O % (2 * kLanes) == 0) ForwardImage<2>(d, xn, ws, yn, an);
-      else ForwardImage<1>(d, xn, ws, yn, an);
+      if (d.O % (4 * kLanes) == 0) ForwardImage<4>(d, xn, ws, bs, yn, an);
+      else if (d.O % (2 * kLanes) == 0) ForwardImage<2>(d, xn, ws, bs, yn, an);
+      else ForwardImage<1>(d, xn, ws, bs, yn, an);
     }
   });
   return ffi::Error::Success();
 }
 
-ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w,
-                    const U8& arg, const F32& g, float* dw,
-                    float* dx) {
+ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8& arg, const F32& g, float* dw,
+                    float* db, float* dx) {
   const Dims d = GetDims(x, w);
   if (ffi::Error e = Check(d, "hx_conv_pool_backward"); e.failure()) return e;
   const float* xs = x.typed_data();
@@ -365,11 +392,13 @@ ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w,
     for (int64_t t = 0; t < KKC; ++t)
       for (int64_t o = 0; o < d.O; ++o) wt[o * KKC + t] = ws[t * d.O + o];
   }
-  std::vector<std::vector<float>> partial(kChunks);
+  std::vector<std::vector<float>> partial(kChunks), partial_db(kChunks);
   ParallelChunks(pool, [&](int64_t c) {
     partial[c].assign(KKC * d.O, 0.0f);
+    partial_db[c].assign(d.O, 0.0f);
     const int64_t lo = d.R * c / kChunks, hi = d.R * (c + 1) / kChunks;
     const int64_t image = d.H * d.W * d.C;
+    BiasGradient(d, as, gs, lo, hi, partial_db[c].data());
     if (dx) std::memset(dx + lo * image, 0, sizeof(float) * (hi - lo) * image);
     const bool tiled = scatter && WeightGradientTiledFor(d, xs, as, gs, lo, hi, partial[c].data());
     if (tiled && !dx) return;
@@ -385,6 +414,7 @@ ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w,
     }
   });
   std::memset(dw, 0, sizeof(float) * KKC * d.O);
+  std::memset(db, 0, sizeof(float) * d.O);
   for (int64_t c = 0; c < kChunks; ++c) {
     const float* p = partial[c].data();
     if (scatter) {
@@ -393,31 +423,32 @@ ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w,
     } else {
       for (int64_t t = 0; t < KKC * d.O; ++t) dw[t] += p[t];
     }
+    for (int64_t o = 0; o < d.O; ++o) db[o] += partial_db[c][o];
   }
   return ffi::Error::Success();
 }
 
-ffi::Error BackwardWithInput(ffi::ThreadPool pool, F32 x, F32 w,
-                             U8 arg, F32 g,
-                             F32Out dw, F32Out dx) {
-  return Backward(pool, x, w, arg, g, dw->typed_data(), dx->typed_data());
+ffi::Error BackwardWithInput(ffi::ThreadPool pool, F32 x, F32 w, U8 arg, F32 g, F32Out dw, F32VectorOut db,
+                             F32Out dx) {
+  return Backward(pool, x, w, arg, g, dw->typed_data(), db->typed_data(), dx->typed_data());
 }
 
-ffi::Error BackwardWeights(ffi::ThreadPool pool, F32 x, F32 w,
-                           U8 arg, F32 g,
-                           F32Out dw) {
-  return Backward(pool, x, w, arg, g, dw->typed_data(), nullptr);
+ffi::Error BackwardWeights(ffi::ThreadPool pool, F32 x, F32 w, U8 arg, F32 g, F32Out dw, F32VectorOut db) {
+  return Backward(pool, x, w, arg, g, dw->typed_data(), db->typed_data(), nullptr);
 }
 
 }  // namespace
 
+// Forward: x, w, b -> h = relu(max_pool(conv(x, w)) + b), arg.
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolForward, Forward,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
                                   .Arg<F32>()
                                   .Arg<F32>()
+                                  .Arg<F32Vector>()
                                   .Ret<F32>()
                                   .Ret<U8>());
+// Backward: x, w, arg, dh -> dw, db, dx.
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolBackwardWithInput, BackwardWithInput,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
@@ -426,7 +457,9 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolBackwardWithInput, BackwardWithInput,
                                   .Arg<U8>()
                                   .Arg<F32>()
                                   .Ret<F32>()
+                                  .Ret<F32Vector>()
                                   .Ret<F32>());
+// Backward without the input gradient: x, w, arg, dh -> dw, db.
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolBackwardWeights, BackwardWeights,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
@@ -434,4 +467,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolBackwardWeights, BackwardWeights,
                                   .Arg<F32>()
                                   .Arg<U8>()
                                   .Arg<F32>()
-                                  .Ret<F32>());
+                                  .Ret<F32>()
+                                  .Ret<F32Vector>());

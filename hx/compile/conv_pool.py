@@ -1,11 +1,11 @@
-"""One CNN block, conv -> 2x2 max-pool, as XLA:CPU custom calls: hx's own kernels for training on a CPU.
+"""One CNN block, conv -> 2x2 max-pool -> bias -> ReLU, as XLA:CPU custom calls: hx's own kernels for
+training on a CPU.
 
-    y = conv_pool(x, w)   # x (R, H, W, C) NHWC float32, w (K, K, C, O) HWIO -> y (R, Hp, Wp, O)
+    h = conv_pool(x, w, b)   # x (R, H, W, C) NHWC float32, w (K, K, C, O) HWIO, b (O) -> h (R, Hp, Wp, O)
 
-`y` is `max_pool(conv_valid(x, w), 2)` (stride-1 VALID convolution, then 2x2 windows with stride 2, floor),
-without a bias: the CNN adds the bias and ReLU after the pooling (`hx.compile.modules._cnn_blocks`).
-Its gradient is that of XLA's reduce-window max: each window's gradient goes to the window's first
-maximum in row-major order.
+`h` is `relu(max_pool(conv_valid(x, w), 2) + b)` (stride-1 VALID convolution, 2x2 windows with stride 2,
+floor), what the CNN's training path computes (`hx.compile.modules._cnn_blocks`). Its gradient is XLA's:
+the max's goes to each window's first maximum in row-major order, the ReLU's where its input is > 0.
 
 Why: in a training step of the paper's CNN under XLA:CPU's kernels, the convolutions' gradients and the
 pooling's gradient were most of the step, and XLA cannot exploit what the pooling makes of them: only one
@@ -14,10 +14,11 @@ none. These kernels (`conv_pool.cc`, beside this file, called through XLA's FFI)
 passes instead of XLA's five or more:
 
 - forward: the convolution of each 2x2 window's four positions in registers, kept only as the window's
-  maximum (`y`) and the position it came from (`arg`, one byte per output); the convolution output is
-  never written to memory;
-- backward: from `arg`, each output gradient goes straight to the input patch of its one window position,
-  for the weight gradient and (when `x` is differentiated) the input gradient, skipping the zeros.
+  maximum plus the bias, after the ReLU (`h`), and the position the maximum came from with whether the
+  ReLU passed it (`arg`, one byte per output); the convolution output is never written to memory;
+- backward: from `arg`, each output gradient the ReLU passes goes straight to the input patch of its one
+  window position, for the weight gradient and (when `x` is differentiated) the input gradient; the bias
+  gradient sums them.
 
 Same values as XLA's path up to float32 rounding (another summation order), the same window positions
 (ties go to the first), deterministic (fixed chunks of images, partial sums added in a fixed order) and
@@ -207,9 +208,12 @@ def _pooled_shape(x: jax.Array, w: jax.Array) -> tuple[int, int, int, int]:
   return r, (h - k + 1) // 2, (wd - k + 1) // 2, o
 
 
-def _forward(x: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.Array]:
-  problem = _shape_problem(x.shape, w.shape, x.dtype) or (
-    None if jnp.dtype(w.dtype) == jnp.float32 else f"the kernel is {jnp.dtype(w.dtype)}, not float32")
+def _forward(x: jax.Array, w: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+  problem = _shape_problem(x.shape, w.shape, x.dtype)
+  if problem is None and (w.dtype != jnp.float32 or b.dtype != jnp.float32):
+    problem = f"the kernel and bias are {w.dtype} and {b.dtype}, not float32"
+  if problem is None and b.shape != w.shape[3:]:
+    problem = f"bias {b.shape} does not match kernel {w.shape}'s {w.shape[3]} output channels"
   if problem:
     raise ValueError(f"conv_pool: {problem}")
   if not load_kernels():
@@ -219,36 +223,36 @@ def _forward(x: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.Array]:
   call = jax.ffi.ffi_call("hx_conv_pool_forward", (jax.ShapeDtypeStruct(shape, jnp.float32),
                                                   jax.ShapeDtypeStruct(shape, jnp.uint8)),
                           vmap_method="sequential")
-  return call(x, w)
+  return call(x, w, b)
 
 
 @jax.custom_vjp
-def conv_pool(x: jax.Array, w: jax.Array) -> jax.Array:
-  """max_pool(conv_valid(x, w), 2): x (R, H, W, C) float32, w (K, K, C, O) -> (R, (H-K+1)//2, (W-K+1)//2, O).
+def conv_pool(x: jax.Array, w: jax.Array, b: jax.Array) -> jax.Array:
+  """relu(max_pool(conv_valid(x, w), 2) + b): x (R, H, W, C) float32, w (K, K, C, O), b (O)
+  -> (R, (H-K+1)//2, (W-K+1)//2, O).
 
   Where `usable` says so (elsewhere XLA's path is as good or better); see the module docstring.
   """
-  return _forward(x, w)[0]
+  return _forward(x, w, b)[0]
 
 
-def _conv_pool_fwd(x, w):
-  y, arg = _forward(x.value, w.value)
+def _conv_pool_fwd(x, w, b):
+  h, arg = _forward(x.value, w.value, b.value)
   # The residuals' structure (not a value) says whether x is differentiated: () if so, None if not.
-  return y, (x.value, w.value, arg, () if x.perturbed else None)
+  return h, (x.value, w.value, arg, () if x.perturbed else None)
 
 
 def _conv_pool_bwd(res, g):
   x, w, arg, input_gradient = res
   g = jnp.zeros(arg.shape, jnp.float32) if isinstance(g, jax.custom_derivatives.SymbolicZero) else g
-  dw_shape = jax.ShapeDtypeStruct(w.shape, jnp.float32)
+  out = (jax.ShapeDtypeStruct(w.shape, jnp.float32), jax.ShapeDtypeStruct(w.shape[3:], jnp.float32))
   if input_gradient is None:
-    dw = jax.ffi.ffi_call("hx_conv_pool_backward_weights", dw_shape, vmap_method="sequential")(x, w, arg, g)
-    return None, dw
-  dw, dx = jax.ffi.ffi_call("hx_conv_pool_backward_with_input",
-                            (dw_shape, jax.ShapeDtypeStruct(x.shape, jnp.float32)),
-                            vmap_method="sequential")(x, w, arg, g)
-  return dx, dw
+    dw, db = jax.ffi.ffi_call("hx_conv_pool_backward_weights", out, vmap_method="sequential")(x, w, arg, g)
+    return None, dw, db
+  dw, db, dx = jax.ffi.ffi_call("hx_conv_pool_backward_with_input",
+                                (*out, jax.ShapeDtypeStruct(x.shape, jnp.float32)),
+                                vmap_method="sequential")(x, w, arg, g)
+  return dx, dw, db
 
 
 conv_pool.defvjp(_conv_pool_fwd, _conv_pool_bwd, symbolic_zeros=True)
-

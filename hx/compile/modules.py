@@ -601,7 +601,7 @@ def _cnn_blocks(convs: tuple, x: jax.Array, pool: int, train: bool = True) -> ja
   h = x
   for i, p in enumerate(convs):
     if train and conv_pool.usable(h.shape, p["w"].shape, pool, h.dtype, input_gradient=i > 0):
-      h = jax.nn.relu(conv_pool.conv_pool(h, p["w"]) + p["b"])
+      h = conv_pool.conv_pool(h, p["w"], p["b"])
       continue
     z = _conv_valid(h, p["w"])
     if train:

@@ -32,3 +32,28 @@ def test_a_jaxlib_where_the_flag_was_not_checked_is_refused_before_any_work(monk
     main(["--small", "--convolutions", "xla"])
   assert "--convolutions" in str(e.value.code) and "0.10" in str(e.value.code)
   assert os.environ["XLA_FLAGS"] == ""  # nothing was set, nothing ran
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernels", ["1", "0"])
+def test_the_step_through_hx_kernels_is_counted_and_timed_through_xla_too(monkeypatch, kernels):
+  """At the paper's module sizes the CNN trains through hx's CPU kernels, whose arithmetic XLA does not
+  count: the run counts the same step compiled through XLA's kernels and times it beside."""
+  from hx.compile import conv_pool
+
+  if not conv_pool.load_kernels():
+    pytest.skip("hx's CPU kernels cannot be built here")
+  monkeypatch.setenv("HX_COMPILATION_CACHE", "0")
+  monkeypatch.setenv(conv_pool.ENABLE_ENV, kernels)
+  out = main(["--epochs", "1", "--train_lists", "300", "--val_lists", "150", "--threads", "0",
+              "--val_repeats", "1"])
+  assert os.environ[conv_pool.ENABLE_ENV] == kernels  # the run put the setting back
+  flops = out["train_step_gflop (XLA cost_analysis, the step through XLA's kernels)"]
+  if kernels == "1":
+    assert out["cpu_kernels"] == "hx (hx.compile.conv_pool)"
+    assert len(out["xla_kernels_epoch_train_s (HX_CPU_KERNELS=0, after the rounds)"]) == 1
+    assert out["xla_kernels_sec_per_epoch"] > 0 and out["ratio_xla_kernels (s / s with hx's kernels)"] > 0
+  else:
+    assert out["cpu_kernels"] == "XLA's" and "xla_kernels_sec_per_epoch" not in out
+  # The paper's step of 150 lists of up to 5 images: about 16 GFLOP either way (XLA's count).
+  assert 14 < flops < 18

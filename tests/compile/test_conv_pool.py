@@ -24,8 +24,8 @@ SHAPES = [((7, 28, 28, 1), (5, 5, 1, 32)), ((9, 12, 12, 32), (5, 5, 32, 64)),
           ((6, 11, 11, 16), (4, 4, 16, 16)), ((3, 12, 12, 64), (5, 5, 64, 16))]
 
 
-def _xla_block(x, w):
-  return _max_pool(_conv_valid(x, w), 2)
+def _xla_block(x, w, b):
+  return jax.nn.relu(_max_pool(_conv_valid(x, w), 2) + b)
 
 
 def _integers(key, shape, low, high):
@@ -42,32 +42,35 @@ def _first_max(z, y):
 
 @pytest.mark.parametrize("xs, ws", SHAPES)
 def test_forward_and_window_positions_equal_xla_exactly_on_integers(xs, ws):
-  kx, kw = jax.random.split(jax.random.key(0))
-  x, w = _integers(kx, xs, 0, 3), _integers(kw, ws, -2, 3)
+  kx, kw, kb = jax.random.split(jax.random.key(0), 3)
+  x, w, b = _integers(kx, xs, 0, 3), _integers(kw, ws, -2, 3), _integers(kb, ws[-1:], -4, 3)
   x = x.at[0].set(0.0)  # every window of image 0 ties (at 0): its first position takes it
   assert cp.usable(x.shape, w.shape, 2, x.dtype, input_gradient=False)
-  y, arg = jax.jit(cp._forward)(x, w)
+  h, arg = jax.jit(cp._forward)(x, w, b)
   z = _conv_valid(x, w)
   y_xla = lax.reduce_window(z, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
-  assert y.shape == y_xla.shape and arg.dtype == jnp.uint8
-  np.testing.assert_array_equal(y, y_xla)
+  assert h.shape == y_xla.shape and arg.dtype == jnp.uint8
+  np.testing.assert_array_equal(h, jax.nn.relu(y_xla + b))
   first = _first_max(z, y_xla)
-  np.testing.assert_array_equal(arg, first)
+  np.testing.assert_array_equal(np.asarray(arg) & 3, first)
+  active = np.asarray(y_xla + b) > 0
+  np.testing.assert_array_equal(np.asarray(arg) >> 7, active)
+  assert 0 < np.mean(active) < 1
   assert np.all(first[0] == 0) and np.any(first[1:] > 0)
 
 
 @pytest.mark.parametrize("xs, ws", SHAPES)
 def test_gradients_equal_xla_exactly_on_integers(xs, ws):
-  kx, kw, kg = jax.random.split(jax.random.key(1), 3)
-  x, w = _integers(kx, xs, 0, 3), _integers(kw, ws, -2, 3)
+  kx, kw, kb, kg = jax.random.split(jax.random.key(1), 4)
+  x, w, b = _integers(kx, xs, 0, 3), _integers(kw, ws, -2, 3), _integers(kb, ws[-1:], -4, 3)
   g = _integers(kg, cp._pooled_shape(x, w), -2, 3)
 
-  def loss(f, x_, w_):
-    return jnp.sum(jax.nn.relu(f(x_, w_) - 1.0) * g)
+  def loss(f, *args):
+    return jnp.sum(f(*args) * g)
 
-  for argnums in ((0, 1), 1):  # with and without the input gradient
-    ours = jax.jit(jax.value_and_grad(lambda x_, w_: loss(cp.conv_pool, x_, w_), argnums))(x, w)
-    xla = jax.jit(jax.value_and_grad(lambda x_, w_: loss(_xla_block, x_, w_), argnums))(x, w)
+  for argnums in ((0, 1, 2), (1, 2)):  # with and without the input gradient
+    ours = jax.jit(jax.value_and_grad(lambda *a: loss(cp.conv_pool, *a), argnums))(x, w, b)
+    xla = jax.jit(jax.value_and_grad(lambda *a: loss(_xla_block, *a), argnums))(x, w, b)
     assert float(ours[0]) == float(xla[0])
     for a, b in zip(jax.tree.leaves(ours[1]), jax.tree.leaves(xla[1]), strict=True):
       np.testing.assert_array_equal(a, b)
@@ -80,8 +83,8 @@ def test_gradients_close_to_xla_on_random_values_and_deterministic(xs, ws):
   w = jax.random.normal(kw, ws) * 0.2
   b = jax.random.normal(kb, ws[-1:]) * 0.1
 
-  def loss(f, x_, w_, b_):
-    return jnp.sum(jnp.sin(jax.nn.relu(f(x_, w_) + b_)))
+  def loss(f, *args):
+    return jnp.sum(jnp.sin(f(*args)))
 
   ours = jax.jit(jax.value_and_grad(lambda *a: loss(cp.conv_pool, *a), (0, 1, 2)))
   xla = jax.jit(jax.value_and_grad(lambda *a: loss(_xla_block, *a), (0, 1, 2)))
@@ -171,12 +174,14 @@ def test_the_library_is_built_once_per_machine_and_source(monkeypatch, tmp_path)
 
 
 def test_conv_pool_names_what_it_cannot_take():
-  x = jnp.zeros((2, 12, 12, 8), jnp.float32)
+  x, b = jnp.zeros((2, 12, 12, 8), jnp.float32), jnp.zeros((16,), jnp.float32)
   with pytest.raises(ValueError, match="24 output channels, not a multiple of 16"):
-    cp.conv_pool(x, jnp.zeros((5, 5, 8, 24), jnp.float32))
+    cp.conv_pool(x, jnp.zeros((5, 5, 8, 24), jnp.float32), jnp.zeros((24,), jnp.float32))
   with pytest.raises(ValueError, match="8 channels, kernel .* takes 4"):
-    cp.conv_pool(x, jnp.zeros((5, 5, 4, 16), jnp.float32))
+    cp.conv_pool(x, jnp.zeros((5, 5, 4, 16), jnp.float32), b)
   with pytest.raises(ValueError, match="too small"):
-    cp.conv_pool(x[:, :5, :5], jnp.zeros((5, 5, 8, 16), jnp.float32))
+    cp.conv_pool(x[:, :5, :5], jnp.zeros((5, 5, 8, 16), jnp.float32), b)
   with pytest.raises(ValueError, match="float16, not float32"):
-    cp.conv_pool(x.astype(jnp.float16), jnp.zeros((5, 5, 8, 16), jnp.float32))
+    cp.conv_pool(x.astype(jnp.float16), jnp.zeros((5, 5, 8, 16), jnp.float32), b)
+  with pytest.raises(ValueError, match="bias \\(32,\\) does not match"):
+    cp.conv_pool(x, jnp.zeros((5, 5, 8, 16), jnp.float32), jnp.zeros((32,), jnp.float32))
