@@ -8,9 +8,10 @@ Templates (B below is the number of rows a module is called on; types exclude th
   cnn           image `Tensor<real>[C][H][W]` (channel-first) -> tensor. Per channel size c in
                 `cnn_channels`: conv k x k (stride 1, no padding) -> ReLU -> 2x2 max-pool (floor); then
                 spatial dropout (whole channels) after the last block; features flattened in (H, W, C)
-                order. In training under YNNPACK's convolutions the rows are run in unrolled slices
-                (same values and gradients, much faster there; see `_cnn_blocks`, `CNN_TRAIN_ROWS` and
-                `hx.cpu_convolutions`).
+                order. In training on a CPU each block runs hx's own kernels where they apply
+                (`hx.compile.conv_pool`: the paper's 32 and 64 channels); otherwise under YNNPACK's
+                convolutions the rows are run in unrolled slices (same values and gradients, much
+                faster there; see `_cnn_blocks`, `CNN_TRAIN_ROWS` and `hx.cpu_convolutions`).
                 The paper's CNN has no output layer: when the output type is exactly
                 `Tensor<real>[F]` with F the feature size (64*4*4 = 1024 for 28x28 inputs) the features are
                 the output. Otherwise a linear output layer Dense(F -> prod(output shape)) and the output
@@ -497,7 +498,8 @@ def batch_norm(h: jax.Array, p: dict, s: dict, mask: jax.Array, train: bool, mom
 # loop: DESIGN.md), whose forward and backward passes XLA schedules independently. In inference nothing
 # is sliced: without residuals to keep, YNNPACK fuses convolution and pooling and stays fast. Under XLA's
 # own convolution kernels, which `import hx` requests (`hx.cpu_convolutions`), nothing is sliced: they take
-# a whole step's images at once, and slices would only add compile time.
+# a whole step's images at once, and slices would only add compile time. Nor are hx's own kernels
+# (`hx.compile.conv_pool`), which run each block in training on a CPU where they apply.
 
 CNN_TRAIN_ROWS = 25  # images per slice in training mode, for the paper's CNN on 28x28 images
 CNN_MAX_SLICES = 32  # at most this many slices (bounds compilation time); larger slices beyond
