@@ -16,6 +16,9 @@ If writing fails (an error, or Ctrl-C), the temporary is removed and `path` is u
 is killed outright cannot remove it: the next write of the same `path` removes the temporaries a killed
 write left (one process writes a given path at a time in hx: a run's directory belongs to one run).
 
+The CPU kernels' shared library (`hx.compile.conv_pool`) is the one exception: processes may build it at
+once, so each builds in its own temporary directory and renames the result into place.
+
 Used for the lifelong and evaluation records (`hx.synth.jsonfiles`), Tune checkpoints
 (`hx.compile.checkpoint`), libraries (`hx.synth.library`) and the baselines' networks
 (`hx.baselines.networks`).

@@ -125,17 +125,23 @@ def build_library(compiler: str | None = None, directory: Path | None = None) ->
     directory.mkdir(parents=True, exist_ok=True)
   except OSError as e:
     raise KernelBuildError(f"cannot create the kernel cache directory {directory}: {e}") from e
-  with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
-    out = Path(tmp) / target.name
-    command = [compiler, *_FLAGS, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", str(out)]
-    try:
-      done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as e:
-      raise KernelBuildError(f"{compiler} could not build {SOURCE}: {e}") from e
-    if done.returncode != 0:
-      tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
-      raise KernelBuildError(f"{compiler} failed ({done.returncode}) on {SOURCE}:\n{tail}")
-    os.replace(out, target)  # atomic: another process building the same library meanwhile is harmless
+  # Not hx.atomic.write_atomically: several processes (test workers, a synthesis's worker processes) may
+  # build the same library at once, and that one removes other writers' temporaries of the same path.
+  # Each build here has its own directory; the rename is atomic, and the last one wins, with the same bytes.
+  try:
+    with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
+      out = Path(tmp) / target.name
+      command = [compiler, *_FLAGS, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", str(out)]
+      try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+      except (OSError, subprocess.TimeoutExpired) as e:
+        raise KernelBuildError(f"{compiler} could not build {SOURCE}: {e}") from e
+      if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+        raise KernelBuildError(f"{compiler} failed ({done.returncode}) on {SOURCE}:\n{tail}")
+      os.replace(out, target)
+  except OSError as e:
+    raise KernelBuildError(f"cannot build the kernels in {directory}: {e}") from e
   return target
 
 

@@ -185,3 +185,17 @@ def test_conv_pool_names_what_it_cannot_take():
     cp.conv_pool(x.astype(jnp.float16), jnp.zeros((5, 5, 8, 16), jnp.float32), b)
   with pytest.raises(ValueError, match="bias \\(32,\\) does not match"):
     cp.conv_pool(x, jnp.zeros((5, 5, 8, 16), jnp.float32), jnp.zeros((32,), jnp.float32))
+
+
+
+def test_a_cache_directory_it_cannot_write_is_a_build_error(tmp_path, monkeypatch):
+  (tmp_path / "file").write_text("")
+  with pytest.raises(cp.KernelBuildError, match="cannot create the kernel cache directory .*file/kernels"):
+    cp.build_library(directory=tmp_path / "file" / "kernels")
+
+  def refuse(**_):
+    raise PermissionError(13, "Permission denied")
+
+  monkeypatch.setattr(cp.tempfile, "TemporaryDirectory", refuse)  # what a read-only directory does
+  with pytest.raises(cp.KernelBuildError, match="cannot build the kernels in .*: .*Permission denied"):
+    cp.build_library(directory=tmp_path / "kernels")
