@@ -437,6 +437,18 @@ ffi::Error BackwardWeights(ffi::ThreadPool pool, F32 x, F32 w, U8 arg, F32 g, F3
   return Backward(pool, x, w, arg, g, dw->typed_data(), db->typed_data(), nullptr);
 }
 
+// Backward's arguments and its first two results (x, w, arg, dh -> dw, db), shared by its two calls.
+auto BackwardBinding() {
+  return ffi::Ffi::Bind()
+      .Ctx<ffi::ThreadPool>()
+      .Arg<F32>()
+      .Arg<F32>()
+      .Arg<U8>()
+      .Arg<F32>()
+      .Ret<F32>()
+      .Ret<F32Vector>();
+}
+
 }  // namespace
 
 // Forward: x, w, b -> h = relu(max_pool(conv(x, w)) + b), arg.
@@ -449,23 +461,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolForward, Forward,
                                   .Ret<F32>()
                                   .Ret<U8>());
 // Backward: x, w, arg, dh -> dw, db, dx.
-XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolBackwardWithInput, BackwardWithInput,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<U8>()
-                                  .Arg<F32>()
-                                  .Ret<F32>()
-                                  .Ret<F32Vector>()
-                                  .Ret<F32>());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolBackwardWithInput, BackwardWithInput, BackwardBinding().Ret<F32>());
 // Backward without the input gradient: x, w, arg, dh -> dw, db.
-XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolBackwardWeights, BackwardWeights,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<U8>()
-                                  .Arg<F32>()
-                                  .Ret<F32>()
-                                  .Ret<F32Vector>());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolBackwardWeights, BackwardWeights, BackwardBinding());
