@@ -1,6 +1,6 @@
 // One block of hx's CNN, conv (stride 1, VALID) -> 2x2 max-pool (stride 2, floor) -> + bias -> ReLU, as
-// XLA:CPU custom calls through XLA's FFI: the forward pass and its gradients. Built and loaded by hx/compile/conv_pool.py,
-// which documents the calls, when hx uses them, and how they were checked.
+// XLA:CPU custom calls through XLA's FFI: the forward pass and its gradients. Built and loaded by
+// hx/compile/conv_pool.py, which documents the calls, when hx uses them, and how they were checked.
 //
 // Layouts: images x (R, H, W, C) NHWC; kernel w (K, K, C, O) HWIO; bias b (O); output h (R, Hp, Wp, O)
 // with Hp = (H - K + 1) / 2 (floor), Wp likewise; arg (R, Hp, Wp, O) uint8: in its low two bits the
@@ -8,8 +8,8 @@
 // 3 bottom right), which is where XLA's select-and-scatter and hx's `_max_pool` send the window's
 // gradient, and kActive where h > 0 (where the ReLU passes the gradient).
 //
-// Work is split into kChunks fixed chunks of images (not one per thread), and the weight gradient is the
-// sum of the chunks' partial sums in chunk order, so results do not depend on the number of threads or
+// Work is split into kChunks fixed chunks of images (not one per thread), and the weight and bias
+// gradients are the sums of the chunks' partial sums in chunk order, so results do not depend on the number of threads or
 // on which thread ran which chunk. The calling thread takes chunks too, so a call finishes even when no
 // thread of XLA's pool is free.
 
@@ -137,8 +137,8 @@ void ForwardImage(const Dims& d, const float* __restrict xn, const float* __rest
       }
 }
 
-// Gradients for small C: per window, the output gradient split by argmax into four masked vectors over
-// the channels, each multiplied into the window position's input patch. dw (K, K, C, O).
+// Gradients for small C: per window, the output gradient the ReLU passes split by window position into
+// four masked vectors over the channels, each multiplied into that position's input patch. dw (K, K, C, O).
 template <int NB>
 void BackwardImageMasked(const Dims& d, const float* __restrict xn, const float* __restrict w,
                          const uint8_t* __restrict an, const float* __restrict gn, float* __restrict dw,

@@ -596,7 +596,7 @@ def _cnn_blocks(convs: tuple, x: jax.Array, pool: int, train: bool = True) -> ja
   (adding a bias and ReLU are monotone, also in floating point, so they commute with the max) and does
   the bias and ReLU on a quarter of the values; gradients agree too, except where rounding makes two
   values of a window tie after the bias but not before. In training on a CPU, where
-  `conv_pool.usable` says so, conv -> max-pool runs as hx's own kernels (`hx.compile.conv_pool`: the same
+  `conv_pool.usable` says so, the whole block runs as hx's own kernels (`hx.compile.conv_pool`: the same
   values and window positions to float32 rounding); elsewhere through XLA. In inference the blocks are
   written the plain way, which XLA fuses into one pass (6% less time than the other order there).
   """
