@@ -9,9 +9,9 @@
 // gradient, and kActive where h > 0 (where the ReLU passes the gradient).
 //
 // Work is split into kChunks fixed chunks of images (not one per thread), and the weight and bias
-// gradients are the sums of the chunks' partial sums in chunk order, so results do not depend on the number of threads or
-// on which thread ran which chunk. The calling thread takes chunks too, so a call finishes even when no
-// thread of XLA's pool is free.
+// gradients are the sums of the chunks' partial sums in chunk order, so results do not depend on the
+// number of threads or on which thread ran which chunk. The calling thread takes chunks too, so a call
+// finishes even when no thread of XLA's pool is free.
 
 #include <algorithm>
 #include <atomic>
