@@ -28,6 +28,17 @@ BLOCKS = {"paper_conv1": ((28, 28, 1), (5, 5, 1, 32)), "paper_conv2": ((12, 12, 
           "quick_conv2": ((12, 12, 8), (5, 5, 8, 16))}
 
 
+def _counts(text: str) -> list[int]:
+  """Positive integers, comma-separated (an argparse type: a bad one is a usage error)."""
+  try:
+    values = [int(v) for v in text.split(",")]
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"not comma-separated integers: {text!r}") from None
+  if not values or min(values) < 1:
+    raise argparse.ArgumentTypeError(f"counts must be positive: {text!r}")
+  return values
+
+
 def median_ms(call, args, repeats: int) -> float:
   import jax
 
@@ -43,9 +54,11 @@ def median_ms(call, args, repeats: int) -> float:
 
 def main(argv: list[str] | None = None) -> list[dict]:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--rows", default="150,564", help="images per call, comma-separated")
-  parser.add_argument("--repeats", type=int, default=21)
+  parser.add_argument("--rows", type=_counts, default="150,564", help="images per call, comma-separated")
+  parser.add_argument("--repeats", type=_counts, default="21", help="timed calls per case")
   args = parser.parse_args(argv)
+  if len(args.repeats) != 1:
+    parser.error("--repeats: one count")
 
   import jax
   import jax.numpy as jnp
@@ -61,7 +74,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
   rng = np.random.default_rng(0)
   lines = []
-  for rows in (int(r) for r in args.rows.split(",")):
+  repeats = args.repeats[0]
+  for rows in args.rows:
     for name, (image, kernel) in BLOCKS.items():
       x = jnp.asarray(rng.random((rows, *image), np.float32))
       w = jnp.asarray(rng.normal(0, 0.2, kernel).astype(np.float32))
@@ -73,8 +87,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         ours = jax.jit(jax.grad(lambda *a: loss(conv_pool.conv_pool, *a), argnums))
         xla = jax.jit(jax.grad(lambda *a: loss(xla_block, *a), argnums))
         line = {"block": name, "rows": rows, "input_gradient": 0 in argnums,
-                "xla_ms": round(median_ms(xla, (x, w, b), args.repeats), 2),
-                "hx_kernels_ms": round(median_ms(ours, (x, w, b), args.repeats), 2)}
+                "xla_ms": round(median_ms(xla, (x, w, b), repeats), 2),
+                "hx_kernels_ms": round(median_ms(ours, (x, w, b), repeats), 2)}
         line["xla / hx"] = round(line["xla_ms"] / line["hx_kernels_ms"], 2)
         print(json.dumps(line), flush=True)
         lines.append(line)

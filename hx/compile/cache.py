@@ -21,7 +21,7 @@ from pathlib import Path
 import jax
 
 __all__ = [
-  "CACHE_DIR_ENV", "CACHE_ENABLE_ENV", "default_cache_dir", "enable_compilation_cache",
+  "CACHE_DIR_ENV", "CACHE_ENABLE_ENV", "default_cache_dir", "hx_cache_home", "enable_compilation_cache",
   "disable_compilation_cache", "ensure_compilation_cache", "compilation_cache_dir",
 ]
 
@@ -33,12 +33,17 @@ _OFF = ("0", "false", "no", "off")
 _configured = False
 
 
+def hx_cache_home() -> Path:
+  """$XDG_CACHE_HOME/hx, else ~/.cache/hx: where hx's caches live unless their own variable says."""
+  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+  return Path(base) / "hx"
+
+
 def default_cache_dir() -> Path:
   """$HX_COMPILATION_CACHE_DIR, else $XDG_CACHE_HOME/hx/jax, else ~/.cache/hx/jax."""
   if os.environ.get(CACHE_DIR_ENV):
     return Path(os.environ[CACHE_DIR_ENV]).expanduser()
-  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-  return Path(base) / "hx" / "jax"
+  return hx_cache_home() / "jax"
 
 
 def _reset_jax_cache() -> None:

@@ -400,17 +400,23 @@ ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8&
     const int64_t image = d.H * d.W * d.C;
     BiasGradient(d, as, gs, lo, hi, partial_db[c].data());
     if (dx) std::memset(dx + lo * image, 0, sizeof(float) * (hi - lo) * image);
+    // The scatter form's weight gradient over the whole chunk if its register-blocked loop is instantiated
+    // for this block, its input gradient per image likewise; what is not goes through the general loops.
     const bool tiled = scatter && WeightGradientTiledFor(d, xs, as, gs, lo, hi, partial[c].data());
-    if (tiled && !dx) return;
     for (int64_t n = lo; n < hi; ++n) {
       const float* xn = xs + n * image;
       const uint8_t* an = as + n * d.Hp * d.Wp * d.O;
       const float* gn = gs + n * d.Hp * d.Wp * d.O;
       float* dxn = dx ? dx + n * image : nullptr;
-      if (scatter && tiled && InputGradientImageFor(d, wt.data(), an, gn, dxn)) continue;
-      if (scatter) BackwardImageScatter(d, xn, wt.data(), an, gn, tiled ? nullptr : partial[c].data(), dxn);
-      else if (d.O % (2 * kLanes) == 0) BackwardImageMasked<2>(d, xn, ws, an, gn, partial[c].data(), dxn);
-      else BackwardImageMasked<1>(d, xn, ws, an, gn, partial[c].data(), dxn);
+      if (!scatter) {
+        if (d.O % (2 * kLanes) == 0) BackwardImageMasked<2>(d, xn, ws, an, gn, partial[c].data(), dxn);
+        else BackwardImageMasked<1>(d, xn, ws, an, gn, partial[c].data(), dxn);
+        continue;
+      }
+      const bool blocked_dx = dxn && InputGradientImageFor(d, wt.data(), an, gn, dxn);
+      float* general_dw = tiled ? nullptr : partial[c].data();
+      float* general_dx = blocked_dx ? nullptr : dxn;
+      if (general_dw || general_dx) BackwardImageScatter(d, xn, wt.data(), an, gn, general_dw, general_dx);
     }
   });
   std::memset(dw, 0, sizeof(float) * KKC * d.O);

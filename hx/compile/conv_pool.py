@@ -53,6 +53,8 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
+from hx.compile.cache import hx_cache_home
+
 __all__ = ["ENABLE_ENV", "CACHE_DIR_ENV", "KernelBuildError", "build_library", "conv_pool", "enabled",
            "kernel_cache_dir", "load_kernels", "usable"]
 
@@ -81,8 +83,7 @@ def kernel_cache_dir() -> Path:
   """$HX_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/hx/kernels, else ~/.cache/hx/kernels."""
   if os.environ.get(CACHE_DIR_ENV):
     return Path(os.environ[CACHE_DIR_ENV]).expanduser()
-  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-  return Path(base) / "hx" / "kernels"
+  return hx_cache_home() / "kernels"
 
 
 def _compiler() -> str | None:

@@ -28,3 +28,11 @@ def test_every_block_is_timed_with_and_without_the_input_gradient(capsys):
   assert {(line["block"], line["input_gradient"]) for line in out} == {
     (b, g) for b in conv_pool_parts.BLOCKS for g in (True, False)}
   assert all(line["rows"] == 3 and line["xla_ms"] > 0 and line["hx_kernels_ms"] > 0 for line in out)
+
+
+@pytest.mark.parametrize("argv", [["--rows", "0"], ["--rows", "a,3"], ["--repeats", "2,3"]])
+def test_bad_flags_exit_with_usage_before_any_work(argv, capsys):
+  with pytest.raises(SystemExit) as err:
+    conv_pool_parts.main(argv)
+  assert err.value.code == 2
+  assert capsys.readouterr().out == ""  # nothing timed
