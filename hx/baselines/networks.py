@@ -35,7 +35,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from hx import atomic
-from hx.compile.modules import ModuleConfig, ModuleSpec, cnn_feature_size, init_module, module_spec
+from hx.compile.modules import ModuleConfig, ModuleSpec, cnn_features, init_module, module_spec
 from hx.lang import program as P
 from hx.lang.parser import parse
 from hx.lang.types import (
@@ -141,7 +141,7 @@ def architecture(task_type: Type, config: ModuleConfig = ModuleConfig(), element
   (x,) = args
 
   def features(image: TensorType) -> TensorType:
-    f = cnn_feature_size(image, config.cnn_channels, config.cnn_kernel, config.cnn_pool)
+    f = cnn_features(image, config)
     if f == 0:
       raise ValueError(f"image {image} is too small for the CNN of {config}")
     return TensorType("real", (f,))

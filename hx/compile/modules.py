@@ -113,7 +113,7 @@ from hx.lang.types import (
 
 __all__ = [
   "GRAPH_KERNELS", "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "module_spec",
-  "init_module", "apply_module", "reference_module", "cnn_feature_size", "Template", "TEMPLATES",
+  "init_module", "apply_module", "reference_module", "cnn_feature_size", "cnn_layout", "cnn_features", "Template", "TEMPLATES",
   "linear_output", "set_output_bias", "mlp_layers", "lstm_scan", "Neighbourhoods", "apply_dense", "activate",
   "batch_norm", "row_dropout", "PRECISION", "matmul",
 ]
@@ -295,6 +295,31 @@ def cnn_feature_size(image: TensorType, channels: tuple[int, ...], kernel: int, 
   return h * w * channels[-1]
 
 
+def cnn_layout(image: TensorType, config: ModuleConfig) -> tuple[tuple[int, ...], int, int] | None:
+  """(channels, kernel, feature size) of the CNN a `[C][H][W]` image gets; None if none fits.
+
+  The configured `cnn_channels` and `cnn_kernel` where the image is large enough for them (every image
+  of the paper's tasks: 28x28), else the first of these that fits: the leading blocks of `cnn_channels`
+  (as many as fit, at the configured kernel), then odd kernels down to 3 with one block less each time
+  none fits. An 8x8 image gets one 5x5 block of 32 channels (2x2x32 features). A user's small images
+  then get a CNN rather than no program at all; the choice is ours (the paper's images are all 28x28).
+  """
+  c = config
+  for kernel in range(c.cnn_kernel, 2, -2):
+    for blocks in range(len(c.cnn_channels), 0, -1):
+      channels = tuple(c.cnn_channels[:blocks])
+      f = cnn_feature_size(image, channels, kernel, c.cnn_pool)
+      if f:
+        return channels, kernel, f
+  return None
+
+
+def cnn_features(image: TensorType, config: ModuleConfig) -> int:
+  """The feature size of the CNN `cnn_layout` gives `image`; 0 if none fits."""
+  layout = cnn_layout(image, config)
+  return 0 if layout is None else layout[2]
+
+
 def module_spec(fn_type: Type, config: ModuleConfig = ModuleConfig(), *, role: str | None = None,
                 name: str = "<function>") -> ModuleSpec:
   """The module template a function of type `fn_type` gets (see the module docstring).
@@ -331,12 +356,12 @@ def module_spec(fn_type: Type, config: ModuleConfig = ModuleConfig(), *, role: s
   c = config
   if len(args) == 1 and is_image(args[0]):
     a = args[0]
-    f = cnn_feature_size(a, c.cnn_channels, c.cnn_kernel, c.cnn_pool)
-    if f == 0:
-      raise refuse(f"image {a} too small for {len(c.cnn_channels)} {c.cnn_kernel}x{c.cnn_kernel} "
-                   f"convolutions with {c.cnn_pool}x{c.cnn_pool} pooling")
+    layout = cnn_layout(a, c)
+    if layout is None:
+      raise refuse(f"image {a} too small for one 3x3 convolution with {c.cnn_pool}x{c.cnn_pool} pooling")
+    channels, kernel, f = layout
     head = out != TensorType("real", (f,))
-    hyper = dict(channels=tuple(c.cnn_channels), kernel=c.cnn_kernel, pool=c.cnn_pool,
+    hyper = dict(channels=channels, kernel=kernel, pool=c.cnn_pool,
                  dropout=c.cnn_dropout, features=f, output_layer=head)
     return ModuleSpec("cnn", (a,), out, act if head else "none", tuple(sorted(hyper.items())))
   if 1 <= len(args) <= 2 and all(_is_vector_like(a) for a in args):

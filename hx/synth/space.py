@@ -453,10 +453,9 @@ class Completer:
           pass  # no module for this type: programs using it are not buildable
 
   def _features(self, image: TensorType) -> Type | None:
-    from hx.compile.modules import cnn_feature_size
+    from hx.compile.modules import cnn_features
 
-    c = self.config
-    f = cnn_feature_size(image, c.cnn_channels, c.cnn_kernel, c.cnn_pool)
+    f = cnn_features(image, self.config)
     return TensorType("real", (f,)) if f else None
 
   def _choices(self, fresh: Mapping[str, Type]) -> list[tuple[str, list[Type]]]:

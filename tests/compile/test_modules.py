@@ -17,6 +17,7 @@ from hx.compile.modules import (
   NoTemplateError,
   UnresolvedTypeError,
   cnn_feature_size,
+  cnn_layout,
   init_module,
   module_spec,
 )
@@ -81,6 +82,23 @@ def test_paper_cnn_has_no_output_layer_unless_the_type_asks():
   assert cnn_feature_size(TensorType("real", (1, 12, 12)), (4, 8), 3, 2) == 8
 
 
+@pytest.mark.parametrize("side, channels, kernel, features", [
+    (28, (32, 64), 5, 4 * 4 * 64),  # the paper's images: the configured CNN, unchanged
+    (12, (32,), 5, 4 * 4 * 32),     # two 5x5 blocks do not fit (12 -> 4 -> 0): one does
+    (8, (32,), 5, 2 * 2 * 32),      # one 5x5 block: 8 -> 4 -> 2
+    (4, (32,), 3, 1 * 1 * 32),
+])
+def test_small_images_get_a_smaller_cnn(side, channels, kernel, features):
+  t = T(f"Tensor<real>[1][{side}][{side}] -> Tensor<bool>[1]")
+  assert cnn_layout(t.arg, ModuleConfig()) == (channels, kernel, features)
+  s = module_spec(t)
+  assert (s["channels"], s["kernel"], s["features"]) == (channels, kernel, features)
+  params, stats = init_module(s, jax.random.key(0))
+  x = jnp.ones((3, 1, side, side))
+  y, _ = jit_apply_module(s, params, stats, (x,), mask=jnp.ones(3, bool), keys=None, train=False)
+  assert y.shape == (3, 1) and bool(jnp.all((y >= 0) & (y <= 1)))
+
+
 def test_kernel_role_gets_the_graph_kernel():
   t = T("List<Tensor<real>[2]> -> Tensor<real>[2]")
   assert module_spec(t).template == "lstm"
@@ -112,7 +130,7 @@ def test_mlp_and_lstm_shapes_at_paper_sizes():
   ("Tensor<real>[2] -> Tensor<real>[1][28][28]", "image"),
   ("Tensor<real>[2] -> List<Tensor<real>[2]>", "result must be a tensor"),
   ("Tensor<real>[2]", "not a function"),
-  ("Tensor<real>[1][4][4] -> Tensor<real>[2]", "too small"),
+  ("Tensor<real>[1][3][3] -> Tensor<real>[2]", "too small"),
   ("List<Tensor<real>[1][28][28]> -> Tensor<real>[2]", "unsupported"),
   ("Tensor<real>[1] -> Tensor<real>[1] -> Tensor<real>[1] -> Tensor<real>[1]", "more than two"),
 ])
