@@ -93,9 +93,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from hx.data.tasks import FRACTIONS, GRAPH_FAMILIES, KINDS, TaskSizes
+from hx.data.tasks import FRACTIONS, GRAPH_FAMILIES, KINDS, TaskSizes, TaskSpec
 
-__all__ = ["TrainingSettings", "training_settings", "task_sizes", "task_sizes_source", "kind_group",
+__all__ = ["TrainingSettings", "training_settings", "task_tune_config", "task_sizes", "task_sizes_source",
+           "kind_group",
            "PRESETS", "Preset", "EVALUATION_PRESETS", "GRAPH_SEQUENCES"]
 
 PRESETS = ("paper", "authors", "quick")
@@ -305,6 +306,15 @@ def training_settings(kind: str, preset: str = "paper") -> TrainingSettings:
                ("learning_rate", _LEARNING_RATE[preset]), ("patience", patience_source),
                ("sizes", task_sizes_source(preset)), ("val_every", val_every_source)),
       val_every=val_every)
+
+
+def task_tune_config(spec: Any, preset: str = "paper", **changes: Any) -> Any:
+  """The `hx.compile.TuneConfig` a task trains with under `preset`, with `changes`: a paper task's
+  (`hx.data.TaskSpec`) from `training_settings` of its kind, a task of a user's arrays
+  (`hx.data.ArrayTaskSpec`) from its own settings (`preset` does not apply to it); imports JAX."""
+  if isinstance(spec, TaskSpec):
+    return training_settings(spec.kind, preset).tune_config(**changes)
+  return spec.tune_config(**changes)
 
 
 @dataclasses.dataclass(frozen=True)

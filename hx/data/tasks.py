@@ -287,6 +287,26 @@ class Task:
   synthetic: bool
   fraction: float = 1.0
 
+  @classmethod
+  def from_arrays(cls, name: str, type: str | Type, train: tuple[Any, Any], val: tuple[Any, Any],
+                  test: tuple[Any, Any], **options: Any) -> Task:
+    """A task on a user's own arrays: `hx.data.arrays.task_from_arrays`, whose docstring gives the layout
+    of the (inputs, targets) of each split per type and the `options` (metric_component, loss, metric,
+    training, dataset).
+
+        task = hx.Task.from_arrays("is_three", "Tensor<real>[1][8][8] -> Tensor<bool>[1]",
+                                   (x_train, y_train), (x_val, y_val), (x_test, y_test))
+
+    Raises:
+      ValueError: an array that does not fit the type (naming the split, the array and the problem).
+    """
+    from hx.data.arrays import task_from_arrays  # noqa: PLC0415 - arrays.py builds on this module
+
+    return task_from_arrays(name, type, train, val, test, **options)
+
+  def __repr__(self) -> str:
+    return f"Task({self.summary()})"
+
   @property
   def objective(self) -> Any:
     """The `hx.lang.objectives.Objective` to train and score this task with: the loss and metric of its

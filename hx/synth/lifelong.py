@@ -205,7 +205,7 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
     ValueError: a fraction outside (0, 1].
   """
   from hx.compile import ModuleConfig
-  from hx.presets import training_settings
+  from hx.presets import task_tune_config
   from hx.synth.library import Library, LibraryError
 
   fractions = tuple(sorted({float(f) for f in fractions}))
@@ -216,8 +216,8 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
     raise ValueError(f"{len(budgets)} budgets for the {len(sequence)} tasks of {sequence.name}")
   budget = budgets[0] if all(b == budgets[0] for b in budgets) else budgets  # one: settings.json as before
   module_config = module_config or ModuleConfig()
-  kinds = {t.kind for t in sequence.tasks}
-  configs = {k: training_settings(k, preset).tune_config() for k in sorted(kinds)}
+  specs = {t.kind: t for t in sequence.tasks}
+  configs = {k: task_tune_config(specs[k], preset) for k in sorted(specs)}
   configs.update(tune_configs or {})
   directory = Path(directory)
   settings = _settings(sequence, strategy, fractions, budget, space, module_config, configs, evolution, keep)

@@ -140,6 +140,8 @@ class SynthesisResult:
     enumeration: the top-down search's counters (None for evolution).
     estimate_seconds: the estimates' wall time, summed over candidates (part of the other sums for
       short runs).
+    no_program: where the search proposed no candidate, why a single fresh function of the task's type
+      cannot be built (`hx.compile.module_spec`'s reason), else None.
   """
   task: str
   strategy: str
@@ -154,12 +156,32 @@ class SynthesisResult:
   candidates_trained: int
   enumeration: EnumerationStats | None = None
   estimate_seconds: float = 0.0
+  no_program: str | None = None
 
   @property
   def best(self) -> Ranked:
     if not self.ranked or self.ranked[0].status != "trained":
-      raise ValueError(f"no candidate of {self.task} trained successfully")
+      if not self.ranked:
+        why = f"the search proposed no program: {self.no_program or 'no library function fits its type'}"
+      else:
+        reasons = sorted({r.reason for r in self.ranked if r.reason})
+        why = f"{len(self.ranked)} tried; " + ("; ".join(reasons[:3]) or "none finished")
+      raise ValueError(f"no candidate of {self.task} trained successfully ({why})")
     return self.ranked[0]
+
+  def __repr__(self) -> str:
+    # A summary: the dataclass's own repr would print the library's every trained weight.
+    trained = self.trained
+    best = f"best {trained[0].named or trained[0].program}" if trained else "no candidate trained"
+    return (f"SynthesisResult({self.task}: {self.strategy}, {self.candidates_trained} candidates in "
+            f"{self.wall_seconds:.1f} s, {best})")
+
+  def __str__(self) -> str:
+    top = 5
+    lines = [repr(self)] + [str(r) for r in self.ranked[:top]]
+    if len(self.ranked) > top:
+      lines.append(f"  ... {len(self.ranked) - top} more")
+    return "\n".join(lines)
 
   @property
   def trained(self) -> tuple[Ranked, ...]:
@@ -352,18 +374,31 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
       search_seconds=search_seconds, compile_seconds=sum(r.compile_seconds for r in results),
       train_seconds=sum(r.train_seconds for r in results), eval_seconds=sum(r.eval_seconds for r in results),
       wall_seconds=time.perf_counter() - wall, candidates_trained=len(results), enumeration=stats,
-      estimate_seconds=sum(e.seconds for e in estimates.values()))
+      estimate_seconds=sum(e.seconds for e in estimates.values()),
+      no_program=None if results else _why_no_program(task.type, context.module_config))
+
+
+def _why_no_program(task_type: Type, module_config: Any) -> str | None:
+  """Why one fresh function of `task_type` has no module (the usual reason a search finds nothing)."""
+  from hx.compile.modules import NoTemplateError, module_spec
+
+  try:
+    module_spec(task_type, module_config, name="a fresh function")
+  except NoTemplateError as err:
+    return str(err)
+  return None
 
 
 def _tune_config(task: Any, kind: str | None, tune_config: Any) -> Any:
   """`tune_config`, or the default training settings of the task's kind (`hx.presets`)."""
   if tune_config is not None:
     return tune_config
-  from hx.presets import training_settings
+  from hx.presets import task_tune_config
 
-  if kind is None:
+  spec = getattr(task, "spec", None)
+  if kind is None or spec is None:
     raise ValueError(f"task {task.name} has no kind to take training settings from: pass tune_config")
-  return training_settings(kind).tune_config()
+  return task_tune_config(spec)
 
 
 def _in_order(generator: Iterator[Candidate], budget: Budget, executor: Executor,

@@ -1,0 +1,401 @@
+"""A task from a user's own arrays: `task_from_arrays` (also `hx.Task.from_arrays`) checks them against the
+program type and lays them out as the paper's tasks are laid out, so that they run everywhere a built-in
+task does (`hx.synthesize`, `hx.run_sequence`, the baselines, the evaluation and its report).
+
+Each split is a pair `(inputs, targets)` of n examples. By the task's type `A -> B`:
+
+  inputs, A = Tensor<a>[m1]...[mk]   an array (n, m1, ..., mk); images are channel first (n, C, H, W).
+          A = List<Tensor<..>[m..]>   a sequence of n arrays (L_i, m..) of any lengths L_i >= 1 (ragged),
+                                      an array (n, L, m..) (every list of length L), or an
+                                      `hx.lang.values.ListBatch` (values (n, L, m..), mask (n, L) whose
+                                      True entries are a prefix of each row).
+          A = Graph<Tensor<..>[m..]>  a sequence of n graphs, each a dict with "nodes" (N_i, m..) and either
+                                      "edges" (E_i, 2) integer (sender, receiver) pairs, directed (give
+                                      both directions for an undirected edge), or "neighbours", per node
+                                      the list of its neighbours (node u then receives from each of them).
+  targets, B = Tensor<real>[m..]     float (n, m..); (n,) where B is Tensor<real>[1] is read as (n, 1).
+          B = Tensor<bool>[1]         0/1 labels, (n, 1) or (n,).
+          B = Tensor<bool>[k], k > 1  class indices (n,) in 0..k-1 (not one-hot).
+          B = List<T> / Graph<T>      per example an array (L_i, ...) of T's targets as above, one per list
+                                      element / node of the input (or an array (n, L, ...) padded to the
+                                      input's longest length).
+
+The loss and metric follow from B (`hx.lang.objectives.objective_for_type`); a `loss` or `metric` given
+must agree with it. Inputs are used as given (hx does not normalise them); every array must be finite.
+
+Layout (as `hx.data.tasks`): the elements of every split (tensor inputs, list elements, graph nodes) are
+concatenated once into the task's float32 `table` (m, m1, ..., mk), the only copy of the user's data hx
+makes, and each split's inputs index it: int32 (n,) for tensors, a `ListBatch` of int32 (n, L) indices
+(L the split's longest list) for lists, an `EdgeGraphBatch` padded to size buckets
+(`hx.lang.values.size_bucket`) for graphs. Targets are float32 (int32 class indices), padded per
+element where B is a list or graph.
+
+Every check runs before anything is compiled, and a failure is one `ValueError` naming the task, the
+split, the array and the problem.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Mapping
+
+import numpy as np
+
+from hx.data.tasks import Task
+from hx.lang.objectives import objective_for_type
+from hx.lang.types import GraphType, ListType, TensorType, Type, function_parts, parse_type, type_variables
+from hx.lang.values import EdgeGraphBatch, ListBatch, Split, check_graphs, index_dtype, size_bucket
+
+__all__ = ["ArrayTaskSpec", "task_from_arrays", "SPLITS"]
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayTaskSpec:
+  """A task declared from a user's arrays, without its data (the counterpart of `TaskSpec`).
+
+  Attributes:
+    name: the task's name, e.g. "is_three".
+    type: its program type.
+    loss, metric, metric_component: as `hx.data.KINDS` gives them for the paper's tasks; from the output
+      type.
+    training: (TuneConfig field, value) pairs this task trains with, e.g. (("epochs", 5),); the other
+      fields are `hx.compile.TuneConfig`'s defaults.
+  """
+  name: str
+  type: Type
+  loss: str
+  metric: str
+  metric_component: int | None = None
+  training: tuple[tuple[str, Any], ...] = ()
+
+  cls = None  # takes no class argument, as the paper's classify_digit
+
+  @property
+  def kind(self) -> str:
+    """The key records, training settings and library names use: the name as an identifier (lower case,
+    other characters as "_"), e.g. "is_three"."""
+    return _identifier(self.name)
+
+  def tune_config(self, **overrides: Any) -> Any:
+    """A `hx.compile.TuneConfig` with this task's training settings and `overrides`; imports JAX."""
+    from hx.compile.tuning import TuneConfig
+
+    return TuneConfig(**{**dict(self.training), **overrides})
+
+  def __str__(self) -> str:
+    return f"{self.name} : {self.type}"
+
+
+def _identifier(name: str) -> str:
+  out = re.sub(r"[^0-9a-z_]", "_", name.lower()).strip("_") or "task"
+  return out if not out[0].isdigit() else f"t_{out}"
+
+
+def task_from_arrays(name: str, type: str | Type, train: tuple[Any, Any], val: tuple[Any, Any],
+                     test: tuple[Any, Any], *, metric_component: int | None = None, loss: str | None = None,
+                     metric: str | None = None, training: Mapping[str, Any] | None = None,
+                     dataset: str = "user") -> Task:
+  """A task on the user's arrays (the module docstring gives their layout per type).
+
+  Args:
+    name: the task's name (records and reports show it; library functions are named after its `kind`).
+    type: the program type, as text ("Tensor<real>[1][8][8] -> Tensor<bool>[1]") or an `hx.Type`: one
+      argument, a tensor, `List<tensor>` or `Graph<tensor>`, and a result of the same kinds.
+    train, val, test: (inputs, targets) of each split; each split needs at least one example.
+    metric_component: score the metric on this component of the output's last axis only (as the
+      shortest-path tasks score the distance); the loss still uses every component.
+    loss, metric: if given, checked against the output type's ("mse"/"rmse" for real outputs, "bce" or
+      "ce" with "error" for bool ones).
+    training: `hx.compile.TuneConfig` fields this task trains with (epochs, batch_size, learning_rate,
+      patience, ...); the rest are TuneConfig's defaults.
+    dataset: the name the task's records give its data.
+
+  Returns:
+    An `hx.data.Task` whose `spec` is an `ArrayTaskSpec`, at fraction 1.
+
+  Raises:
+    hx.ParseError: the type's text does not parse (with line and column).
+    ValueError: anything else that cannot work, in one line naming the split, the array and the problem.
+  """
+  t = parse_type(type) if isinstance(type, str) else type
+  where = f"task {name!r}"
+  if not isinstance(name, str) or not name.strip():
+    raise ValueError(f"a task needs a non-empty name, got {name!r}")
+  args, output = function_parts(t)
+  if type_variables(t):
+    raise ValueError(f"{where}: the type {t} has type variables; give a concrete type")
+  if len(args) != 1:
+    raise ValueError(f"{where}: the type {t} must take exactly one argument (an example's input), not "
+                     f"{len(args)}")
+  (arg,) = args
+  for role, x in (("input", arg), ("output", output)):
+    elem = x.elem if isinstance(x, (ListType, GraphType)) else x
+    if not isinstance(elem, TensorType):
+      raise ValueError(f"{where}: the {role} type {x} is not a tensor, a List of tensors or a Graph of "
+                       "tensors")
+  if isinstance(output, (ListType, GraphType)) and output.__class__ is not arg.__class__:
+    raise ValueError(f"{where}: a {output} output needs a {output.__class__.__name__[:-4]} input (one "
+                     f"target per element), got {arg}")
+  objective = objective_for_type(output, metric_component=metric_component)
+  for what, given, derived in (("loss", loss, objective.loss), ("metric", metric, objective.metric)):
+    if given is not None and given != derived:
+      raise ValueError(f"{where}: {what} {given!r} does not fit the output type {output} (its {what} is "
+                       f"{derived!r})")
+  elem_out = output.elem if isinstance(output, (ListType, GraphType)) else output
+  if metric_component is not None and not 0 <= metric_component < elem_out.shape[-1]:
+    raise ValueError(f"{where}: metric_component {metric_component} is not a component of {elem_out}")
+  training = dict(training or {})
+  _check_training(where, training)
+
+  pairs = {"train": train, "val": val, "test": test}
+  encoded, offset = [], 0
+  for split, pair in pairs.items():
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+      raise ValueError(f"{where}: the {split} split must be an (inputs, targets) pair, got "
+                       f"{_describe(pair)}")
+    inputs, targets = pair
+    at = f"{where}, {split} split"
+    elements, index, lengths = _inputs(at, arg, inputs, offset)
+    offset += len(elements)
+    encoded.append((elements, index, _targets(at, output, targets, lengths, _count(index))))
+  table = np.concatenate([e for e, _, _ in encoded]) if len(encoded) > 1 else encoded[0][0]
+  table = np.ascontiguousarray(table, np.float32)
+  splits = [Split(index, targets) for _, index, targets in encoded]
+  spec = ArrayTaskSpec(name, t, objective.loss, objective.metric, metric_component,
+                       tuple(sorted(training.items())))
+  return Task(spec, name, t, objective.loss, objective.metric, metric_component, table, *splits,
+              datasets=(dataset,), synthetic=False)
+
+
+def _check_training(where: str, training: dict) -> None:
+  from hx.compile.tuning import TuneConfig  # noqa: PLC0415 - JAX only when a task is declared
+
+  names = {f.name for f in dataclasses.fields(TuneConfig)}
+  unknown = sorted(set(training) - names)
+  if unknown:
+    raise ValueError(f"{where}: unknown training setting(s) {', '.join(unknown)}; the settings are "
+                     f"{', '.join(sorted(names))}")
+  try:
+    TuneConfig(**training)
+  except (TypeError, ValueError) as err:
+    raise ValueError(f"{where}: training settings: {err}") from None
+
+
+def _describe(x: Any) -> str:
+  if isinstance(x, np.ndarray):
+    return f"an array {x.shape} of {x.dtype}"
+  return f"a {type(x).__name__}" + (f" of {len(x)}" if hasattr(x, "__len__") else "")
+
+
+def _count(index: Any) -> int:
+  return len(index.mask) if isinstance(index, (ListBatch, EdgeGraphBatch)) else len(index)
+
+
+def _array(at: str, what: str, x: Any) -> np.ndarray:
+  """x as a finite numeric array."""
+  try:
+    a = np.asarray(x)
+  except ValueError as err:  # ragged nested sequences
+    raise ValueError(f"{at}: {what} is not an array ({err})") from None
+  if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+    raise ValueError(f"{at}: {what} has dtype {a.dtype}; give numbers (float, int or bool)")
+  if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
+    bad = np.argwhere(~np.isfinite(a))[0]
+    raise ValueError(f"{at}: {what} holds {a[tuple(bad)]} at index {tuple(int(i) for i in bad)}; every value "
+                     "must be finite")
+  return a
+
+
+def _element_shape(at: str, what: str, a: np.ndarray, elem: TensorType, lead: str) -> None:
+  if a.shape[a.ndim - len(elem.shape):] != elem.shape or a.ndim != len(elem.shape) + len(lead.split(", ")):
+    want = f"({lead}, {', '.join(map(str, elem.shape))})"
+    hint = ""
+    if len(elem.shape) == 3 and a.ndim == len(lead.split(", ")) + 3 and a.shape[-1] == elem.shape[0]:
+      hint = "; images are channel first: move the channel axis, x.transpose(0, 3, 1, 2)"
+    elif len(elem.shape) == 3 and elem.shape[0] == 1 and a.shape[-2:] == elem.shape[1:]:
+      hint = "; add the channel axis, x[:, None]"
+    raise ValueError(f"{at}: {what} has shape {a.shape}, not {want} as the type's {elem} needs{hint}")
+
+
+def _inputs(at: str, arg: Type, inputs: Any, offset: int) -> tuple[np.ndarray, Any, np.ndarray | None]:
+  """(elements (k, *elem), the split's index inputs, per example lengths or None)."""
+  if isinstance(arg, TensorType):
+    a = _array(at, "inputs", inputs)
+    _element_shape(at, "inputs", a, arg, "n")
+    if len(a) == 0:
+      raise ValueError(f"{at}: inputs hold no example; every split needs one at least")
+    return a, np.arange(offset, offset + len(a), dtype=np.int32), None
+  elem = arg.elem
+  if isinstance(arg, ListType):
+    items = _list_items(at, elem, inputs)
+    lengths = np.asarray([len(v) for v in items], np.int64)
+    longest = int(lengths.max())
+    starts = offset + np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    positions = np.arange(longest)[None, :]
+    mask = positions < lengths[:, None]
+    index = np.where(mask, starts[:, None] + positions, 0).astype(np.int32)
+    return np.concatenate(items), ListBatch(index, mask), lengths
+  graphs = _graph_items(at, elem, inputs)
+  nodes = [g[0] for g in graphs]
+  lengths = np.asarray([len(v) for v in nodes], np.int64)
+  n_pad = size_bucket(int(lengths.max()))
+  e_pad = size_bucket(max(len(g[1]) for g in graphs))
+  count = len(graphs)
+  values = np.zeros((count, n_pad), np.int64)
+  senders = np.zeros((count, e_pad), index_dtype(n_pad))
+  receivers = np.zeros((count, e_pad), index_dtype(n_pad))
+  edge_mask = np.zeros((count, e_pad), bool)
+  start = offset
+  for b, (v, edges) in enumerate(graphs):
+    values[b, :len(v)] = start + np.arange(len(v))
+    start += len(v)
+    senders[b, :len(edges)], receivers[b, :len(edges)] = edges[:, 0], edges[:, 1]
+    edge_mask[b, :len(edges)] = True
+  mask = np.arange(n_pad)[None, :] < lengths[:, None]
+  total = offset + int(lengths.sum())
+  batch = EdgeGraphBatch(values.astype(index_dtype(max(total, 1))), senders, receivers, edge_mask, mask)
+  check_graphs(batch, name=f"{at}: graph")
+  return np.concatenate(nodes), batch, lengths
+
+
+def _list_items(at: str, elem: TensorType, inputs: Any) -> list[np.ndarray]:
+  """The real elements of each list example, checked."""
+  if isinstance(inputs, ListBatch):
+    values = _array(at, "inputs' values", inputs.values)
+    mask = np.asarray(inputs.mask)
+    _element_shape(at, "inputs' values", values, elem, "n, L")
+    if mask.dtype != bool or mask.shape != values.shape[:2]:
+      raise ValueError(f"{at}: inputs' mask must be bool {values.shape[:2]}, got {mask.dtype} {mask.shape}")
+    lengths = mask.sum(axis=1)
+    prefix = np.arange(mask.shape[1])[None, :] < lengths[:, None]
+    bad = np.flatnonzero(np.any(mask != prefix, axis=1))
+    if bad.size:
+      row = mask[bad[0]].astype(int).tolist()
+      raise ValueError(f"{at}: inputs' mask of list {bad[0]} is {row}: the real elements of a list must come "
+                       "first (its mask a prefix of True)")
+    items = [values[i, :k] for i, k in enumerate(lengths)]
+  elif isinstance(inputs, np.ndarray) and inputs.dtype != object:
+    values = _array(at, "inputs", inputs)
+    _element_shape(at, "inputs", values, elem, "n, L")
+    items = list(values)
+  elif isinstance(inputs, (list, tuple, np.ndarray)):
+    items = []
+    for i, v in enumerate(inputs):
+      a = _array(at, f"list {i} of the inputs", v)
+      _element_shape(at, f"list {i} of the inputs", a, elem, "L")
+      items.append(a)
+  else:
+    raise ValueError(f"{at}: inputs of a List type must be a sequence of arrays (L_i, ...), an array "
+                     f"(n, L, ...) or a ListBatch, got {_describe(inputs)}")
+  if not items:
+    raise ValueError(f"{at}: inputs hold no example; every split needs one at least")
+  empty = [i for i, v in enumerate(items) if len(v) == 0]
+  if empty:
+    raise ValueError(f"{at}: list {empty[0]} of the inputs is empty; every list needs one element at least")
+  return items
+
+
+def _graph_items(at: str, elem: TensorType, inputs: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+  """(node values (N_i, *elem), edges (E_i, 2) as (sender, receiver)) of each graph, checked."""
+  if isinstance(inputs, (dict, np.ndarray)) or not isinstance(inputs, (list, tuple)):
+    raise ValueError(f"{at}: inputs of a Graph type must be a sequence of graphs, each a dict with \"nodes\" "
+                     f"and \"edges\" or \"neighbours\", got {_describe(inputs)}")
+  if not inputs:
+    raise ValueError(f"{at}: inputs hold no example; every split needs one at least")
+  out = []
+  for i, g in enumerate(inputs):
+    what = f"graph {i} of the inputs"
+    if not isinstance(g, Mapping) or "nodes" not in g or ("edges" in g) == ("neighbours" in g):
+      raise ValueError(f"{at}: {what} must be a dict with \"nodes\" and one of \"edges\" or \"neighbours\", "
+                       f"got {_describe(g) if not isinstance(g, Mapping) else sorted(g)}")
+    nodes = _array(at, f"{what}'s nodes", g["nodes"])
+    _element_shape(at, f"{what}'s nodes", nodes, elem, "N")
+    if len(nodes) == 0:
+      raise ValueError(f"{at}: {what} has no node")
+    if "edges" in g:
+      edges = _array(at, f"{what}'s edges", g["edges"])
+      if edges.size == 0:
+        edges = edges.reshape(0, 2)
+      if edges.ndim != 2 or edges.shape[1] != 2 or not np.issubdtype(edges.dtype, np.integer):
+        raise ValueError(f"{at}: {what}'s edges must be integer (E, 2) (sender, receiver) pairs, got "
+                         f"{edges.dtype} {edges.shape}")
+    else:
+      neighbours = g["neighbours"]
+      if len(neighbours) != len(nodes):
+        raise ValueError(f"{at}: {what} has {len(nodes)} nodes but {len(neighbours)} neighbour lists")
+      pairs = [(int(v), u) for u, vs in enumerate(neighbours) for v in vs]
+      edges = np.asarray(pairs, np.int64).reshape(-1, 2)
+    bad = np.flatnonzero((edges < 0).any(axis=1) | (edges >= len(nodes)).any(axis=1))
+    if bad.size:
+      raise ValueError(f"{at}: {what}'s edge {bad[0]} {tuple(int(x) for x in edges[bad[0]])} names a node "
+                       f"outside 0..{len(nodes) - 1}")
+    out.append((nodes, edges.astype(np.int64)))
+  return out
+
+
+def _targets(at: str, output: Type, targets: Any, lengths: np.ndarray | None, n: int) -> np.ndarray:
+  """The split's targets, checked against the output type and laid out for Tune."""
+  if isinstance(output, (ListType, GraphType)):
+    elem = output.elem
+    what = "lists" if isinstance(output, ListType) else "graphs"
+    if isinstance(targets, np.ndarray) and targets.dtype != object:
+      a = _array(at, "targets", targets)
+      if len(a) != n:
+        raise ValueError(f"{at}: {len(a)} targets for {n} inputs; give one per example")
+      items = [a[i, :k] for i, k in enumerate(lengths)]
+    elif isinstance(targets, (list, tuple, np.ndarray)):
+      items = [_array(at, f"targets of example {i}", v) for i, v in enumerate(targets)]
+    else:
+      raise ValueError(f"{at}: targets of a {output} output must be one array per example, got "
+                       f"{_describe(targets)}")
+    if len(items) != n:
+      raise ValueError(f"{at}: {len(items)} targets for {n} inputs; give one per example")
+    longest = max(int(lengths.max()), 1)
+    pad = longest if isinstance(output, ListType) else size_bucket(longest)
+    out = None
+    for i, (v, k) in enumerate(zip(items, lengths)):
+      if len(v) != k:
+        raise ValueError(f"{at}: targets of example {i} give {len(v)} values for its {k} {what[:-1]} "
+                         "elements; give one per element")
+      y = _element_targets(at, f"targets of example {i}", elem, v)
+      if out is None:
+        out = np.zeros((n, pad) + y.shape[1:], y.dtype)
+      out[i, :k] = y
+    return out
+  a = _array(at, "targets", targets)
+  if len(a) != n:
+    raise ValueError(f"{at}: {len(a)} targets for {n} inputs; give one per example")
+  return _element_targets(at, "targets", output, a)
+
+
+def _element_targets(at: str, what: str, t: TensorType, a: np.ndarray) -> np.ndarray:
+  """(k, ...) targets of tensor type `t`: float32 (k, *shape), or int32 (k, *shape[:-1]) class indices."""
+  classes = t.atom == "bool" and t.shape != (1,)
+  if classes:
+    want = a.shape[1:] == t.shape[:-1]
+    if not want:
+      onehot = " (one-hot? give the class indices, y.argmax(-1))" if a.shape[1:] == t.shape else ""
+      raise ValueError(f"{at}: {what} has shape {a.shape}; {t} takes class indices of shape "
+                       f"({', '.join(['n', *map(str, t.shape[:-1])])}){onehot}")
+    k = t.shape[-1]
+    if not (np.issubdtype(a.dtype, np.integer) or np.all(a == np.round(a))):
+      raise ValueError(f"{at}: {what} are not whole numbers; {t} takes class indices 0..{k - 1}")
+    if a.size and (a.min() < 0 or a.max() >= k):
+      raise ValueError(f"{at}: {what} range over {a.min():g}..{a.max():g}; {t} takes class indices "
+                       f"0..{k - 1}")
+    return a.astype(np.int32)
+  if t.shape == (1,) and a.ndim == 1:
+    a = a[:, None]  # (n,) for a one-component output: the common layout of labels and scalar targets
+  if a.shape[1:] != t.shape:
+    raise ValueError(f"{at}: {what} has shape {a.shape}, not (n, {', '.join(map(str, t.shape))}) as {t} "
+                     "needs")
+  if t.atom == "bool":
+    bad = np.flatnonzero((a != 0) & (a != 1))
+    if bad.size:
+      values = sorted({float(v) for v in np.unique(a)})[:6]
+      raise ValueError(f"{at}: {what} hold {', '.join(f'{v:g}' for v in values)}; {t} takes 0/1 labels "
+                       "(class indices need Tensor<bool>[k], k the number of classes)")
+  return a.astype(np.float32)
