@@ -8,7 +8,8 @@ its seven task sequences. The training settings of each task kind are in `hx.pre
 
 from hx.data.errors import DataError, DataFormatError, DataNotFoundError
 from hx.data.imageset import TEST, TRAIN, VAL, ImageSet
-from hx.data.sequences import AUTHORS_DIGIT_PAIRS, SEQUENCES, Sequence, sequence
+from hx.data.arrays import ArrayTaskSpec, task_from_arrays
+from hx.data.sequences import AUTHORS_DIGIT_PAIRS, SEQUENCES, Sequence, TaskStream, sequence
 from hx.data.sources import SIGN_ROLES, Sources, digits, signs, toys
 from hx.data.tasks import (
   CELL_COSTS,
@@ -28,7 +29,8 @@ from hx.data.tasks import (
 
 __all__ = [
     "DataError", "DataFormatError", "DataNotFoundError", "ImageSet", "TRAIN", "VAL", "TEST",
-    "AUTHORS_DIGIT_PAIRS", "SEQUENCES", "Sequence", "sequence", "SIGN_ROLES", "Sources", "digits", "signs",
+    "ArrayTaskSpec", "task_from_arrays", "AUTHORS_DIGIT_PAIRS", "SEQUENCES", "Sequence", "TaskStream",
+    "sequence", "SIGN_ROLES", "Sources", "digits", "signs",
     "toys", "CELL_COSTS", "DISTANCE_BOUND", "FRACTIONS", "GRAPH_FAMILIES", "KINDS",
     "START_DISTANCE", "Task", "TaskSizes", "TaskSpec", "build_task", "read_data_sets", "regression_targets",
     "task_spec",

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from hx.data.sources import Sources
 from hx.data.tasks import Task, TaskSizes, TaskSpec, build_task
 
-__all__ = ["SEQUENCES", "AUTHORS_DIGIT_PAIRS", "AUTHORS_CLASSES", "Sequence", "sequence"]
+__all__ = ["SEQUENCES", "AUTHORS_DIGIT_PAIRS", "AUTHORS_CLASSES", "Sequence", "TaskStream", "sequence"]
 
 SEQUENCES: dict[str, tuple[str, ...]] = {
     "cs1": ("recognize_digit(d1)", "recognize_digit(d2)", "count_digit(d1)", "count_digit(d2)"),
@@ -67,25 +68,58 @@ AUTHORS_CLASSES: dict[str, tuple[dict[str, int], ...]] = {
 class Sequence:
   """A task sequence instantiated for a seed: a list of tasks you can print, and build one at a time.
 
+  The paper's sequences (`sequence`) build their tasks from data sets on first use; a user's
+  (`Sequence.of`) holds its tasks already built, from the user's arrays or any `hx.data.Task`.
+
   Attributes:
-    name: "cs1", ..., "ls".
-    seed: the instantiation's seed (it also seeds the tasks' data).
-    classes: each class variable's value, e.g. {"d1": 0, "d2": 1}.
-    tasks: the task specs, in order.
-    sources, sizes: where the data comes from and how big the splits are.
+    name: "cs1", ..., "ls", or a user's name (an identifier: library functions are named after it).
+    seed: the instantiation's seed (it also seeds the tasks' data and every training).
+    classes: each class variable's value, e.g. {"d1": 0, "d2": 1} (none for a user's sequence).
+    tasks: the task specs, in order (`TaskSpec`s; a user's tasks' `spec`s).
+    sources, sizes: where the paper's tasks' data comes from and how big their splits are.
+    built: a user's sequence's tasks, in order; None for the paper's (built by `build_task`).
   """
   name: str
   seed: int
   classes: tuple[tuple[str, int], ...]
-  tasks: tuple[TaskSpec, ...]
+  tasks: tuple[Any, ...]
   sources: Sources = Sources()
   sizes: TaskSizes = TaskSizes()
+  built: tuple[Task, ...] | None = dataclasses.field(default=None, repr=False, compare=False)
+
+  @classmethod
+  def of(cls, name: str, tasks: Iterable[Task], seed: int = 0) -> Sequence:
+    """A sequence of the user's tasks (e.g. `hx.Task.from_arrays`'s), in order, for instantiation `seed`.
+
+    Raises:
+      ValueError: no task, a name that is not an identifier, a value that is not a task, or two tasks of
+        one name (records and training settings are keyed by it).
+    """
+    tasks = tuple(tasks)
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", str(name)):
+      raise ValueError(f"a sequence's name must be lower case letters, digits and _ (library functions are "
+                       f"named nn_<sequence>_<k>), got {name!r}")
+    if not tasks:
+      raise ValueError(f"sequence {name}: no task")
+    for i, t in enumerate(tasks, 1):
+      if not isinstance(t, Task):
+        raise ValueError(f"sequence {name}: task {i} is a {type(t).__name__}, not an hx.Task")
+      if t.fraction != 1.0:
+        raise ValueError(f"sequence {name}: task {i} ({t.name}) is at fraction {t.fraction:g}; give the "
+                         "full tasks (runs take the fractions)")
+    kinds = [t.spec.kind for t in tasks]
+    twice = sorted({k for k in kinds if kinds.count(k) > 1})
+    if twice and any(not isinstance(t.spec, TaskSpec) for t in tasks):
+      raise ValueError(f"sequence {name}: two tasks are named {twice[0]!r}; give each task its own name")
+    return cls(name, seed, (), tuple(t.spec for t in tasks), built=tasks)
 
   def __len__(self) -> int:
     return len(self.tasks)
 
   def build(self, i: int) -> Task:
     """Task i (0-based) with its data (built on first use, then cached)."""
+    if self.built is not None:
+      return self.built[i]
     return build_task(self.tasks[i], self.sources, self.sizes, self.seed)
 
   def __str__(self) -> str:
@@ -103,6 +137,34 @@ class Sequence:
     if self.sources.gtsrb is None and kinds & {"regress_speed", "shortest_path_street"}:
       lines.append("  signs: gtsrb-synthetic (a rendered stand-in, not GTSRB)")
     return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TaskStream:
+  """A user's task sequence for every instantiation: `instance(seed)` is its `Sequence` for a seed.
+
+  Attributes:
+    name: the sequence's name (as `Sequence.of`).
+    tasks: the tasks (the same for every seed; the seed then varies the trainings only), or a function of
+      the seed giving them (e.g. drawing classes or examples with it).
+  """
+  name: str
+  tasks: tuple[Task, ...] | Callable[[int], Iterable[Task]]
+
+  def __post_init__(self):
+    if not callable(self.tasks):
+      object.__setattr__(self, "tasks", tuple(self.tasks))
+      Sequence.of(self.name, self.tasks)  # checked now, not at the first instance
+
+  def instance(self, seed: int) -> Sequence:
+    """The sequence for instantiation `seed`."""
+    return Sequence.of(self.name, self.tasks(seed) if callable(self.tasks) else self.tasks, seed)
+
+  def __len__(self) -> int:
+    return len(self.instance(0))
+
+  def __repr__(self) -> str:
+    return f"TaskStream({self.name}: {', '.join(str(t) for t in self.instance(0).tasks)})"
 
 
 def _variables(names: tuple[str, ...], prefix: str) -> list[str]:
