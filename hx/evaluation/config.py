@@ -14,10 +14,14 @@ import os
 from typing import Any, Mapping, Sequence
 
 from hx.compile.modules import ModuleConfig
-from hx.data import SEQUENCES, TaskSizes
+from hx.data import SEQUENCES, TaskSizes, TaskStream
+from hx.data import Sequence as TaskSequence
+from hx.data import sequence as paper_sequence
 from hx.data.sources import Sources
 from hx.data.tasks import KINDS
-from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, kind_group, training_settings
+from hx.defaults import OMIT_DEFAULT
+from hx.lang.types import GraphType, function_parts
+from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, kind_group, task_tune_config
 from hx.synth.space import ORDERS, SearchSpace, paper_space
 from hx.synth.synthesize import STRATEGIES, Budget
 
@@ -52,20 +56,27 @@ def _budget(preset: Preset, sequence: str, task: int | None = None) -> Budget:
   return Budget(candidates=preset.candidates_for(sequence, task))
 
 
-def _space(preset: Preset, sequence: str) -> SearchSpace:
-  """HOUDINI's search space on `sequence`: the authors' search (`hx.synth.paper_space`) where the preset's
-  search for it (`Preset.search_for`) is "paper", else the default space in the order it names."""
+def _space(preset: Preset, sequence: str, graphs: bool) -> SearchSpace:
+  """HOUDINI's search space on `sequence`: the authors' search (`hx.synth.paper_space`, with the graph
+  sequences' combinators where `graphs`) where the preset's search for it (`Preset.search_for`) is
+  "paper", else the default space in the order it names."""
   search = preset.search_for(sequence)
   if search == "paper":
-    return paper_space(graphs=sequence in GRAPH_SEQUENCES)
+    return paper_space(graphs=graphs)
   return SearchSpace(order=search)
 
 
-def default_methods(sequence: str) -> tuple[str, ...]:
+def _has_graphs(specs: Sequence[Any]) -> bool:
+  """Whether a task of `specs` takes a graph (a graph sequence: no progressive networks)."""
+  return any(isinstance(function_parts(s.type)[0][0], GraphType) for s in specs)
+
+
+def default_methods(sequence: str, graphs: bool | None = None) -> tuple[str, ...]:
   """HOUDINI and the baselines the paper compares on `sequence`: no PNN on the graph sequences ("it is
-  nontrivial to extend them to work with graphs"), standalone_with_fold on SS only."""
+  nontrivial to extend them to work with graphs"; `graphs`: whether a user's sequence is one, default
+  whether `sequence` is GS1 or GS2), standalone_with_fold on SS only."""
   methods = ["houdini", "standalone", "llt"]
-  if sequence not in GRAPH_SEQUENCES:
+  if not (sequence in GRAPH_SEQUENCES if graphs is None else graphs):
     methods.append("pnn")
   if sequence == "ss":
     methods.append("standalone_with_fold")
@@ -77,7 +88,7 @@ class EvalConfig:
   """An evaluation run. Build it with `EvalConfig.make`, which checks it.
 
   Attributes:
-    sequence: "cs1", "cs2", "cs3", "ss", "gs1", "gs2" or "ls".
+    sequence: "cs1", "cs2", "cs3", "ss", "gs1", "gs2" or "ls", or a user's sequence's name.
     methods: method ids in run order: "houdini_<strategy>" first, then baselines (`BASELINES`).
     fractions: training fractions, ascending, in (0, 1].
     seeds: the sequence's instantiations (each seeds its classes, data and training).
@@ -90,6 +101,7 @@ class EvalConfig:
     sizes: split sizes.
     sources: where the data comes from.
     tune_configs: (task kind, TuneConfig) per kind of the sequence, shared by every method.
+    stream: a user's sequence (`hx.data.TaskStream`), whose tasks `instance` gives; None for the paper's.
   """
   sequence: str
   methods: tuple[str, ...]
@@ -104,6 +116,13 @@ class EvalConfig:
   sizes: TaskSizes
   sources: Sources
   tune_configs: tuple[tuple[str, Any], ...]
+  stream: TaskStream | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
+
+  def instance(self, seed: int) -> TaskSequence:
+    """The sequence's instantiation `seed` (its tasks, built on first use for the paper's)."""
+    if self.stream is not None:
+      return self.stream.instance(seed)
+    return paper_sequence(self.sequence, seed, self.sources, self.sizes)
 
   @property
   def houdini(self) -> tuple[str, ...]:
@@ -116,7 +135,7 @@ class EvalConfig:
     return dict(self.tune_configs)[kind]
 
   @classmethod
-  def make(cls, sequence: str, *, preset: str = "quick", methods: Sequence[str] | None = None,
+  def make(cls, sequence: str | TaskStream, *, preset: str = "quick", methods: Sequence[str] | None = None,
            strategies: Sequence[str] = ("topdown",), fractions: Sequence[float] | None = None,
            seeds: Sequence[int] | None = None, tasks: int | None = None, candidates: int | None = None,
            seconds: float | None = None, epochs: int | None = None,
@@ -127,7 +146,7 @@ class EvalConfig:
     """A checked configuration: the preset's defaults with these overrides.
 
     Args:
-      sequence: the task sequence.
+      sequence: the task sequence: a paper's name, or a user's `hx.data.TaskStream`.
       preset: "quick" or "paper".
       methods: from `METHODS` (None: `default_methods(sequence)`; empty: refused); "houdini" runs once
         per strategy.
@@ -152,31 +171,45 @@ class EvalConfig:
     Raises:
       ConfigError: anything that cannot work, in one line naming the setting.
     """
-    key = str(sequence).lower()
-    if key not in SEQUENCES:
-      raise ConfigError(f"unknown sequence {sequence!r}; the sequences are {', '.join(SEQUENCES)}")
+    stream = sequence if isinstance(sequence, TaskStream) else None
     if preset not in PRESETS:
       raise ConfigError(f"unknown preset {preset!r}; the presets are {', '.join(PRESETS)}")
     p = PRESETS[preset]
+    if stream is not None:
+      key = stream.name
+      if key in SEQUENCES:
+        raise ConfigError(f"a user's sequence may not be named {key!r}, as the paper's {key.upper()}: "
+                          "choose another name")
+      try:
+        specs = stream.instance((seeds or p.seeds)[0]).tasks
+      except ValueError as err:
+        raise ConfigError(str(err)) from None
+    else:
+      key = str(sequence).lower()
+      if key not in SEQUENCES:
+        raise ConfigError(f"unknown sequence {sequence!r}; the sequences are {', '.join(SEQUENCES)}")
+      specs = paper_sequence(key, 0).tasks
+    graphs = key in GRAPH_SEQUENCES or _has_graphs(specs)
     for name, given in (("methods", methods), ("fractions", fractions)):
       if given is not None and not len(given):  # an empty list is a mistake, not a request for the default
         raise ConfigError(f"{name} is empty: give at least one, or None for the default")
     strategies = tuple(strategies)
-    ordered = _methods(key, methods, strategies)
-    fractions, seeds, tasks = _runs(p, key, fractions, seeds, tasks)
-    budget, budgets = _budgets(p, key, candidates, seconds, schedule, strategies, patience)
-    space = _search_space(p, key, order, authors_filter)
+    ordered = _methods(key, methods, strategies, graphs)
+    fractions, seeds, tasks = _runs(p, key, fractions, seeds, tasks, len(specs))
+    budget, budgets = _budgets(p, key, candidates, seconds, schedule, strategies, patience, len(specs))
+    space = _search_space(p, key, order, authors_filter, graphs)
     module_config, sizes = _sizes(p, key, module_overrides, examples, epochs)
     _check_sources(sources)
     return cls(sequence=key, methods=ordered, fractions=fractions, seeds=seeds, preset=preset,
                tasks=tasks, budget=budget, budgets=budgets, space=space, module_config=module_config,
                sizes=sizes, sources=sources,
-               tune_configs=_tune_configs(p, key, epochs, bias_from_targets, patience))
+               tune_configs=_tune_configs(p, specs, epochs, bias_from_targets, patience), stream=stream)
 
 
-def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[str, ...]) -> tuple[str, ...]:
+def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[str, ...],
+             graphs: bool) -> tuple[str, ...]:
   """The methods in run order ("houdini_<strategy>" first, then the baselines), checked."""
-  methods = tuple(methods) if methods is not None else default_methods(key)
+  methods = tuple(methods) if methods is not None else default_methods(key, graphs)
   for m in methods:
     if m not in METHODS:
       raise ConfigError(f"unknown method {m!r}; the methods are {', '.join(METHODS)}")
@@ -185,7 +218,7 @@ def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[str, ...
   if not strategies or any(s not in STRATEGIES for s in strategies):
     raise ConfigError(f"unknown strategy in {', '.join(strategies) or '(none)'}; the strategies are "
                       f"{', '.join(STRATEGIES)}")
-  if "pnn" in methods and key in GRAPH_SEQUENCES:
+  if "pnn" in methods and graphs:
     raise ConfigError(f"pnn is not defined for the graph sequence {key} (the paper does not compare "
                       "progressive networks on graphs)")
   if "standalone_with_fold" in methods:
@@ -200,7 +233,7 @@ def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[str, ...
 
 
 def _runs(p: Preset, key: str, fractions: Sequence[float] | None, seeds: Sequence[int] | None,
-          tasks: int | None) -> tuple[tuple[float, ...], tuple[int, ...], int]:
+          tasks: int | None, n: int) -> tuple[tuple[float, ...], tuple[int, ...], int]:
   """The training fractions (ascending), instantiations and number of tasks, checked."""
   fractions = tuple(sorted({float(f) for f in (fractions if fractions is not None
                                                 else p.default_fractions(key))}))
@@ -210,7 +243,6 @@ def _runs(p: Preset, key: str, fractions: Sequence[float] | None, seeds: Sequenc
   seeds = tuple(seeds) if seeds is not None else p.seeds
   if not seeds or any(not isinstance(s, int) or s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
     raise ConfigError(f"seeds must be distinct non-negative integers, got {list(seeds)}")
-  n = len(SEQUENCES[key])
   tasks = n if tasks is None else tasks
   if not 1 <= tasks <= n:
     raise ConfigError(f"--tasks must be in 1..{n} for {key}, got {tasks}")
@@ -218,7 +250,7 @@ def _runs(p: Preset, key: str, fractions: Sequence[float] | None, seeds: Sequenc
 
 
 def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None, schedule: Any,
-             strategies: tuple[str, ...], patience: int | None) -> tuple[Budget, tuple[Budget, ...]]:
+             strategies: tuple[str, ...], patience: int | None, n: int) -> tuple[Budget, tuple[Budget, ...]]:
   """The sequence's default budget and each task's (`candidates` overrides every task's), checked."""
   if schedule is not None and "evolutionary" in strategies:
     name = type(schedule).__name__
@@ -231,15 +263,16 @@ def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None,
     budget = Budget(candidates=default.candidates if candidates is None else candidates, seconds=seconds,
                     schedule=schedule)
     budgets = tuple(dataclasses.replace(budget, candidates=_budget(p, key, i).candidates)
-                    if candidates is None else budget for i in range(1, len(SEQUENCES[key]) + 1))
+                    if candidates is None else budget for i in range(1, n + 1))
   except ValueError as err:
     raise ConfigError(str(err)) from None
   return budget, budgets
 
 
-def _search_space(p: Preset, key: str, order: str | None, authors_filter: bool | None) -> SearchSpace:
+def _search_space(p: Preset, key: str, order: str | None, authors_filter: bool | None,
+                  graphs: bool) -> SearchSpace:
   """The preset's search space with the caller's order and filter, checked."""
-  space = _space(p, key)
+  space = _space(p, key, graphs)
   if order is not None:
     if order not in ORDERS:
       raise ConfigError(f"unknown search order {order!r}; the orders are {', '.join(ORDERS)}")
@@ -266,26 +299,26 @@ def _sizes(p: Preset, key: str, module_overrides: Mapping[str, Any] | None,
   return module_config, sizes
 
 
-def _tune_configs(p: Preset, key: str, epochs: int | None, bias_from_targets: bool,
+def _tune_configs(p: Preset, specs: Sequence[Any], epochs: int | None, bias_from_targets: bool,
                   patience: int | None) -> tuple[tuple[str, Any], ...]:
-  """(task kind, TuneConfig) for each kind of the sequence: the preset's training settings and the
-  caller's changes."""
+  """(task kind, TuneConfig) for each kind of the sequence's tasks `specs`: the preset's training settings
+  (a user's task's own, `hx.data.ArrayTaskSpec.training`) and the caller's changes."""
   configs = []
-  for kind in sorted({k.split("(")[0] for k in SEQUENCES[key]}):
-    assert kind in KINDS, kind
+  for kind, spec in sorted({s.kind: s for s in specs}.items()):
     changes = {}
-    e = epochs if epochs is not None else dict(p.epochs).get(kind_group(kind))
+    paper = kind in KINDS and not hasattr(spec, "training")
+    e = epochs if epochs is not None else dict(p.epochs).get(kind_group(kind)) if paper else None
     if e is not None:
       changes["epochs"] = e
-    if kind_group(kind) in dict(p.batch_sizes):
+    if paper and kind_group(kind) in dict(p.batch_sizes):
       changes["batch_size"] = dict(p.batch_sizes)[kind_group(kind)]
     if not bias_from_targets:
       changes["bias_from_targets"] = False
     if patience is not None:
       changes["patience"] = patience
-    if p.min_steps and epochs is None:  # epochs the caller names are trained as named
+    if paper and p.min_steps and epochs is None:  # epochs the caller names are trained as named
       changes["min_steps"] = p.min_steps
-    configs.append((kind, training_settings(kind, p.training).tune_config(**changes)))
+    configs.append((kind, task_tune_config(spec, p.training, **changes)))
   return tuple(configs)
 
 

@@ -46,7 +46,6 @@ from absl import logging
 
 from hx import baselines
 from hx.data import read_data_sets
-from hx.data import sequence as make_sequence
 from hx.evaluation.config import PRESETS, ConfigError, EvalConfig
 from hx.evaluation.records import (
   baseline_record,
@@ -88,6 +87,14 @@ def settings_json(config: EvalConfig) -> dict:
   (`hx.data.Sources.identity`)."""
   settings = jsonable(config)
   settings["sources"] = config.sources.identity()
+  if config.stream is not None:
+    # A user's tasks by what they hold, so that a directory is never resumed on other data.
+    from hx.compile.checkpoint import fingerprint
+
+    seq = config.instance(config.seeds[0])
+    settings["stream"] = [{"task": t.name, "type": str(t.type), "training": jsonable(dict(t.spec.training)),
+                           "data": fingerprint((t.table, t.train, t.val, t.test))}
+                          for t in (seq.build(i) for i in range(len(seq)))]
   return settings
 
 
@@ -98,8 +105,8 @@ def check_data(config: EvalConfig) -> None:
   Raises:
     hx.data.DataError: a data set cannot be read (the message names it, the paths and the flag).
   """
-  seq = make_sequence(config.sequence, config.seeds[0], config.sources, config.sizes)
-  read_data_sets(seq.tasks[:config.tasks], config.sources)
+  if config.stream is None:  # a user's tasks hold their data already
+    read_data_sets(config.instance(config.seeds[0]).tasks[:config.tasks], config.sources)
 
 
 def check_directory(config: EvalConfig, directory: Path) -> None:
@@ -417,7 +424,7 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
   runner = _Runner(config, directory, deadline, progress, executor, bars)
   stopped = None
   for instance in config.seeds:
-    seq = make_sequence(config.sequence, instance, config.sources, config.sizes)
+    seq = config.instance(instance)
     for index in range(config.tasks):
       for method in config.methods:
         if runner.out_of_time():
@@ -489,7 +496,7 @@ def rebuild_libraries(config: EvalConfig, directory: Any, after: int) -> list[Pa
       wanted.append((method, instance, target))
   for method, instance, target in wanted:
     if not target.exists():
-      seq = make_sequence(config.sequence, instance, config.sources, config.sizes)
+      seq = config.instance(instance)
       runner.houdini_sequence(method, instance, seq, after)
   return [target for _, _, target in wanted]
 
