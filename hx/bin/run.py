@@ -1,6 +1,8 @@
-r"""Runs one of the paper's task sequences with HOUDINI and the baselines, and writes the report.
+r"""Runs one of the paper's task sequences, or one of your own, with HOUDINI and the baselines, and
+writes the report.
 
     python -m hx.bin.run --sequence=cs1                       # quick preset: minutes on a laptop CPU
+    hx-run --sequence_file=shapes.toml                        # your tasks: a file naming their arrays
     python -m hx.bin.run --sequence=ss --preset=paper --mnist=PATH/mnist.pkl.gz
     hx-cs1 --methods=houdini,standalone --fractions=0.1,1     # the same binary, CS1 fixed (hx-cs1 ... hx-ls)
 
@@ -47,6 +49,10 @@ from hx.data import SEQUENCES, DataError
 from hx.evaluation.config import METHODS, PRESETS, ConfigError, EvalConfig, method_label
 
 _SEQUENCE = flags.DEFINE_string("sequence", None, f"The task sequence: {', '.join(SEQUENCES)}.")
+_SEQUENCE_FILE = flags.DEFINE_string(
+    "sequence_file", None, "A sequence of your own tasks instead: a TOML file naming each task's type and "
+    ".npz arrays, and optionally the run's settings, which the flags given override (docs/guide.md; "
+    "hx/data/sequence_file.py has the format).")
 _PRESET = flags.DEFINE_string("preset", "quick", f"Settings preset: {', '.join(PRESETS)} "
                               "(quick: minutes on a laptop CPU; paper: the paper's settings).")
 _METHODS = flags.DEFINE_list("methods", None, f"Methods, of {', '.join(METHODS)} (default: those the paper "
@@ -99,24 +105,50 @@ def _numbers(flag: str, items: list[str] | None, kind: type) -> list | None:
 
 
 def config_from_flags() -> EvalConfig:
-  """The run's configuration from the flags (raises ConfigError or FlagError with one line)."""
+  """The run's configuration from the flags (raises ConfigError, FlagError or DataError with one
+  line)."""
+  if _SEQUENCE_FILE.value is not None:
+    return _config_from_file(_SEQUENCE_FILE.value)
   sequence = _SEQUENCE.value
   if _FIXED:
     if _SEQUENCE.present and sequence != _FIXED[0]:
       raise FlagError(f"hx-{_FIXED[0]} runs {_FIXED[0].upper()}; for --sequence={sequence} use hx-run")
     sequence = _FIXED[0]
   if not sequence:
-    raise FlagError(f"--sequence is required: one of {', '.join(SEQUENCES)}")
+    raise FlagError(f"--sequence is required: one of {', '.join(SEQUENCES)} (or --sequence_file)")
+  return _make(sequence, {})
+
+
+def _config_from_file(path: str) -> EvalConfig:
+  """The run of a sequence file: its tasks, its run settings where no flag is given."""
+  from hx.data.sequence_file import read_sequence_file
+
+  if _SEQUENCE.present or _FIXED:
+    raise FlagError("--sequence_file runs the file's sequence: leave out --sequence (and use hx-run)")
+  sequence_file = read_sequence_file(path)
+  return _make(sequence_file.stream, sequence_file.run)
+
+
+def _make(sequence, given: dict) -> EvalConfig:
+  """EvalConfig.make with the flags, or where a flag is not given, `given` (a sequence file's settings)."""
   nonempty_lists(_METHODS, _STRATEGY, _FRACTIONS, _SEEDS, _EXAMPLES, _MODULE)
   if _TIME_BUDGET.value is not None and not _TIME_BUDGET.value > 0:
     raise FlagError(f"--time_budget must be a positive number of seconds, got {_TIME_BUDGET.value:g}")
   examples = _numbers("examples", _EXAMPLES.value, int)
   if examples is not None and len(examples) != 3:
     raise FlagError(f"--examples takes three counts (train,val,test), got {len(examples)}")
+
+  def flag_or_file(flag, key: str, value):
+    return value if flag.present or key not in given else given[key]
+
   return EvalConfig.make(
-      sequence, preset=_PRESET.value, methods=_METHODS.value, strategies=_STRATEGY.value,
-      fractions=_numbers("fractions", _FRACTIONS.value, float), seeds=_numbers("seeds", _SEEDS.value, int),
-      tasks=_TASKS.value, candidates=_CANDIDATES.value, seconds=_BUDGET_SECONDS.value, epochs=_EPOCHS.value,
+      sequence, preset=flag_or_file(_PRESET, "preset", _PRESET.value),
+      methods=flag_or_file(_METHODS, "methods", _METHODS.value),
+      strategies=flag_or_file(_STRATEGY, "strategies", _STRATEGY.value),
+      fractions=flag_or_file(_FRACTIONS, "fractions", _numbers("fractions", _FRACTIONS.value, float)),
+      seeds=flag_or_file(_SEEDS, "seeds", _numbers("seeds", _SEEDS.value, int)),
+      tasks=_TASKS.value, candidates=flag_or_file(_CANDIDATES, "candidates", _CANDIDATES.value),
+      seconds=_BUDGET_SECONDS.value, epochs=flag_or_file(_EPOCHS, "epochs", _EPOCHS.value),
       module_overrides=module_overrides(_MODULE.value, "--module"),
       examples=tuple(examples) if examples is not None else None, sources=sources_from_flags(0),
       bias_from_targets=_BIAS.value, schedule=schedule_from_flags(), patience=_PATIENCE.value,
