@@ -48,6 +48,8 @@ _LAZY = {
     "TuneConfig": "hx.compile",
     "TuneData": "hx.compile",
     "Task": "hx.data",
+    "Sequence": "hx.data",
+    "TaskStream": "hx.data",
     "sequence": "hx.data",
     "build_task": "hx.data",
     "Sources": "hx.data",
@@ -58,6 +60,8 @@ _LAZY = {
     "Budget": "hx.synth",
     "SearchSpace": "hx.synth",
     "run_sequence": "hx.synth",
+    "EvalConfig": "hx.evaluation",
+    "evaluate": "hx.evaluation",
 }
 
 __all__ = [
@@ -67,7 +71,7 @@ __all__ = [
 ]
 
 
-_SUBPACKAGES = ("lang", "compile", "data", "presets", "synth", "bin")
+_SUBPACKAGES = ("lang", "compile", "data", "presets", "synth", "baselines", "evaluation", "bin")
 
 
 def __getattr__(name: str):

@@ -23,8 +23,12 @@ from hx.evaluation.records import load_records
 from hx.evaluation.report import build_report, summary_lines
 from hx.evaluation.runner import Outcome, rebuild_libraries, run
 
+evaluate = run
+"""`run` as `hx.evaluate`: every method on every task of a sequence (a paper's or a user's)."""
+
 __all__ = [
     "BASELINES", "GRAPH_SEQUENCES", "METHODS", "PRESETS", "ConfigError", "EvalConfig", "Preset",
     "default_methods", "method_label", "load_records", "build_report", "summary_lines", "Outcome", "run",
+    "evaluate",
     "rebuild_libraries",
 ]

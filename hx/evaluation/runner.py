@@ -81,6 +81,14 @@ class Outcome:
   ran: int
   report: Path | None
 
+  def summary(self) -> str:
+    """Per task, each method's test score at every fraction and HOUDINI's program (a library function
+    it reuses is named lib.*), from the directory's records (`hx.evaluation.summary_lines`)."""
+    from hx.evaluation.records import load_records
+    from hx.evaluation.report import summary_lines
+
+    return "\n".join(summary_lines(load_records(self.directory)))
+
 
 def settings_json(config: EvalConfig) -> dict:
   """The run's settings as JSON values (what `check_directory` compares); data paths by what they hold
