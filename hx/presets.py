@@ -311,10 +311,25 @@ def training_settings(kind: str, preset: str = "paper") -> TrainingSettings:
 def task_tune_config(spec: Any, preset: str = "paper", **changes: Any) -> Any:
   """The `hx.compile.TuneConfig` a task trains with under `preset`, with `changes`: a paper task's
   (`hx.data.TaskSpec`) from `training_settings` of its kind, a task of a user's arrays
-  (`hx.data.ArrayTaskSpec`) from its own settings (`preset` does not apply to it); imports JAX."""
+  (`hx.data.ArrayTaskSpec`) from its own settings (`preset` does not apply to it); imports JAX.
+
+  Raises:
+    ValueError: a user's task names a setting TuneConfig does not have, or a value it refuses (the
+      message names the task).
+  """
   if isinstance(spec, TaskSpec):
     return training_settings(spec.kind, preset).tune_config(**changes)
-  return spec.tune_config(**changes)
+  from hx.compile.tuning import TuneConfig
+
+  fields = {f.name for f in dataclasses.fields(TuneConfig)}
+  unknown = sorted(set(dict(spec.training)) - fields)
+  if unknown:
+    raise ValueError(f"task {spec.name!r}: unknown training setting(s) {', '.join(unknown)}; the settings "
+                     f"are {', '.join(sorted(fields))}")
+  try:
+    return TuneConfig(**{**dict(spec.training), **changes})
+  except (TypeError, ValueError) as err:
+    raise ValueError(f"task {spec.name!r}: training settings: {err}") from None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,11 +6,11 @@ its seven task sequences. The training settings of each task kind are in `hx.pre
     >>> task = data.sequence("cs1", seed=0).build(2)  # count_digit(0) with its splits
 """
 
-from hx.data.arrays import ArrayTaskSpec, task_from_arrays
 from hx.data.errors import DataError, DataFormatError, DataNotFoundError
 from hx.data.imageset import TEST, TRAIN, VAL, ImageSet
 from hx.data.sequences import AUTHORS_DIGIT_PAIRS, SEQUENCES, Sequence, TaskStream, sequence
 from hx.data.sources import SIGN_ROLES, Sources, digits, signs, toys
+from hx.data.task import ArrayTaskSpec, task_from_arrays
 from hx.data.tasks import (
   CELL_COSTS,
   DISTANCE_BOUND,

@@ -39,10 +39,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hx.data.arrays import SPLITS, task_from_arrays
 from hx.data.errors import DataFormatError, DataNotFoundError
 from hx.data.sequences import TaskStream
-from hx.data.tasks import Task
+from hx.data.task import SPLITS, Task, task_from_arrays
 from hx.lang.errors import ParseError
 from hx.lang.types import GraphType, ListType, function_parts, parse_type
 

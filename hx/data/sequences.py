@@ -33,7 +33,8 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from hx.data.sources import Sources
-from hx.data.tasks import Task, TaskSizes, TaskSpec, build_task
+from hx.data.task import Task
+from hx.data.tasks import TaskSizes, TaskSpec, build_task
 
 __all__ = ["SEQUENCES", "AUTHORS_DIGIT_PAIRS", "AUTHORS_CLASSES", "Sequence", "TaskStream", "sequence"]
 

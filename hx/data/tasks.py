@@ -55,7 +55,7 @@ import dataclasses
 import functools
 import re
 import zlib
-from typing import Any, Iterable
+from typing import Iterable
 
 import numpy as np
 
@@ -64,9 +64,9 @@ from hx.data.grids import grid_layouts, grid_targets
 from hx.data.imageset import TEST, TRAIN, VAL, ImageSet
 from hx.data.preprocess import channel_stats, normalize, resize_area, to_channels
 from hx.data.sources import SIGN_ROLES, Sources, digits, signs, toys
-from hx.lang.objectives import objective_for_type
+from hx.data.task import Task
 from hx.lang.paper import TASK_TYPES
-from hx.lang.types import Type, function_parts
+from hx.lang.types import Type
 from hx.lang.values import (
   EdgeGraphBatch,
   ListBatch,
@@ -74,7 +74,6 @@ from hx.lang.values import (
   Split,
   check_graphs,
   index_dtype,
-  rows,
   size_bucket,
 )
 
@@ -255,94 +254,6 @@ class TaskSizes:
     if len(self.graph_nodes) != 3 or any(len(r) != 2 or not 2 <= r[0] <= r[1] for r in self.graph_nodes):
       raise ValueError(f"TaskSizes.graph_nodes must be three (lo, hi) node ranges with 2 <= lo <= hi, got "
                        f"{self.graph_nodes}")
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Task:
-  """A task with its data.
-
-  Attributes:
-    spec: what task it is.
-    name: the task's name; tasks on a rendered stand-in say so, e.g.
-      "count_toy(2) [synthetic: smallnorb-synthetic]".
-    type: its program type.
-    loss, metric, metric_component: see `KINDS`; `objective` combines them for training.
-    table: float32 (m, C, H, W) normalized images the splits' inputs index.
-    train, val, test: the splits (`hx.lang.values.Split`).
-    datasets: names of the image sets used, e.g. ("mnist-5k",) or ("gtsrb-synthetic",).
-    synthetic: True if any image comes from a rendered stand-in.
-    fraction: the share of the full training split this task trains on.
-  """
-  spec: TaskSpec
-  name: str
-  type: Type
-  loss: str
-  metric: str
-  metric_component: int | None
-  table: np.ndarray
-  train: Split
-  val: Split
-  test: Split
-  datasets: tuple[str, ...]
-  synthetic: bool
-  fraction: float = 1.0
-
-  @classmethod
-  def from_arrays(cls, name: str, type: str | Type, train: tuple[Any, Any], val: tuple[Any, Any],
-                  test: tuple[Any, Any], **options: Any) -> Task:
-    """A task on a user's own arrays: `hx.data.arrays.task_from_arrays`, whose docstring gives the layout
-    of the (inputs, targets) of each split per type and the `options` (metric_component, loss, metric,
-    training, dataset).
-
-        task = hx.Task.from_arrays("is_three", "Tensor<real>[1][8][8] -> Tensor<bool>[1]",
-                                   (x_train, y_train), (x_val, y_val), (x_test, y_test))
-
-    Raises:
-      ValueError: an array that does not fit the type (naming the split, the array and the problem).
-    """
-    from hx.data.arrays import task_from_arrays  # noqa: PLC0415 - arrays.py builds on this module
-
-    return task_from_arrays(name, type, train, val, test, **options)
-
-  def __repr__(self) -> str:
-    return f"Task({self.summary()})"
-
-  @property
-  def objective(self) -> Any:
-    """The `hx.lang.objectives.Objective` to train and score this task with: the loss and metric of its
-    output type, scored on the metric component, per element (masked) for list and graph outputs."""
-    _, output = function_parts(self.type)
-    objective = objective_for_type(output, metric_component=self.metric_component)
-    if (objective.loss, objective.metric) != (self.loss, self.metric):
-      raise AssertionError(f"{self.name}: KINDS says {self.loss}/{self.metric}, its type "
-                           f"{objective.loss}/{objective.metric}")
-    return objective
-
-  def with_fraction(self, fraction: float) -> Task:
-    """This task on the first `fraction` of its (randomly ordered) training examples; nested: the
-    examples of a smaller fraction are among those of a larger one."""
-    if not 0 < fraction <= 1:
-      raise ValueError(f"fraction must be in (0, 1], got {fraction}")
-    n_full = _num_examples(self.train)
-    if self.fraction != 1.0:
-      raise ValueError("take fractions of the full task, not of a fraction")
-    k = max(1, int(round(fraction * n_full)))
-    train = _take(self.train, k)
-    return dataclasses.replace(self, train=train, fraction=fraction)
-
-  def summary(self) -> str:
-    sizes = "/".join(str(_num_examples(s)) for s in (self.train, self.val, self.test))
-    return (f"{self.name} : {self.type}; loss {self.loss}, metric {self.metric}; train/val/test {sizes}; "
-            f"table {tuple(self.table.shape)} from {', '.join(self.datasets)}")
-
-
-def _num_examples(split: Split) -> int:
-  return len(split.targets)
-
-
-def _take(split: Split, k: int) -> Split:
-  """The first k examples (graphs keep sharing their layouts)."""
-  return Split(rows(split.inputs, slice(0, k)), split.targets[:k])
 
 
 # --- Images ------------------------------------------------------------------------------------------

@@ -318,7 +318,10 @@ def _tune_configs(p: Preset, specs: Sequence[Any], epochs: int | None, bias_from
       changes["patience"] = patience
     if paper and p.min_steps and epochs is None:  # epochs the caller names are trained as named
       changes["min_steps"] = p.min_steps
-    configs.append((kind, task_tune_config(spec, p.training, **changes)))
+    try:
+      configs.append((kind, task_tune_config(spec, p.training, **changes)))
+    except ValueError as err:  # a user's task's own settings
+      raise ConfigError(str(err)) from None
   return tuple(configs)
 
 

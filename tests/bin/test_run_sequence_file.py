@@ -14,7 +14,7 @@ from tests.bin.test_run import _refused, _run
 IMAGE = "Tensor<real>[1][6][6] -> Tensor<bool>[1]"
 
 
-def write(tmp_path, extra: str = "") -> str:
+def write(tmp_path, extra: str = "", training: str = "epochs = 1, batch_size = 16") -> str:
   rng = np.random.default_rng(0)
 
   def split(n):
@@ -34,7 +34,7 @@ candidates = 1
 name = "positive"
 type = "{IMAGE}"
 data = "a.npz"
-training = {{ epochs = 1, batch_size = 16 }}
+training = {{ {training} }}
 ''')
   return str(path)
 
@@ -67,3 +67,9 @@ def test_a_bad_sequence_file_or_flag_is_one_line(tmp_path, extra, flags, message
 
 def test_a_missing_sequence_file_is_one_line(tmp_path):
   _refused(_run(f"--sequence_file={tmp_path / 'none.toml'}"), "none.toml does not exist")
+
+
+def test_a_bad_training_setting_in_a_file_is_one_line(tmp_path):
+  path = write(tmp_path, training="epoch = 1")
+  _refused(_run(f"--sequence_file={path}", f"--output_dir={tmp_path / 'out'}"),
+           "task 'positive': unknown training setting(s) epoch")

@@ -8,6 +8,7 @@ import pytest
 
 from hx.data import DataFormatError, DataNotFoundError
 from hx.data.sequence_file import read_sequence_file, save_task_arrays
+from hx.presets import task_tune_config
 
 IMAGE = "Tensor<real>[1][4][4] -> Tensor<bool>[1]"
 LIST = "List<Tensor<real>[2]> -> Tensor<real>[1]"
@@ -74,7 +75,7 @@ def test_a_file_reads_back_the_tasks_from_arrays_builds(tmp_path):
   (x, y), _, _ = image_splits()
   np.testing.assert_array_equal(first.table[:6], x)
   np.testing.assert_array_equal(first.train.targets[:, 0], y)
-  assert first.spec.tune_config().batch_size == 4 and first.datasets == ("a",)
+  assert task_tune_config(first.spec).batch_size == 4 and first.datasets == ("a",)
   np.testing.assert_array_equal(lists.train.inputs.mask.sum(axis=1), [1, 2, 3])
   assert graphs.metric_component == 0
   np.testing.assert_array_equal(graphs.train.inputs.edge_mask.sum(axis=1), [2, 0])
@@ -93,8 +94,8 @@ def test_a_file_reads_back_the_tasks_from_arrays_builds(tmp_path):
     ('name = "mine"\n[[tasks]]\nname="a"\ntype="' + IMAGE + '"\n', "tasks[0].data: missing, or not text"),
     ('name = "mine"\n[[tasks]]\nname="a"\ntype="' + IMAGE + '"\ndata="a.npz"\nepochs=3\n',
      "tasks[0].epochs: unknown entry"),
-    ('name = "mine"\n[[tasks]]\nname="a"\ntype="' + IMAGE + '"\ndata="a.npz"\ntraining={ epoch = 3 }\n',
-     "tasks[0]: task 'a': unknown training setting(s) epoch"),
+    ('name = "mine"\n[[tasks]]\nname="a"\ntype="' + IMAGE + '"\ndata="a.npz"\ntraining=3\n',
+     "tasks[0].training: must be a table"),
     ('name = "mine"\n[[tasks]]\nname="a"\ntype="' + LIST + '"\ndata="a.npz"\n',
      "tasks[0].data: ", ),
     ('name = "mine"\n[[tasks]]\nname="a"\ntype="Tensor<real>[1][5][5] -> Tensor<bool>[1]"\ndata="a.npz"\n',

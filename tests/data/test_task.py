@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import hx
-from hx.data.arrays import ArrayTaskSpec
+from hx.data.task import ArrayTaskSpec
 from hx.lang.values import EdgeGraphBatch, ListBatch, gather
+from hx.presets import task_tune_config
 
 IMAGE = "Tensor<real>[1][8][8] -> Tensor<bool>[1]"
 
@@ -36,7 +37,7 @@ def test_a_tensor_task_is_one_table_indexed_by_its_splits():
   np.testing.assert_array_equal(task.test.targets[:, 0], ys)
   assert (task.loss, task.metric) == ("bce", "error")
   assert task.objective.loss == "bce"
-  assert task.spec.tune_config().epochs == 3
+  assert task_tune_config(task.spec).epochs == 3 and task_tune_config(task.spec).batch_size == 150
   # Printing a task prints its summary, not its arrays.
   assert repr(task).startswith("Task(is odd : Tensor<real>[1][8][8] -> Tensor<bool>[1]; loss bce")
   assert "array" not in repr(task)
@@ -109,8 +110,7 @@ def bad(*, type=IMAGE, train=None, val=None, test=None, **options):
     (lambda: bad(val=(images(0), labels(0))), r"val split: inputs hold no example"),
     (lambda: bad(loss="mse"), r"loss 'mse' does not fit the output type Tensor<bool>\[1\]"),
     (lambda: bad(metric="rmse"), r"metric 'rmse' does not fit"),
-    (lambda: bad(training={"epoch": 3}), r"unknown training setting\(s\) epoch"),
-    (lambda: bad(training={"batch_size": 0}), r"training settings"),
+    (lambda: bad(training={3: 3}), r"training settings are named by text"),
     (lambda: bad(type="Tensor<real>[1][8][8] -> 'a"), r"type variables"),
     (lambda: bad(type="Tensor<real>[1][8][8] -> Tensor<real>[1] -> Tensor<bool>[1]"),
      r"exactly one argument"),
@@ -170,3 +170,15 @@ def test_per_element_targets_must_match_each_example():
 def test_a_type_that_does_not_parse_names_line_and_column():
   with pytest.raises(hx.ParseError, match="column"):
     bad(type="Tensor<real>[1][8][8] -> Tensor<bool[1]")
+
+
+@pytest.mark.parametrize("training, message", [
+    ({"epoch": 3}, r"task 't': unknown training setting\(s\) epoch; the settings are .*batch_size"),
+    ({"batch_size": 0}, r"task 't': training settings: "),
+])
+def test_training_settings_are_checked_where_the_tune_config_is_built(training, message):
+  task = bad(training=training)  # the data layer does not know TuneConfig's fields
+  with pytest.raises(ValueError, match=message):
+    task_tune_config(task.spec)
+  with pytest.raises(ValueError, match=message):
+    hx.synthesize(task)

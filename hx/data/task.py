@@ -1,6 +1,7 @@
-"""A task from a user's own arrays: `task_from_arrays` (also `hx.Task.from_arrays`) checks them against the
-program type and lays them out as the paper's tasks are laid out, so that they run everywhere a built-in
-task does (`hx.synthesize`, `hx.run_sequence`, the baselines, the evaluation and its report).
+"""The task: a program type with its data (`Task`), and a task from a user's own arrays
+(`Task.from_arrays`, `task_from_arrays`), which checks them against the program type and lays them out as
+the paper's tasks (`hx.data.tasks`) are laid out, so that they run everywhere a built-in task does
+(`hx.synthesize`, `hx.run_sequence`, the baselines, the evaluation and its report).
 
 Each split is a pair `(inputs, targets)` of n examples. By the task's type `A -> B`:
 
@@ -42,14 +43,109 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hx.data.tasks import Task
 from hx.lang.objectives import objective_for_type
 from hx.lang.types import GraphType, ListType, TensorType, Type, function_parts, parse_type, type_variables
-from hx.lang.values import EdgeGraphBatch, ListBatch, Split, check_graphs, index_dtype, size_bucket
+from hx.lang.values import EdgeGraphBatch, ListBatch, Split, check_graphs, index_dtype, rows, size_bucket
 
-__all__ = ["ArrayTaskSpec", "task_from_arrays", "SPLITS"]
+__all__ = ["Task", "ArrayTaskSpec", "task_from_arrays", "SPLITS"]
 
 SPLITS = ("train", "val", "test")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Task:
+  """A task with its data.
+
+  Attributes:
+    spec: what task it is: a paper task's `hx.data.TaskSpec`, a user's `ArrayTaskSpec`.
+    name: the task's name; tasks on a rendered stand-in say so, e.g.
+      "count_toy(2) [synthetic: smallnorb-synthetic]".
+    type: its program type.
+    loss, metric, metric_component: see `KINDS`; `objective` combines them for training.
+    table: float32 (m, C, H, W) normalized images the splits' inputs index.
+    train, val, test: the splits (`hx.lang.values.Split`).
+    datasets: names of the image sets used, e.g. ("mnist-5k",) or ("gtsrb-synthetic",).
+    synthetic: True if any image comes from a rendered stand-in.
+    fraction: the share of the full training split this task trains on.
+  """
+  spec: Any
+  name: str
+  type: Type
+  loss: str
+  metric: str
+  metric_component: int | None
+  table: np.ndarray
+  train: Split
+  val: Split
+  test: Split
+  datasets: tuple[str, ...]
+  synthetic: bool
+  fraction: float = 1.0
+
+  @classmethod
+  def from_arrays(cls, name: str, type: str | Type, train: tuple[Any, Any], val: tuple[Any, Any],
+                  test: tuple[Any, Any], **options: Any) -> Task:
+    """A task on a user's own arrays: `task_from_arrays`, whose docstring gives the layout
+    of the (inputs, targets) of each split per type and the `options` (metric_component, loss, metric,
+    training, dataset).
+
+        task = hx.Task.from_arrays("is_three", "Tensor<real>[1][8][8] -> Tensor<bool>[1]",
+                                   (x_train, y_train), (x_val, y_val), (x_test, y_test))
+
+    Raises:
+      ValueError: an array that does not fit the type (naming the split, the array and the problem).
+    """
+    return task_from_arrays(name, type, train, val, test, **options)
+
+  def __repr__(self) -> str:
+    return f"Task({self.summary()})"
+
+  @property
+  def objective(self) -> Any:
+    """The `hx.lang.objectives.Objective` to train and score this task with: the loss and metric of its
+    output type, scored on the metric component, per element (masked) for list and graph outputs."""
+    _, output = function_parts(self.type)
+    objective = objective_for_type(output, metric_component=self.metric_component)
+    if (objective.loss, objective.metric) != (self.loss, self.metric):
+      raise AssertionError(f"{self.name}: KINDS says {self.loss}/{self.metric}, its type "
+                           f"{objective.loss}/{objective.metric}")
+    return objective
+
+  def with_fraction(self, fraction: float) -> Task:
+    """This task on the first `fraction` of its (randomly ordered) training examples; nested: the
+    examples of a smaller fraction are among those of a larger one."""
+    if not 0 < fraction <= 1:
+      raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    n_full = _num_examples(self.train)
+    if self.fraction != 1.0:
+      raise ValueError("take fractions of the full task, not of a fraction")
+    k = max(1, int(round(fraction * n_full)))
+    train = _take(self.train, k)
+    return dataclasses.replace(self, train=train, fraction=fraction)
+
+  def summary(self) -> str:
+    sizes = "/".join(str(_num_examples(s)) for s in (self.train, self.val, self.test))
+    return (f"{self.name} : {self.type}; loss {self.loss}, metric {self.metric}; train/val/test {sizes}; "
+            f"table {tuple(self.table.shape)} from {', '.join(self.datasets)}")
+
+
+def _num_examples(split: Split) -> int:
+  return len(split.targets)
+
+
+def _take(split: Split, k: int) -> Split:
+  """The first k examples (graphs keep sharing their layouts)."""
+  return Split(rows(split.inputs, slice(0, k)), split.targets[:k])
+
+
+def _num_examples(split: Split) -> int:
+  return len(split.targets)
+
+
+def _take(split: Split, k: int) -> Split:
+  """The first k examples (graphs keep sharing their layouts)."""
+  return Split(rows(split.inputs, slice(0, k)), split.targets[:k])
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +158,8 @@ class ArrayTaskSpec:
     loss, metric, metric_component: as `hx.data.KINDS` gives them for the paper's tasks; from the output
       type.
     training: (TuneConfig field, value) pairs this task trains with, e.g. (("epochs", 5),); the other
-      fields are `hx.compile.TuneConfig`'s defaults.
+      fields are `hx.compile.TuneConfig`'s defaults (`hx.presets.task_tune_config` builds it and checks
+      the fields).
   """
   name: str
   type: Type
@@ -78,12 +175,6 @@ class ArrayTaskSpec:
     """The key records, training settings and library names use: the name as an identifier (lower case,
     other characters as "_"), e.g. "is_three"."""
     return _identifier(self.name)
-
-  def tune_config(self, **overrides: Any) -> Any:
-    """A `hx.compile.TuneConfig` with this task's training settings and `overrides`; imports JAX."""
-    from hx.compile.tuning import TuneConfig
-
-    return TuneConfig(**{**dict(self.training), **overrides})
 
   def __str__(self) -> str:
     return f"{self.name} : {self.type}"
@@ -110,7 +201,8 @@ def task_from_arrays(name: str, type: str | Type, train: tuple[Any, Any], val: t
     loss, metric: if given, checked against the output type's ("mse"/"rmse" for real outputs, "bce" or
       "ce" with "error" for bool ones).
     training: `hx.compile.TuneConfig` fields this task trains with (epochs, batch_size, learning_rate,
-      patience, ...); the rest are TuneConfig's defaults.
+      patience, ...); the rest are TuneConfig's defaults. They are checked where the task's TuneConfig
+      is built (`hx.presets.task_tune_config`: `hx.synthesize`, `EvalConfig.make`), before any training.
     dataset: the name the task's records give its data.
 
   Returns:
@@ -148,7 +240,9 @@ def task_from_arrays(name: str, type: str | Type, train: tuple[Any, Any], val: t
   if metric_component is not None and not 0 <= metric_component < elem_out.shape[-1]:
     raise ValueError(f"{where}: metric_component {metric_component} is not a component of {elem_out}")
   training = dict(training or {})
-  _check_training(where, training)
+  if not all(isinstance(k, str) for k in training):
+    raise ValueError(f"{where}: training settings are named by text (TuneConfig fields), got "
+                     f"{sorted(map(str, training))}")
 
   pairs = {"train": train, "val": val, "test": test}
   encoded, offset = [], 0
@@ -168,20 +262,6 @@ def task_from_arrays(name: str, type: str | Type, train: tuple[Any, Any], val: t
                        tuple(sorted(training.items())))
   return Task(spec, name, t, objective.loss, objective.metric, metric_component, table, *splits,
               datasets=(dataset,), synthetic=False)
-
-
-def _check_training(where: str, training: dict) -> None:
-  from hx.compile.tuning import TuneConfig  # noqa: PLC0415 - JAX only when a task is declared
-
-  names = {f.name for f in dataclasses.fields(TuneConfig)}
-  unknown = sorted(set(training) - names)
-  if unknown:
-    raise ValueError(f"{where}: unknown training setting(s) {', '.join(unknown)}; the settings are "
-                     f"{', '.join(sorted(names))}")
-  try:
-    TuneConfig(**training)
-  except (TypeError, ValueError) as err:
-    raise ValueError(f"{where}: training settings: {err}") from None
 
 
 def _describe(x: Any) -> str:
