@@ -82,6 +82,11 @@ class SequenceRun:
   library: Any
   resumed_after: int
 
+  def __repr__(self) -> str:
+    # A summary: the records hold every candidate's learning curve.
+    return (f"SequenceRun({self.directory}: {len(self.records)} records, {self.library!r}, resumed after "
+            f"{self.resumed_after} tasks)")
+
 
 def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fraction: float, seed: int,
            library_before: Any) -> dict:

@@ -1,0 +1,44 @@
+"""hx.synthesize on tasks of a user's arrays: small images get a CNN, a result prints as a summary, and a
+type no module can build says why."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hx
+from hx.synth.lifelong import SequenceRun
+
+
+def task(side: int, n: int = 48) -> hx.Task:
+  rng = np.random.default_rng(side)
+
+  def split(k):
+    x = rng.normal(0, 0.3, size=(k, 1, side, side)).astype(np.float32)
+    y = rng.integers(0, 2, k)
+    x[y == 1] += 1.0
+    return x, y
+
+  return hx.Task.from_arrays(f"bright{side}", f"Tensor<real>[1][{side}][{side}] -> Tensor<bool>[1]", split(n),
+                             split(16), split(16), training={"epochs": 2, "batch_size": 16})
+
+
+def test_an_8x8_task_trains_a_small_cnn_and_prints_a_summary():
+  result = hx.synthesize(task(8), budget=hx.Budget(candidates=1))
+  best = result.best
+  assert best.status == "trained" and 0 <= best.test_score <= 100
+  cnns = [s for _, s in result.library.specs() if s.template == "cnn"]
+  assert cnns and all(s["channels"] == (32,) and s["kernel"] == 5 for s in cnns)  # one 5x5 block fits 8x8
+  text = repr(result)
+  assert text.startswith("SynthesisResult(bright8: topdown, 1 candidates in ") and "best compose(" in text
+  assert len(text) < 200 and "Array" not in str(result)
+  assert "Array" not in repr(SequenceRun("d", (), result.library, 0))
+
+
+def test_a_task_no_module_can_build_says_why():
+  result = hx.synthesize(task(2), budget=hx.Budget(candidates=2))
+  assert result.ranked == () and "no candidate trained" in repr(result)
+  why = r"no candidate of bright2 trained successfully \(the search proposed no program: .*image " \
+        r"Tensor<real>\[1\]\[2\]\[2\] too small"
+  with pytest.raises(ValueError, match=why):
+    _ = result.best
