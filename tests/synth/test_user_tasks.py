@@ -27,7 +27,7 @@ def test_an_8x8_task_trains_a_small_cnn_and_prints_a_summary():
   result = hx.synthesize(task(8), budget=hx.Budget(candidates=1))
   best = result.best
   assert best.status == "trained" and 0 <= best.test_score <= 100
-  cnns = [s for _, s in result.library.specs() if s.template == "cnn"]
+  cnns = [s for s in result.library.specs().values() if s.template == "cnn"]
   assert cnns and all(s["channels"] == (32,) and s["kernel"] == 5 for s in cnns)  # one 5x5 block fits 8x8
   text = repr(result)
   assert text.startswith("SynthesisResult(bright8: topdown, 1 candidates in ") and "best compose(" in text
