@@ -289,6 +289,13 @@ def _array(at: str, what: str, x: Any) -> np.ndarray:
   return a
 
 
+def _examples(at: str, what: str, a: np.ndarray) -> np.ndarray:
+  """`a`, refused if it is a single value rather than one row per example."""
+  if a.ndim == 0:
+    raise ValueError(f"{at}: {what} is a single value ({a.item()!r}); give one per example")
+  return a
+
+
 def _element_shape(at: str, what: str, a: np.ndarray, elem: TensorType, lead: str) -> None:
   if a.shape[a.ndim - len(elem.shape):] != elem.shape or a.ndim != len(elem.shape) + len(lead.split(", ")):
     want = f"({lead}, {', '.join(map(str, elem.shape))})"
@@ -422,12 +429,13 @@ def _targets(at: str, output: Type, targets: Any, lengths: np.ndarray | None, n:
     elem = output.elem
     what = "lists" if isinstance(output, ListType) else "graphs"
     if isinstance(targets, np.ndarray) and targets.dtype != object:
-      a = _array(at, "targets", targets)
+      a = _examples(at, "targets", _array(at, "targets", targets))
       if len(a) != n:
         raise ValueError(f"{at}: {len(a)} targets for {n} inputs; give one per example")
       items = [a[i, :k] for i, k in enumerate(lengths)]
     elif isinstance(targets, (list, tuple, np.ndarray)):
-      items = [_array(at, f"targets of example {i}", v) for i, v in enumerate(targets)]
+      items = [_examples(at, f"targets of example {i}", _array(at, f"targets of example {i}", v))
+               for i, v in enumerate(targets)]
     else:
       raise ValueError(f"{at}: targets of a {output} output must be one array per example, got "
                        f"{_describe(targets)}")
@@ -445,7 +453,7 @@ def _targets(at: str, output: Type, targets: Any, lengths: np.ndarray | None, n:
         out = np.zeros((n, pad) + y.shape[1:], y.dtype)
       out[i, :k] = y
     return out
-  a = _array(at, "targets", targets)
+  a = _examples(at, "targets", _array(at, "targets", targets))
   if len(a) != n:
     raise ValueError(f"{at}: {len(a)} targets for {n} inputs; give one per example")
   return _element_targets(at, "targets", output, a)

@@ -182,3 +182,63 @@ def test_training_settings_are_checked_where_the_tune_config_is_built(training, 
     task_tune_config(task.spec)
   with pytest.raises(ValueError, match=message):
     hx.synthesize(task)
+
+
+_TYPES = ("Tensor<real>[2][3][3] -> Tensor<bool>[1]", "Tensor<real>[3] -> Tensor<bool>[4]",
+          "List<Tensor<real>[2]> -> Tensor<real>[1]", "List<Tensor<real>[2]> -> List<Tensor<real>[1]>",
+          "Graph<Tensor<real>[1]> -> Graph<Tensor<real>[2]>")
+
+
+def _any_array(draw, st):
+  shape = draw(st.lists(st.integers(0, 4), min_size=0, max_size=4))
+  dtype = draw(st.sampled_from(["float32", "float64", "int64", "bool", "uint8"]))
+  values = draw(st.sampled_from([0.0, 1.0, -3.0, 2.5, float("nan"), float("inf"), 7.0]))
+  a = np.full(shape, values if dtype.startswith("float") else abs(values) if np.isfinite(values) else 1)
+  return a.astype(dtype)
+
+
+def test_any_arrays_give_a_task_or_one_value_error():
+  """Arrays of any shape, dtype and value (finite or not), lists of them and graphs of them: the task
+  or one ValueError, never another exception."""
+  hypothesis = pytest.importorskip("hypothesis")
+  st = hypothesis.strategies
+
+  @st.composite
+  def member(draw):
+    kind = draw(st.sampled_from(["array", "list", "graph", "scalar"]))
+    if kind == "array":
+      return _any_array(draw, st)
+    if kind == "list":
+      return [_any_array(draw, st) for _ in range(draw(st.integers(0, 3)))]
+    if kind == "graph":
+      return [{"nodes": _any_array(draw, st), "edges": draw(st.lists(st.lists(st.integers(-1, 4), min_size=2,
+                                                                             max_size=2), max_size=3))}
+              for _ in range(draw(st.integers(0, 2)))]
+    return draw(st.sampled_from([None, 3, "x"]))
+
+  @st.composite
+  def inputs(draw, t):
+    """Inputs that fit `t` half of the time (so that the targets' checks are reached), else anything."""
+    if draw(st.booleans()):
+      return draw(member())
+    n = draw(st.integers(1, 3))
+    if t.startswith("Tensor<real>[2]"):
+      return np.zeros((n, 2, 3, 3))
+    if t.startswith("Tensor"):
+      return np.zeros((n, 3))
+    if t.startswith("List"):
+      return [np.zeros((draw(st.integers(1, 3)), 2)) for _ in range(n)]
+    return [{"nodes": np.zeros((2, 1)), "edges": [[0, 1]]} for _ in range(n)]
+
+  @hypothesis.settings(max_examples=400, deadline=None, derandomize=True)
+  @hypothesis.given(st.sampled_from(_TYPES).flatmap(lambda t: st.tuples(st.just(t), inputs(t), member(),
+                                                                        inputs(t), member())))
+  def check(case):
+    t, x, y, x2, y2 = case
+    try:
+      task = hx.Task.from_arrays("fuzz", t, (x, y), (x2, y2), (x, y))
+    except ValueError:
+      return
+    assert task.table.dtype == np.float32 and np.isfinite(task.table).all()
+
+  check()
