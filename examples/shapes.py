@@ -1,7 +1,7 @@
 r"""HOUDINI on a task sequence of your own: shapes drawn by this script (data the paper does not use).
 
-    python examples/shapes.py                       # about 10 minutes on 2 CPU cores
-    python examples/shapes.py --quick               # a shortened run (a minute or two), as the tests run it
+    python examples/shapes.py                       # a few minutes on 2 CPU cores
+    python examples/shapes.py --quick               # a shortened run (under a minute), as the tests run it
 
 The sequence has three tasks on 12x12 grey images of four shapes (circle, square, triangle, cross), drawn
 at random places with noise:
@@ -73,8 +73,8 @@ def count(shape: int, n: int, lengths: tuple[int, int], rng: np.random.Generator
 def tasks(seed: int, quick: bool) -> list[hx.Task]:
   """The sequence's three tasks for instantiation `seed` (it draws the images)."""
   rng = np.random.default_rng(seed)
-  n_images, n_lists = (300, 60) if quick else (1500, 150)
-  training = {"epochs": 3 if quick else 10, "batch_size": 32}
+  n_images, n_lists = (300, 60) if quick else (2000, 200)
+  training = {"epochs": 3 if quick else 15, "batch_size": 32}
   circle, cross = SHAPES.index("circle"), SHAPES.index("cross")
   is_circle = hx.Task.from_arrays(
       "is_circle", f"{IMAGE} -> Tensor<bool>[1]", recognise(circle, n_images, rng),
@@ -85,7 +85,7 @@ def tasks(seed: int, quick: bool) -> list[hx.Task]:
   count_circles = hx.Task.from_arrays(
       "count_circles", f"List<{IMAGE}> -> Tensor<real>[1]", count(circle, n_lists, (2, 5), rng),
       count(circle, n_lists // 2, (6, 8), rng), count(circle, n_lists // 2, (6, 8), rng),
-      training={**training, "epochs": 6 if quick else 20})
+      training={**training, "epochs": 6 if quick else 30})
   return [is_circle, is_cross, count_circles]
 
 
@@ -96,7 +96,7 @@ def main() -> None:
   args = parser.parse_args()
   stream = hx.TaskStream("shapes", lambda seed: tasks(seed, args.quick))
   config = hx.EvalConfig.make(stream, methods=["houdini", "standalone"], fractions=[1.0], seeds=[0],
-                              candidates=6 if args.quick else 12)
+                              candidates=6 if args.quick else 16)
   outcome = hx.evaluate(config, args.output_dir, progress=print)
   print()
   print(outcome.summary())
