@@ -42,3 +42,28 @@ def test_a_task_no_module_can_build_says_why():
         r"Tensor<real>\[1\]\[2\]\[2\] too small"
   with pytest.raises(ValueError, match=why):
     _ = result.best
+
+
+def _scores(result) -> list[tuple[str, float, float]]:
+  return [(str(r.program), r.val_score, r.test_score) for r in result.ranked]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("executor", ["processes", "ray"])
+def test_a_user_task_trains_in_other_processes_as_in_this_one(executor):
+  if executor == "ray":
+    pytest.importorskip("ray", reason="Ray is not installed (the 'ray' extra)")
+  t = task(8)
+  local = hx.synthesize(t, budget=hx.Budget(candidates=2))
+  elsewhere = hx.synthesize(t, budget=hx.Budget(candidates=2), executor=executor)
+  assert _scores(elsewhere) == _scores(local)
+
+
+def test_a_user_task_resumes_from_its_checkpoints(tmp_path):
+  t = task(8)
+  first = hx.synthesize(t, budget=hx.Budget(candidates=2), checkpoint_dir=tmp_path)
+  assert len(list(tmp_path.glob("*.npz"))) == 2
+  again = hx.synthesize(t, budget=hx.Budget(candidates=2), checkpoint_dir=tmp_path)
+  assert _scores(again) == _scores(first)
+  # Restored, not trained again: each candidate's saved training time comes back to the last digit.
+  assert [r.train_seconds for r in again.ranked] == [r.train_seconds for r in first.ranked]
