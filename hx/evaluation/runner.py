@@ -460,7 +460,7 @@ def rebuild_libraries(config: EvalConfig, directory: Any, after: int) -> list[Pa
   the library the run's search saw. Each recorded winner of tasks 1..`after` is trained once more with
   its search's seed and settings (`hx.synth.run_sequence`, as a resumed run rebuilds them), so the library
   is the run's on the machine that built it, and equal to it within the rounding of another machine's
-  kernels (the reproduction's README, "What a session can finish").
+  kernels (the reproduction's README).
 
   Args:
     config: the run's settings, as it was started (`check_directory` refuses others; instantiations may

@@ -40,7 +40,7 @@ from hx.synth.space import (
 from hx.synth.synthesize import STRATEGIES, Budget, Ranked, SynthesisResult, synthesize, task_context
 from hx.synth.topdown import EnumerationStats, enumerate_programs
 
-enumerate = enumerate_programs  # noqa: A001 -- the issue's name for it: hx.synth.enumerate(...)
+enumerate = enumerate_programs  # noqa: A001 -- the short name users call: hx.synth.enumerate(...)
 
 __all__ = [
     "FORMAT_VERSION", "Added", "Entry", "Library", "LibraryError", "Provenance", "Trained",

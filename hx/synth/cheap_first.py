@@ -66,8 +66,7 @@ the list tasks' searches and trained less on a few at 10% of the data, where the
 candidate cheap; elsewhere the bar stopped all but a few costly candidates. On the graph tasks' searches
 the bet of rule 3 itself fails more often: their fresh-CNN candidates start far behind the cheap ones and
 overtake them within the run, so the schedule (with or without eta) can lose the winner there.
-Ours, not the paper's (which trains every candidate to the end); issue 35 asks for a search that trains
-less.
+Ours, not the paper's (which trains every candidate to the end): a search that trains less.
 """
 
 from __future__ import annotations

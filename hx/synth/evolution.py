@@ -51,7 +51,7 @@ class EvolutionConfig:
   """Settings of the evolutionary search.
 
   Attributes:
-    population: programs per generation (the issue's paper setting: 20).
+    population: programs per generation (the paper preset's: 20).
     generations: generations at most (100).
     crossover_rate: share of the population paired for crossover each generation.
     mutation_rate: probability that a program is mutated each generation.

@@ -12,7 +12,7 @@ train 20 candidates to 2 epochs, 5 to 8 and 1 to 20: 82 candidate-epochs instead
 Why these defaults (benchmarks/notes/2026-11-23-halving-replay.md; the figures: benchmarks/RESULTS.md,
 "Synthesis"): on CS1's count_digit and SS's sum_digits (20 candidates, 20 epochs, output biases from the
 targets' mean), the full runs' learning curves replayed over first = 1-4 and eta = 2-4 (`replay`) show one
-schedule that meets issue 11's target on both: first = 2, eta = 4 keeps sum_digits' top program, and on
+schedule that keeps the winner's quality on both: first = 2, eta = 4 keeps sum_digits' top program, and on
 count_digit picks a program whose mean test error over five training seeds equals the full run's winner's
 (that winner is mostly its seed's luck). The default before, eta = 3, did not keep sum_digits' winner.
 Slow learners are the risk of any first rung: count_digit's full-run winner ranks 15th-18th of 20 for
@@ -117,7 +117,7 @@ class Halving:
       split (its best so far, scored on the subsample, is forgotten when the last rung resumes it); the
       candidates stopped before the last rung are reported with status "estimated" and their
       subsample score as their estimate (method "halving"), ranked after those trained to the end,
-      since their scores are not on the same examples. Ours, as issue 35 asks.
+      since their scores are not on the same examples. Ours, not the paper's.
   """
   first: float = 2.0
   eta: int = 4

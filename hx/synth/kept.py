@@ -9,7 +9,7 @@ scores, epochs, steps, times and the epochs' history: a few KB), one file per ca
     SCORES/<hash of the key>.json    {"format": "hx-kept-candidate/1", "key": ..., "outcome": {...}}
 
 Called again where the checkpoint files are gone (a committed reproduction resumed on a fresh clone, where
-each working session starts from what git holds), a candidate with such a file is not trained: its result
+a run starts from what git holds), a candidate with such a file is not trained: its result
 is the file's, with no variables (`JobResult.restored`). Only the winner needs variables (the library
 keeps its fresh functions), and `hx.synthesize` trains it again with its job seed, as
 `hx.synth.synthesize.retrain_winner` does for a recorded task.

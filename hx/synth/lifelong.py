@@ -31,7 +31,7 @@ uninterrupted run gives: an interruption costs minutes, not a task (the paper's 
 1,000 epochs, hours here). The checkpoints hold variables (megabytes) and stay on the machine; the
 candidates' small files can travel (a committed reproduction keeps them): where the checkpoints are
 gone, a finished candidate's kept outcome stands in for it, and only the winner is trained again, for
-the library, so a task longer than a working session still finishes over several. Every seed derives
+the library, so a task longer than one sitting still finishes over several. Every seed derives
 from the run's seed, the task's position and the fraction, never from the clock, and the library's
 provenance time is the run's start time recorded in settings.json, so a resumed run ends with the same
 programs, scores and library as an uninterrupted one. A directory holding a run with other settings is

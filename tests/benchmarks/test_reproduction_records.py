@@ -104,7 +104,7 @@ def test_reproduce_refuses_another_run_in_a_committed_runs_folder_before_trainin
 
 
 def test_committed_kept_candidates_are_readable_and_named_by_their_keys():
-  # A task under way keeps its finished candidates' outcomes (hx.synth.kept) so that the next session
+  # A task under way keeps its finished candidates' outcomes (hx.synth.kept) so that the next run
   # resumes it; each file must load under its own key, and be named by that key's hash.
   from hx.synth.kept import kept_path, load_kept
 
@@ -195,8 +195,8 @@ def test_library_after_refuses_a_folder_with_no_run_in_one_line_and_starts_none(
 
 
 # The weights a run commits (benchmarks/reproduction/.gitignore's exceptions: GS2 at 10%, which runs
-# across sessions on fresh machines): each must load (its checksums hold) and be the very build the records
-# name, or a later session would train its candidates and baselines on other weights than the records'.
+# over several sittings on fresh machines): each must load (its checksums hold) and be the build the records
+# name, or a later run would train its candidates and baselines on other weights than the records'.
 # Only the folders the .gitignore commits ("!" lines): a machine's own rebuilds elsewhere (ignored) are
 # builds of its own, which no record names.
 def _committed(name: str) -> list[Path]:

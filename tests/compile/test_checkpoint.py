@@ -88,7 +88,7 @@ def test_a_finished_file_gives_its_result_without_training(tmp_path, monkeypatch
 
 
 def test_a_resumed_run_reports_the_seconds_of_every_chunk_that_made_it(tmp_path, monkeypatch):
-  # A run finished over two calls (two processes, two working sessions) reports what it cost in all, and
+  # A run finished over two calls (two processes, on two days) reports what it cost in all, and
   # its finished file keeps that: records and the studies that replay them read these seconds.
   data, model = _regression(), Linear(4, 1)
   checkpoint = Checkpoint(tmp_path / "run.npz", key="k", every_seconds=0)

@@ -32,7 +32,7 @@ def test_hx_cost_order_without_the_filter_misses_budgets_the_authors_order_meets
   tables = ("tab:CS1Progs", "tab:LS1Progs")
   cost = {(p.table, p.task_number): p.position
           for p in rank1_positions("paper", space=SearchSpace(order="cost"), tables=tables)}
-  assert cost["tab:CS1Progs", 4] > 20  # the 28 of 20
+  assert cost["tab:CS1Progs", 4] > 20  # 28 of 20
   unfiltered = dataclasses.replace(paper_space(), authors_filter=False)
   plain = {(p.table, p.task_number): p.position
            for p in rank1_positions("paper", space=unfiltered, tables=tables)}

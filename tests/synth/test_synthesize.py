@@ -218,7 +218,7 @@ def test_a_run_whose_libraries_were_lost_rebuilds_them_from_its_records_by_train
 
 @pytest.mark.slow
 def test_a_task_interrupted_midway_resumes_on_a_fresh_clone_from_its_kept_candidates(tmp_path, monkeypatch):
-  # A committed reproduction on a fresh clone whose session ended in the middle of task 2: the records and
+  # A committed reproduction on a fresh clone whose run ended in the middle of task 2: the records and
   # the candidates' small files are there (committed), the libraries and checkpoints not. Task 2's finished
   # candidate is not trained again; the rest are, and the winner again for the library.
   import shutil
