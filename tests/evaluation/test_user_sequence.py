@@ -38,13 +38,13 @@ def tasks(seed: int) -> list[hx.Task]:
 @pytest.mark.slow
 def test_a_user_sequence_runs_every_method_writes_the_report_and_resumes(tmp_path):
   stream = hx.TaskStream("bright", tasks)
-  config = EvalConfig.make(stream, methods=["houdini", "standalone", "llt"], candidates=2,
+  config = EvalConfig.make(stream, methods=["houdini", "standalone", "llt", "pnn"], candidates=2,
                            fractions=[0.5, 1.0], seeds=[0])
   assert config.sequence == "bright" and config.tasks == 2
   assert dict(config.tune_configs)["count_bright"].batch_size == 16  # the task's own settings
   out = run(config, tmp_path / "run")
-  assert out.finished and out.ran == 2 * 3 * 2
-  for method in ("houdini_topdown", "standalone", "llt"):
+  assert out.finished and out.ran == 2 * 4 * 2
+  for method in ("houdini_topdown", "standalone", "llt", "pnn"):
     for folder, name in (("01_is_bright", "is_bright"), ("02_count_bright", "count_bright")):
       path = tmp_path / "run" / method / "seed_0" / "records" / folder / "fraction_1.json"
       rec = json.loads(path.read_text())
