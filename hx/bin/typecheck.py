@@ -49,10 +49,15 @@ def _known_table(flag: str, table: str) -> str:
 def main(argv: list[str]) -> int:
   try:
     no_arguments(argv)
+    if _LIBRARY.value is not None:
+      _known_table("library", _LIBRARY.value)
+      if _PROGRAM.value is None:
+        raise FlagError("--library gives the library types of --program; the paper's tables (--table) "
+                        "check against their own libraries: give --program too")
+    if _TYPE.value is not None and _PROGRAM.value is None:
+      raise FlagError("--type is the type --program must have: give --program too")
     if _PROGRAM.value is None:
       _known_table("table", _TABLE.value)
-    elif _LIBRARY.value:
-      _known_table("library", _LIBRARY.value)
   except FlagError as err:
     return refuse(err)
   if _PROGRAM.value is not None:

@@ -24,6 +24,9 @@ def test_an_unknown_table_or_a_stray_argument_is_one_line_with_status_1():
   for args, message in ((("--table=tab:Nope",), "error: --table: unknown table 'tab:Nope'; the tables are: "),
                         (("--program=nn_a", "--library=tab:Nope"),
                          "error: --library: unknown table 'tab:Nope'"),
+                        (("--library=tab:Nope",), "error: --library: unknown table 'tab:Nope'"),
+                        (("--library=tab:CS1Progs",), "error: --library gives the library types of"),
+                        (("--type=Tensor<real>[1]",), "error: --type is the type --program must have"),
                         (("tab:CS1Progs",), "error: unexpected arguments tab:CS1Progs")):
     out = _run(*args)
     assert out.returncode == 1 and out.stdout == ""
