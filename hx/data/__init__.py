@@ -26,6 +26,7 @@ from hx.data.tasks import (
   regression_targets,
   task_spec,
 )
+from hx.data.tfds import tfds_split
 
 __all__ = [
     "DataError", "DataFormatError", "DataNotFoundError", "ImageSet", "TRAIN", "VAL", "TEST",
@@ -33,5 +34,5 @@ __all__ = [
     "sequence", "SIGN_ROLES", "Sources", "digits", "signs",
     "toys", "CELL_COSTS", "DISTANCE_BOUND", "FRACTIONS", "GRAPH_FAMILIES", "KINDS",
     "START_DISTANCE", "Task", "TaskSizes", "TaskSpec", "build_task", "read_data_sets", "regression_targets",
-    "task_spec",
+    "task_spec", "tfds_split",
 ]
