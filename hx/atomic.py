@@ -14,7 +14,8 @@ renames leaves it there rather than nowhere.
 
 If writing fails (an error, or Ctrl-C), the temporary is removed and `path` is untouched. A process that
 is killed outright cannot remove it: the next write of the same `path` removes the temporaries a killed
-write left (one process writes a given path at a time in hx: a run's directory belongs to one run).
+write left (one process writes a given path at a time in hx: a run's directory belongs to one run, which
+`hold_directory` enforces).
 
 The CPU kernels' shared library (`hx.compile.conv_pool`) is the one exception: processes may build it at
 once, so each builds in its own temporary directory and renames the result into place.
@@ -26,17 +27,19 @@ Used for the lifelong and evaluation records (`hx.synth.jsonfiles`), Tune checkp
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
+import fcntl
 import glob
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Iterator
 
-__all__ = ["write_atomically", "write_directory_atomically", "write_new_file", "fsync_directory",
-           "TEMPORARY"]
+__all__ = ["DirectoryInUse", "hold_directory", "write_atomically", "write_directory_atomically",
+           "write_new_file", "fsync_directory", "TEMPORARY", "LOCK_FILE"]
 
 TEMPORARY = ".tmp-"
 """What the names of temporaries hold: `.NAME.tmp-XXXXXXXX` for the file or directory NAME."""
@@ -170,3 +173,44 @@ def _install(tmp: Path, path: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
     return
   shutil.rmtree(tmp, ignore_errors=True)  # after the exchange, tmp holds the old directory
+
+
+class DirectoryInUse(OSError):
+  """Another process holds the directory a run writes into (`hold_directory`)."""
+
+
+LOCK_FILE = ".hx-lock"
+"""The file in a run's directory that its process holds locked (it stays when the run ends; only the
+lock, which the system releases when the process ends however it ends, marks the directory busy)."""
+
+
+@contextlib.contextmanager
+def hold_directory(directory: os.PathLike | str) -> Iterator[None]:
+  """Holds `directory` (created if missing) for this process while the block runs: a second process that
+  tries to hold it meanwhile gets `DirectoryInUse`, at once, instead of writing into the same run.
+
+  An advisory `flock` on DIRECTORY/.hx-lock: released when the block ends or the process dies (a killed
+  run leaves nothing to clean up). Within one process the directory may be held once at a time.
+
+  Raises:
+    DirectoryInUse: another process holds it (the message names it and that process).
+  """
+  directory = Path(directory)
+  directory.mkdir(parents=True, exist_ok=True)
+  path = directory / LOCK_FILE
+  with open(path, "a+", encoding="utf-8") as f:
+    try:
+      fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      f.seek(0)
+      holder = f.read().strip() or "another process"
+      raise DirectoryInUse(f"{directory} is being written by another hx run ({holder}); wait for it to "
+                           "end, or use another directory") from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"process {os.getpid()}")
+    f.flush()
+    try:
+      yield
+    finally:
+      fcntl.flock(f, fcntl.LOCK_UN)

@@ -45,6 +45,7 @@ from typing import Any, Callable
 from absl import logging
 
 from hx import baselines
+from hx.atomic import LOCK_FILE, hold_directory
 from hx.data import read_data_sets
 from hx.evaluation.config import PRESETS, ConfigError, EvalConfig
 from hx.evaluation.records import (
@@ -146,7 +147,7 @@ def check_directory(config: EvalConfig, directory: Path) -> None:
       raise ConfigError(f"{directory} holds a run with other settings (differing: {', '.join(diff)}); "
                         "use another --output_dir, or the same flags to resume it")
     return
-  if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+  if directory.exists() and (not directory.is_dir() or any(p.name != LOCK_FILE for p in directory.iterdir())):
     raise ConfigError(f"{directory} is not empty and holds no hx evaluation (no settings.json)")
   started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
   write_json(path, {"settings": settings, "started": started})
@@ -418,6 +419,7 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
 
   Raises:
     ConfigError: the directory holds another run, or other files.
+    hx.atomic.DirectoryInUse: another process is running in the directory.
     hx.data.DataError: a data set cannot be read (found before anything is written).
     hx.compile.checkpoint.CheckpointError, hx.synth.library.LibraryError, hx.baselines.NetworkError: a
       file of an earlier, interrupted run is damaged (the message names it and what to do).
@@ -425,6 +427,13 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
   directory = Path(directory)
   check_data(config)
   check_directory(config, directory)
+  with hold_directory(directory):
+    return _run_held(config, directory, time_budget, progress, report, executor, bars)
+
+
+def _run_held(config: EvalConfig, directory: Path, time_budget: float | None, progress: Callable[[str], None],
+              report: bool, executor: Any, bars: bool) -> Outcome:
+  """`run`, in a directory this process holds."""
   expected = expected_records(config)
   if all(record_path(directory, *e) for e in expected):
     return Outcome(directory, True, True, None, 0, _report(directory) if report else None)

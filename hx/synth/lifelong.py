@@ -52,6 +52,7 @@ from typing import Any, Sequence
 
 from absl import logging
 
+from hx.atomic import LOCK_FILE, hold_directory
 from hx.synth.evolution import EvolutionConfig
 from hx.synth.fitting import score_json
 from hx.synth.jsonfiles import jsonable, write_json
@@ -151,7 +152,7 @@ def _check_settings(directory: Path, settings: dict) -> str:
           f"{directory} holds a run with other settings (differing: {', '.join(diff)}); use another "
           "directory, or the same settings to resume it")
     return saved["started"]
-  if directory.exists() and any(directory.iterdir()):
+  if directory.exists() and any(p.name != LOCK_FILE for p in directory.iterdir()):
     raise SettingsMismatch(f"{directory} is not empty and holds no hx run (no settings.json)")
   started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
   write_json(path, {"settings": settings, "started": started})
@@ -227,72 +228,72 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
   directory = Path(directory)
   settings = _settings(sequence, strategy, fractions, budget, space, module_config, configs, evolution, keep)
   started = _check_settings(directory, settings)
+  with hold_directory(directory):  # one process writes a run directory
+    library, done = Library(), 0
+    for i in range(len(sequence), 0, -1):
+      saved = directory / "libraries" / f"after_{i:02d}"
+      if saved.exists():
+        try:
+          library, done = Library.load(saved), i
+        except LibraryError as err:  # damaged: the library before it and the task's records can redo it
+          raise LibraryError(err.path, f"{err.problem}; delete {saved}, then run the same command again to "
+                                       f"search task {i} anew") from None
+        break
+    records: list[dict] = []
+    for i in range(done):
+      for f in fractions:
+        path = directory / "records" / _task_dir(i + 1, sequence.build(i).name) / f"fraction_{f:g}.json"
+        records.append(json.loads(path.read_text("utf-8")))
+    # Tasks recorded after the last saved library (a run whose records were kept and its libraries not, as
+    # a committed reproduction on a fresh clone): their libraries are rebuilt from the records, each by
+    # training its winner again instead of searching the task again.
+    while done < len(sequence) and (stop_after is None or done < stop_after):
+      full = sequence.build(done)
+      folder = directory / "records" / _task_dir(done + 1, full.name)
+      paths = [folder / f"fraction_{f:g}.json" for f in fractions]
+      if not all(p.exists() for p in paths):
+        break
+      recorded = [json.loads(p.read_text("utf-8")) for p in paths]
+      library = _rebuilt_library(full, library, recorded[-1], sequence=sequence.name,
+                                 seed=_seed(sequence.seed, done, fractions[-1]), fraction=fractions[-1],
+                                 module_config=module_config, tune_config=configs[full.spec.kind], keep=keep,
+                                 when=started)
+      library.save(directory / "libraries" / f"after_{done + 1:02d}")
+      records.extend(recorded)
+      done += 1
+    if done:
+      logging.info("%s: resuming after task %d of %d", directory, done, len(sequence))
 
-  library, done = Library(), 0
-  for i in range(len(sequence), 0, -1):
-    saved = directory / "libraries" / f"after_{i:02d}"
-    if saved.exists():
-      try:
-        library, done = Library.load(saved), i
-      except LibraryError as err:  # damaged: the library before it and the task's records can redo it
-        raise LibraryError(err.path, f"{err.problem}; delete {saved}, then run the same command again to "
-                                     f"search task {i} anew") from None
-      break
-  records: list[dict] = []
-  for i in range(done):
-    for f in fractions:
-      path = directory / "records" / _task_dir(i + 1, sequence.build(i).name) / f"fraction_{f:g}.json"
-      records.append(json.loads(path.read_text("utf-8")))
-  # Tasks recorded after the last saved library (a run whose records were kept and its libraries not, as
-  # a committed reproduction on a fresh clone): their libraries are rebuilt from the records, each by
-  # training its winner again instead of searching the task again.
-  while done < len(sequence) and (stop_after is None or done < stop_after):
-    full = sequence.build(done)
-    folder = directory / "records" / _task_dir(done + 1, full.name)
-    paths = [folder / f"fraction_{f:g}.json" for f in fractions]
-    if not all(p.exists() for p in paths):
-      break
-    recorded = [json.loads(p.read_text("utf-8")) for p in paths]
-    library = _rebuilt_library(full, library, recorded[-1], sequence=sequence.name,
-                               seed=_seed(sequence.seed, done, fractions[-1]), fraction=fractions[-1],
-                               module_config=module_config, tune_config=configs[full.spec.kind], keep=keep,
-                               when=started)
-    library.save(directory / "libraries" / f"after_{done + 1:02d}")
-    records.extend(recorded)
-    done += 1
-  if done:
-    logging.info("%s: resuming after task %d of %d", directory, done, len(sequence))
+    if isinstance(executor, str):
+      # One executor for every task: worker processes or a Ray connection start once (they end with this
+      # process; pass an executor instance to close it yourself).
+      from hx.synth.executors import make_executor
 
-  if isinstance(executor, str):
-    # One executor for every task: worker processes or a Ray connection start once (they end with this
-    # process; pass an executor instance to close it yourself).
-    from hx.synth.executors import make_executor
-
-    executor = make_executor(executor)
-  for i in range(done, len(sequence)):
-    if stop_after is not None and i >= stop_after:
-      break
-    full = sequence.build(i)
-    extend_from = None
-    for f in fractions:
-      task = full if f == 1.0 else full.with_fraction(f)
-      seed = _seed(sequence.seed, i, f)
-      logging.info("%s task %d/%d %s, fraction %g", sequence.name, i + 1, len(sequence), task.name, f)
-      saving = directory / "checkpoints" / _task_dir(i + 1, full.name) / f"fraction_{f:g}"
-      scores = directory / "candidates" / _task_dir(i + 1, full.name) / f"fraction_{f:g}"
-      result = synthesize(task, library, strategy=strategy, budget=budgets[i], seed=seed, space=space,
-                          module_config=module_config, tune_config=configs[full.spec.kind],
-                          evolution=evolution, executor=executor, sequence=sequence.name, keep=keep,
-                          progress=progress, when=started, checkpoint_dir=saving if checkpoints else None,
-                          scores_dir=scores if checkpoints else None)
-      rec = record(result, task, sequence=sequence.name, index=i + 1, fraction=f, seed=seed,
-                   library_before=library)
-      write_json(directory / "records" / _task_dir(i + 1, full.name) / f"fraction_{f:g}.json", rec)
-      records.append(rec)
-      extend_from = result  # fractions ascend: the last is the largest (1.0 when present)
-    library = extend_from.library
-    library.save(directory / "libraries" / f"after_{i + 1:02d}")
-    # The task's records and library are saved: its candidates' files are no longer needed.
-    shutil.rmtree(directory / "checkpoints" / _task_dir(i + 1, full.name), ignore_errors=True)
-    shutil.rmtree(directory / "candidates" / _task_dir(i + 1, full.name), ignore_errors=True)
-  return SequenceRun(directory, tuple(records), library, done)
+      executor = make_executor(executor)
+    for i in range(done, len(sequence)):
+      if stop_after is not None and i >= stop_after:
+        break
+      full = sequence.build(i)
+      extend_from = None
+      for f in fractions:
+        task = full if f == 1.0 else full.with_fraction(f)
+        seed = _seed(sequence.seed, i, f)
+        logging.info("%s task %d/%d %s, fraction %g", sequence.name, i + 1, len(sequence), task.name, f)
+        saving = directory / "checkpoints" / _task_dir(i + 1, full.name) / f"fraction_{f:g}"
+        scores = directory / "candidates" / _task_dir(i + 1, full.name) / f"fraction_{f:g}"
+        result = synthesize(task, library, strategy=strategy, budget=budgets[i], seed=seed, space=space,
+                            module_config=module_config, tune_config=configs[full.spec.kind],
+                            evolution=evolution, executor=executor, sequence=sequence.name, keep=keep,
+                            progress=progress, when=started, checkpoint_dir=saving if checkpoints else None,
+                            scores_dir=scores if checkpoints else None)
+        rec = record(result, task, sequence=sequence.name, index=i + 1, fraction=f, seed=seed,
+                     library_before=library)
+        write_json(directory / "records" / _task_dir(i + 1, full.name) / f"fraction_{f:g}.json", rec)
+        records.append(rec)
+        extend_from = result  # fractions ascend: the last is the largest (1.0 when present)
+      library = extend_from.library
+      library.save(directory / "libraries" / f"after_{i + 1:02d}")
+      # The task's records and library are saved: its candidates' files are no longer needed.
+      shutil.rmtree(directory / "checkpoints" / _task_dir(i + 1, full.name), ignore_errors=True)
+      shutil.rmtree(directory / "candidates" / _task_dir(i + 1, full.name), ignore_errors=True)
+    return SequenceRun(directory, tuple(records), library, done)
