@@ -175,3 +175,8 @@ def test_the_arrays_make_an_hx_task(prepared):
   task = hx.Task.from_arrays("is_square", f"Tensor<real>[3][{H}][{W}] -> Tensor<bool>[1]", train, val, test)
   assert task.table.shape == (12, 3, H, W)
   assert [len(s.targets) for s in (task.train, task.val, task.test)] == [8, 2, 2]
+  # one class of len(CLASSES) per example: the int64 labels are the class-index targets of Tensor<bool>[k]
+  k = len(CLASSES)
+  task = hx.Task.from_arrays("shape", f"Tensor<real>[3][{H}][{W}] -> Tensor<bool>[{k}]", train, val, test)
+  assert task.table.shape == (12, 3, H, W)
+  np.testing.assert_array_equal(np.asarray(task.train.targets).reshape(-1), train[1])
