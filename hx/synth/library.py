@@ -293,12 +293,15 @@ _SPEC_STRUCTURES: dict[ModuleSpec, str] = {}
 
 def _check_fits_spec(name: str, spec: ModuleSpec, structure: str) -> None:
   """ValueError unless `structure` (canonical JSON) is that of `init_module(spec)`'s variables."""
-  if spec not in _SPEC_STRUCTURES:  # eval_shape traces init_module without computing it
+  expected = _SPEC_STRUCTURES.get(spec)
+  if expected is None:  # eval_shape traces init_module without computing it
     params, stats = jax.eval_shape(lambda k: init_module(spec, k), jax.random.key(0))
-    _SPEC_STRUCTURES[spec] = _canonical_json(_structure_of({"params": params, "batch_stats": stats}))
-  if structure != _SPEC_STRUCTURES[spec]:
+    expected = _canonical_json(_structure_of({"params": params, "batch_stats": stats}))
+    if spec.template != "user":  # a user spec is only a name, whose definition a test may change
+      _SPEC_STRUCTURES[spec] = expected
+  if structure != expected:
     raise ValueError(f"the variables of {name} do not fit its module {spec}: they are {structure}, "
-                     f"the module's are {_SPEC_STRUCTURES[spec]}")
+                     f"the module's are {expected}")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -632,7 +635,9 @@ class Library:
     Raises:
       LibraryError: the path is missing or not a directory, is not an hx library, has another format
         version, a malformed or inconsistent library.json, or an array file missing, truncated or
-        altered (checked by size and sha256 before it is decoded).
+        altered (checked by size and sha256 before it is decoded); or an entry built by a user's module
+        (`hx.compile.register_module`) whose name this process has not registered for its type (the
+        definition is code, not data: the library records the module's name only).
     """
     path = Path(os.path.abspath(os.fspath(path)))
     if not path.exists():
@@ -699,6 +704,8 @@ def _load_entries(path: Path, manifest: dict) -> Library:
       raise ValueError(f"the array file of {name} does not hold numbered arrays")
     leaves = tuple(_frozen_array(np.asarray(arrays[str(i)])) for i in range(len(arrays)))
     spec = _decode_spec(record["spec"])
+    if spec.template == "user":
+      _check_registered(path / MANIFEST, name, spec)
     if _str(record["type"]) != str(spec.type):
       raise ValueError(f"entry {name} has type {record['type']} but its module has type {spec.type}")
     p = record["provenance"]
@@ -713,6 +720,21 @@ def _load_entries(path: Path, manifest: dict) -> Library:
   if library.version != manifest["version"]:
     raise ValueError(f"the library has version {library.version}, {MANIFEST} records {manifest['version']}")
   return library
+
+
+def _check_registered(manifest: Path, name: str, spec: ModuleSpec) -> None:
+  """LibraryError unless the user module `spec` names is registered in this process for its type."""
+  from hx.compile.modules import registered_modules
+
+  module = spec["name"]
+  registration = registered_modules().get(module)
+  if registration is not None and registration.type == spec.type:
+    return
+  why = ("which is not registered in this process" if registration is None else
+         f"which this process has registered for another type, {registration.type}")
+  raise LibraryError(manifest, f"function {name} was built by the user module {module!r} ({spec.type}), "
+                               f"{why}: call hx.compile.register_module({module!r}, {str(spec.type)!r}, "
+                               "...) with the module's definition first, then load the library")
 
 
 def _is_library_dir(path: Path) -> bool:

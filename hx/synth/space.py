@@ -23,7 +23,9 @@ finally checked by `hx.compile.compile_program` itself.
 **Intermediate types.** Type variables left open in a complete program (the value between `nn_a` and
 `map_l(...)`) are chosen by `SearchSpace`: the result of a fresh function from an image is that image's
 CNN feature vector (`Tensor<real>[1024]` for 28x28 images at the paper's sizes: the paper's CNN has no
-output layer); any other open type takes each of `SearchSpace.intermediate_types` in turn (default
+output layer), and before it the output type of each module registered for that image
+(`hx.compile.register_module`: a user's encoder in place of the CNN); any other open type takes each of
+`SearchSpace.intermediate_types` in turn (default
 `Tensor<bool>[1]`, the recognizer output the paper's counting programs pass on, then `Tensor<real>[1]`;
 the paper preset takes the authors' `AUTHORS_INTERMEDIATE_TYPES`, `Tensor<bool>[1]` then
 `Tensor<real>[50]`). With these defaults every program the paper prints is reachable
@@ -458,16 +460,31 @@ class Completer:
     f = cnn_features(image, self.config)
     return TensorType("real", (f,)) if f else None
 
+  @staticmethod
+  def _registered(image: TensorType) -> list[Type]:
+    """The output types of the modules registered for a function from `image` (`register_module`), in
+    the order they were registered."""
+    from hx.compile.modules import registered_modules
+
+    return [r.output for r in registered_modules().values() if r.args == (image,)]
+
   def _choices(self, fresh: Mapping[str, Type]) -> list[tuple[str, list[Type]]]:
-    """Each open type variable with the types it may take."""
+    """Each open type variable with the types it may take. The open result of a fresh function from an
+    image takes first the output type of each module registered for that image (a user's encoder in
+    place of the CNN: `hx.compile.register_module`), then the CNN's features (with `image_features`),
+    or else the intermediate types."""
     choices: dict[str, list[Type]] = {}
-    if self.space.image_features:
-      for t in fresh.values():
-        args, result = function_parts(t)
-        if len(args) == 1 and is_image(args[0]) and isinstance(result, TypeVar):
-          features = self._features(args[0])
-          if features is not None:
-            choices.setdefault(result.name, [features])
+    for t in fresh.values():
+      args, result = function_parts(t)
+      if len(args) == 1 and is_image(args[0]) and isinstance(result, TypeVar):
+        options = self._registered(args[0])
+        features = self._features(args[0]) if self.space.image_features else None
+        if features is not None:
+          options.append(features)
+        elif options:  # what the open type takes without a registration, after the registered ones
+          options += self.space.intermediate_types
+        if options:
+          choices.setdefault(result.name, list(dict.fromkeys(options)))
     for t in fresh.values():
       for v in sorted(type_variables(t)):
         choices.setdefault(v, list(self.space.intermediate_types))
@@ -488,13 +505,16 @@ class Completer:
   def authors_reason(self, program: P.Program, fresh: Mapping[str, Type]) -> str | None:
     """Why the authors' code would not train `program` with these fresh types, or None if it would
     (`authors_filter_reason`)."""
-    features = {spec.output for spec in self.library_specs.values() if spec.template == "cnn"}
+    # A user's module from an image takes the CNN's place (its output counts as features).
+    features = {spec.output for spec in self.library_specs.values()
+                if spec.template == "cnn" or (spec.template == "user" and is_image(spec.inputs[0]))}
     for t in fresh.values():
       args, _ = function_parts(t)
       if len(args) == 1 and is_image(args[0]):
         f = self._features(args[0])
         if f is not None:
           features.add(f)
+        features.update(self._registered(args[0]))
     templates = [self.library_specs[t.name].template for _, t in P.subterms(program)
                  if isinstance(t, P.Lib) and t.name in self.library_specs]
     repeats = sum(isinstance(t, (P.Repeat, P.Fix)) for _, t in P.subterms(program))
