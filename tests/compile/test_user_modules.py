@@ -284,18 +284,35 @@ def test_a_module_other_processes_cannot_import_is_refused_when_sent():
 def test_synthesize_trains_a_program_through_the_users_encoder():
   register_module("encoder", ENCODER_TYPE, module=Encoder())
   result = hx.synthesize(_task(), budget=hx.Budget(candidates=2), module_config=SMALL)
-  users = [r for r in result.ranked if ENCODER_TYPE in map(str, r.fresh_types.values())]
+  users = _users(result)
   assert users, [(str(r.program), r.fresh_types) for r in result.ranked]
   assert all(r.status == "trained" and math.isfinite(r.val_score) for r in users)
 
 
+def _users(result):
+  """The ranked candidates with a fresh function of the encoder's type, checked to hold the encoder's
+  parameters there (a CNN of that type has others: a worker without the registration would build one)."""
+  users = [r for r in result.ranked if ENCODER_TYPE in map(str, r.fresh_types.values())]
+  for r in users:
+    slot = [str(t) for t in r.fresh_types.values()].index(ENCODER_TYPE)
+    assert set(r.variables["params"][slot]) == {"Conv_0", "Dense_0"}
+  return users
+
+
 @pytest.mark.slow
-def test_worker_processes_train_the_users_encoder_as_this_process_does():
+@pytest.mark.parametrize("executor", ["processes", "ray"])
+def test_other_processes_train_the_users_encoder_as_this_process_does(executor):
+  if executor == "ray":
+    pytest.importorskip("ray", reason="Ray is not installed (the 'ray' extra)")
   register_module("encoder", ENCODER_TYPE, module=Encoder())
   task = _task()
   local = hx.synthesize(task, budget=hx.Budget(candidates=2), module_config=SMALL)
-  elsewhere = hx.synthesize(task, budget=hx.Budget(candidates=2), module_config=SMALL,
-                            executor=ProcessExecutor(workers=2, threads=1))
+  chosen = ProcessExecutor(workers=2, threads=1) if executor == "processes" else "ray"
+  elsewhere = hx.synthesize(task, budget=hx.Budget(candidates=2), module_config=SMALL, executor=chosen)
+  if executor == "processes":
+    chosen.close()
+  users = _users(elsewhere)
+  assert users and all(r.status == "trained" for r in users), [(r.program, r.reason) for r in users]
   scores = lambda r: [(f"{x.program} {x.fresh_types}", x.val_score) for x in r.ranked]
   assert [c for c, _ in scores(elsewhere)] == [c for c, _ in scores(local)]
   np.testing.assert_allclose([s for _, s in scores(elsewhere)], [s for _, s in scores(local)], rtol=1e-4)
