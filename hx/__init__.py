@@ -47,6 +47,7 @@ _LAZY = {
     "tune": "hx.compile",
     "TuneConfig": "hx.compile",
     "TuneData": "hx.compile",
+    "register_module": "hx.compile",
     "Task": "hx.data",
     "Sequence": "hx.data",
     "TaskStream": "hx.data",

@@ -60,3 +60,18 @@ def test_subpackages_load_on_first_use():
   code = "import hx; print(hx.synth.enumerate.__name__, hx.data.sequence.__name__)"
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
   assert out.stdout.split() == ["enumerate_programs", "sequence"]
+
+
+def test_every_public_name_has_a_docstring():
+  import typing
+
+  # Type aliases (Program, Type: unions of the node and type classes) are documented where they are defined.
+  missing = [name for name in hx.__all__ if typing.get_origin(getattr(hx, name)) is not typing.Union
+             and not (getattr(hx, name).__doc__ or "").strip()]
+  assert missing == []
+
+
+def test_a_users_own_problem_is_public():
+  for name in ("Task", "TaskStream", "Sequence", "EvalConfig", "evaluate", "register_module", "synthesize"):
+    assert name in hx.__all__
+  assert hx.Task.from_arrays.__doc__ and "(inputs, targets)" in hx.Task.from_arrays.__doc__
