@@ -86,7 +86,8 @@ depend on how much padding sits beside it. Frozen (library) modules always run i
 Parameters are plain nested dicts of arrays; the static structure lives in the hashable `ModuleSpec`.
 Each template is written in one place, at the end of this file: its initialisation, its application
 (JAX, R rows) and its float64 NumPy reference (one example, for `hx.compile.reference`), gathered in
-the table `TEMPLATES` with the name of its linear output layer (`set_output_bias`).
+the table `TEMPLATES` with the name of its linear output layer (`set_output_bias`); the user's modules
+go through `USER_TEMPLATE`, outside that table.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 import pickle
 import re
 import sys
@@ -124,7 +126,7 @@ from hx.lang.types import (
 __all__ = [
   "GRAPH_KERNELS", "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "module_spec",
   "init_module", "apply_module", "reference_module", "cnn_feature_size", "cnn_layout", "cnn_features",
-  "Template", "TEMPLATES",
+  "Template", "TEMPLATES", "USER_TEMPLATE",
   "linear_output", "set_output_bias", "mlp_layers", "lstm_scan", "Neighbourhoods", "apply_dense", "activate",
   "batch_norm", "row_dropout", "PRECISION", "matmul",
   "Registration", "UnregisteredModuleError", "register_module", "registered_modules", "unregister_module",
@@ -238,7 +240,10 @@ class ModuleConfig:
   # Pickled, a config carries the modules registered in this process (`register_module`): a task's
   # config travels to every worker process or Ray task that trains its candidates (with the task's
   # context, `hx.synth.parallel`), and there its fresh functions and its library's entries must get
-  # the modules they get here. Without registrations it pickles as any frozen dataclass.
+  # the modules they get here. Without registrations it pickles as any frozen dataclass. The definitions
+  # travel as a pickle of their own, unpickled only after the directories they were imported from here
+  # are on the receiver's path: a worker starts elsewhere (`python -m hx.synth.worker`) and would not
+  # find a module beside the script that was run (the sender's sys.path[0]).
   def __reduce_ex__(self, protocol: Any) -> Any:
     registrations = tuple(_REGISTRY.values())
     if not registrations:
@@ -246,7 +251,7 @@ class ModuleConfig:
     for r in registrations:
       _check_portable(r)
     fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-    return _config_with_modules, (fields, registrations)
+    return _config_with_modules, (fields, _import_roots(registrations), pickle.dumps(registrations, protocol))
 
   # A copy is no pickle: it needs no registrations (and must not refuse a module defined in __main__).
   def __copy__(self) -> ModuleConfig:
@@ -747,9 +752,44 @@ def _check_portable(r: Registration) -> None:
         "train with executor='processes' or 'ray', or train with executor='local'")
 
 
-def _config_with_modules(fields: Mapping[str, Any], registrations: Sequence[Registration]) -> ModuleConfig:
+def _import_roots(registrations: Sequence[Registration]) -> tuple[str, ...]:
+  """The directories this process imported the registrations' definitions from: for a definition in
+  module `a.b` loaded from /x/a/b.py, /x (the sys.path entry that holds it)."""
+  roots = []
+  for r in registrations:
+    for obj in [type(r.module)] if r.module is not None else [r.init, r.apply]:
+      name = getattr(obj, "__module__", None) or ""
+      file = getattr(sys.modules.get(name), "__file__", None)
+      if not file:
+        continue
+      root = os.path.dirname(os.path.abspath(file))
+      package = os.path.basename(file).startswith("__init__.")  # a package: its directory is one more
+      for _ in range(name.count(".") + package):
+        root = os.path.dirname(root)
+      if root not in roots:
+        roots.append(root)
+  return tuple(roots)
+
+
+def _config_with_modules(fields: Mapping[str, Any], roots: Sequence[str], blob: bytes) -> ModuleConfig:
   """A pickled `ModuleConfig`, its sender's registrations installed here first. The sender's definition
-  replaces another of the same name (a worker builds what the process that sent the task registered)."""
+  replaces another of the same name (a worker builds what the process that sent the task registered).
+  `roots` (`_import_roots`) go at the end of sys.path, after this process's own entries, so that they
+  add what is missing here and shadow nothing.
+
+  Raises:
+    ImportError: a definition's module cannot be imported here (named, with what to do).
+  """
+  for root in roots:
+    if root not in sys.path:
+      sys.path.append(root)
+  try:
+    registrations = pickle.loads(blob)
+  except (ImportError, AttributeError) as err:
+    raise ImportError(f"the modules registered with hx.compile.register_module in the process that sent "
+                      f"this task cannot be built here ({type(err).__name__}: {err}; tried the path "
+                      f"{list(roots)} too): define them in a module this process can import (installed, "
+                      "or on its PYTHONPATH)") from err
   changed = False
   for r in registrations:
     old = _REGISTRY.get(r.name)
@@ -1500,11 +1540,17 @@ TEMPLATES: Mapping[str, Template] = MappingProxyType({
   "graph_kernel": Template(_init_graph_kernel, _apply_graph_kernel, _reference_graph_kernel,
                            lambda spec: None),
   "slot_kernel": Template(_init_slot_kernel, _apply_slot_kernel, None, lambda spec: None),
-  "user": Template(_init_user, _apply_user, _reference_user, lambda spec: None),
 })
+"""hx's own templates, by name. A user's module (`register_module`) is the template "user", outside this
+table: its architecture is the registration's, not a function of the type."""
+
+USER_TEMPLATE = Template(_init_user, _apply_user, _reference_user, lambda spec: None)
+"""The "user" template: whatever module `registration_of(spec)` names, initialised and applied."""
 
 
 def _template(spec: ModuleSpec) -> Template:
+  if spec.template == "user":
+    return USER_TEMPLATE
   if spec.template not in TEMPLATES:
     raise ValueError(f"unknown template {spec.template!r}")
   return TEMPLATES[spec.template]

@@ -33,6 +33,10 @@ Parameters are stored as read-only NumPy arrays on the host. `variables()` hands
 `jit` transfers them to the device on every call, so a caller that applies library functions many
 times should `jax.device_put` the result once.
 
+A function built by a user's own module (`hx.compile.register_module`, template "user") is saved as any
+other: its spec records the module's name, not its code, so loading it needs that name registered (for
+the same type) first; `Library.load` says so where it is not.
+
 The on-disk format is described at `Library.save`.
 """
 
