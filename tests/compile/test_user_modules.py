@@ -5,8 +5,13 @@ a library that saves and loads, and carried to worker processes."""
 from __future__ import annotations
 
 import copy
+import importlib
 import math
+import os
 import pickle
+import subprocess
+import sys
+import textwrap
 
 import flax.linen as nn
 import jax
@@ -316,3 +321,58 @@ def test_other_processes_train_the_users_encoder_as_this_process_does(executor):
   scores = lambda r: [(f"{x.program} {x.fresh_types}", x.val_score) for x in r.ranked]
   assert [c for c, _ in scores(elsewhere)] == [c for c, _ in scores(local)]
   np.testing.assert_allclose([s for _, s in scores(elsewhere)], [s for _, s in scores(local)], rtol=1e-4)
+
+
+_ENCODER_FILE = """
+import flax.linen as nn
+
+class Encoder(nn.Module):
+  features: int = 32
+
+  @nn.compact
+  def __call__(self, x):
+    return nn.Dense(self.features)(x.reshape(x.shape[0], -1))
+"""
+
+# A worker as `ProcessExecutor` starts one: a new interpreter in this directory, on hx's path only.
+_WORKER = textwrap.dedent("""
+  import pickle, sys
+  import jax
+  from hx.compile import init_module, module_spec
+  from hx.lang.types import parse_type
+  first, second = pickle.loads(sys.stdin.buffer.read())
+  pickle.loads(first)
+  spec = module_spec(parse_type(sys.argv[1]))
+  print(spec.template, sorted(init_module(spec, jax.random.key(0))[0]))
+  try:
+    pickle.loads(second)
+  except ImportError as err:
+    print(err)
+""")
+
+
+def test_a_worker_imports_a_module_from_where_the_sender_imported_it(tmp_path, monkeypatch):
+  # A module beside the script that was run is on the sender's path (sys.path[0]), not on a worker's.
+  for name in ("beside", "gone"):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / f"hx_test_{name}_encoder.py").write_text(_ENCODER_FILE)
+    monkeypatch.syspath_prepend(str(tmp_path / name))
+  beside, gone = (importlib.import_module(f"hx_test_{n}_encoder") for n in ("beside", "gone"))
+  try:
+    register_module("beside", ENCODER_TYPE, module=beside.Encoder())
+    first = pickle.dumps(SMALL)
+    register_module("gone", f"{IMAGE} -> Tensor<real>[16]", module=gone.Encoder(16))
+    second = pickle.dumps(SMALL)
+  finally:
+    for n in ("beside", "gone"):
+      del sys.modules[f"hx_test_{n}_encoder"]
+  (tmp_path / "gone" / "hx_test_gone_encoder.py").unlink()
+  root = os.path.dirname(os.path.dirname(os.path.abspath(hx.__file__)))
+  env = dict(os.environ, PYTHONPATH=root)
+  run = subprocess.run([sys.executable, "-c", _WORKER, ENCODER_TYPE], input=pickle.dumps((first, second)),
+                       capture_output=True, cwd=root, env=env, timeout=120)
+  assert run.returncode == 0, run.stderr.decode()
+  lines = run.stdout.decode().splitlines()
+  assert lines[0] == "user ['Dense_0']"
+  assert "cannot be built here (ModuleNotFoundError: No module named 'hx_test_gone_encoder'" in lines[1]
+  assert "on its PYTHONPATH" in lines[1]
