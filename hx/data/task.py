@@ -432,6 +432,9 @@ def _targets(at: str, output: Type, targets: Any, lengths: np.ndarray | None, n:
       a = _examples(at, "targets", _array(at, "targets", targets))
       if len(a) != n:
         raise ValueError(f"{at}: {len(a)} targets for {n} inputs; give one per example")
+      if a.ndim < 2 or a.shape[1] < lengths.max():
+        raise ValueError(f"{at}: targets as one array must be (n, L, ...) with L >= the longest input "
+                         f"({int(lengths.max())}), got shape {a.shape}; or give one array per example")
       items = [a[i, :k] for i, k in enumerate(lengths)]
     elif isinstance(targets, (list, tuple, np.ndarray)):
       items = [_examples(at, f"targets of example {i}", _array(at, f"targets of example {i}", v))

@@ -163,6 +163,8 @@ def test_per_element_targets_must_match_each_example():
   ok = ([np.ones((2, 1))], [np.ones(2)])
   with pytest.raises(ValueError, match=r"targets of example 0 give 3 values for its 2 list elements"):
     hx.Task.from_arrays("l", t, ([np.ones((2, 1))], [np.ones(3)]), ok, ok)
+  with pytest.raises(ValueError, match=r"targets as one array must be \(n, L, ...\) with L >= the longest"):
+    hx.Task.from_arrays("l", t, ([np.ones((2, 1))], np.ones(1)), ok, ok)
   with pytest.raises(ValueError, match=r"needs a List input"):
     hx.Task.from_arrays("l", "Tensor<real>[1] -> List<Tensor<real>[1]>", ok, ok, ok)
 
