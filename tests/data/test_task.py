@@ -232,7 +232,7 @@ def test_any_arrays_give_a_task_or_one_value_error():
       return [np.zeros((draw(st.integers(1, 3)), 2)) for _ in range(n)]
     return [{"nodes": np.zeros((2, 1)), "edges": [[0, 1]]} for _ in range(n)]
 
-  @hypothesis.settings(max_examples=400, deadline=None, derandomize=True)
+  @hypothesis.settings(max_examples=250, deadline=None, derandomize=True)
   @hypothesis.given(st.sampled_from(_TYPES).flatmap(lambda t: st.tuples(st.just(t), inputs(t), member(),
                                                                         inputs(t), member())))
   def check(case):
