@@ -10,6 +10,7 @@ import pytest
 
 from hx.data.sequence_file import save_task_arrays
 from tests.bin.test_run import _refused, _run
+from tests.marks import fast_first
 
 IMAGE = "Tensor<real>[1][6][6] -> Tensor<bool>[1]"
 
@@ -52,19 +53,20 @@ def test_a_sequence_file_runs_to_its_report_and_resumes(tmp_path):
   assert again.returncode == 0 and "already holds this run, finished" in again.stdout
 
 
-@pytest.mark.parametrize("extra, flags, message", [
+@pytest.mark.parametrize("extra, flags, message", fast_first(2, [
     ('strategies = "all"', (), "seq.toml: strategies: must be a list, got 'all'"),
     ("", ("--sequence=cs1",), "--sequence_file runs the file's sequence: leave out --sequence"),
     ('preset = "huge"', (), "unknown preset 'huge'"),
     ("", ("--methods=houdini,rnn",), "unknown method 'rnn'"),
     ("", ("--methods=houdini,pnn", "--fractions=2"), "training fraction 2 is outside (0, 1]"),
-])
+]))
 def test_a_bad_sequence_file_or_flag_is_one_line(tmp_path, extra, flags, message):
   path = write(tmp_path, extra)
   _refused(_run(f"--sequence_file={path}", f"--output_dir={tmp_path / 'out'}", *flags), message)
   assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_missing_sequence_file_is_one_line(tmp_path):
   _refused(_run(f"--sequence_file={tmp_path / 'none.toml'}"), "none.toml does not exist")
 
