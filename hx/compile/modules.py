@@ -236,6 +236,11 @@ class ModuleConfig:
     for name in ("mlp_dropout", "cnn_dropout"):
       if not 0.0 <= getattr(self, name) < 1.0:
         raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+    if not self.cnn_channels or not all(isinstance(c, int) and c >= 1 for c in self.cnn_channels):
+      raise ValueError(f"cnn_channels must be one or more positive ints, got {self.cnn_channels!r}")
+    for name in ("mlp_hidden", "cnn_kernel", "cnn_pool", "lstm_hidden", "graph_hidden", "graph_message"):
+      if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
+        raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
 
   # Pickled, a config carries the modules registered in this process (`register_module`): a task's
   # config travels to every worker process or Ray task that trains its candidates (with the task's

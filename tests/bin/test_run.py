@@ -38,6 +38,8 @@ def _refused(out, message):
     (("--sequence=cs1", "--strategy=random"), "unknown strategy in random"),
     (("--sequence=cs1", "--tasks=5"), "--tasks must be in 1..4 for cs1, got 5"),
     (("--sequence=cs1", "--module=mlp_width=3"), "--module: 'mlp_width=3' is not NAME=VALUE"),
+    (("--sequence=cs1", "--module=cnn_channels=0"), "module sizes: cnn_channels must be one or more"),
+    (("--sequence=cs1", "--module=lstm_hidden=0"), "module sizes: lstm_hidden must be a positive int, got 0"),
     (("--sequence=ss", "--module=fold_step_norm=maybe"), "--module: fold_step_norm='maybe' is not a bool"),
     (("--sequence=cs1", "--halving", "--strategy=topdown,evolutionary"),
      "a schedule (Halving: --halving, --cheap_first) is for the top-down strategy"),

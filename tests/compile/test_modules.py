@@ -443,3 +443,11 @@ def test_every_matmul_and_convolution_asks_for_float32_precision():
   assert kinds == {"dot_general", "conv_general_dilated"}, kinds
   assert len(found) >= 12  # CNN 2 convolutions, MLP 2 and LSTM 2 matmuls, and their gradients
   assert all(p == "(Precision.HIGHEST, Precision.HIGHEST)" for _, p in found), found
+
+
+@pytest.mark.parametrize("field, value", [("cnn_channels", ()), ("cnn_channels", (4, 0)), ("mlp_hidden", 0),
+                                          ("cnn_kernel", 0), ("cnn_pool", 0), ("lstm_hidden", -1),
+                                          ("graph_hidden", 0), ("graph_message", 1.5)])
+def test_module_sizes_that_build_no_network_are_refused(field, value):
+  with pytest.raises(ValueError, match=field):
+    ModuleConfig(**{field: value})
