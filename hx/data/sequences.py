@@ -108,9 +108,11 @@ class Sequence:
       if t.fraction != 1.0:
         raise ValueError(f"sequence {name}: task {i} ({t.name}) is at fraction {t.fraction:g}; give the "
                          "full tasks (runs take the fractions)")
+    # A user's task is keyed by its name (records, training settings); the paper's kinds repeat freely.
     kinds = [t.spec.kind for t in tasks]
-    twice = sorted({k for k in kinds if kinds.count(k) > 1})
-    if twice and any(not isinstance(t.spec, TaskSpec) for t in tasks):
+    own = [k for t, k in zip(tasks, kinds) if not isinstance(t.spec, TaskSpec)]
+    twice = sorted({k for k in own if kinds.count(k) > 1})
+    if twice:
       raise ValueError(f"sequence {name}: two tasks are named {twice[0]!r}; give each task its own name")
     return cls(name, seed, (), tuple(t.spec for t in tasks), built=tasks)
 
@@ -153,13 +155,19 @@ class TaskStream:
   tasks: tuple[Task, ...] | Callable[[int], Iterable[Task]]
 
   def __post_init__(self):
+    # Each seed's instance is built once: a function of the seed may draw or load its data, and a run
+    # asks for an instance several times (its configuration, settings file and each method).
+    object.__setattr__(self, "_instances", {})
     if not callable(self.tasks):
       object.__setattr__(self, "tasks", tuple(self.tasks))
-      Sequence.of(self.name, self.tasks)  # checked now, not at the first instance
+      self.instance(0)  # checked now, not at the first run
 
   def instance(self, seed: int) -> Sequence:
-    """The sequence for instantiation `seed`."""
-    return Sequence.of(self.name, self.tasks(seed) if callable(self.tasks) else self.tasks, seed)
+    """The sequence for instantiation `seed` (built on first use, then kept)."""
+    if seed not in self._instances:
+      tasks = self.tasks(seed) if callable(self.tasks) else self.tasks
+      self._instances[seed] = Sequence.of(self.name, tasks, seed)
+    return self._instances[seed]
 
   def __len__(self) -> int:
     return len(self.instance(0))

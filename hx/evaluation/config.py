@@ -18,7 +18,7 @@ from hx.data import SEQUENCES, TaskSizes, TaskStream
 from hx.data import Sequence as TaskSequence
 from hx.data import sequence as paper_sequence
 from hx.data.sources import Sources
-from hx.data.tasks import KINDS
+from hx.data.tasks import TaskSpec
 from hx.defaults import OMIT_DEFAULT
 from hx.lang.types import GraphType, function_parts
 from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, kind_group, task_tune_config
@@ -306,7 +306,7 @@ def _tune_configs(p: Preset, specs: Sequence[Any], epochs: int | None, bias_from
   configs = []
   for kind, spec in sorted({s.kind: s for s in specs}.items()):
     changes = {}
-    paper = kind in KINDS and not hasattr(spec, "training")
+    paper = isinstance(spec, TaskSpec)  # a user's task trains with its own settings only
     e = epochs if epochs is not None else dict(p.epochs).get(kind_group(kind)) if paper else None
     if e is not None:
       changes["epochs"] = e

@@ -97,3 +97,19 @@ def test_user_sequences_that_cannot_work_are_refused():
     hx.Sequence.of("bright", [tasks(0)[0].with_fraction(0.5)])
   with pytest.raises(ValueError, match="task 1 is a str"):
     hx.Sequence.of("bright", ["is_bright"])
+
+
+def test_a_stream_mixes_paper_tasks_of_one_kind_with_its_own_and_builds_each_seed_once():
+  calls = []
+
+  def make(seed):
+    calls.append(seed)
+    return tasks(seed)
+
+  stream = hx.TaskStream("counted", make)
+  EvalConfig.make(stream, methods=["standalone"], seeds=[0])
+  stream.instance(0)
+  assert calls == [0]
+  cs1 = hx.data.sequence("cs1", 0)
+  mixed = hx.Sequence.of("mixed", [cs1.build(0), cs1.build(1), tasks(0)[0]])  # two recognize_digit tasks
+  assert [t.kind for t in mixed.tasks] == ["recognize_digit", "recognize_digit", "is_bright"]
