@@ -275,7 +275,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     seed: seeds the search (evolution) and every candidate's training (`job_seed`).
     space: what programs may be built (intermediate types, repeat counts, size and fresh limits).
     module_config: module sizes (default: the paper's, `hx.compile.ModuleConfig()`).
-    tune_config: training settings (default: `hx.presets.training_settings` for the task's kind).
+    tune_config: training settings (default: `hx.presets.task_tune_config` of the task: its kind's, or a
+      user's task's own).
     evolution: population, generations and rates of the evolutionary search.
     executor: where candidates train: an Executor, or a name of `hx.synth.executors.make_executor`
       ("local", the default: in this process; "processes"; "ray"), made for this call and closed after
@@ -313,7 +314,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
                      "strategy; evolution scores each generation to the end")
   wall = time.perf_counter()
   kind = getattr(getattr(task, "spec", None), "kind", None)
-  context = task_context(task, library, module_config, _tune_config(task, kind, tune_config),
+  context = task_context(task, library, module_config, _tune_config(task, tune_config),
                          checkpoint_dir=checkpoint_dir, scores_dir=scores_dir)
   library = context.library
   owned = executor is None or isinstance(executor, str)
@@ -389,16 +390,16 @@ def _why_no_program(task_type: Type, module_config: Any) -> str | None:
   return None
 
 
-def _tune_config(task: Any, kind: str | None, tune_config: Any) -> Any:
-  """`tune_config`, or the default training settings of the task's kind (`hx.presets`)."""
+def _tune_config(task: Any, tune_config: Any) -> Any:
+  """`tune_config`, or the task's own training settings (`hx.presets.task_tune_config`: its kind's, or a
+  user's task's)."""
   if tune_config is not None:
     return tune_config
   from hx.presets import task_tune_config
 
-  spec = getattr(task, "spec", None)
-  if kind is None or spec is None:
-    raise ValueError(f"task {task.name} has no kind to take training settings from: pass tune_config")
-  return task_tune_config(spec)
+  if getattr(task, "spec", None) is None:
+    raise ValueError(f"task {task.name} has no spec to take training settings from: pass tune_config")
+  return task_tune_config(task.spec)
 
 
 def _in_order(generator: Iterator[Candidate], budget: Budget, executor: Executor,
@@ -518,7 +519,7 @@ def retrain_winner(task: Any, library: Any, program: Any, fresh_types: dict, *, 
   from hx.synth.space import equivalence_key
 
   kind = getattr(getattr(task, "spec", None), "kind", None)
-  context = task_context(task, library, module_config, _tune_config(task, kind, tune_config))
+  context = task_context(task, library, module_config, _tune_config(task, tune_config))
   candidate = Candidate(program, tuple((n, fresh_types[n]) for n in P.fresh_names(program)), 0.0,
                         equivalence_key(program, fresh_types))
   executor = make_executor(None)
