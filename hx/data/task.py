@@ -252,11 +252,16 @@ def task_from_arrays(name: str, type: str | Type, train: tuple[Any, Any], val: t
                        f"{_describe(pair)}")
     inputs, targets = pair
     at = f"{where}, {split} split"
-    elements, index, lengths = _inputs(at, arg, inputs, offset)
-    offset += len(elements)
-    encoded.append((elements, index, _targets(at, output, targets, lengths, _count(index))))
-  table = np.concatenate([e for e, _, _ in encoded]) if len(encoded) > 1 else encoded[0][0]
-  table = np.ascontiguousarray(table, np.float32)
+    pieces, index, lengths = _inputs(at, arg, inputs, offset)
+    offset += sum(len(p) for p in pieces)
+    encoded.append((pieces, index, _targets(at, output, targets, lengths, _count(index))))
+  # The one copy of the user's data: every split's elements, written once into a float32 table.
+  elem = arg.elem if isinstance(arg, (ListType, GraphType)) else arg
+  table = np.empty((offset, *elem.shape), np.float32)
+  row = 0
+  for piece in (p for pieces, _, _ in encoded for p in pieces):
+    table[row:row + len(piece)] = piece
+    row += len(piece)
   splits = [Split(index, targets) for _, index, targets in encoded]
   spec = ArrayTaskSpec(name, t, objective.loss, objective.metric, metric_component,
                        tuple(sorted(training.items())))
@@ -307,14 +312,15 @@ def _element_shape(at: str, what: str, a: np.ndarray, elem: TensorType, lead: st
     raise ValueError(f"{at}: {what} has shape {a.shape}, not {want} as the type's {elem} needs{hint}")
 
 
-def _inputs(at: str, arg: Type, inputs: Any, offset: int) -> tuple[np.ndarray, Any, np.ndarray | None]:
-  """(elements (k, *elem), the split's index inputs, per example lengths or None)."""
+def _inputs(at: str, arg: Type, inputs: Any, offset: int) -> tuple[list[np.ndarray], Any, np.ndarray | None]:
+  """(the split's elements, as arrays (k_i, *elem) to be laid end to end in the table at `offset`, the
+  split's index inputs, per example lengths or None)."""
   if isinstance(arg, TensorType):
     a = _array(at, "inputs", inputs)
     _element_shape(at, "inputs", a, arg, "n")
     if len(a) == 0:
       raise ValueError(f"{at}: inputs hold no example; every split needs one at least")
-    return a, np.arange(offset, offset + len(a), dtype=np.int32), None
+    return [a], np.arange(offset, offset + len(a), dtype=np.int32), None
   elem = arg.elem
   if isinstance(arg, ListType):
     items = _list_items(at, elem, inputs)
@@ -324,7 +330,7 @@ def _inputs(at: str, arg: Type, inputs: Any, offset: int) -> tuple[np.ndarray, A
     positions = np.arange(longest)[None, :]
     mask = positions < lengths[:, None]
     index = np.where(mask, starts[:, None] + positions, 0).astype(np.int32)
-    return np.concatenate(items), ListBatch(index, mask), lengths
+    return items, ListBatch(index, mask), lengths
   graphs = _graph_items(at, elem, inputs)
   nodes = [g[0] for g in graphs]
   lengths = np.asarray([len(v) for v in nodes], np.int64)
@@ -345,7 +351,7 @@ def _inputs(at: str, arg: Type, inputs: Any, offset: int) -> tuple[np.ndarray, A
   total = offset + int(lengths.sum())
   batch = EdgeGraphBatch(values.astype(index_dtype(max(total, 1))), senders, receivers, edge_mask, mask)
   check_graphs(batch, name=f"{at}: graph")
-  return np.concatenate(nodes), batch, lengths
+  return nodes, batch, lengths
 
 
 def _list_items(at: str, elem: TensorType, inputs: Any) -> list[np.ndarray]:
