@@ -136,7 +136,7 @@ class CompiledProgram:
     structure: the program with fresh names replaced by "#i" and library names by "#j" (slot numbers).
     key: hashable; equal keys mean the very same `init` and `apply` objects.
     init: init(rng) -> {"params": tuple, "batch_stats": tuple} for the fresh slots.
-    apply: apply(variables, frozen, x, *, train, rng=None, mask=None, logits=False, pack=None) -> y, or
+    apply: `apply(variables, frozen, x, *, train, rng=None, mask=None, logits=False, pack=None) -> y`, or
       (y, new_batch_stats) when train (new_batch_stats has the structure of variables["batch_stats"]).
       With logits=True the terminal module calls skip their sigmoid / softmax (module docstring).
     output_activation: "sigmoid" | "softmax" | "none" | "mixed": the activation of every terminal module

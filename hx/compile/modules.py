@@ -492,7 +492,7 @@ class Registration(NamedTuple):
 
   def variables(self, key: jax.Array) -> dict:
     """The module's variable collections from `key`: {"params": params} for an init/apply pair, a flax
-    module's `init` on zeros of (2, *arg shape) per argument otherwise (all its collections)."""
+    module's `init` on zeros of `(2, *arg shape)` per argument otherwise (all its collections)."""
     if self.module is None:
       return {"params": self.init(key)}
     xs = [jnp.zeros((_CHECK_ROWS,) + a.shape, jnp.float32) for a in self.args]
@@ -505,7 +505,7 @@ class Registration(NamedTuple):
     return flax.core.unfreeze(self.variables(key).get("params", {}))
 
   def apply_params(self, params: Any, *xs: jax.Array) -> jax.Array:
-    """The module on R rows: xs (R, *arg shape) float32 each -> (R, *output shape) pre-activation."""
+    """The module on R rows: xs `(R, *arg shape)` float32 each -> `(R, *output shape)` pre-activation."""
     if self.module is None:
       return self.apply(params, *xs)
     return self.module.apply({"params": params}, *xs)
@@ -533,11 +533,11 @@ def register_module(name: str, fn_type: str | Type, *, module: Any = None,
   entry built by it is saved and loaded as any other (the entry records the module's name: loading it
   needs the same name registered first).
 
-  Give either `module`, a flax linen Module called as `module(x)` on x (B, *arg shape) (or `module(x1,
+  Give either `module`, a flax linen Module called as `module(x)` on x `(B, *arg shape)` (or `module(x1,
   x2)` for a function of two arguments), whose only variable collection is "params" (no batch norm
   statistics), or `init(key) -> params` and `apply(params, *xs) -> y`, pure JAX functions, params a tree
-  of dicts (string keys), tuples, lists and float arrays. Inputs arrive as float32 (B, *arg shape)
-  arrays. The module returns pre-activation values (B, *output shape): hx applies the output type's
+  of dicts (string keys), tuples, lists and float arrays. Inputs arrive as float32 `(B, *arg shape)`
+  arrays. The module returns pre-activation values `(B, *output shape)`: hx applies the output type's
   activation (`Tensor<bool>[1]` sigmoid, `Tensor<bool>[k]` softmax, real none) unless the caller asks
   for logits, as for its own templates. The module sees no mask, dropout key or training flag: it is
   a pure function of its parameters and inputs, the same in training and in evaluation.
@@ -566,7 +566,7 @@ def register_module(name: str, fn_type: str | Type, *, module: Any = None,
       Module, or functions that are not callable.
     ValueError: a bad name or type; the name registered with another definition, or the type under
       another name; or the module's shapes do not fit the type: checked with `jax.eval_shape` on a batch
-      of 2 rows, its output must be a float array of shape (2, *output shape), and its parameters a tree
+      of 2 rows, its output must be a float array of shape `(2, *output shape)`, and its parameters a tree
       of float arrays (the message names the module, the declared type and the shape it gave).
   """
   if not isinstance(name, str) or not _NAME.match(name):
@@ -1574,7 +1574,7 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
   Args:
     spec: the module's spec.
     params, stats: its parameters and batch statistics (from `init_module`).
-    inputs: one array (R, *arg shape) per argument, or one ListBatch ((R, L, *elem), (R, L)) for the
+    inputs: one array `(R, *arg shape)` per argument, or one ListBatch (`(R, L, *elem)`, (R, L)) for the
       lstm and graph_kernel templates, or (graph_kernel only) one `Neighbourhoods` of R nodes.
     mask: (R,) bool, the rows that are real (only they enter batch-norm statistics).
     keys: (R,) per-row PRNG keys for dropout, or None for no dropout.
@@ -1585,7 +1585,7 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
       network in the backward pass instead of keeping it (the same values and gradients; faster there).
 
   Returns:
-    (y, new_stats): y of shape (R, *output shape); new_stats equal to stats unless training with BN.
+    (y, new_stats): y of shape `(R, *output shape)`; new_stats equal to stats unless training with BN.
   """
   return _template(spec).apply(spec, params, stats, inputs, mask=mask, keys=keys, train=train,
                                activation="none" if logits else spec.activation, recompute=recompute)

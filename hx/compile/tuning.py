@@ -232,7 +232,7 @@ class TuneData(NamedTuple):
     train, val: Splits; inputs hold int32 indices into `table` (or the values themselves if `table` is
       None).
     test: optional Split, scored once at the end.
-    table: (num_images, *image_shape) images, or None when the inputs are the values.
+    table: `(num_images, *image_shape)` images, or None when the inputs are the values.
   """
   train: Split
   val: Split

@@ -45,7 +45,7 @@ class ListBatch(NamedTuple):
   """A batch of lists of tensors.
 
   Attributes:
-    values: (B, L, *elem) element values (or (B, L) int32 indices into an image table).
+    values: `(B, L, *elem)` element values (or (B, L) int32 indices into an image table).
     mask: (B, L) bool, True for real elements; the real elements of each row are a prefix.
   """
   values: Any
@@ -56,7 +56,7 @@ class GraphBatch(NamedTuple):
   """A batch of graphs whose nodes hold tensors.
 
   Attributes:
-    values: (B, N, *elem) node values (or (B, N) int32 indices into an image table).
+    values: `(B, N, *elem)` node values (or (B, N) int32 indices into an image table).
     neighbours: (B, N, K) int32; neighbours[b, u, 0] == u (a node comes first in its own list), then
       u's neighbours; padded entries point at u itself and are masked out.
     neighbour_mask: (B, N, K) bool, True for real entries of each neighbour list (a prefix).
@@ -81,7 +81,7 @@ class EdgeGraphBatch(NamedTuple):
   each of its edges once in each direction.
 
   Attributes:
-    values: (B, N, *elem) node values (or (B, N) integer indices into an image table).
+    values: `(B, N, *elem)` node values (or (B, N) integer indices into an image table).
     senders: (B, E) integer; edge e of graph b goes from node senders[b, e] (an index within graph b) ...
     receivers: (B, E) integer; ... to node receivers[b, e]. Padded edges may hold any index in 0..N-1.
     edge_mask: (B, E) bool, True for real edges; the real edges of each graph are a prefix.
@@ -116,7 +116,7 @@ class SharedGraphs(NamedTuple):
   """n graphs whose structure is one of a few shared layouts: a split's compact graph inputs.
 
   Attributes:
-    values: (n, N, *elem) node values, or (n, N) integer indices into an image table (any integer dtype:
+    values: `(n, N, *elem)` node values, or (n, N) integer indices into an image table (any integer dtype:
       the data layer stores the narrowest one that holds the table's size, e.g. uint16).
     layout: (n,) integer; example i has the structure `layouts[:, layout[i]]`.
     layouts: the shared GraphLayouts (S of them).
@@ -130,12 +130,12 @@ class Split(NamedTuple):
   """One split of a task: n examples.
 
   Attributes:
-    inputs: the program's input for all n examples, with a leading axis n: an array (n, *shape), a
+    inputs: the program's input for all n examples, with a leading axis n: an array `(n, *shape)`, a
       ListBatch, a GraphBatch or a SharedGraphs; image inputs hold integer indices into the task's image
       table (int32, or for SharedGraphs the narrowest integer dtype that holds the table's size).
-    targets: the expected outputs: float32 (n, *shape) for real outputs and for Tensor<bool>[1]
+    targets: the expected outputs: float32 `(n, *shape)` for real outputs and for Tensor<bool>[1]
       (0 or 1); int32 class indices (n,) for Tensor<bool>[k] with k > 1; for list or graph outputs,
-      (n, L or N, *shape), scored only where the input's mask is True. Graph targets that are small
+      `(n, L or N, *shape)`, scored only where the input's mask is True. Graph targets that are small
       exact integers may be stored as uint8 to save memory: the training loop casts targets to float32
       (int32 for class indices) inside the jitted step.
   """
@@ -224,12 +224,12 @@ def gather(table: Any, inputs: Any) -> Any:
   """`inputs` with each array of integer image indices replaced by the images it points at.
 
   Args:
-    table: (num_images, *image_shape) images.
+    table: `(num_images, *image_shape)` images.
     inputs: (B,) integer indices, or a ListBatch / GraphBatch / EdgeGraphBatch whose `values` are integer
       indices.
 
   Returns:
-    (B, *image_shape) images, or the same container with `values` of shape (B, L or N, *image_shape).
+    `(B, *image_shape)` images, or the same container with `values` of shape `(B, L or N, *image_shape)`.
   """
   if isinstance(inputs, ELEMENT_BATCHES):
     return inputs._replace(values=table[inputs.values])
@@ -286,7 +286,7 @@ def pack_graphs(values: Any, senders: Any, receivers: Any, nodes: int | None = N
   """An EdgeGraphBatch of graphs given one by one.
 
   Args:
-    values: per graph, an array (n_b, *elem) of node values (or (n_b,) integer image indices).
+    values: per graph, an array `(n_b, *elem)` of node values (or (n_b,) integer image indices).
     senders, receivers: per graph, integer arrays (e_b,): edge i goes from senders[b][i] to receivers[b][i].
     nodes, edges: the padded N and E (default: the largest n_b and e_b).
     fill: the value of padded nodes (it never changes a result).
