@@ -22,11 +22,13 @@ Three presets (`PRESETS`):
              `task_sizes("paper")` (12,000 training lists, 2,100 test examples; 70,000 3x3 + 1,000,000 4x4
              training grids, 10,000 5x5 test grids). The paper gives no optimiser, learning rate, batch
              size or epochs for the recognize and classify tasks: those come from the authors' code.
+
   "authors"  the authors' code (capergroup/houdini: `HOUDINI/Interpreter/Interpreter.py`,
              `HOUDINI/Eval/Task.py`, `CS_LS.py`, `GraphSeq.py`, `SummingSequence/EvaluatorSummingSeq.py`):
              Adam with learning rate 1e-3, batches of 150 (10 for the regressions), 30 epochs for the
              recognize, classify and list tasks, 1,000 for the regressions, 10 for the shortest-path
              tasks (GS2's street task ran 30), and `task_sizes("authors")` (6,000 training lists).
+
   "quick"    ours, not the paper's: a few epochs on `task_sizes("quick")`, for tests and laptop runs.
 
 The random-graph tasks (`hx.data.GRAPH_FAMILIES`, ours) have no settings in the paper or the authors'

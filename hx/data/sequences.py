@@ -76,7 +76,7 @@ class Sequence:
     name: "cs1", ..., "ls", or a user's name (an identifier: library functions are named after it).
     seed: the instantiation's seed (it also seeds the tasks' data and every training).
     classes: each class variable's value, e.g. {"d1": 0, "d2": 1} (none for a user's sequence).
-    tasks: the task specs, in order (`TaskSpec`s; a user's tasks' `spec`s).
+    tasks: the task specs, in order (each a `TaskSpec`; for a user's tasks, their `spec`).
     sources, sizes: where the paper's tasks' data comes from and how big their splits are.
     built: a user's sequence's tasks, in order; None for the paper's (built by `build_task`).
   """

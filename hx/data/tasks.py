@@ -205,14 +205,15 @@ class TaskSizes:
 
   Where each default comes from (the paper: appendix C of the paper's text; the authors: their code,
   `HOUDINI/Eval/*.py`):
-    lists: the paper's 12,000 training examples ("we use 12000 data points for training, with 2100 for
+
+    - lists: the paper's 12,000 training examples ("we use 12000 data points for training, with 2100 for
       testing"; the sentence names "the rest of the tasks in GS1, GS2, GS3 and SS", which we read, as
       the list lengths that follow it suggest, as the list tasks); the authors' code trains on 6,000
       (`hx.presets.task_sizes("authors")`). Validation 2,100: the authors' (the paper gives none).
-    binary: the recognize tasks, 6,000 / 2,100 / 2,100 in both: the authors' code (the paper's sentence
+    - binary: the recognize tasks, 6,000 / 2,100 / 2,100 in both: the authors' code (the paper's sentence
       does not name their sequences).
-    train_lengths, test_lengths: list lengths 2-5 for training, 6-8 for validation and test (paper).
-    grids_train, grids_test: 70,000 3x3 + 1,000,000 4x4 training grids, 10,000 5x5 test grids (paper
+    - train_lengths, test_lengths: list lengths 2-5 for training, 6-8 for validation and test (paper).
+    - grids_train, grids_test: 70,000 3x3 + 1,000,000 4x4 training grids, 10,000 5x5 test grids (paper
       and authors). grids_val: the paper gives none; the authors' code draws 10,000 5x5 validation grids
       (the "authors" preset); the default keeps 1,000, an hx choice (validation runs every epoch).
 

@@ -1,5 +1,5 @@
 """hx.synth: the library of neural functions, top-down and evolutionary search, `synthesize`, and the
-lifelong runner.
+lifelong runner::
 
     library = hx.Library()
     result = hx.synthesize(task, library, strategy="topdown", budget=hx.synth.Budget(candidates=20))

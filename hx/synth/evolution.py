@@ -256,7 +256,7 @@ def evolve(task_type: Type, library: Any, score: Callable[[Sequence[Candidate]],
     stop: called before scoring each generation; evolution ends when it returns True (a budget).
 
   Yields:
-    `Generation`s: index (0 for the initial population), population and scores.
+    `Generation` objects: index (0 for the initial population), population and scores.
   """
   rng = random.Random(seed)
   completer = Completer(library, space, module_config)

@@ -76,19 +76,20 @@ class Ranked(Outcome):
   reason, scores, epochs, times, `val_history`), with its place in the ranking.
 
   The outcome's fields as a synthesis reports them:
-    status: "trained", "failed", "equivalent" (not trained: it computes what `equivalent_to` does) or
+
+    - status: "trained", "failed", "equivalent" (not trained: it computes what `equivalent_to` does) or
       "estimated" (not trained to the end: under an `Estimate` schedule, its estimate was not among the
       best; under `Halving(val_examples=...)`, halving stopped it before the last rung; under
       `CheapFirst`, its probe was behind the cheap candidates, or its halving rungs stopped it; `estimate`
       holds its score).
-    reason: why it failed, which program it is equivalent to, or why it was not trained to the end.
-    val_score, test_score: scores (the task's metric, lower is better); nan / None if none.
-    variables: the trained variables, kept for the first `keep` ranks only (else None).
-    seconds: its wall time (training, scoring, compiling); compile_seconds, train_seconds, eval_seconds
+    - reason: why it failed, which program it is equivalent to, or why it was not trained to the end.
+    - val_score, test_score: scores (the task's metric, lower is better); nan / None if none.
+    - variables: the trained variables, kept for the first `keep` ranks only (else None).
+    - seconds: its wall time (training, scoring, compiling); compile_seconds, train_seconds, eval_seconds
       split it.
-    epochs_run: epochs it trained (fewer than the task's when early stopping or halving stopped it; 0 for
+    - epochs_run: epochs it trained (fewer than the task's when early stopping or halving stopped it; 0 for
       one an `Estimate` schedule did not train to the end).
-    state: always None (nothing of a synthesis resumes from a report).
+    - state: always None (nothing of a synthesis resumes from a report).
 
   Attributes:
     rank: 1 for the winner (among trained candidates by validation score, failed ones last).

@@ -82,7 +82,7 @@ def enumerate_programs(task_type: Type, library: Any = None, *, space: SearchSpa
     stats: if given, updated with counters as the enumeration runs.
 
   Yields:
-    `hx.synth.space.Candidate`s, without training anything.
+    `hx.synth.space.Candidate` objects, without training anything.
   """
   stats = EnumerationStats() if stats is None else stats
   ordered = _best_first(task_type, library, space, config, max_expanded, stats)
