@@ -43,7 +43,8 @@ _FRESH = re.compile(r"nn_[A-Za-z0-9_]+\Z")
 
 
 def parse(text: str) -> P.Program:
-  """Parses `text` into a program; raises `hx.ParseError` (line, column, expected) if it is not one."""
+  """Parses `text` into a program; raises `hx.ParseError` (line, column, expected) if it is not one,
+  among others if it nests deeper than `hx.lang.lexer.MAX_DEPTH` or writes an integer above `MAX_INT`."""
   stream = TokenStream(text)
   if stream.peek().kind == "eof":
     raise stream.error("a program")
@@ -61,7 +62,9 @@ def _expr(stream: TokenStream) -> P.Program:
   left = _primary(stream, juxtaposed=False)
   if _is_compose_op(stream):
     stream.next()
-    return P.Compose(left, _expr(stream))
+    # The right operand is nested one level deeper (f ∘ g ∘ h is compose(f, compose(g, h))).
+    with stream.nested():
+      return P.Compose(left, _expr(stream))
   return left
 
 
@@ -105,9 +108,20 @@ def _argument(stream: TokenStream, kind: str) -> object:
 
 def _call(stream: TokenStream, name_tok: Token, juxtaposed: bool) -> P.Program:
   """A combinator application; `juxtaposed` means it is itself an argument, so it needs parentheses."""
+  power = _power(stream)
+  if power is None:
+    return _applied(stream, name_tok, juxtaposed)
+  # c^k e prints as repeat(k, c e) and c^* e as fix(c e), one level deeper than written: counted here so
+  # that the printed form of every program this accepts parses too.
+  with stream.nested():
+    node = _applied(stream, name_tok, juxtaposed)
+  return P.Fix(node) if power == "*" else P.Repeat(power, node)
+
+
+def _applied(stream: TokenStream, name_tok: Token, juxtaposed: bool) -> P.Program:
+  """The combinator `name_tok` applied to its arguments, which follow at the cursor."""
   name = name_tok.text
   kinds = COMBINATORS[name]
-  power = _power(stream)
   args: list = []
   if stream.at("("):
     stream.next()
@@ -133,12 +147,9 @@ def _call(stream: TokenStream, name_tok: Token, juxtaposed: bool) -> P.Program:
         raise stream.error(f"argument {len(args) + 1} of {name}")
       args.append(_argument(stream, kinds[len(args)]))
   try:
-    node = _build(name, args)
+    return _build(name, args)
   except ValueError as e:
     raise ParseError(stream.text, name_tok.offset, f"valid arguments to {name}", str(e)) from None
-  if power == "*":
-    return P.Fix(node)
-  return P.Repeat(power, node) if power is not None else node
 
 
 def _starts_argument(stream: TokenStream, kind: str) -> bool:
@@ -149,6 +160,12 @@ def _starts_argument(stream: TokenStream, kind: str) -> bool:
 
 
 def _primary(stream: TokenStream, juxtaposed: bool) -> P.Program:
+  # Every recursion of the parser passes through here, so one level per call bounds its depth.
+  with stream.nested():
+    return _primary_at_depth(stream, juxtaposed)
+
+
+def _primary_at_depth(stream: TokenStream, juxtaposed: bool) -> P.Program:
   tok = stream.peek()
   if tok.kind == "punct" and tok.text == "(":
     stream.next()

@@ -126,7 +126,8 @@ def substitute(t: Type, mapping: dict[str, Type]) -> Type:
 
 
 def parse_type(text: str) -> Type:
-  """Parses the text form of a type; raises `hx.ParseError` with line and column on bad syntax."""
+  """Parses the text form of a type; raises `hx.ParseError` with line and column on bad syntax (also
+  past `hx.lang.lexer.MAX_DEPTH` levels of nesting)."""
   stream = TokenStream(text)
   t = parse_type_from(stream)
   stream.expect_end()
@@ -138,7 +139,9 @@ def parse_type_from(stream: TokenStream) -> Type:
   left = _parse_simple(stream)
   if stream.peek().kind == "arrow":
     stream.next()
-    return FunctionType(left, parse_type_from(stream))
+    # The result is nested one level deeper (A -> B -> C is A -> (B -> C)); see lexer.MAX_DEPTH.
+    with stream.nested():
+      return FunctionType(left, parse_type_from(stream))
   return left
 
 
@@ -153,6 +156,12 @@ def _parse_elem(stream: TokenStream, adt: str) -> Type:
 
 
 def _parse_simple(stream: TokenStream) -> Type:
+  # Every recursion of the type parser passes through here: one level per call bounds its depth.
+  with stream.nested():
+    return _parse_simple_at_depth(stream)
+
+
+def _parse_simple_at_depth(stream: TokenStream) -> Type:
   tok = stream.peek()
   if tok.kind == "tyvar":
     stream.next()
