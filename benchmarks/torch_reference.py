@@ -30,12 +30,18 @@ torch's CPU wheel).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 
 import numpy as np
 import torch
 from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.throughput_data import random_data  # noqa: E402  (the data train_throughput.py uses)
 
 __all__ = ["CountDigit", "length_batches", "train_epoch", "evaluate", "run"]
 
@@ -170,7 +176,6 @@ def main() -> None:
   parser.add_argument("--small", action="store_true")
   parser.add_argument("--device", default="cpu", help="torch device: cpu, or cuda with a GPU build of torch")
   args = parser.parse_args()
-  from train_throughput import random_data  # the same data train_throughput.py uses (same seed)
   table, train, val = random_data(6000, 2100, 10000)
   train, val = (*train.inputs, train.targets), (*val.inputs, val.targets)
   for k, v in run(table, *train, *val, epochs=args.epochs, threads=args.threads, small=args.small,

@@ -60,29 +60,10 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.machine import cpu_model  # noqa: E402
-
-
-def _lists(rng: np.random.Generator, n: int, lengths: tuple[int, ...], pad: int, num_images: int):
-  from hx.compile.values import ListBatch, Split
-  length = rng.choice(lengths, size=n)
-  mask = np.arange(pad)[None, :] < length[:, None]
-  idx = np.where(mask, rng.integers(0, num_images, size=(n, pad)), 0).astype(np.int32)
-  targets = rng.integers(0, length + 1)[:, None].astype(np.float32)  # random counts: throughput only
-  return Split(ListBatch(idx, mask), targets)
-
-
-def random_data(train_lists: int, val_lists: int, num_images: int, seed: int = 0):
-  """(table, train, val): random 1x28x28 images and Splits of lists of indices into them (NumPy)."""
-  rng = np.random.default_rng(seed)
-  table = rng.uniform(0.0, 1.0, size=(num_images, 1, 28, 28)).astype(np.float32)
-  train = _lists(rng, train_lists, (2, 3, 4, 5), 5, num_images)
-  val = _lists(rng, val_lists, (6, 7, 8), 8, num_images)
-  return table, train, val
+from benchmarks.throughput_data import random_data  # noqa: E402
 
 
 def _restrict_cpus(threads: int) -> int:
@@ -302,7 +283,7 @@ def main(argv: list[str] | None = None) -> dict:
     hx_figures = _hx_run(args, compiled, data, objective, config)
     peer = None
     if args.peer:
-      import torch_reference
+      from benchmarks import torch_reference
       peer = torch_reference.run(table, *train.inputs, train.targets, *val.inputs, val.targets,
                                  epochs=args.epochs, batch_size=args.batch_size,
                                  eval_batch_size=max(1, args.eval_images // 8), threads=cpus,

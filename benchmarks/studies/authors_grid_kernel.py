@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> dict:
   import jax.numpy as jnp
   import optax
 
+  from benchmarks.studies.grid_states import exact_states
   from benchmarks.studies.regressor_floor import regressor_from_checkpoint
-  from benchmarks.studies.relaxation_learning import exact_states
   from hx.compile.memo import apply_prefix
   from hx.data import Sources, sequence
   from hx.presets import task_sizes

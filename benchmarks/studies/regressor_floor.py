@@ -48,14 +48,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-CELL_COST_VALUES = (1, 3, 5, 7, 9)
+from benchmarks.studies.grid_states import CELL_COST_VALUES, exact_states, round_costs, split_rows  # noqa: E402
+
 ROUNDS = 10  # the paper's program: repeat(10, conv_g(nn))
-
-
-def round_costs(cost: np.ndarray) -> np.ndarray:
-  """Each predicted cost (any shape) rounded to the nearest cell cost of `CELL_COST_VALUES`."""
-  values = np.asarray(CELL_COST_VALUES, np.float32)
-  return values[np.abs(np.asarray(cost)[..., None] - values).argmin(-1)]
 
 
 def split_floor(outputs: np.ndarray, split, side: int) -> dict:
@@ -209,8 +204,6 @@ def main(argv: list[str] | None = None) -> dict:
           f"converged {r['distance_rmse_kernel_converged_regressor_states']:.3f}")
   # The regressor on the images the training grids use against those only validation and test grids
   # use: a kernel that trains on more accurate costs than it is scored on is brittle (RESULTS.md).
-  from benchmarks.studies.relaxation_learning import exact_states, split_rows
-
   truth = exact_states(task)
   train_rows = split_rows(task.train)
   held_out = np.setdiff1d(np.union1d(split_rows(task.val), split_rows(task.test)), train_rows)

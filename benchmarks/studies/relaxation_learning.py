@@ -64,35 +64,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from benchmarks.studies.grid_states import CELL_COST_VALUES, exact_states, round_costs, split_rows  # noqa: E402
+
 PAPER_PROGRAM = "compose(repeat(10, conv_g(nn_1)), map_g(compose(lib.nn_gs2_1, lib.nn_gs2_2)))"
-
-
-def exact_states(task) -> np.ndarray:
-  """(table rows, 2) float32: every image's true (cost, initial distance), read from the grid splits.
-
-  Images on no grid keep (0, DISTANCE_BOUND); an image that is a start cell of one grid and another cell
-  of another would be ambiguous, and is refused.
-  """
-  from hx.data.tasks import DISTANCE_BOUND, START_DISTANCE
-
-  rows = int(np.asarray(task.table).shape[0])
-  cost = np.zeros(rows, np.float32)
-  start = np.zeros(rows, bool)
-  other = np.zeros(rows, bool)
-  for split in (task.train, task.val, task.test):
-    idx = np.asarray(split.inputs.values).astype(np.int64)
-    target = np.asarray(split.targets, np.float32)
-    real = np.asarray(split.inputs.layouts.mask, bool)[np.asarray(split.inputs.layout)]
-    cost[idx[real]] = target[..., 0][real]
-    start[idx[:, 0]] = True
-    rest = real.copy()
-    rest[:, 0] = False
-    other[idx[rest]] = True
-  if np.any(start & other):
-    raise ValueError(f"{int(np.sum(start & other))} images are a start cell in one grid and another cell "
-                     "in another: their initial distance is ambiguous")
-  distance = np.where(start, START_DISTANCE, DISTANCE_BOUND).astype(np.float32)
-  return np.stack([cost, distance], axis=-1)
 
 
 def misread_costs(states: np.ndarray, fraction: float, rows: np.ndarray, seed: int = 0,
@@ -101,8 +75,6 @@ def misread_costs(states: np.ndarray, fraction: float, rows: np.ndarray, seed: i
   by another cell cost of `CELL_COST_VALUES` (1, 3, 5, 7, 9): with `to="any"` drawn uniformly among the
   other four, with `to="adjacent"` among the one or two next to it (a 5 read as 3 or 7). The initial
   distances are kept. The rows misread are drawn without replacement with `seed`."""
-  from benchmarks.studies.regressor_floor import CELL_COST_VALUES
-
   if to not in ("any", "adjacent"):
     raise ValueError(f"misread costs to 'any' or 'adjacent' values, not {to!r}")
   values = np.asarray(CELL_COST_VALUES, np.float32)
@@ -116,13 +88,6 @@ def misread_costs(states: np.ndarray, fraction: float, rows: np.ndarray, seed: i
     others = np.delete(values, i) if to == "any" else values[near]
     out[r, 0] = rng.choice(others)
   return out
-
-
-def split_rows(split) -> np.ndarray:
-  """The table rows (image indices) the real cells of a grid split use, sorted, each once."""
-  idx = np.asarray(split.inputs.values).astype(np.int64)
-  real = np.asarray(split.inputs.layouts.mask, bool)[np.asarray(split.inputs.layout)]
-  return np.unique(idx[real])
 
 
 def jitter_costs(states: np.ndarray, sigma: float, rows: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -401,7 +366,6 @@ def split_by_costs(errors: np.ndarray, states: np.ndarray, truth: np.ndarray, sp
   real cell's cost in `states` (table rows, 2) rounds to its true one in `truth` (rows, 2) (`clean`), and
   on the others, beside the exact relaxation's on the same costs from the true start (the floor,
   `regressor_floor.split_floor`'s raw figure) on each part. The split's grids must all be n x n."""
-  from benchmarks.studies.regressor_floor import round_costs
   from hx.data.grids import least_costs
 
   mask = np.asarray(split.inputs.layouts.mask, bool)[np.asarray(split.inputs.layout)]

@@ -39,11 +39,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from benchmarks.machine import cpu_model  # noqa: E402
+from benchmarks.throughput_data import random_data  # noqa: E402
 from benchmarks.train_throughput import (  # noqa: E402
   _restrict_cpus,
   last_step_flops,
   matmul_rate,
-  random_data,
   report,
 )
 
