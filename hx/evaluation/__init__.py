@@ -3,9 +3,11 @@
     config = EvalConfig.make("cs1", preset="quick")          # methods, fractions, instances, budgets
     outcome = run(config, "runs/cs1-quick", progress=print)  # records, networks, report.md, plots/
     build_report("runs/cs1-quick")                           # the report again, from the records alone
+    write_figures(collect_figures("runs"), "runs/figures")   # error against fraction over every run in runs/
     rebuild_libraries(config, "runs/cs1-quick", after=2)     # HOUDINI's library after task 2, again
 
-A layer above `hx.synth` (HOUDINI) and `hx.baselines`, below the binaries (`hx.bin.run`, `hx.bin.report`).
+A layer above `hx.synth` (HOUDINI) and `hx.baselines`, below the binaries (`hx.bin.run`, `hx.bin.report`,
+`hx.bin.figures`).
 """
 
 from hx.evaluation.config import (
@@ -19,6 +21,7 @@ from hx.evaluation.config import (
   default_methods,
   method_label,
 )
+from hx.evaluation.fraction_plots import collect_figures, write_figures
 from hx.evaluation.records import load_records
 from hx.evaluation.report import build_report, summary_lines
 from hx.evaluation.runner import Outcome, rebuild_libraries, run
@@ -28,7 +31,8 @@ evaluate = run
 
 __all__ = [
     "BASELINES", "GRAPH_SEQUENCES", "METHODS", "PRESETS", "ConfigError", "EvalConfig", "Preset",
-    "default_methods", "method_label", "load_records", "build_report", "summary_lines", "Outcome", "run",
+    "default_methods", "method_label", "load_records", "build_report", "summary_lines", "collect_figures",
+    "write_figures", "Outcome", "run",
     "evaluate",
     "rebuild_libraries",
 ]

@@ -29,7 +29,7 @@ from hx.evaluation.config import method_label
 from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
 from hx.evaluation.records import load_records, work_seconds
 
-__all__ = ["build_report", "summary_lines", "score_text", "plot_tasks"]
+__all__ = ["build_report", "summary_lines", "score_text", "plot_tasks", "best_test"]
 
 
 def _finite(x: Any) -> bool:
@@ -45,7 +45,9 @@ def score_text(metric: str, x: Any, paper_style: bool = False) -> str:
   return f"{x:.2f}%" if metric == "error" else f"{x:.3f}"
 
 
-def _test(rec: dict) -> float | None:
+def best_test(rec: dict) -> float | None:
+  """The test score of a record's best candidate (or network), or None where it did not train or its
+  score is not finite: the score every table and plot of a record shows."""
   best = rec["ranked"][0] if rec.get("ranked") else None
   if best is None or best["status"] != "trained" or not _finite(best["test"]):
     return None
@@ -80,7 +82,7 @@ class _Table:
 
   def scores(self, index: int, method: str, fraction: float) -> list[float]:
     got = self.by.get((index, method, fraction), {})
-    return [s for r in got.values() if (s := _test(r)) is not None]
+    return [s for r in got.values() if (s := best_test(r)) is not None]
 
   def cell(self, index: int, method: str, fraction: float) -> str:
     got = self.by.get((index, method, fraction), {})
@@ -360,7 +362,7 @@ def transfer_ratios(table: _Table, index: int, method: str, fraction: float) -> 
   mine, alone = table.by.get((index, method, fraction), {}), table.by.get((index, "standalone", fraction), {})
   out = []
   for instance, r in sorted(mine.items()):
-    a, b = _test(r), _test(alone[instance]) if instance in alone else None
+    a, b = best_test(r), best_test(alone[instance]) if instance in alone else None
     if a is not None and b is not None and b > 0:
       out.append(a / b)
   return out

@@ -1,0 +1,55 @@
+r"""Draws the paper's figures (test error against training fraction) over every run under a root.
+
+    python -m hx.bin.figures benchmarks/reproduction   # ROOT/figures/<sequence>_error_by_fraction.png
+    python -m hx.bin.figures benchmarks/reproduction --output_dir=DIR
+
+Reads the records of every run directory under ROOT (a directory with settings.json and
+<method>/seed_<S>/records/, at any depth), groups them by the sequence their settings name, and writes one
+figure per sequence (`hx.evaluation.fraction_plots`); prints each figure's path and the runs it drew.
+`python -m hx.bin.report DIR` is the one-run report; this binary spans runs (fractions, searches and
+variants recorded in separate directories).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from absl import app, flags, logging
+
+from hx.bin.checks import FlagError, refuse, writable_directory
+
+_OUTPUT = flags.DEFINE_string("output_dir", None, "Where the PNGs go (default ROOT/figures).")
+
+_USAGE = "usage: python -m hx.bin.figures ROOT [--output_dir=DIR] (ROOT: a folder of runs' directories)"
+
+
+def main(argv: list[str]) -> int:
+  logging.set_verbosity(logging.WARNING)
+  from hx.evaluation.fraction_plots import collect_figures, write_figures
+
+  if len(argv) != 2:
+    print(_USAGE, file=sys.stderr)
+    return 1
+  root = Path(argv[1])
+  output = Path(_OUTPUT.value) if _OUTPUT.value else root / "figures"
+  try:
+    if not root.is_dir():
+      raise FlagError(f"{root} is not a directory")
+    writable_directory(output, "--output_dir")
+    figures = collect_figures(root)
+    paths = write_figures(figures, output)
+  except (FlagError, FileNotFoundError, ValueError) as err:
+    return refuse(err)
+  for path, figure in zip(paths, figures.values()):
+    print(f"{path}: {', '.join(figure.runs)}")
+  return 0
+
+
+def console() -> None:
+  """The hx-figures console script."""
+  app.run(main)
+
+
+if __name__ == "__main__":
+  app.run(main)
