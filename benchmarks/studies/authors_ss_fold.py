@@ -1,6 +1,6 @@
 """SS's fold program trained by the authors' own code (capergroup/houdini), with and without batch norm in
-the fold step: does the authors' code reach the paper's 2.15 RMSE with the step's batch norm? (Issue 34;
-note benchmarks/notes/2026-11-26-authors-ss-fold.md.)
+the fold step: does the authors' code reach the paper's 2.15 RMSE with the step's batch norm? (Note
+benchmarks/notes/2026-11-26-authors-ss-fold.md.)
 
     HARNESS/venv/bin/python benchmarks/studies/authors_ss_fold.py --harness HARNESS \
         --mnist PATH/mnist.pkl.gz --stage task1 --t1_pct 10 --t1_epochs 5 --t1_eval_pct 10 --seed 0

@@ -3,7 +3,7 @@
     python benchmarks/studies/cnn_parts.py --framework jax|torch [--rows 564] [--repeats 15]
         [--threads 2]
 
-Issue 38 compares hx's training epoch with the authors' PyTorch code; `benchmarks/train_throughput.py`
+hx's training epoch is compared with the authors' PyTorch code (`--authors`); `benchmarks/train_throughput.py`
 times whole epochs. This times the parts of the count_digit candidate's CNN (the paper's: conv 5x5 1 -> 32,
 2x2 max-pooling, conv 5x5 32 -> 64, 2x2 max-pooling) and its MLP's 1024 x 1024 layer on `--rows` images
 (564: one training step's packed rows at the paper's sizes), each part alone, forward and the gradients

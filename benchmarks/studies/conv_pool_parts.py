@@ -2,7 +2,7 @@
 
     python benchmarks/studies/conv_pool_parts.py [--rows 150,564] [--repeats 21]
 
-Issue 38: `hx.compile.conv_pool` runs a CNN block (conv 5x5, then 2x2 max-pooling) as two custom calls.
+`hx.compile.conv_pool` runs a CNN block (conv 5x5, then 2x2 max-pooling) as two custom calls.
 This times, for each block shape below and each `--rows`, the gradient of
 sum(sin(block(x, w, b))) with respect to (x, w, b) and to (w, b) alone (the first block's input
 is the image, which needs no gradient), jitted, through hx's kernels (`conv_pool`) and through XLA's path

@@ -3,7 +3,7 @@ that was trained on the task's own data set.
 
     python benchmarks/studies/fit_prior_replay.py [benchmarks/reproduction] [--json F]
 
-Issue 35 lists, among the estimates to measure, a PICLE-style prior on "how well the task's inputs fit the
+Among the estimates worth measuring is a PICLE-style prior on "how well the task's inputs fit the
 distribution a frozen module was trained on". Whatever statistic measures that fit, it can say no more
 than "the inputs are the very data set the module was trained on": this study replays that best case.
 Only functions that read the task's inputs can be compared with them, so it concerns image modules (a

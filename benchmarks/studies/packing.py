@@ -1,4 +1,4 @@
-"""Packed against padded: evaluation passes and training steps at the paper's sizes (issue 9).
+"""Packed against padded: evaluation passes and training steps at the paper's sizes.
 
     python benchmarks/studies/packing.py [--cases count_digit_eval graph_eval graph_train] [--repeats 3]
 

@@ -2,7 +2,7 @@
 
     python benchmarks/studies/prior_replay.py [benchmarks/reproduction] [--min_candidates 8] [--json F]
 
-Issue 35 asks, among the estimates of a candidate's final score, for a PICLE-style prior "over module
+Among the estimates of a candidate's final score worth measuring is a PICLE-style prior "over module
 combinations learned from the earlier tasks' records": one that costs no training and no compilation,
 which is what a schedule needs to go below the floor of compiling every candidate
 (`schedule_replay.py`). This study measures the simplest such prior on every HOUDINI search the
