@@ -16,14 +16,13 @@ and the instantiation ("instance") its path names.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any, Iterator
 
 from hx.compile.batching import num_examples
-from hx.synth.jsonfiles import write_json
+from hx.synth.jsonfiles import read_record, write_json
 
 __all__ = ["RECORD_VERSION", "task_dir", "fraction_file", "record_path", "write_json", "baseline_record",
            "load_records", "network_version", "work_seconds"]
@@ -132,15 +131,14 @@ def load_records(directory: os.PathLike | str) -> list[dict]:
   method, instance, task and fraction.
 
   Raises:
-    ValueError: a record that is not readable JSON (its path named).
+    hx.synth.jsonfiles.JsonFileError (a ValueError): a record that is not readable JSON or lacks a field
+      its readers use, or holds one of another type or outside its range (`hx.synth.jsonfiles.RECORD`);
+      the message names the file and the field.
   """
   directory = Path(directory)
   out = []
   for method, instance, path in _records(directory):
-    try:
-      rec = json.loads(path.read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-      raise ValueError(f"{path}: not a readable record ({err})") from None
+    rec = read_record(path)
     rec["method"], rec["instance"] = method, instance
     rec["path"] = str(path.relative_to(directory))
     out.append(rec)

@@ -27,13 +27,26 @@ A file that cannot be read, or that holds another key, raises `CheckpointError` 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
 from hx.compile.checkpoint import CheckpointError, history_from_rows, history_rows
-from hx.synth.fitting import Outcome
-from hx.synth.jsonfiles import jsonable, write_json
+from hx.compile.fitting import Outcome
+from hx.synth.jsonfiles import (
+    Invalid,
+    JsonFileError,
+    anything,
+    array,
+    integer,
+    jsonable,
+    nullable,
+    number,
+    obj,
+    read_json,
+    score,
+    text,
+    write_json,
+)
 
 __all__ = ["kept_path", "save_kept", "load_kept"]
 
@@ -56,31 +69,66 @@ def save_kept(path: os.PathLike | str, key: str, outcome: Outcome) -> None:
                           "outcome": {**fields, "history": history_rows(outcome.history)}})
 
 
+# What a kept file's outcome holds (`save_kept`): each field of `_FIELDS`, and the history as rows of
+# `history_rows` ([epoch, train_loss, val_score, val_loss, train_seconds, val_seconds]).
+_SECONDS = number(minimum=0)
+_OUTCOME = obj({
+    "status": text(choices=("trained", "failed")), "reason": nullable(text()), "val_score": score,
+    "test_score": nullable(score),
+    "epochs_run": integer(minimum=0), "best_epoch": integer(minimum=0), "steps_run": integer(minimum=0),
+    "compile_seconds": _SECONDS, "train_seconds": _SECONDS, "eval_seconds": _SECONDS, "seconds": _SECONDS,
+    "history": array(array(score)),
+})
+_KEPT = obj({"format": anything, "key": anything, "outcome": anything})
+
+
+def _history_row(row: list, where: str) -> None:
+  """A history row: six values, the epoch an integer >= 1, the losses and scores scores, the times >= 0."""
+  if len(row) != 6:
+    raise Invalid(where, f"expected 6 values [epoch, train_loss, val_score, val_loss, train_seconds, "
+                         f"val_seconds], got {len(row)}")
+  integer(minimum=1)(row[0], f"{where}[0]")
+  for i in (4, 5):
+    _SECONDS(row[i], f"{where}[{i}]")
+
+
 def load_kept(path: os.PathLike | str, key: str) -> Outcome | None:
-  """The outcome kept at `path` (no variables), or None if there is no file. CheckpointError if the file
-  is not a kept candidate or was written for another key."""
+  """The outcome kept at `path` (no variables), or None if there is no file. CheckpointError naming the
+  file if it is not a kept candidate (unreadable, another format, a field missing, of another type or
+  out of range) or was written for another key."""
   path = Path(path)
   if not path.exists():
     return None
+  again = "; delete it to train this candidate again"
   try:
-    obj = json.loads(path.read_text("utf-8"))
-  except (OSError, UnicodeDecodeError, ValueError) as err:
-    raise CheckpointError(path, f"not a kept candidate ({type(err).__name__}: {err}); delete it to train "
-                                "this candidate again") from None
-  if not isinstance(obj, dict) or obj.get("format") != _FORMAT:
-    found = obj.get("format") if isinstance(obj, dict) else None
-    raise CheckpointError(path, f"not a kept candidate (format {found!r}, expected {_FORMAT!r})")
-  if obj.get("key") != key:
-    raise CheckpointError(path, f"kept for {obj.get('key')!r}, not for {key!r}")
+    obj_ = read_json(path)
+  except JsonFileError as err:
+    raise CheckpointError(path, f"not a kept candidate: it {err.problem}{again}") from None
+  if not isinstance(obj_, dict) or obj_.get("format") != _FORMAT:
+    found = obj_.get("format") if isinstance(obj_, dict) else None
+    raise CheckpointError(path, f"not a kept candidate (format {_shown_format(found)}, expected {_FORMAT!r})")
+  if obj_.get("key") != key:
+    raise CheckpointError(path, f"kept for {_shown_format(obj_.get('key'))}, not for {key!r}")
   try:
-    fields = obj["outcome"]
-    scores = {name: float(fields[name]) for name in ("val_score", "compile_seconds", "train_seconds",
-                                                      "eval_seconds", "seconds")}
-    test = fields["test_score"]
-    return Outcome(status=str(fields["status"]), reason=fields["reason"],
-                   test_score=None if test is None else float(test), epochs_run=int(fields["epochs_run"]),
-                   best_epoch=int(fields["best_epoch"]), steps_run=int(fields["steps_run"]),
-                   history=tuple(history_from_rows(fields["history"])), **scores)
-  except (KeyError, TypeError, ValueError) as err:
-    raise CheckpointError(path, f"a kept candidate with a missing or malformed field ({type(err).__name__}: "
-                                f"{err}); delete it to train this candidate again") from None
+    _KEPT(obj_, "")
+    _OUTCOME(obj_["outcome"], "outcome")
+    for i, row in enumerate(obj_["outcome"]["history"]):
+      _history_row(row, f"outcome.history[{i}]")
+  except Invalid as err:
+    raise CheckpointError(path, f"a kept candidate with a missing or malformed field ({err}){again}") \
+        from None
+  fields = obj_["outcome"]
+  # float() reads the texts of non-finite scores ("nan", "inf") as `score` admits them.
+  floats = {name: float(fields[name]) for name in ("val_score", "compile_seconds", "train_seconds",
+                                                   "eval_seconds", "seconds")}
+  counts = {name: fields[name] for name in ("epochs_run", "best_epoch", "steps_run")}
+  test = fields["test_score"]
+  return Outcome(status=fields["status"], reason=fields["reason"],
+                 test_score=None if test is None else float(test),
+                 history=tuple(history_from_rows(fields["history"])), **floats, **counts)
+
+
+def _shown_format(value: object) -> str:
+  """A value of the file as a message shows it (its repr, cut to 80 characters)."""
+  shown = repr(value)
+  return shown if len(shown) <= 80 else shown[:77] + "..."

@@ -62,6 +62,7 @@ from hx.compile.lower import CompiledProgram
 from hx.compile.modules import ModuleSpec, init_module
 from hx.lang import program as P
 from hx.lang.types import Type, parse_type, type_variables
+from hx.synth.jsonfiles import JsonFileError, read_json
 
 __all__ = [
   "FORMAT", "FORMAT_VERSION", "Added", "Entry", "Library", "LibraryError", "Provenance", "Trained",
@@ -654,9 +655,9 @@ class Library:
     if not manifest_path.is_file():
       raise LibraryError(path, f"not an hx library: it has no {MANIFEST}")
     try:
-      manifest = json.loads(manifest_path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-      raise LibraryError(manifest_path, f"{MANIFEST} is not valid JSON ({err})") from None
+      manifest = read_json(manifest_path)
+    except JsonFileError as err:
+      raise LibraryError(manifest_path, f"{MANIFEST} {err.problem}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
       raise LibraryError(path, f"not an hx library: {MANIFEST} has no \"format\": \"{FORMAT}\" marker")
     version = manifest.get("format_version")
@@ -670,6 +671,8 @@ class Library:
     except (KeyError, TypeError, ValueError) as err:
       detail = f"missing key {err}" if isinstance(err, KeyError) else str(err)
       raise LibraryError(path, f"{MANIFEST} is malformed or inconsistent: {detail}") from None
+    except RecursionError:  # a "structure" nested deeper than its walks go
+      raise LibraryError(path, f"{MANIFEST} is malformed: an entry's structure nests too deep") from None
 
 
 def _load_entries(path: Path, manifest: dict) -> Library:
@@ -744,7 +747,7 @@ def _check_registered(manifest: Path, name: str, spec: ModuleSpec) -> None:
 def _is_library_dir(path: Path) -> bool:
   """Whether `path` holds a library.json with the hx-library marker (any format version)."""
   try:
-    manifest = json.loads((path / MANIFEST).read_bytes().decode("utf-8"))
-  except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    manifest = read_json(path / MANIFEST)
+  except JsonFileError:
     return False
   return isinstance(manifest, dict) and manifest.get("format") == FORMAT
