@@ -25,6 +25,7 @@ from hx.evaluation.fraction_plots import collect_figures, write_figures
 from hx.evaluation.records import load_records
 from hx.evaluation.report import build_report, summary_lines
 from hx.evaluation.runner import Outcome, rebuild_libraries, run
+from hx.evaluation.stream_metrics import rescore_winners, write_stream_report
 
 evaluate = run
 """`run` as `hx.evaluate`: every method on every task of a sequence (a paper's or a user's)."""
@@ -34,5 +35,5 @@ __all__ = [
     "default_methods", "method_label", "load_records", "build_report", "summary_lines", "collect_figures",
     "write_figures", "Outcome", "run",
     "evaluate",
-    "rebuild_libraries",
+    "rebuild_libraries", "rescore_winners", "write_stream_report",
 ]

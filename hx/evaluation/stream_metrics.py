@@ -1,0 +1,607 @@
+"""Metrics of a long stream's run (`hx.data.long_stream`), after CTrL's, from the run's records and directory.
+
+    rows = task_rows(load_records("runs/long"))              # per method and task: score, transfer, cost
+    growth = library_growth("runs/long")                     # HOUDINI's library after each task
+    forgetting = rescore_winners(config, "runs/long")        # every winner again, on the final library
+    write_stream_report(config, "runs/long", plan)           # plots/stream_*.png and stream.md
+
+What is measured, per method and task (at the run's largest training fraction, the one HOUDINI's
+library grows from; one instantiation, the run's first unless named):
+
+- the test score (classification error in %, or RMSE) and the forward transfer: the score over the
+  standalone network's on the same task (below 1: better than the network trained for the task alone;
+  `hx.evaluation.report`'s ratio);
+- the cost: the wall seconds of the call that wrote the record, the work seconds
+  (`hx.evaluation.records.work_seconds`), and for HOUDINI the candidates its search considered (every
+  ranked one: trained, failed or equivalent) and those it trained;
+- the memory after the task: HOUDINI's library (functions, parameters, bytes of its saved arrays, from
+  `libraries/after_TT/library.json`); a baseline's networks so far (one per task; bytes of their saved
+  variables, `networks/after_TT/network.json`, else 4 bytes a parameter).
+
+Forgetting (`rescore_winners`): each task's winning program, its fresh functions read as the library
+functions they became (`nn_long_7` as `lib.nn_long_7`), compiled against the library saved after the
+stream's last task and scored again on the task's test split. Library functions are frozen, so a
+HOUDINI learner forgets nothing: the change is zero up to the rounding of another evaluation order, and
+each function's version (a digest of its arrays) is the same in the final library as in the one saved
+after its task. The baselines keep one network per task, untouched by later tasks: nothing to re-score.
+
+CTrL's summary figures (Veniat, Denoyer and Ranzato, ICLR 2021), per method (`summary`): the average
+final score over the tasks (<A>; here error and RMSE apart, as they do not average together), the
+transfer on the repeated tasks (CTrL's S^-, S^in, S^out streams measure it on their last task, a repeat
+of the first; here every repeat of `hx.data.streams.RELATIONS`, averaged per relation: against the
+standalone network, and against the method's own score on the task repeated), and the memory at the
+end with its growth per task (<M>).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from hx.evaluation.config import method_label
+from hx.evaluation.records import load_records, record_path, work_seconds
+
+__all__ = ["TaskRow", "LibraryPoint", "MemoryPoint", "Rescored", "Forgetting", "MethodSummary",
+           "task_rows", "library_growth", "network_growth", "memory_growth", "rescore_winners",
+           "summary", "plot_stream", "stream_section", "write_stream_report"]
+
+
+def _finite(x: Any) -> bool:
+  return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _test(rec: dict) -> float | None:
+  best = rec["ranked"][0] if rec.get("ranked") else None
+  if best is None or best.get("status") != "trained" or not _finite(best.get("test")):
+    return None
+  return float(best["test"])
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskRow:
+  """One method on one task.
+
+  Attributes:
+    index: the task's place in the stream, from 1.
+    task: its name.
+    method: the method's id ("houdini_topdown", "standalone", ...).
+    metric: "error" (%) or "rmse".
+    test: the test score; None where nothing trained.
+    transfer: test over the standalone network's test on the task; None without both.
+    wall_seconds: wall time of the call that wrote the record.
+    work_seconds: compiling, training and scoring summed over calls and workers (`work_seconds`).
+    candidates: HOUDINI's candidates considered (ranked); 1 for a baseline (its network).
+    trained: candidates trained (HOUDINI's record's `candidates_trained`); 1 for a baseline.
+    parameters: a baseline's trained parameters; None for HOUDINI (its library's are in `library_growth`).
+    program: the winning program (HOUDINI's named form) or the network's description.
+    same_as: a baseline whose record is another's (LLT on a first task: "standalone"); else None.
+  """
+  index: int
+  task: str
+  method: str
+  metric: str
+  test: float | None
+  transfer: float | None
+  wall_seconds: float
+  work_seconds: float
+  candidates: int
+  trained: int
+  parameters: int | None
+  program: str | None
+  same_as: str | None = None
+
+
+def _largest(records: Sequence[dict]) -> float:
+  return max(r["fraction"] for r in records)
+
+
+def _instance(records: Sequence[dict], instance: int | None) -> int:
+  return min(r["instance"] for r in records) if instance is None else instance
+
+
+def task_rows(records: Sequence[dict], instance: int | None = None) -> list[TaskRow]:
+  """Every method's row per task (see `TaskRow`), at the largest fraction, for `instance` (default the
+  smallest recorded), sorted by task and method.
+
+  Raises:
+    ValueError: no record.
+  """
+  if not records:
+    raise ValueError("no record: nothing to measure")
+  largest, instance = _largest(records), _instance(records, instance)
+  mine = [r for r in records if r["fraction"] == largest and r["instance"] == instance]
+  alone = {r["task_index"]: _test(r) for r in mine if r["method"] == "standalone"}
+  rows = []
+  for r in sorted(mine, key=lambda r: (r["task_index"], _method_rank(r["method"]))):
+    test = _test(r)
+    base = alone.get(r["task_index"])
+    houdini = r["method"].startswith("houdini_")
+    best = r["ranked"][0] if r.get("ranked") else {}
+    rows.append(TaskRow(
+        index=r["task_index"], task=r["task"], method=r["method"], metric=r["metric"], test=test,
+        transfer=test / base if test is not None and base is not None and base > 0 else None,
+        wall_seconds=float(r["seconds"]["wall"]), work_seconds=work_seconds(r),
+        candidates=len(r.get("ranked", [])) if houdini else 1,
+        trained=int(r.get("candidates_trained", 0)) if houdini else 1,
+        parameters=None if houdini else int(r.get("parameters", 0)),
+        program=best.get("named") or best.get("program"), same_as=r.get("same_as")))
+  return rows
+
+
+def _method_rank(method: str) -> tuple[int, str]:
+  rank = {"houdini_topdown": 0, "houdini_evolutionary": 1, "standalone": 2, "llt": 3, "pnn": 4}
+  return rank.get(method, 9), method
+
+
+# ---------------------------------------------------------------------------------------------------
+# Memory.
+
+@dataclasses.dataclass(frozen=True)
+class LibraryPoint:
+  """HOUDINI's library after task `index`: its functions, their parameters, and the bytes of their saved
+  arrays (`library.json`'s "bytes", the msgpack files)."""
+  index: int
+  functions: int
+  parameters: int
+  bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryPoint:
+  """What a method keeps after task `index`: `parameters` and `bytes` in all (every network or library
+  function it holds then)."""
+  index: int
+  method: str
+  parameters: int
+  bytes: int
+
+
+def _parameters(structure: Any) -> int:
+  """The scalars in a library entry's "structure" (nested containers of {"array": {dtype, shape}})."""
+  if isinstance(structure, dict):
+    if set(structure) == {"array"} and isinstance(structure["array"], dict):
+      return math.prod(structure["array"]["shape"])
+    return sum(_parameters(v) for v in structure.values())
+  if isinstance(structure, list):
+    return sum(_parameters(v) for v in structure)
+  return 0
+
+
+def library_growth(directory: Any, method: str = "houdini_topdown", instance: int = 0) -> list[LibraryPoint]:
+  """The library after each task whose library the run saved (`<method>/seed_<instance>/libraries/
+  after_TT/library.json`), in task order; read from the manifests, no array loaded.
+
+  Raises:
+    ValueError: a manifest that is not readable JSON (its path named).
+  """
+  out = []
+  for folder in sorted((Path(directory) / method / f"seed_{instance}" / "libraries").glob("after_*")):
+    if not folder.name[6:].isdigit():
+      continue
+    path = folder / "library.json"
+    try:
+      manifest = json.loads(path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+      raise ValueError(f"{path}: not a readable library manifest ({err})") from None
+    entries = manifest["entries"]
+    parameters = sum(_parameters(e["structure"]) for e in entries)
+    size = sum(int(e["bytes"]) for e in entries)
+    out.append(LibraryPoint(int(folder.name[6:]), len(entries), parameters, size))
+  return out
+
+
+def network_growth(records: Sequence[dict], directory: Any, method: str, instance: int | None = None
+                   ) -> list[MemoryPoint]:
+  """A baseline's networks kept after each task (one per task, all kept): parameters from the records,
+  bytes from the saved networks (`networks/after_TT/network.json`), or 4 a parameter where one is not
+  there (float32)."""
+  instance = _instance(records, instance)
+  largest = _largest(records)
+  mine = sorted((r for r in records if r["method"] == method and r["instance"] == instance
+                 and r["fraction"] == largest), key=lambda r: r["task_index"])
+  out, parameters, size = [], 0, 0
+  for r in mine:
+    parameters += int(r.get("parameters", 0))
+    meta = Path(directory) / method / f"seed_{instance}" / "networks" / f"after_{r['task_index']:02d}" / \
+        "network.json"
+    try:
+      size += int(json.loads(meta.read_text("utf-8"))["bytes"])
+    except (OSError, ValueError, KeyError):
+      size += 4 * int(r.get("parameters", 0))
+    out.append(MemoryPoint(r["task_index"], method, parameters, size))
+  return out
+
+
+def memory_growth(records: Sequence[dict], directory: Any, instance: int | None = None) -> list[MemoryPoint]:
+  """Every method's memory after each task: HOUDINI's library (`library_growth`), each baseline's
+  networks (`network_growth`)."""
+  instance = _instance(records, instance)
+  out = []
+  for method in sorted({r["method"] for r in records}, key=_method_rank):
+    if method.startswith("houdini_"):
+      out += [MemoryPoint(p.index, method, p.parameters, p.bytes)
+              for p in library_growth(directory, method, instance)]
+    else:
+      out += network_growth(records, directory, method, instance)
+  return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Forgetting.
+
+@dataclasses.dataclass(frozen=True)
+class Rescored:
+  """One task's winner scored again at the end of the stream.
+
+  Attributes:
+    index, task: the task.
+    program: the winner as the final library runs it (every function `lib.*`).
+    recorded: its test score when its task was learned (the record's).
+    rescored: its test score on the final library.
+    change: rescored - recorded.
+    unchanged: every library function it uses has, in the final library, the version (digest of its
+      arrays) it had in the library saved after its task.
+  """
+  index: int
+  task: str
+  program: str
+  recorded: float
+  rescored: float
+  change: float
+  unchanged: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Forgetting:
+  """`rescore_winners`'s result: one `Rescored` per task with a trained winner, and the largest |change|
+  (0.0 for none)."""
+  method: str
+  instance: int
+  after: int
+  rows: tuple[Rescored, ...]
+
+  @property
+  def largest_change(self) -> float:
+    return max((abs(r.change) for r in self.rows), default=0.0)
+
+  @property
+  def all_unchanged(self) -> bool:
+    return all(r.unchanged for r in self.rows)
+
+
+def _as_library(program: Any) -> Any:
+  """`program` with every fresh function read as the library function of that name."""
+  from hx.lang import program as P
+
+  if isinstance(program, P.Fresh):
+    return P.Lib(program.name)
+  kids = P.children(program)
+  return P.with_children(program, tuple(_as_library(c) for c in kids)) if kids else program
+
+
+def rescore_winners(config: Any, directory: Any, method: str | None = None,
+                    instance: int | None = None) -> Forgetting:
+  """Scores every recorded task's winner of `method` again with the library saved after the run's last
+  recorded task (module docstring), on the task's test split, with its training settings' evaluation.
+
+  Args:
+    config: the run's `hx.EvalConfig` (its tasks, module sizes and training settings).
+    directory: the run's directory.
+    method: a HOUDINI method of the run (default the first).
+    instance: the instantiation (default the run's first).
+
+  Raises:
+    ValueError: the run has no HOUDINI method, or no saved library.
+    hx.synth.library.LibraryError: a saved library cannot be read.
+  """
+  from hx.compile.lower import compile_program
+  from hx.compile.tuning import evaluate
+  from hx.lang import parse
+  from hx.lang import program as P
+  from hx.synth.library import Library
+
+  method = method or (config.houdini[0] if config.houdini else None)
+  if method is None:
+    raise ValueError(f"the run {directory} has no HOUDINI method: nothing to re-score")
+  instance = config.seeds[0] if instance is None else instance
+  base = Path(directory) / method / f"seed_{instance}"
+  saved = sorted(p for p in (base / "libraries").glob("after_*") if p.name[6:].isdigit())
+  if not saved:
+    raise ValueError(f"{base / 'libraries'} holds no saved library: the run has not finished a task")
+  after = int(saved[-1].name[6:])
+  final = Library.load(saved[-1])
+  seq = config.instance(instance)
+  largest = max(config.fractions)
+  rows = []
+  for index in range(1, after + 1):
+    path = record_path(Path(directory), method, instance, index, largest)
+    if path is None:
+      continue
+    rec = json.loads(path.read_text("utf-8"))
+    recorded = _test(rec)
+    if recorded is None:
+      continue
+    program = _as_library(parse(rec["ranked"][0]["named"] or rec["ranked"][0]["program"]))
+    used = P.library_names(program)
+    compiled = compile_program(program, {}, config.module_config, final.specs())
+    task = seq.build(index - 1)
+    frozen = compiled.make_frozen(final.variables())
+    score, _ = evaluate(compiled, {"params": (), "batch_stats": ()}, frozen, task.test, task.objective,
+                        table=task.table, config=config.tune_config(task.spec.kind))
+    own = base / "libraries" / f"after_{index:02d}"
+    then = Library.load(own) if own.exists() else None
+    unchanged = then is not None and all(then.versions().get(n) == final.versions()[n] for n in used)
+    rows.append(Rescored(index, rec["task"], str(program), recorded, float(score), float(score) - recorded,
+                         unchanged))
+  return Forgetting(method, instance, after, tuple(rows))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Summary.
+
+@dataclasses.dataclass(frozen=True)
+class MethodSummary:
+  """One method over the stream (CTrL's summary figures; module docstring).
+
+  Attributes:
+    method: the method's id.
+    tasks: tasks recorded.
+    mean_error, mean_rmse: the average final test score over the error tasks (%), and over the RMSE
+      tasks; None where there is none. HOUDINI's final scores are the re-scored ones where given.
+    mean_transfer: the mean forward transfer over the tasks with one (None for standalone).
+    transfer_by_relation: (relation, mean transfer against standalone, mean ratio to the method's own
+      score on the task repeated, tasks) per relation present; the ratios None where none.
+    final_parameters, final_bytes: the memory after the last task.
+    bytes_per_task: the memory's growth per task (final bytes over tasks).
+    wall_seconds, work_seconds: summed over tasks (records that are another's not counted).
+  """
+  method: str
+  tasks: int
+  mean_error: float | None
+  mean_rmse: float | None
+  mean_transfer: float | None
+  transfer_by_relation: tuple[tuple[str, float | None, float | None, int], ...]
+  final_parameters: int | None
+  final_bytes: int | None
+  bytes_per_task: float | None
+  wall_seconds: float
+  work_seconds: float
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+  got = [v for v in values if v is not None]
+  return statistics.fmean(got) if got else None
+
+
+def summary(rows: Sequence[TaskRow], memory: Sequence[MemoryPoint] = (), plan: Sequence[Any] | None = None,
+            forgetting: Forgetting | None = None) -> list[MethodSummary]:
+  """Each method's `MethodSummary` from its rows, memory and the stream's plan (`hx.data.stream_plan`:
+  each task's relation and the task it repeats; without it, no per-relation transfer)."""
+  rescored = {r.index: r.rescored for r in forgetting.rows} if forgetting is not None else {}
+  by_index = {t.index: t for t in plan or ()}
+  out = []
+  for method in sorted({r.method for r in rows}, key=_method_rank):
+    mine = [r for r in rows if r.method == method]
+    final = {r.index: (rescored.get(r.index, r.test) if forgetting is not None and method == forgetting.method
+                       else r.test) for r in mine}
+    scores = {r.index: r for r in mine}
+    relations = []
+    if by_index:
+      for relation in dict.fromkeys(t.relation for t in plan):
+        tasks = [r for r in mine if r.index in by_index and by_index[r.index].relation == relation]
+        if not tasks:
+          continue
+        own = []
+        for r in tasks:
+          of = by_index[r.index].of
+          earlier = scores.get(of).test if of in scores else None
+          own.append(r.test / earlier if r.test is not None and earlier else None)
+        against = None if method == "standalone" else _mean(r.transfer for r in tasks)
+        relations.append((relation, against, _mean(own), len(tasks)))
+    points = sorted((p for p in memory if p.method == method), key=lambda p: p.index)
+    last = points[-1] if points else None
+    counted = [r for r in mine if not r.same_as]
+    out.append(MethodSummary(
+        method=method, tasks=len(mine),
+        mean_error=_mean(final[r.index] for r in mine if r.metric == "error"),
+        mean_rmse=_mean(final[r.index] for r in mine if r.metric == "rmse"),
+        mean_transfer=None if method == "standalone" else _mean(r.transfer for r in mine),
+        transfer_by_relation=tuple(relations),
+        final_parameters=last.parameters if last else None, final_bytes=last.bytes if last else None,
+        bytes_per_task=last.bytes / last.index if last else None,
+        wall_seconds=sum(r.wall_seconds for r in counted), work_seconds=sum(r.work_seconds for r in counted)))
+  return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Plots and text.
+
+def plot_stream(directory: Any, rows: Sequence[TaskRow], memory: Sequence[MemoryPoint],
+                library: Sequence[LibraryPoint] = ()) -> list[Path]:
+  """Writes plots/stream_scores.png (test scores and transfer against the task's index),
+  plots/stream_cost.png (wall seconds, candidates considered and trained) and plots/stream_memory.png
+  (library functions; every method's bytes) into `directory`; returns their paths."""
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  out_dir = Path(directory) / "plots"
+  out_dir.mkdir(parents=True, exist_ok=True)
+  methods = sorted({r.method for r in rows}, key=_method_rank)
+  # One colour and marker per method in every panel (the baselines' memory curves can coincide).
+  style = {m: dict(color=f"C{i}", marker="osd^v"[i % 5]) for i, m in enumerate(methods)}
+  paths = []
+
+  fig, axes = plt.subplots(3, 1, figsize=(9, 8.5), sharex=True)
+  for method in methods:
+    mine = [r for r in rows if r.method == method]
+    for ax, metric in zip(axes[:2], ("error", "rmse")):
+      pts = [(r.index, r.test) for r in mine if r.metric == metric and r.test is not None]
+      if pts:
+        ax.plot(*zip(*pts), ls="none", ms=3.5, alpha=0.8, label=method_label(method), **style[method])
+    pts = [(r.index, r.transfer) for r in mine if r.transfer is not None]
+    if pts and method != "standalone":
+      axes[2].plot(*zip(*pts), ls="none", ms=3.5, alpha=0.8, label=method_label(method), **style[method])
+  axes[0].set_ylabel("test error (%)")
+  axes[1].set_ylabel("test RMSE")
+  axes[2].set_ylabel("transfer (÷ standalone)")
+  axes[2].axhline(1.0, color="grey", lw=0.8)
+  axes[2].set_xlabel("task")
+  for ax in axes:
+    if ax.get_legend_handles_labels()[0]:
+      ax.legend(fontsize=7)
+  fig.suptitle("Each task's test score and forward transfer", fontsize=10)
+  fig.tight_layout()
+  paths.append(out_dir / "stream_scores.png")
+  fig.savefig(paths[-1], dpi=100)
+  plt.close(fig)
+
+  fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+  for method in methods:
+    mine = [r for r in rows if r.method == method and not r.same_as]
+    axes[0].plot([r.index for r in mine], [r.wall_seconds for r in mine], ms=3, lw=0.8,
+                 label=method_label(method), **style[method])
+    if method.startswith("houdini_"):
+      axes[1].plot([r.index for r in mine], [r.candidates for r in mine], "o-", ms=3, lw=0.8,
+                   label=f"{method_label(method)}: considered")
+      axes[1].plot([r.index for r in mine], [r.trained for r in mine], "s--", ms=3, lw=0.8,
+                   label=f"{method_label(method)}: trained")
+  axes[0].set_ylabel("wall seconds")
+  axes[1].set_ylabel("candidates")
+  axes[1].set_xlabel("task")
+  for ax in axes:
+    if ax.get_legend_handles_labels()[0]:
+      ax.legend(fontsize=7)
+  fig.suptitle("Each task's cost", fontsize=10)
+  fig.tight_layout()
+  paths.append(out_dir / "stream_cost.png")
+  fig.savefig(paths[-1], dpi=100)
+  plt.close(fig)
+
+  fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+  if library:
+    axes[0].plot([p.index for p in library], [p.functions for p in library], "o-", ms=3, lw=0.8)
+  axes[0].set_ylabel("library functions")
+  for method in methods:
+    pts = sorted((p.index, p.bytes / 1e6) for p in memory if p.method == method)
+    if pts:
+      axes[1].plot(*zip(*pts), ms=3, lw=0.8, alpha=0.8, label=method_label(method), **style[method])
+  axes[1].set_ylabel("memory (MB)")
+  axes[1].set_xlabel("task")
+  if axes[1].get_legend_handles_labels()[0]:
+    axes[1].legend(fontsize=7)
+  fig.suptitle("Memory after each task: HOUDINI's library, the baselines' networks", fontsize=10)
+  fig.tight_layout()
+  paths.append(out_dir / "stream_memory.png")
+  fig.savefig(paths[-1], dpi=100)
+  plt.close(fig)
+  return paths
+
+
+def _score(metric: str, x: float | None) -> str:
+  if x is None:
+    return "-"
+  return f"{x:.2f}%" if metric == "error" else f"{x:.3f}"
+
+
+def _ratio(x: float | None) -> str:
+  return "-" if x is None else f"{x:.2f}"
+
+
+def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
+                   library: Sequence[LibraryPoint] = (), plan: Sequence[Any] | None = None,
+                   forgetting: Forgetting | None = None) -> list[str]:
+  """The markdown section of a stream's metrics: the summary per method, transfer per relation,
+  forgetting, the plots and one line per task."""
+  methods = [s.method for s in summaries]
+  lines = ["## The stream: CTrL's summary figures", "",
+           "Per method over the stream's tasks (largest training fraction): the average final test score "
+           "(error tasks and RMSE tasks apart), the mean forward transfer (score ÷ standalone's, below 1 "
+           "better), the memory kept at the end and its growth per task, and the time.", "",
+           "| method | tasks | mean error | mean RMSE | mean transfer | memory (MB) | KB per task | "
+           "wall s | work s |", "|---|---|---|---|---|---|---|---|---|"]
+  for s in summaries:
+    memory = "-" if s.final_bytes is None else f"{s.final_bytes / 1e6:.2f}"
+    per = "-" if s.bytes_per_task is None else f"{s.bytes_per_task / 1e3:.1f}"
+    lines.append(f"| {method_label(s.method)} | {s.tasks} | {_score('error', s.mean_error)} | "
+                 f"{_score('rmse', s.mean_rmse)} | {_ratio(s.mean_transfer)} | {memory} | {per} | "
+                 f"{s.wall_seconds:.0f} | {s.work_seconds:.0f} |")
+  lines.append("")
+  if any(s.transfer_by_relation for s in summaries):
+    lines += ["### Transfer per relation", "",
+              "Mean over the tasks of each relation: the score ÷ the standalone network's, and ÷ the "
+              "method's own score on the task it repeats (CTrL's S^- is less_data, S^in new_input, S^out "
+              "new_output, S^pl distractor).", "",
+              "| relation | tasks | " + " | ".join(f"{method_label(m)} ÷ standalone | ÷ own earlier"
+                                                  for m in methods) + " |",
+              "|---|---|" + "---|---|" * len(methods)]
+    relations = list(dict.fromkeys(r for s in summaries for r, *_ in s.transfer_by_relation))
+    for relation in relations:
+      cells, count = [], 0
+      for s in summaries:
+        got = {r: (a, b, n) for r, a, b, n in s.transfer_by_relation}.get(relation, (None, None, 0))
+        count = max(count, got[2])
+        cells.append(f"{_ratio(got[0])} | {_ratio(got[1])}")
+      lines.append(f"| {relation} | {count} | " + " | ".join(cells) + " |")
+    lines.append("")
+  if forgetting is not None:
+    lines += ["### Forgetting", "",
+              f"Every winner of {method_label(forgetting.method)} re-scored on the library saved after task "
+              f"{forgetting.after} (its functions frozen): {len(forgetting.rows)} programs, largest change "
+              f"of a test score **{forgetting.largest_change:.3g}**; every function they use has the "
+              f"version it had after its task: **{'yes' if forgetting.all_unchanged else 'no'}**.", ""]
+  lines += ["![scores](plots/stream_scores.png)", "", "![cost](plots/stream_cost.png)", "",
+            "![memory](plots/stream_memory.png)", "", "### Per task", ""]
+  relation = {t.index: (t.relation + (f" of {t.of}" if t.of else "")) for t in plan or ()}
+  functions = {p.index: p.functions for p in library}
+  head = "| # | task | relation | " + " | ".join(method_label(m) for m in methods)
+  head += " | transfer | wall s | candidates (trained) | library functions |"
+  lines += [head, "|---|---|---|" + "---|" * len(methods) + "---|---|---|---|"]
+  houdini = next((m for m in methods if m.startswith("houdini_")), None)
+  for index in sorted({r.index for r in rows}):
+    mine = {r.method: r for r in rows if r.index == index}
+    first = next(iter(mine.values()))
+    h = mine.get(houdini)
+    cells = [_score(first.metric, mine[m].test) if m in mine else "" for m in methods]
+    lines.append(f"| {index} | {first.task} | {relation.get(index, '')} | " + " | ".join(cells) + " | "
+                 + (f"{_ratio(h.transfer)} | {h.wall_seconds:.0f} | {h.candidates} ({h.trained}) | "
+                    if h else "- | - | - | ") + f"{functions.get(index, '-')} |")
+  return lines + [""]
+
+
+def write_stream_report(config: Any, directory: Any, plan: Sequence[Any] | None = None,
+                        rescore: bool = True) -> Path:
+  """Measures the run in `directory` (every function above), writes the plots and `stream.md`
+  (`stream_section`, after a title) into it; returns stream.md's path.
+
+  Args:
+    config: the run's `hx.EvalConfig` (for re-scoring).
+    directory: the run's directory.
+    plan: the stream's `hx.data.stream_plan` (for the relations), or None.
+    rescore: re-score HOUDINI's winners (`rescore_winners`; needs the run's libraries and data).
+
+  Raises:
+    ValueError: the directory holds no record.
+  """
+  directory = Path(directory)
+  records = load_records(directory) if directory.is_dir() else []
+  if not records:
+    raise ValueError(f"{directory} holds no evaluation records")
+  rows = task_rows(records)
+  instance = _instance(records, None)
+  houdini = next((m for m in sorted({r["method"] for r in records}) if m.startswith("houdini_")), None)
+  library = library_growth(directory, houdini, instance) if houdini else []
+  memory = memory_growth(records, directory, instance)
+  forgetting = rescore_winners(config, directory, houdini, instance) if rescore and library else None
+  summaries = summary(rows, memory, plan, forgetting)
+  plot_stream(directory, rows, memory, library)
+  lines = [f"# The {records[0]['sequence']} stream: {len({r.index for r in rows})} tasks", ""]
+  lines += stream_section(rows, summaries, library, plan, forgetting)
+  path = directory / "stream.md"
+  path.write_text("\n".join(lines), "utf-8")
+  return path

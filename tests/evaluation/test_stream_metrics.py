@@ -1,0 +1,159 @@
+"""A stream's metrics (`hx.evaluation.stream_metrics`), checked exactly against the records, libraries and
+networks of a real short run (three tiny tasks of the long stream, HOUDINI and the standalone network)."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+
+import numpy as np
+import pytest
+
+import hx
+from hx.data import Sources, StreamSettings, long_stream, stream_plan
+from hx.evaluation import load_records
+from hx.evaluation.stream_metrics import (
+  Forgetting,
+  LibraryPoint,
+  Rescored,
+  library_growth,
+  memory_growth,
+  network_growth,
+  plot_stream,
+  rescore_winners,
+  stream_section,
+  summary,
+  task_rows,
+  write_stream_report,
+)
+from hx.synth.library import Library
+
+TINY = StreamSettings(images=(24, 10, 10), epochs=(1, 1, 1), batch_size=12, min_steps=2)
+SOURCES = Sources(standin_per_class=(20, 6, 6))
+LENGTH = 3  # regress_cell, recognise_digit(d), the same with less data
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+  directory = tmp_path_factory.mktemp("stream") / "run"
+  stream = long_stream(0, LENGTH, TINY, SOURCES)
+  config = hx.EvalConfig.make(stream, methods=["houdini", "standalone"], fractions=[1.0], seeds=[0],
+                              candidates=1)
+  hx.evaluate(config, directory)
+  return config, directory, load_records(directory)
+
+
+def _record(records, method, index):
+  (rec,) = [r for r in records if r["method"] == method and r["task_index"] == index]
+  return rec
+
+
+@pytest.mark.slow  # trains a short run (tests/evaluation/test_stream_run.py is the fast one)
+def test_each_row_is_its_record(run):
+  _, _, records = run
+  rows = task_rows(records)
+  assert [(r.index, r.method) for r in rows] == [(i, m) for i in range(1, LENGTH + 1)
+                                                  for m in ("houdini_topdown", "standalone")]
+  for row in rows:
+    rec = _record(records, row.method, row.index)
+    alone = _record(records, "standalone", row.index)["ranked"][0]["test"]
+    assert row.test == rec["ranked"][0]["test"] and row.task == rec["task"] and row.metric == rec["metric"]
+    assert row.transfer == rec["ranked"][0]["test"] / alone
+    assert row.wall_seconds == rec["seconds"]["wall"]
+    if row.method == "standalone":
+      assert (row.candidates, row.trained, row.parameters) == (1, 1, rec["parameters"])
+    else:
+      assert row.candidates == len(rec["ranked"]) and row.trained == rec["candidates_trained"] == 1
+      assert row.program == rec["ranked"][0]["named"] and row.parameters is None
+
+
+@pytest.mark.slow  # trains a short run (tests/evaluation/test_stream_run.py is the fast one)
+def test_the_library_and_network_sizes_are_those_saved(run):
+  _, directory, records = run
+  growth = library_growth(directory)
+  assert [p.index for p in growth] == list(range(1, LENGTH + 1))
+  for point in growth:
+    saved = directory / "houdini_topdown" / "seed_0" / "libraries" / f"after_{point.index:02d}"
+    library = Library.load(saved)
+    assert point.functions == len(library) == len(_record(records, "houdini_topdown", point.index + 1)[
+        "library_functions_before"]) if point.index < LENGTH else point.functions == len(library)
+    assert point.parameters == sum(np.size(a) for e in library.entries for a in e.leaves)
+    assert point.bytes == sum(f.stat().st_size for f in (saved / "arrays").iterdir())
+  networks = network_growth(records, directory, "standalone")
+  parameters, size = 0, 0
+  for point in networks:
+    parameters += _record(records, "standalone", point.index)["parameters"]
+    size += (directory / "standalone" / "seed_0" / "networks" / f"after_{point.index:02d}" /
+             "variables.msgpack").stat().st_size
+    assert (point.parameters, point.bytes) == (parameters, size)
+  assert memory_growth(records, directory) == [*[p for p in memory_growth(records, directory)
+                                                 if p.method == "houdini_topdown"], *networks]
+
+
+@pytest.mark.slow  # trains a short run (tests/evaluation/test_stream_run.py is the fast one)
+def test_the_summary_averages_the_rows(run):
+  _, directory, records = run
+  rows, plan = task_rows(records), stream_plan(0, LENGTH, TINY)
+  memory = memory_growth(records, directory)
+  by = {s.method: s for s in summary(rows, memory, plan)}
+  h = by["houdini_topdown"]
+  tests = {i: _record(records, "houdini_topdown", i)["ranked"][0]["test"] for i in range(1, LENGTH + 1)}
+  assert h.tasks == LENGTH and h.mean_rmse == tests[1]
+  assert h.mean_error == statistics.fmean([tests[2], tests[3]])
+  assert h.mean_transfer == statistics.fmean(r.transfer for r in rows if r.method == "houdini_topdown")
+  relations = {r: (a, b, n) for r, a, b, n in h.transfer_by_relation}
+  assert set(relations) == {"new", "less_data"} and relations["less_data"][2] == 1
+  less = next(r for r in rows if r.method == "houdini_topdown" and r.index == 3)
+  assert relations["less_data"][:2] == (less.transfer, tests[3] / tests[2] if tests[2] else None)
+  assert by["standalone"].mean_transfer is None and by["standalone"].transfer_by_relation[0][1] is None
+  last = library_growth(directory)[-1]
+  assert (h.final_parameters, h.final_bytes, h.bytes_per_task) == (last.parameters, last.bytes,
+                                                                   last.bytes / LENGTH)
+  # A re-scored HOUDINI score replaces the recorded one in its final average.
+  moved = Forgetting("houdini_topdown", 0, LENGTH, (Rescored(1, "regress_cell", "lib.nn_long_1", tests[1],
+                                                             tests[1] + 1.0, 1.0, True),))
+  assert summary(rows, memory, plan, moved)[0].mean_rmse == tests[1] + 1.0
+  assert moved.largest_change == 1.0 and moved.all_unchanged
+
+
+@pytest.mark.slow  # trains a short run (tests/evaluation/test_stream_run.py is the fast one)
+def test_forgetting_is_measured_as_zero(run):
+  config, directory, records = run
+  forgetting = rescore_winners(config, directory)
+  assert forgetting.after == LENGTH and [r.index for r in forgetting.rows] == list(range(1, LENGTH + 1))
+  for r in forgetting.rows:
+    assert r.recorded == _record(records, "houdini_topdown", r.index)["ranked"][0]["test"]
+    assert "nn_" not in r.program.replace("lib.nn_", "")  # every function read from the library
+    assert r.change == r.rescored - r.recorded and math.isclose(r.rescored, r.recorded, abs_tol=1e-9)
+  assert forgetting.largest_change <= 1e-9 and forgetting.all_unchanged
+
+
+@pytest.mark.slow  # trains a short run (tests/evaluation/test_stream_run.py is the fast one)
+def test_the_plots_and_the_section_are_written(run, tmp_path):
+  config, directory, records = run
+  rows = task_rows(records)
+  paths = plot_stream(tmp_path, rows, memory_growth(records, directory), library_growth(directory))
+  assert [p.name for p in paths] == ["stream_scores.png", "stream_cost.png", "stream_memory.png"]
+  assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
+  path = write_stream_report(config, directory, stream_plan(0, LENGTH, TINY))
+  text = path.read_text()
+  assert path == directory / "stream.md" and (directory / "plots" / "stream_memory.png").exists()
+  assert "| less_data | 1 |" in text and "largest change of a test score **0**" in text
+  assert "| 3 | recognise_digit(" in text and "less_data of 2" in text
+  lines = stream_section(rows, summary(rows), [LibraryPoint(1, 7, 0, 0)])
+  assert not any(line.startswith("### Transfer per relation") for line in lines)  # no plan, no relations
+  (first,) = [line for line in lines if line.startswith("| 1 | regress_cell |  |")]
+  assert first.endswith(" 7 |")  # the library's functions after task 1
+
+
+def test_no_record_is_refused(tmp_path):
+  with pytest.raises(ValueError, match="no record"):
+    task_rows([])
+  with pytest.raises(ValueError, match="holds no evaluation records"):
+    write_stream_report(None, tmp_path)
+  config = hx.EvalConfig.make(long_stream(0, 1, TINY, SOURCES), methods=["houdini"], fractions=[1.0],
+                              seeds=[0], candidates=1)
+  with pytest.raises(ValueError, match="holds no saved library"):
+    rescore_winners(config, tmp_path)
+  assert json.loads("[]") == [] and library_growth(tmp_path) == []

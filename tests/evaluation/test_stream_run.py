@@ -1,0 +1,60 @@
+"""The long stream end to end: its first four tasks, small, through `hx.evaluate` with HOUDINI and the
+standalone network, then its metrics (`hx.evaluation.stream_metrics`), forgetting measured."""
+
+from __future__ import annotations
+
+import hx
+from hx.data import Sources, StreamSettings, long_stream, stream_plan
+from hx.evaluation import load_records
+from hx.evaluation.stream_metrics import (
+  library_growth,
+  memory_growth,
+  rescore_winners,
+  summary,
+  task_rows,
+  write_stream_report,
+)
+
+# regress_cell, recognise_digit(d), the same with a tenth of the data, count_digit(d): a few dozen
+# examples each, one or two epochs, so that the run takes seconds once compiled.
+TINY = StreamSettings(images=(24, 10, 10), lists=(12, 6, 6), train_lengths=(2, 3), test_lengths=(3, 4),
+                      epochs=(1, 2, 1), batch_size=12, min_steps=2)
+SOURCES = Sources(standin_per_class=(20, 6, 6))
+
+
+def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
+  stream = long_stream(0, 4, TINY, SOURCES)
+  plan = stream_plan(0, 4, TINY)
+  config = hx.EvalConfig.make(stream, methods=["houdini", "standalone"], fractions=[1.0], seeds=[0],
+                              candidates=2)
+  directory = tmp_path / "run"
+  out = hx.evaluate(config, directory)
+  assert out.finished and out.ran == 4 * 2 and (directory / "report.md").exists()
+
+  records = load_records(directory)
+  rows = task_rows(records)
+  assert [(r.index, r.method) for r in rows] == [(i, m) for i in range(1, 5) for m in ("houdini_topdown",
+                                                                                       "standalone")]
+  assert [r.task for r in rows[::2]] == [t.name for t in plan]
+  assert all(r.test is not None and r.transfer is not None for r in rows)
+  assert all(1 <= r.trained <= r.candidates <= 2 for r in rows if r.method == "houdini_topdown")
+
+  # Forgetting: every winner on the library after task 4 scores what it scored when learned.
+  forgetting = rescore_winners(config, directory)
+  assert [r.index for r in forgetting.rows] == [1, 2, 3, 4]
+  assert forgetting.largest_change <= 1e-9 and forgetting.all_unchanged
+
+  growth = library_growth(directory)
+  assert [p.index for p in growth] == [1, 2, 3, 4]
+  assert all(a.functions <= b.functions and a.bytes <= b.bytes for a, b in zip(growth, growth[1:]))
+  by = {s.method: s for s in summary(rows, memory_growth(records, directory), plan, forgetting)}
+  assert by["houdini_topdown"].final_bytes == growth[-1].bytes and by["standalone"].final_bytes > 0
+  assert {r for r, *_ in by["houdini_topdown"].transfer_by_relation} == {"new", "less_data"}
+
+  text = write_stream_report(config, directory, plan).read_text()
+  assert "largest change of a test score **0**" in text and "| less_data | 1 |" in text
+  for name in ("stream_scores.png", "stream_cost.png", "stream_memory.png"):
+    assert (directory / "plots" / name).stat().st_size > 0
+
+  # The runner resumes by its records: nothing is left to do.
+  assert hx.evaluate(config, directory).already_finished
