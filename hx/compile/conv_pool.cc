@@ -249,7 +249,8 @@ void WeightGradientTiled(const Dims& d, const float* __restrict xs, const uint8_
   }
 }
 
-// WeightGradientTiled for this block's V = K * C / 16, if instantiated; false if not.
+// WeightGradientTiled for this block's V = K * C / 16, if instantiated; false if not. V alone decides the
+// loop (K and C are read from `d`), so blocks of the same K * C share one correctly.
 bool WeightGradientTiledFor(const Dims& d, const float* xs, const uint8_t* as, const float* gs, int64_t lo,
                             int64_t hi, float* dwt) {
   switch (d.K * d.C / kLanes) {
@@ -310,18 +311,20 @@ void InputGradientImage(const Dims& d, const float* __restrict wt, const uint8_t
     }
 }
 
-// InputGradientImage for this block's K and C, if instantiated; false if not.
+// InputGradientImage for this block's K and C, if instantiated; false if not. Matched on K and C
+// themselves: a key folding the two into one number (K * 100 + C / 16, say) sends a wide input to the
+// loop of another block (K = 2 with 1,616 channels to K = 3 with 16), which reads and writes the wrong
+// span of each row.
 bool InputGradientImageFor(const Dims& d, const float* wt, const uint8_t* an, const float* gn, float* dxn) {
-  switch (d.K * 100 + d.C / kLanes) {
-#define HX_DX(K, CV) \
-  case K * 100 + CV:                                      \
-    InputGradientImage<K * CV, CV>(d, wt, an, gn, dxn); \
-    return true;
-    HX_DX(2, 1) HX_DX(2, 2) HX_DX(2, 4) HX_DX(3, 1) HX_DX(3, 2) HX_DX(3, 4) HX_DX(5, 1) HX_DX(5, 2)
-#undef HX_DX
-    default:
-      return false;
+  if (d.C % kLanes != 0) return false;
+#define HX_DX(KS, CV)                                        \
+  if (d.K == KS && d.C == CV * kLanes) {                   \
+    InputGradientImage<KS * CV, CV>(d, wt, an, gn, dxn); \
+    return true;                                           \
   }
+  HX_DX(2, 1) HX_DX(2, 2) HX_DX(2, 4) HX_DX(3, 1) HX_DX(3, 2) HX_DX(3, 4) HX_DX(5, 1) HX_DX(5, 2)
+#undef HX_DX
+  return false;
 }
 
 // The bias gradient of images [lo, hi): the output gradient summed where the ReLU passed it. db (O).
