@@ -157,7 +157,7 @@ def test_the_png_is_deterministic_and_carries_no_software_or_time(two_fractions,
 
 
 @pytest.mark.slow
-def test_the_binary_writes_a_figure_per_sequence_and_refuses_a_missing_root(two_fractions, tmp_path):
+def test_the_binary_writes_figures_prints_tables_and_refuses_a_missing_root(two_fractions, tmp_path):
   out = subprocess.run([sys.executable, "-m", "hx.bin.figures", str(two_fractions),
                         f"--output_dir={tmp_path / 'out'}"], capture_output=True, text=True, timeout=300)
   assert out.returncode == 0, out.stderr
@@ -167,6 +167,11 @@ def test_the_binary_writes_a_figure_per_sequence_and_refuses_a_missing_root(two_
                            capture_output=True, text=True, timeout=300)
   assert missing.returncode == 1 and missing.stderr.strip().splitlines() == [
       f"error: {tmp_path / 'nothing'} is not a directory"]
+  tables = subprocess.run([sys.executable, "-m", "hx.bin.figures", str(two_fractions), "--tables"],
+                          capture_output=True, text=True, timeout=300)
+  from hx.evaluation.headline import readme_blocks
+
+  assert tables.returncode == 0 and tables.stdout == readme_blocks(two_fractions), tables.stderr
 
 
 # ---------------------------------------------------------------------------------------------------
