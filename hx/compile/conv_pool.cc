@@ -339,28 +339,57 @@ void BiasGradient(const Dims& d, const uint8_t* __restrict as, const float* __re
     }
 }
 
-ffi::Error Check(const Dims& d, const std::string& call) {
+using Dimensions = ffi::Span<const int64_t>;
+
+std::string Text(Dimensions dims) {
+  std::string text = "(";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + (dims.size() == 1 ? ",)" : ")");
+}
+
+// The block's dimensions from images x (R, H, W, C) and kernel w (K, K, C, O), or an error naming what
+// does not fit: XLA hands the handlers whatever shapes a call was given, and every loop below trusts `d`.
+ffi::Error GetDims(const std::string& call, Dimensions x, Dimensions w, Dims& d) {
+  d = Dims{x[0], x[1], x[2], x[3], w[0], w[3], 0, 0};
+  if (w[0] < 1 || w[0] != w[1])
+    return ffi::Error::InvalidArgument(call + ": the kernel " + Text(w) + " is not square (K, K, C, O), K >= 1");
+  if (w[2] != d.C)
+    return ffi::Error::InvalidArgument(call + ": the images " + Text(x) + " have " + std::to_string(d.C) +
+                                       " channels, the kernel " + Text(w) + " takes " + std::to_string(w[2]));
   if (d.O % kLanes != 0)
-    return ffi::Error::InvalidArgument(call + ": output channels must be a multiple of 16, got " +
-                                       std::to_string(d.O));
-  if (d.Hp < 1 || d.Wp < 1)
-    return ffi::Error::InvalidArgument(call + ": the images are smaller than a kernel and a 2x2 window");
+    return ffi::Error::InvalidArgument(call + ": the kernel " + Text(w) + " has " + std::to_string(d.O) +
+                                       " output channels, not a multiple of 16");
+  d.Hp = (d.H - d.K + 1) / 2;
+  d.Wp = (d.W - d.K + 1) / 2;
+  if (d.H - d.K + 1 < 2 || d.W - d.K + 1 < 2)
+    return ffi::Error::InvalidArgument(call + ": the images " + Text(x) + " are smaller than the kernel " +
+                                       Text(w) + " and a 2x2 window");
   return ffi::Error::Success();
 }
 
-Dims GetDims(const F32& x, const F32& w) {
-  const auto xd = x.dimensions(), wd = w.dimensions();
-  Dims d{xd[0], xd[1], xd[2], xd[3], wd[0], wd[3], 0, 0};
-  d.Hp = (d.H - d.K + 1) / 2;
-  d.Wp = (d.W - d.K + 1) / 2;
-  return d;
+// An error unless operand `what` of `call` has dimensions `want`.
+ffi::Error Expect(const std::string& call, const std::string& what, Dimensions got,
+                  const std::vector<int64_t>& want, const std::string& why) {
+  if (got == Dimensions(want)) return ffi::Error::Success();
+  return ffi::Error::InvalidArgument(call + ": the shape of " + what + " is " + Text(got) + ", not " + Text(want) +
+                                     " (" + why + ")");
+}
+
+// The pooled shape (R, Hp, Wp, O) of the block, and why it is that.
+std::vector<int64_t> Pooled(const Dims& d) { return {d.R, d.Hp, d.Wp, d.O}; }
+std::string PooledWhy(Dimensions x, Dimensions w) {
+  return "the images " + Text(x) + " through the kernel " + Text(w) + " and 2x2 windows";
 }
 
 ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w, F32Vector b, F32Out y, U8Out arg) {
-  const Dims d = GetDims(x, w);
-  if (ffi::Error e = Check(d, "hx_conv_pool_forward"); e.failure()) return e;
-  if (b.element_count() != static_cast<size_t>(d.O))
-    return ffi::Error::InvalidArgument("hx_conv_pool_forward: the bias's size is not the output channels'");
+  const std::string call = "hx_conv_pool_forward";
+  Dims d;
+  if (ffi::Error e = GetDims(call, x.dimensions(), w.dimensions(), d); e.failure()) return e;
+  const std::string why = PooledWhy(x.dimensions(), w.dimensions());
+  for (ffi::Error e : {Expect(call, "the bias", b.dimensions(), {d.O}, "the kernel's output channels"),
+                       Expect(call, "the output", y->dimensions(), Pooled(d), why),
+                       Expect(call, "the window positions' output", arg->dimensions(), Pooled(d), why)})
+    if (e.failure()) return e;
   const float* bs = b.typed_data();
   const float* xs = x.typed_data();
   const float* ws = w.typed_data();
@@ -379,10 +408,25 @@ ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w, F32Vector b, F32Out y, U8
   return ffi::Error::Success();
 }
 
-ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8& arg, const F32& g, float* dw,
-                    float* db, float* dx) {
-  const Dims d = GetDims(x, w);
-  if (ffi::Error e = Check(d, "hx_conv_pool_backward"); e.failure()) return e;
+ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8& arg, const F32& g, F32Out& dw_out,
+                    F32VectorOut& db_out, F32Out* dx_out) {
+  const std::string call = dx_out ? "hx_conv_pool_backward_with_input" : "hx_conv_pool_backward_weights";
+  Dims d;
+  if (ffi::Error e = GetDims(call, x.dimensions(), w.dimensions(), d); e.failure()) return e;
+  const std::string why = PooledWhy(x.dimensions(), w.dimensions());
+  for (ffi::Error e : {Expect(call, "the window positions", arg.dimensions(), Pooled(d), why),
+                       Expect(call, "the output gradient", g.dimensions(), Pooled(d), why),
+                       Expect(call, "the weight gradient", dw_out->dimensions(),
+                              std::vector<int64_t>(w.dimensions().begin(), w.dimensions().end()), "the kernel's"),
+                       Expect(call, "the bias gradient", db_out->dimensions(), {d.O}, "the kernel's output channels"),
+                       dx_out ? Expect(call, "the input gradient", (*dx_out)->dimensions(),
+                                       std::vector<int64_t>(x.dimensions().begin(), x.dimensions().end()),
+                                       "the images'")
+                              : ffi::Error::Success()})
+    if (e.failure()) return e;
+  float* dw = dw_out->typed_data();
+  float* db = db_out->typed_data();
+  float* dx = dx_out ? (*dx_out)->typed_data() : nullptr;
   const float* xs = x.typed_data();
   const float* ws = w.typed_data();
   const uint8_t* as = arg.typed_data();
@@ -439,11 +483,11 @@ ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8&
 
 ffi::Error BackwardWithInput(ffi::ThreadPool pool, F32 x, F32 w, U8 arg, F32 g, F32Out dw, F32VectorOut db,
                              F32Out dx) {
-  return Backward(pool, x, w, arg, g, dw->typed_data(), db->typed_data(), dx->typed_data());
+  return Backward(pool, x, w, arg, g, dw, db, &dx);
 }
 
 ffi::Error BackwardWeights(ffi::ThreadPool pool, F32 x, F32 w, U8 arg, F32 g, F32Out dw, F32VectorOut db) {
-  return Backward(pool, x, w, arg, g, dw->typed_data(), db->typed_data(), nullptr);
+  return Backward(pool, x, w, arg, g, dw, db, nullptr);
 }
 
 // Backward's arguments and its first two results (x, w, arg, dh -> dw, db), shared by its two calls.

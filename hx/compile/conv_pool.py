@@ -35,6 +35,10 @@ collide. Without a compiler, or if building or loading fails, hx warns once (nam
 error) and trains through XLA's own kernels: the same values to rounding, slower. `HX_CPU_KERNELS=0`
 (also "false", "no", "off") turns them off; it is read when a CNN is traced. On a GPU they are never
 used.
+
+The handlers trust no shape: each checks every operand and result against the images and the kernel and
+returns an XLA error naming the mismatch (a `jax.ffi.ffi_call` of them with a gradient of one batch and
+images of another raises in Python; it does not read out of bounds).
 """
 
 from __future__ import annotations
@@ -185,8 +189,8 @@ def _shape_problem(x_shape: tuple[int, ...], w_shape: tuple[int, ...], dtype) ->
     return f"images {x_shape} have {x_shape[3]} channels, kernel {w_shape} takes {w_shape[2]}"
   if w_shape[3] % _LANES:
     return f"kernel {w_shape} has {w_shape[3]} output channels, not a multiple of {_LANES}"
-  if w_shape[0] != w_shape[1]:
-    return f"kernel {w_shape} is not square"
+  if w_shape[0] != w_shape[1] or w_shape[0] < 1:
+    return f"kernel {w_shape} is not square (K, K, C, O) with K >= 1"
   if min(x_shape[1], x_shape[2]) - w_shape[0] + 1 < 2:
     return f"images {x_shape} are too small for kernel {w_shape} and a 2x2 window"
   return None

@@ -1,0 +1,89 @@
+"""hx's CPU kernels (`hx.compile.conv_pool`) called directly with shapes that do not fit together: each call
+is a Python exception naming the mismatch, not a read or write out of bounds.
+
+The calls run in a child process, so that a kernel that did read out of bounds fails this test instead of
+crashing (or quietly corrupting) the test process.
+"""
+
+import json
+import re
+import subprocess
+import sys
+
+import jax
+import pytest
+
+import hx.compile.conv_pool as cp
+
+pytestmark = pytest.mark.skipif(not (cp.enabled() and jax.default_backend() == "cpu" and cp.load_kernels()),
+                                reason="hx's CPU kernels are off, not on a CPU, or cannot be built here")
+
+# (name, FFI target, operand shapes, result shapes and dtypes, what the error must say). The operands are
+# float32 except those given as (shape, "uint8"). Images (4, 12, 12, 16) through a (5, 5, 16, 16) kernel
+# pool to (4, 4, 4, 16).
+X, W, P = (4, 12, 12, 16), (5, 5, 16, 16), (4, 4, 4, 16)
+U8 = "uint8"
+CASES = [
+    ("window positions of another batch", "hx_conv_pool_backward_weights",
+     [X, W, ((1, 4, 4, 16), U8), (1, 4, 4, 16)], [W, (16,)],
+     r"the shape of the window positions is \(1, 4, 4, 16\), not \(4, 4, 4, 16\)"),
+    ("an output gradient of another batch", "hx_conv_pool_backward_with_input",
+     [X, W, (P, U8), (1, 4, 4, 16)], [W, (16,), X],
+     r"the shape of the output gradient is \(1, 4, 4, 16\), not \(4, 4, 4, 16\)"),
+    ("an input gradient of another batch", "hx_conv_pool_backward_with_input",
+     [X, W, (P, U8), P], [W, (16,), (2, 12, 12, 16)],
+     r"the shape of the input gradient is \(2, 12, 12, 16\), not \(4, 12, 12, 16\)"),
+    ("a weight gradient of another kernel", "hx_conv_pool_backward_weights",
+     [X, W, (P, U8), P], [(3, 3, 16, 16), (16,)], r"the shape of the weight gradient is \(3, 3, 16, 16\)"),
+    ("a bias gradient too long", "hx_conv_pool_backward_weights",
+     [X, W, (P, U8), P], [W, (32,)], r"the shape of the bias gradient is \(32,\), not \(16,\)"),
+    ("a bias too long", "hx_conv_pool_forward", [X, W, (32,)], [P, (P, U8)],
+     r"the shape of the bias is \(32,\), not \(16,\)"),
+    ("an output of another batch", "hx_conv_pool_forward", [X, W, (16,)], [(8, 4, 4, 16), (P, U8)],
+     r"the shape of the output is \(8, 4, 4, 16\), not \(4, 4, 4, 16\)"),
+    ("window positions' output too small", "hx_conv_pool_forward", [X, W, (16,)], [P, ((4, 4, 3, 16), U8)],
+     r"the shape of the window positions' output is \(4, 4, 3, 16\)"),
+    ("a kernel of other channels", "hx_conv_pool_forward", [X, (5, 5, 8, 16), (16,)], [P, (P, U8)],
+     "have 16 channels, the kernel .* takes 8"),
+    ("a kernel not square", "hx_conv_pool_backward_weights", [X, (5, 3, 16, 16), (P, U8), P],
+     [(5, 3, 16, 16), (16,)], r"the kernel \(5, 3, 16, 16\) is not square"),
+    ("images smaller than the kernel", "hx_conv_pool_forward", [(4, 5, 12, 16), W, (16,)],
+     [(4, 1, 4, 16), ((4, 1, 4, 16), U8)], "smaller than the kernel"),  # (an empty result is never called)
+    ("24 output channels", "hx_conv_pool_forward", [X, (5, 5, 16, 24), (24,)],
+     [(4, 4, 4, 24), ((4, 4, 4, 24), U8)], "24 output channels, not a multiple of 16"),
+    ("window positions as float32", "hx_conv_pool_backward_weights", [X, W, P, P], [W, (16,)],
+     "(?i)u8|uint8"),
+]
+
+_CHILD = r"""
+import json, sys
+import jax, numpy as np
+import hx.compile.conv_pool as cp
+
+assert cp.load_kernels()
+
+def array(spec):
+  shape, dtype = (spec[0], spec[1]) if isinstance(spec[-1], str) else (spec, "float32")
+  return np.ones(tuple(shape), dtype)
+
+outcomes = []
+for name, target, operands, results, pattern in json.loads(sys.argv[1]):
+  avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in map(array, results)]
+  try:
+    jax.block_until_ready(jax.ffi.ffi_call(target, avals)(*map(array, operands)))
+    outcomes.append([name, "returned", ""])
+  except Exception as e:  # what XLA raises for a handler's error: JaxRuntimeError
+    outcomes.append([name, type(e).__name__, str(e)])
+print(json.dumps(outcomes))
+"""
+
+
+def test_mismatched_shapes_are_python_errors_naming_the_mismatch():
+  done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(CASES)], capture_output=True, text=True,
+                        timeout=600)
+  assert done.returncode == 0, done.stderr[-3000:]
+  outcomes = json.loads(done.stdout.strip().splitlines()[-1])
+  assert [o[0] for o in outcomes] == [c[0] for c in CASES]
+  for (name, kind, message), case in zip(outcomes, CASES, strict=True):
+    assert kind != "returned", f"{name}: the call returned"
+    assert re.search(case[-1], message), f"{name}: {kind}: {message}"
