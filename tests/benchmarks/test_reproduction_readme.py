@@ -1,252 +1,118 @@
-"""The reproduction README's figures against the committed records: its "Forward transfer at a glance" table
-is written by hand, so it is checked here, computed from the records without the report's code. Nothing is
-trained."""
+"""The reproduction README against the committed records: its generated tables are what
+`python -m hx.bin.figures benchmarks/reproduction --tables` prints now, its hand-written table of the
+evolutionary search against top-down is checked from the records without the report's code, and every
+run, figure and link it names exists. Nothing is trained."""
 
+import json
 import math
 import re
-import statistics
 from pathlib import Path
 
 import pytest
 
-from hx.evaluation import load_records
-from tests.benchmarks.test_reproduction_records import RUNS, VARIANTS
+from hx.evaluation.fraction_plots import run_directories
+from hx.evaluation.headline import BLOCKS, blocks, blocks_in
 
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks" / "reproduction"
 README = ROOT / "README.md"
+TEXT = README.read_text("utf-8") if README.exists() else ""
+REBUILD = ("paste what `python -m hx.bin.figures benchmarks/reproduction --tables` prints now over the "
+           "README's blocks")
 
 
-def _glance_rows() -> list[tuple[str, str, str]]:
-  """(run, fraction cell, ratios cell) of each row of the README's "Forward transfer at a glance" table."""
-  text = README.read_text("utf-8")
-  section = text.split("## Forward transfer at a glance", 1)[1].split("\n## ", 1)[0]
-  rows = []
-  for line in section.splitlines():
-    cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    if not line.startswith("| ") or len(cells) != 3 or cells[0] == "run":
-      continue
-    rows.append((cells[0], cells[1], cells[2]))
-  return rows
+@pytest.fixture(scope="module")
+def generated():
+  return blocks(ROOT)
 
 
-def _instances(fraction_cell: str) -> list[int]:
-  """The instantiations a row averages: "(instantiations 0-3)", "(5 instantiations)", else instantiation 0."""
-  if m := re.search(r"instantiations (\d+)-(\d+)", fraction_cell):
-    return list(range(int(m.group(1)), int(m.group(2)) + 1))
-  if m := re.search(r"\((\d+) instantiations\)", fraction_cell):
-    return list(range(int(m.group(1))))
-  return [0]
+def test_the_readme_keeps_every_generated_block_once():
+  assert sorted(blocks_in(TEXT)) == sorted(BLOCKS)
 
 
-def _run_directory(run: str, fraction: float) -> Path:
-  name = run.lower()
-  return ROOT / name if fraction == 0.02 else ROOT / f"fraction_{fraction:g}" / name
+@pytest.mark.parametrize("name", BLOCKS)
+def test_each_generated_block_is_what_the_records_give_now(generated, name):
+  assert blocks_in(TEXT)[name] == generated[name], f"{name}: {REBUILD}"
 
 
-def _scores(directory: Path) -> dict[tuple[str, int, float, int], tuple[str, float]]:
-  """(method, task index, fraction, instance) -> (task, test score of its best trained candidate or
-  network) for every record of a run folder; the task without its "[synthetic: ...]" label."""
+def test_the_headline_comes_first_and_the_run_log_last():
+  headings = [line for line in TEXT.splitlines() if line.startswith("## ")]
+  assert headings[0] == "## Headline: HOUDINI against the baselines and the paper"
+  assert headings[-1] == "## Run log"
+  assert len(TEXT.splitlines()) <= 550
+
+
+def _links() -> list[str]:
+  return re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", TEXT)
+
+
+def test_every_relative_link_and_figure_exists():
+  missing = [link for link in _links() if "://" not in link and not (ROOT / link).exists()]
+  assert not missing, missing
+
+
+def test_every_committed_run_and_figure_is_linked():
+  linked = {(ROOT / link).resolve() for link in _links() if "://" not in link}
+  runs = [run for run in run_directories(ROOT) if (run / "report.md").exists()]
+  unlinked = [str(run.relative_to(ROOT)) for run in runs if (run / "report.md").resolve() not in linked]
+  # A run still under way (its report not yet written) may be named without a link.
+  assert not unlinked, unlinked
+  figures = sorted((ROOT / "figures").glob("*.png"))
+  assert figures and all(f.resolve() in linked for f in figures)
+
+
+def _best_tests(run: Path, method: str, instance: int = 0) -> dict[int, tuple[float, str, str]]:
+  """Task -> (test score, program, fresh types) of the best trained candidate of `method` at 2%, read from
+  the records."""
   out = {}
-  for r in load_records(directory):
-    best = r["ranked"][0] if r.get("ranked") else None
+  for path in (run / method / f"seed_{instance}" / "records").glob("*/fraction_0.02.json"):
+    rec = json.loads(path.read_text("utf-8"))
+    best = rec["ranked"][0] if rec["ranked"] else None
     if best is not None and best["status"] == "trained" and math.isfinite(best["test"]):
-      out[(r["method"], r["task_index"], r["fraction"], r["instance"])] = (r["task"].split(" [")[0],
-                                                                           float(best["test"]))
+      types = json.dumps(best.get("fresh_types"), sort_keys=True)
+      out[rec["task_index"]] = (best["test"], best["program"], types)
   return out
 
 
-def _ratios(directory: Path, fraction: float) -> dict[int, dict[int, float]]:
-  """Task index -> instance -> HOUDINI's (top-down) test score over the standalone network's."""
-  scores = _scores(directory)
-  out: dict[int, dict[int, float]] = {}
-  for (method, task, f, instance), (_, score) in scores.items():
-    alone = scores.get(("standalone", task, f, instance))
-    if method == "houdini_topdown" and f == fraction and alone:
-      out.setdefault(task, {})[instance] = score / alone[1]
+def _evolution_rows() -> list[list[str]]:
+  section = TEXT.split("**The evolutionary search**", 1)[1].split("\n\n", 2)[1]
+  rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()]
+  return [r for r in rows if r[0] not in ("sequence", "") and not set(r[0]) <= set("-")]
+
+
+def _tasks(cell: str) -> dict[int, tuple[str, str] | None]:
+  """"task 3 (0.819 against 0.877), task 4" or "tasks 1, 5 (task 5: 0.9 against 1.1)" or "-" -> task ->
+  the two scores printed for it ("a against b"), or None where none is."""
+  out: dict[int, tuple[str, str] | None] = {
+      int(n): None for n in re.findall(r"\d+", re.sub(r"\([^)]*\)", "", cell))}
+  for m in re.finditer(r"(tasks? [\d, ]+?) \((?:task (\d+): )?([\d.]+)%? against ([\d.]+)%?[^)]*\)", cell):
+    task = int(m.group(2)) if m.group(2) else int(re.findall(r"\d+", m.group(1))[-1])
+    assert task in out, (cell, task)
+    out[task] = (m.group(3), m.group(4))
   return out
-
-
-def _printed(cell: str) -> tuple[dict[int, tuple[float, float | None]], list[float]]:
-  """From a ratios cell: task -> (mean, spread or None) as printed, and the "(instantiation 0: ...)" list."""
-  head, _, tail = cell.partition("(instantiation 0:")
-  means = {int(m.group(1)): (float(m.group(2)), float(m.group(3)) if m.group(3) else None)
-           for m in re.finditer(r"(?:^|; )(\d+): \**([0-9.]+)(?: ± ([0-9.]+))?", head)}
-  first = [float(x) for x in re.findall(r"[0-9.]+", tail.split(")", 1)[0])] if tail else []
-  return means, first
-
-
-ROWS = _glance_rows() if README.exists() else []
-
-
-def test_the_glance_table_is_found_and_parsed():
-  assert len(ROWS) >= 20
-  assert all(_printed(cell)[0] for _, _, cell in ROWS)
-
-
-@pytest.mark.parametrize("run,fraction_cell,cell", ROWS, ids=[f"{r} {f.split()[0]}" for r, f, _ in ROWS])
-def test_each_printed_forward_transfer_is_the_records(run, fraction_cell, cell):
-  fraction = float(fraction_cell.split("%")[0]) / 100
-  directory = _run_directory(run, fraction)
-  assert directory.is_dir(), f"{run} at {fraction_cell}: no folder {directory}"
-  ratios = _ratios(directory, fraction)
-  instances = _instances(fraction_cell)
-  means, first = _printed(cell)
-  for task, (mean, spread) in means.items():
-    values = [ratios.get(task, {}).get(i) for i in instances]
-    assert None not in values, f"{run} {fraction_cell} task {task}: not all of {instances} recorded"
-    assert abs(statistics.fmean(values) - mean) <= 0.005 + 1e-9, (run, fraction_cell, task, values, mean)
-    if len(values) > 1:
-      assert spread is not None and abs(statistics.stdev(values) - spread) <= 0.005 + 1e-9, (
-          run, fraction_cell, task, values, spread)
-  for task, value in enumerate(first, 1):
-    assert abs(ratios[task][0] - value) <= 0.005 + 1e-9, (run, fraction_cell, task, ratios[task][0], value)
-
-
-_KINDS = ("recognize_digit", "recognize_toy", "classify_digit", "count_digit", "count_toy", "sum_digits",
-          "regress_speed", "regress_mnist", "shortest_path_street", "shortest_path_mnist")
-_NUMBER = re.compile(r"\**(\d+\.\d+)%?\**")
-
-
-def _score_tables() -> list[tuple[int, list[str], list[str]]]:
-  """(line number, header cells, row cells) of every README table row with columns "HOUDINI" and
-  "standalone" whose first cell names a task or starts with an instantiation's number."""
-  out, header = [], None
-  for number, line in enumerate(README.read_text("utf-8").splitlines(), 1):
-    if not line.startswith("|"):
-      header = None
-      continue
-    cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    if header is None:
-      header = cells
-    elif not set(cells[0]) <= set("-") and "HOUDINI" in header and "standalone" in header:
-      if re.search(r"\b(" + "|".join(_KINDS) + r")\b", cells[0]) or re.match(r"\d+\b", cells[0]):
-        out.append((number, header, cells))
-  return out
-
-
-def _all_groups() -> list[tuple[str, int, dict[str, float]]]:
-  """(task, instance, method -> test score) for every recorded task, fraction and instance of every
-  committed run (the task without its "[synthetic: ...]" label; HOUDINI as "houdini_topdown")."""
-  out = []
-  for run in RUNS + VARIANTS:
-    groups: dict[tuple[int, float, int], tuple[str, int, dict[str, float]]] = {}
-    for (method, index, fraction, instance), (task, score) in _scores(run).items():
-      groups.setdefault((index, fraction, instance), (task, instance, {}))[2][method] = score
-    out.extend(groups.values())
-  return out
-
-
-_COLUMNS = {"HOUDINI": "houdini_topdown", "standalone": "standalone", "low-level transfer": "llt",
-            "LLT": "llt", "progressive NN": "pnn", "PNN": "pnn",
-            "standalone_with_fold": "standalone_with_fold"}
 
 
 def _close(printed: str, value: float) -> bool:
-  decimals = len(printed.split(".")[1])
+  decimals = len(printed.split(".")[1]) if "." in printed else 0
   return abs(value - float(printed)) <= 0.5 * 10 ** -decimals + 1e-9
 
 
-SCORE_ROWS = _score_tables() if README.exists() else []
-
-
-def test_the_score_tables_are_found():
-  assert len(SCORE_ROWS) >= 60
-
-
-def test_each_printed_score_row_is_one_recorded_task():
-  """Every row's test scores (HOUDINI, standalone, and low-level transfer, progressive networks and
-  standalone_with_fold where printed as numbers) and the ratio HOUDINI / standalone, where the table has
-  one, are those of one recorded task of some committed run: a figure mistyped or left stale fails here."""
-  groups = _all_groups()
-  wrong = []
-  for number, header, cells in SCORE_ROWS:
-    printed = {}
-    for column, method in _COLUMNS.items():
-      if column in header and (m := _NUMBER.fullmatch(cells[header.index(column)])):
-        printed[method] = m.group(1)
-    if "houdini_topdown" not in printed or "standalone" not in printed:
-      continue
-    named = re.search(r"\b((?:" + "|".join(_KINDS) + r")(?:\(\d+\))?)", cells[0])
-    # A row of a task's table names it; a row of a table by instantiation starts with its number.
-    task, instance = (named.group(1), None) if named else (None, int(re.match(r"\d+", cells[0]).group()))
-    column = "HOUDINI / standalone"
-    ratio = cells[header.index(column)].strip("*") if column in header else None
-    if not re.fullmatch(r"\d+\.\d+", ratio or ""):
-      ratio = None
-    if not any((t == task if task else i == instance)
-               and all(m in scores and _close(v, scores[m]) for m, v in printed.items())
-               and (ratio is None or _close(ratio, scores["houdini_topdown"] / scores["standalone"]))
-               for t, i, scores in groups):
-      wrong.append(f"line {number}: {' | '.join(cells[:len(header) - 1])}")
-  assert not wrong, "\n".join(wrong)
-
-
-_METHODS = ("houdini_topdown", "standalone", "llt", "pnn")
-
-
-def _instantiation_tables() -> list[tuple[int, str, dict[int, int], list[str]]]:
-  """(line number, sequence, column -> task index, row cells) of the rows of every README table by
-  instantiation ("| instantiation ... | task 1 | task 2 ..."), each cell "HOUDINI / standalone / low-level
-  transfer / progressive NN", under a "## SEQ at 2% ..." heading."""
-  out, sequence, columns = [], None, None
-  for number, line in enumerate(README.read_text("utf-8").splitlines(), 1):
-    if line.startswith("## "):
-      m = re.match(r"## (\w+) at 2%", line)
-      sequence = m.group(1).lower() if m else None
-    if not line.startswith("|"):
-      columns = None
-      continue
-    cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    if columns is None:
-      columns = {k: int(m.group(1)) for k, c in enumerate(cells) if (m := re.match(r"task (\d+)", c))}
-      if not cells[0].startswith("instantiation") or sequence is None:
-        columns = {}
-    elif columns and not set(cells[0]) <= set("-"):
-      out.append((number, sequence, columns, cells))
-  return out
-
-
-def _slashed(cell: str) -> list[tuple[str, str | None]] | None:
-  """"a / b / c / d%" (or "a ± s / ...") -> [(a, None), ...] or [(a, s), ...]; None unless four parts."""
-  parts = [p.strip().replace("*", "").rstrip("%") for p in cell.split(" / ")]
-  out = []
-  for p in parts:
-    m = re.fullmatch(r"(\d+\.\d+)(?: ± (\d+\.\d+))?", p)
-    if m is None:
-      return None
-    out.append((m.group(1), m.group(2)))
-  return out if len(out) == 4 else None
-
-
-INSTANTIATION_ROWS = _instantiation_tables() if README.exists() else []
-
-
-def test_each_instantiation_tables_scores_and_means_are_the_records():
-  """The tables by instantiation (CS1, CS2, CS3 at 2%): each instantiation's four test scores per task,
-  and each "mean ± sd" row over the instantiations it names ("(0-2)", "of 0-4") or those above it."""
-  assert len(INSTANTIATION_ROWS) >= 20
-  scores: dict[str, dict[tuple[int, int, str], float]] = {}
-  wrong, above = [], []
-  for number, sequence, columns, cells in INSTANTIATION_ROWS:
-    if sequence not in scores:
-      scores[sequence] = {(task, instance, method): score for (method, task, fraction, instance), (_, score)
-                          in _scores(ROOT / sequence).items() if fraction == 0.02}
-    if m := re.match(r"(\d+)\b", cells[0]):
-      instances = [int(m.group(1))]
-      above = [] if above and number != above[-1][0] + 1 else above
-      above.append((number, instances[0]))
-    elif m := re.search(r"(\d+)-(\d+)", cells[0]):
-      instances = list(range(int(m.group(1)), int(m.group(2)) + 1))
-    else:
-      instances = [i for _, i in above]
-    for column, task in columns.items():
-      printed = _slashed(cells[column])
-      if printed is None:
-        continue
-      for method, (value, spread) in zip(_METHODS, printed):
-        got = [scores[sequence].get((task, i, method)) for i in instances]
-        if None in got or not _close(value, statistics.fmean(got)) or (
-            spread is not None and not _close(spread, statistics.stdev(got))):
-          wrong.append(f"line {number}: {sequence} task {task} {method}: printed {value} ± {spread}, "
-                       f"records {got}")
-  assert not wrong, "\n".join(wrong)
+def test_the_evolutionary_table_is_the_records():
+  """Each row's tasks sit in the column the records put them (evolution's score lower, top-down's lower,
+  or the same program and score to rounding), and each "a against b" is the two scores, the better
+  first."""
+  rows = _evolution_rows()
+  assert [r[0] for r in rows] == ["CS1", "CS2", "CS3", "SS", "LS", "GS1", "GS2"]
+  for sequence, better_evo, better_top, equal in rows:
+    evo = _best_tests(ROOT / "evolutionary" / sequence.lower(), "houdini_evolutionary")
+    top = _best_tests(ROOT / sequence.lower(), "houdini_topdown")
+    printed = {"evo": _tasks(better_evo), "top": _tasks(better_top), "equal": _tasks(equal)}
+    expected = {"evo": set(), "top": set(), "equal": set()}
+    for task in evo:
+      # The same program to rounding (CS2 task 2: 0.8159052 and 0.8159054) is "equal".
+      same = math.isclose(evo[task][0], top[task][0], rel_tol=1e-4) and evo[task][1:] == top[task][1:]
+      expected["equal" if same else "evo" if evo[task][0] < top[task][0] else "top"].add(task)
+    assert {k: set(v) for k, v in printed.items()} == expected, sequence
+    for column, first, second in (("evo", evo, top), ("top", top, evo)):
+      for task, pair in printed[column].items():
+        if pair is not None:
+          assert _close(pair[0], first[task][0]) and _close(pair[1], second[task][0]), (sequence, task, pair)
