@@ -34,7 +34,10 @@ source, compiler, jaxlib and CPU, written atomically (a rename) so that processe
 collide. Without a compiler, or if building or loading fails, hx warns once (naming the compiler and its
 error) and trains through XLA's own kernels: the same values to rounding, slower. `HX_CPU_KERNELS=0`
 (also "false", "no", "off") turns them off; it is read when a CNN is traced. On a GPU they are never
-used.
+used: `conv_pool` stages both the kernels and XLA's path (`jax.lax.platform_dependent`), and lowering
+keeps the one for the platform lowered for, so a program traced in a CPU process and lowered for a GPU
+holds no custom call of these; `usable` also says no where JAX's default backend is not the CPU, which
+spares a GPU process building kernels it would not run.
 
 The handlers trust no shape: each checks every operand and result against the images and the kernel and
 returns an XLA error naming the mismatch (a `jax.ffi.ffi_call` of them with a gradient of one batch and
@@ -56,6 +59,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from hx.compile.cache import hx_cache_home
 
@@ -219,7 +223,8 @@ def _pooled_shape(x: jax.Array, w: jax.Array) -> tuple[int, int, int, int]:
   return r, (h - k + 1) // 2, (wd - k + 1) // 2, o
 
 
-def _forward(x: jax.Array, w: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+def _check(x: jax.Array, w: jax.Array, b: jax.Array) -> None:
+  """Raises ValueError naming what the kernels cannot take in images x, kernel w and bias b."""
   problem = _shape_problem(x.shape, w.shape, x.dtype)
   if problem is None and (w.dtype != jnp.float32 or b.dtype != jnp.float32):
     problem = f"the kernel and bias are {w.dtype} and {b.dtype}, not float32"
@@ -227,6 +232,11 @@ def _forward(x: jax.Array, w: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.A
     problem = f"bias {b.shape} does not match kernel {w.shape}'s {w.shape[3]} output channels"
   if problem:
     raise ValueError(f"conv_pool: {problem}")
+
+
+def _forward(x: jax.Array, w: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """The forward custom call: h (R, Hp, Wp, O) float32 and arg (R, Hp, Wp, O) uint8 (conv_pool.cc)."""
+  _check(x, w, b)
   if not load_kernels():
     raise KernelBuildError("conv_pool: hx's CPU kernels could not be built or loaded (see the warning); "
                            "call it only where usable() says so")
@@ -237,13 +247,30 @@ def _forward(x: jax.Array, w: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.A
   return call(x, w, b)
 
 
-@jax.custom_vjp
+def _xla_block(x: jax.Array, w: jax.Array, b: jax.Array) -> jax.Array:
+  """The block through XLA, as hx trains it where the kernels are not usable (`modules._cnn_blocks`)."""
+  from hx.compile import modules  # here, not at the top: hx.compile.modules imports this module
+
+  return jax.nn.relu(modules._max_pool(modules._conv_valid(x, w), 2) + b)
+
+
 def conv_pool(x: jax.Array, w: jax.Array, b: jax.Array) -> jax.Array:
   """relu(max_pool(conv_valid(x, w), 2) + b): x (R, H, W, C) float32, w (K, K, C, O), b (O)
   -> (R, (H-K+1)//2, (W-K+1)//2, O).
 
-  Where `usable` says so (elsewhere XLA's path is as good or better); see the module docstring.
+  Where `usable` says so (elsewhere XLA's path is as good or better); see the module docstring. The
+  kernels are chosen when the program is lowered, for the platform it is lowered for: lowered for a GPU
+  (from a CPU process too, `jax.jit(f).trace(...).lower(lowering_platforms=("cuda",))`), the block is
+  XLA's path and holds no custom call, which no GPU could run. Raises ValueError for shapes or dtypes
+  the kernels cannot take, KernelBuildError where they are not built.
   """
+  _check(x, w, b)
+  return lax.platform_dependent(x, w, b, cpu=_kernel_block, default=_xla_block)
+
+
+@jax.custom_vjp
+def _kernel_block(x: jax.Array, w: jax.Array, b: jax.Array) -> jax.Array:
+  """`conv_pool` through the kernels: the forward custom call, and the backward one as its gradient."""
   return _forward(x, w, b)[0]
 
 
@@ -266,4 +293,4 @@ def _conv_pool_bwd(res, g):
   return dx, dw, db
 
 
-conv_pool.defvjp(_conv_pool_fwd, _conv_pool_bwd, symbolic_zeros=True)
+_kernel_block.defvjp(_conv_pool_fwd, _conv_pool_bwd, symbolic_zeros=True)

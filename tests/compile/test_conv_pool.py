@@ -1,5 +1,6 @@
 """hx's CPU kernels for a CNN block, conv -> 2x2 max-pool (`hx.compile.conv_pool`), against XLA's path."""
 
+import re
 import warnings
 
 import jax
@@ -199,3 +200,23 @@ def test_a_cache_directory_it_cannot_write_is_a_build_error(tmp_path, monkeypatc
   monkeypatch.setattr(cp.tempfile, "TemporaryDirectory", refuse)  # what a read-only directory does
   with pytest.raises(cp.KernelBuildError, match="cannot build the kernels in .*: .*Permission denied"):
     cp.build_library(directory=tmp_path / "kernels")
+
+
+@pytest.mark.parametrize("argnums, targets", [((0, 1, 2), ("forward", "backward_with_input")),
+                                              ((1, 2), ("forward", "backward_weights"))])
+def test_the_kernels_are_chosen_for_the_platform_lowered_for(argnums, targets):
+  """Lowered for a GPU from this CPU process, the block is XLA's path (no custom call a GPU cannot run);
+  lowered for the CPU, it is the kernels' calls and no convolution."""
+  x, w, b = jnp.ones((3, 12, 12, 16)), jnp.ones((5, 5, 16, 32)), jnp.ones((32,))
+  assert cp.usable(x.shape, w.shape, 2, x.dtype)
+  traced = jax.jit(jax.value_and_grad(lambda *a: jnp.sum(cp.conv_pool(*a)), argnums)).trace(x, w, b)
+  cpu = traced.lower(lowering_platforms=("cpu",)).as_text()
+  assert sorted(set(re.findall(r"hx_conv_pool_\w+", cpu))) == sorted(f"hx_conv_pool_{t}" for t in targets)
+  assert "stablehlo.convolution" not in cpu
+  for platforms in (("cuda",), ("rocm",), ("tpu",)):
+    other = traced.lower(lowering_platforms=platforms).as_text()
+    assert "hx_conv_pool" not in other and "custom_call" not in other, platforms
+    assert "stablehlo.convolution" in other
+  # Lowered for both (one program serialized for either), each platform's branch is kept.
+  both = traced.lower(lowering_platforms=("cpu", "cuda")).as_text()
+  assert "hx_conv_pool_forward" in both and "stablehlo.convolution" in both
