@@ -27,8 +27,9 @@ independent of the number of threads. Measured in benchmarks/RESULTS.md ("Traini
 When hx uses them (`usable`): training mode on the CPU backend, float32, 2x2 pooling, output channels a
 multiple of 16 (the kernels' vector width), input channels a multiple of 16 too unless the block is the
 CNN's first (whose input, the images, usually needs no gradient), and the kernels built. They are built
-on first use from `conv_pool.cc` by the C++ compiler on PATH (`$CXX`, else `c++`, `g++`, `clang++`) for
-this machine's CPU (`-march=native`), with jaxlib's FFI headers, into a cache directory
+on first use from `conv_pool.cc` by the C++ compiler (`$CXX`, a command line such as `ccache g++`,
+else `c++`, `g++` or `clang++` on PATH) for this machine's CPU (`-march=native`), with jaxlib's FFI
+headers, into a cache directory
 (`$HX_KERNEL_CACHE_DIR`, else `$XDG_CACHE_HOME/hx/kernels`, else `~/.cache/hx/kernels`), one library per
 source, compiler, jaxlib and CPU, written atomically (a rename) so that processes building at once do not
 collide. Without a compiler, or if building or loading fails, hx warns once (naming the compiler and its
@@ -50,6 +51,7 @@ import ctypes
 import hashlib
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -95,7 +97,8 @@ def kernel_cache_dir() -> Path:
 
 
 def _compiler() -> str | None:
-  if os.environ.get("CXX"):
+  """$CXX (a command line, "ccache g++" say), else the first C++ compiler on PATH, else None."""
+  if os.environ.get("CXX", "").strip():
     return os.environ["CXX"]
   for name in ("c++", "g++", "clang++"):
     if shutil.which(name):
@@ -117,11 +120,19 @@ def _cpu_identity() -> str:
 def build_library(compiler: str | None = None, directory: Path | None = None) -> Path:
   """The kernels' shared library for this machine, compiled into `directory` unless already there.
 
-  Raises KernelBuildError when there is no compiler or it fails (with its output).
+  `compiler`: a command line split as a shell would (`shlex.split`: "ccache g++", or a quoted path with
+  spaces), as $CXX is; by default $CXX, else c++, g++ or clang++ on PATH. Raises KernelBuildError when
+  there is no compiler or it fails (with its output).
   """
   compiler = compiler or _compiler()
   if compiler is None:
     raise KernelBuildError("no C++ compiler found ($CXX, c++, g++ or clang++ on PATH)")
+  try:
+    compiler_command = shlex.split(compiler)
+  except ValueError as e:
+    raise KernelBuildError(f"cannot split the compiler command {compiler!r} as a shell would: {e}") from e
+  if not compiler_command:
+    raise KernelBuildError(f"the compiler command {compiler!r} is empty")
   directory = directory or kernel_cache_dir()
   import jaxlib
   source = SOURCE.read_bytes()
@@ -140,7 +151,7 @@ def build_library(compiler: str | None = None, directory: Path | None = None) ->
   try:
     with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
       out = Path(tmp) / target.name
-      command = [compiler, *_FLAGS, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", str(out)]
+      command = [*compiler_command, *_FLAGS, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", str(out)]
       try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=300)
       except (OSError, subprocess.TimeoutExpired) as e:

@@ -220,3 +220,36 @@ def test_the_kernels_are_chosen_for_the_platform_lowered_for(argnums, targets):
   # Lowered for both (one program serialized for either), each platform's branch is kept.
   both = traced.lower(lowering_platforms=("cpu", "cuda")).as_text()
   assert "hx_conv_pool_forward" in both and "stablehlo.convolution" in both
+
+
+def _recording_compiler(directory):
+  """A compiler command, in a directory whose name has a space, that writes its arguments to `args` beside
+  it and an empty file where -o says (what a wrapper such as ccache hands on, without compiling)."""
+  directory.mkdir()
+  script = directory / "wrapper"
+  script.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$(dirname "$0")/args"\n'
+                    'while [ $# -gt 0 ]; do [ "$1" = -o ] && : > "$2"; shift; done\n')
+  script.chmod(0o755)
+  return script
+
+
+def test_the_compiler_is_a_command_line_split_as_a_shell_would(monkeypatch, tmp_path):
+  script = _recording_compiler(tmp_path / "a wrapper")
+  monkeypatch.setenv("CXX", f"'{script}' g++ -DHX_EXTRA")  # "ccache g++", with a quoted path
+  path = cp.build_library(directory=tmp_path / "kernels")
+  args = (tmp_path / "a wrapper" / "args").read_text().splitlines()
+  assert args[:2] == ["g++", "-DHX_EXTRA"] and "-O3" in args and str(cp.SOURCE) in args
+  assert path.exists() and path.parent == tmp_path / "kernels"
+  monkeypatch.setenv("PATH", str(tmp_path))  # no compiler on PATH to fall back to
+  for bad, match in (("'unclosed g++", "cannot split the compiler command"), ("  ", "no C\\+\\+ compiler")):
+    monkeypatch.setenv("CXX", bad)
+    with pytest.raises(cp.KernelBuildError, match=match):
+      cp.build_library(directory=tmp_path / "other")
+
+
+@pytest.mark.slow
+def test_a_compiler_behind_a_wrapper_builds_the_kernels(monkeypatch, tmp_path):
+  compiler = cp._compiler()
+  monkeypatch.setenv("CXX", f"env {compiler}")  # `env` runs its arguments as ccache does
+  path = cp.build_library(directory=tmp_path)
+  assert path.stat().st_size > 10_000 and b"HxConvPoolForward" in path.read_bytes()
