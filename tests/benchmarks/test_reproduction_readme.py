@@ -50,6 +50,14 @@ def test_every_relative_link_and_figure_exists():
   assert not missing, missing
 
 
+def test_every_link_within_the_page_names_a_heading():
+  # GitHub's anchors: the heading in lower case, without punctuation but hyphens, spaces as hyphens.
+  anchors = {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+             for line in TEXT.splitlines() if line.startswith("#")}
+  wanted = set(re.findall(r"\]\(#([^)]+)\)", TEXT))
+  assert wanted and wanted <= anchors, sorted(wanted - anchors)
+
+
 def test_every_committed_run_and_figure_is_linked():
   linked = {(ROOT / link).resolve() for link in _links() if "://" not in link}
   runs = [run for run in run_directories(ROOT) if (run / "report.md").exists()]
