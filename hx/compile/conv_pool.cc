@@ -11,7 +11,9 @@
 // Work is split into kChunks fixed chunks of images (not one per thread), and the weight and bias
 // gradients are the sums of the chunks' partial sums in chunk order, so results do not depend on the
 // number of threads or on which thread ran which chunk. The calling thread takes chunks too, so a call
-// finishes even when no thread of XLA's pool is free.
+// finishes even when no thread of XLA's pool is free. An exception in a chunk (an allocation that fails)
+// is caught where it is thrown and returned as the call's error: one that left a thread of XLA's pool, or
+// a handler, would end the process.
 
 #include <algorithm>
 #include <atomic>
@@ -19,6 +21,9 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,29 +44,73 @@ typedef uint8_t v16b __attribute__((vector_size(16), aligned(1)));
 inline v16 Load(const float* p) { return *reinterpret_cast<const v16*>(p); }
 inline void Store(float* p, v16 v) { *reinterpret_cast<v16*>(p) = v; }
 
+// What an exception thrown by `f` becomes: an error for XLA (an exception that leaves a thread of XLA's pool,
+// or a handler, ends the process).
+template <typename F>
+ffi::Error Caught(F&& f) {
+  try {
+    f();
+    return ffi::Error::Success();
+  } catch (const std::bad_alloc&) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted, "out of memory (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    return ffi::Error::Internal(std::string("an exception: ") + e.what());
+  } catch (...) {
+    return ffi::Error::Internal("an exception of unknown type");
+  }
+}
+
+// `e` with the name of the call it failed in.
+ffi::Error In(const std::string& call, const ffi::Error& e) {
+  return ffi::Error(e.errc().value_or(ffi::ErrorCode::kInternal), call + ": " + e.message());
+}
+
+// compute()'s error (it returns one or throws), named after `call`.
+template <typename F>
+ffi::Error Computed(const std::string& call, F&& compute) {
+  ffi::Error failed;
+  const ffi::Error thrown = Caught([&] { failed = compute(); });
+  if (thrown.failure()) return In(call, thrown);
+  return failed.failure() ? In(call, failed) : failed;
+}
+
 struct Work {
   std::function<void(int64_t)> body;
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
+  std::atomic<bool> failed{false};
+  std::mutex mutex;
+  ffi::Error error;  // the first task's, under `mutex`
   void Run() {
     for (;;) {
       const int64_t c = next.fetch_add(1);
       if (c >= kChunks) return;
-      body(c);
+      if (!failed.load(std::memory_order_acquire)) {  // after a failure the other tasks are skipped
+        ffi::Error e = Caught([&] { body(c); });
+        if (e.failure()) {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (!failed.exchange(true)) error = std::move(e);
+        }
+      }
       done.fetch_add(1, std::memory_order_release);
     }
   }
 };
 
-// Runs body(c) for c in [0, kChunks) on this thread and XLA's intra-op pool. A helper scheduled after all
-// chunks were taken finds none and returns without touching `body`'s captures (the shared Work outlives it).
-void ParallelChunks(ffi::ThreadPool& pool, std::function<void(int64_t)> body) {
+// Runs body(c) for c in [0, kChunks) on this thread and XLA's intra-op pool; the first exception a task
+// throws, as an error (the tasks after it skipped). A helper scheduled after all chunks were taken finds
+// none and returns without touching `body`'s captures (the shared Work outlives it); and this returns only
+// once every task taken is done, also when scheduling a helper failed.
+ffi::Error ParallelChunks(ffi::ThreadPool& pool, std::function<void(int64_t)> body) {
   auto work = std::make_shared<Work>();
   work->body = std::move(body);
   const int64_t helpers = std::min<int64_t>(pool.num_threads(), kChunks - 1);
-  for (int64_t t = 0; t < helpers; ++t) pool.Schedule([work] { work->Run(); });
+  for (int64_t t = 0; t < helpers; ++t)
+    if (Caught([&] { pool.Schedule([work] { work->Run(); }); }).failure()) break;  // the rest run here
   work->Run();
   while (work->done.load(std::memory_order_acquire) < kChunks) std::this_thread::yield();
+  std::lock_guard<std::mutex> lock(work->mutex);
+  return work->error;
 }
 
 // Rank-4 buffers (a type name without a comma: XLA's handler macros take it as one argument).
@@ -395,18 +444,22 @@ ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w, F32Vector b, F32Out y, U8
   const float* ws = w.typed_data();
   float* ys = y->typed_data();
   uint8_t* as = arg->typed_data();
-  ParallelChunks(pool, [&](int64_t c) {
-    for (int64_t n = d.R * c / kChunks; n < d.R * (c + 1) / kChunks; ++n) {
-      const float* xn = xs + n * d.H * d.W * d.C;
-      float* yn = ys + n * d.Hp * d.Wp * d.O;
-      uint8_t* an = as + n * d.Hp * d.Wp * d.O;
-      if (d.O % (4 * kLanes) == 0) ForwardImage<4>(d, xn, ws, bs, yn, an);
-      else if (d.O % (2 * kLanes) == 0) ForwardImage<2>(d, xn, ws, bs, yn, an);
-      else ForwardImage<1>(d, xn, ws, bs, yn, an);
-    }
+  return Computed(call, [&] {
+    return ParallelChunks(pool, [&](int64_t c) {
+      for (int64_t n = d.R * c / kChunks; n < d.R * (c + 1) / kChunks; ++n) {
+        const float* xn = xs + n * d.H * d.W * d.C;
+        float* yn = ys + n * d.Hp * d.Wp * d.O;
+        uint8_t* an = as + n * d.Hp * d.Wp * d.O;
+        if (d.O % (4 * kLanes) == 0) ForwardImage<4>(d, xn, ws, bs, yn, an);
+        else if (d.O % (2 * kLanes) == 0) ForwardImage<2>(d, xn, ws, bs, yn, an);
+        else ForwardImage<1>(d, xn, ws, bs, yn, an);
+      }
+    });
   });
-  return ffi::Error::Success();
 }
+
+ffi::Error BackwardChecked(ffi::ThreadPool& pool, const Dims& d, const F32& x, const F32& w, const U8& arg,
+                           const F32& g, float* dw, float* db, float* dx);
 
 ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8& arg, const F32& g, F32Out& dw_out,
                     F32VectorOut& db_out, F32Out* dx_out) {
@@ -427,6 +480,12 @@ ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8&
   float* dw = dw_out->typed_data();
   float* db = db_out->typed_data();
   float* dx = dx_out ? (*dx_out)->typed_data() : nullptr;
+  return Computed(call, [&] { return BackwardChecked(pool, d, x, w, arg, g, dw, db, dx); });
+}
+
+// Backward on operands whose shapes were checked; throws what its allocations throw.
+ffi::Error BackwardChecked(ffi::ThreadPool& pool, const Dims& d, const F32& x, const F32& w, const U8& arg,
+                           const F32& g, float* dw, float* db, float* dx) {
   const float* xs = x.typed_data();
   const float* ws = w.typed_data();
   const uint8_t* as = arg.typed_data();
@@ -440,7 +499,7 @@ ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8&
       for (int64_t o = 0; o < d.O; ++o) wt[o * KKC + t] = ws[t * d.O + o];
   }
   std::vector<std::vector<float>> partial(kChunks), partial_db(kChunks);
-  ParallelChunks(pool, [&](int64_t c) {
+  const ffi::Error failed = ParallelChunks(pool, [&](int64_t c) {
     partial[c].assign(KKC * d.O, 0.0f);
     partial_db[c].assign(d.O, 0.0f);
     const int64_t lo = d.R * c / kChunks, hi = d.R * (c + 1) / kChunks;
@@ -466,6 +525,7 @@ ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8&
       if (general_dw || general_dx) BackwardImageScatter(d, xn, wt.data(), an, gn, general_dw, general_dx);
     }
   });
+  if (failed.failure()) return failed;
   std::memset(dw, 0, sizeof(float) * KKC * d.O);
   std::memset(db, 0, sizeof(float) * d.O);
   for (int64_t c = 0; c < kChunks; ++c) {

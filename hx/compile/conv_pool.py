@@ -42,7 +42,8 @@ spares a GPU process building kernels it would not run.
 
 The handlers trust no shape: each checks every operand and result against the images and the kernel and
 returns an XLA error naming the mismatch (a `jax.ffi.ffi_call` of them with a gradient of one batch and
-images of another raises in Python; it does not read out of bounds).
+images of another raises in Python; it does not read out of bounds), and an exception in one of their
+threads (memory that runs out) is the call's error too, not the end of the process.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""hx's CPU kernels (`hx.compile.conv_pool`) called directly with shapes that do not fit together: each call
-is a Python exception naming the mismatch, not a read or write out of bounds.
+"""hx's CPU kernels (`hx.compile.conv_pool`) called directly with shapes that do not fit together, or with
+too little memory: each call is a Python exception naming what went wrong, not a read or write out of
+bounds, nor the end of the process (an exception thrown on a thread of XLA's pool ends it unless caught).
 
-The calls run in a child process, so that a kernel that did read out of bounds fails this test instead of
-crashing (or quietly corrupting) the test process.
+The calls run in a child process, so that a kernel that did read out of bounds, or crash, fails this test
+instead of crashing (or quietly corrupting) the test process.
 """
 
 import json
@@ -56,7 +57,7 @@ CASES = [
 ]
 
 _CHILD = r"""
-import json, sys
+import json, resource, sys
 import jax, numpy as np
 import hx.compile.conv_pool as cp
 
@@ -74,16 +75,36 @@ for name, target, operands, results, pattern in json.loads(sys.argv[1]):
     outcomes.append([name, "returned", ""])
   except Exception as e:  # what XLA raises for a handler's error: JaxRuntimeError
     outcomes.append([name, type(e).__name__, str(e)])
+
+# Last, as it leaves the process little memory: a backward call whose chunks each allocate a partial weight
+# gradient of 64 MB (above glibc's largest mmap threshold, so each is a fresh mapping), with room in the
+# address space for its results and one or two of those, not eight.
+C, O = 8192, 2048
+x, w = jax.device_put(np.ones((8, 2, 2, C), np.float32)), jax.device_put(np.ones((1, 1, C, O), np.float32))
+arg = jax.device_put(np.full((8, 1, 1, O), 0x80, np.uint8))
+g = jax.device_put(np.ones((8, 1, 1, O), np.float32))
+results = (jax.ShapeDtypeStruct(w.shape, np.float32), jax.ShapeDtypeStruct((O,), np.float32))
+backward = jax.jit(jax.ffi.ffi_call("hx_conv_pool_backward_weights", results)).lower(x, w, arg, g).compile()
+jax.block_until_ready(backward(x, w, arg, g))  # with room: it runs
+with open("/proc/self/status") as f:
+  size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+resource.setrlimit(resource.RLIMIT_AS, (size + 200 * 2 ** 20, resource.RLIM_INFINITY))
+try:
+  jax.block_until_ready(backward(x, w, arg, g))
+  outcomes.append(["out of memory", "returned", ""])
+except Exception as e:
+  outcomes.append(["out of memory", type(e).__name__, str(e)])
 print(json.dumps(outcomes))
 """
 
 
-def test_mismatched_shapes_are_python_errors_naming_the_mismatch():
+def test_mismatched_shapes_and_exhausted_memory_are_python_errors_naming_them():
   done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(CASES)], capture_output=True, text=True,
                         timeout=600)
   assert done.returncode == 0, done.stderr[-3000:]
   outcomes = json.loads(done.stdout.strip().splitlines()[-1])
-  assert [o[0] for o in outcomes] == [c[0] for c in CASES]
-  for (name, kind, message), case in zip(outcomes, CASES, strict=True):
+  patterns = [c[-1] for c in CASES] + ["RESOURCE_EXHAUSTED: hx_conv_pool_backward_weights: out of memory"]
+  assert [o[0] for o in outcomes] == [c[0] for c in CASES] + ["out of memory"]
+  for (name, kind, message), pattern in zip(outcomes, patterns, strict=True):
     assert kind != "returned", f"{name}: the call returned"
-    assert re.search(case[-1], message), f"{name}: {kind}: {message}"
+    assert re.search(pattern, message), f"{name}: {kind}: {message}"
