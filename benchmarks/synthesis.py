@@ -28,24 +28,24 @@ Executors: "local" (in this process), "processes" (worker processes: one per cor
 "processes:WxT" (W workers of T cores each; "processes:WxT:lend": idle workers' cores lent to busy ones,
 `ProcessExecutor(lend=True)`), "default" (`hx.synth.executors.default_executor()`), "ray"
 (a local Ray with every core, a job per core; `--ray_address` joins a cluster). Schedules: "full"
-(every candidate to the end), "halving" (`hx.synth.halving.Halving(first=--halving_first,
+(every candidate to the end), "halving" (`hx.synth.schedules.halving.Halving(first=--halving_first,
 eta=--halving_eta, equal=--halving_equal, reference=--halving_reference)`), "halving:sub" (the same,
 its rungs before the last scored on `--estimate_val` validation examples: `Halving.val_examples`) and
 "patience:N" (every
 candidate to the end or to its early stop: the task's settings with `TuneConfig.patience = N`, not the
-paper's, which train every epoch) and "estimate:METHOD:K" (`hx.synth.estimate.Estimate(method=METHOD,
-keep=K)`: every candidate estimated, by a short run or, METHOD "head", by a closed-form fit of a fresh
-head on frozen functions where a candidate is one, and the K best estimates trained to the end; K "all"
-trains every candidate in the estimate's order; `--estimate_share`, `--estimate_max_steps`,
-`--estimate_val` set the short run's share of the steps, its most steps and the validation subsample),
-and "cheap", "cheap:S", "cheap:S:K" or "cheap:S:K:ETA" (`hx.synth.cheap_first.CheapFirst(probe_steps=S,
-keep=K, eta=ETA)`, S 80 and K 3 by default, K "all" for keep=None: every candidate probed for S optimiser
-steps, then the K cheap ones with the best probes, or all cheap ones, and the costly ones already ahead of
-them trained to the end; with ETA, those costly ones in halving rungs of that eta, the probe the first;
-K "K@E", e.g. "cheap:40:3@1", for `keep_at=E`: every cheap candidate trains E epochs (2 by default) before
-the best K go on; "K@probe" for `keep_at=None`, the best K probes; a suffix "+free", e.g.
-"cheap:40:3@2+free", for `free=True`: beside the K, every cheap candidate whose remaining training costs
-at most one probe of the costliest candidate).
+paper's, which train every epoch) and "estimate:METHOD:K"
+(`hx.synth.schedules.estimate.Estimate(method=METHOD, keep=K)`: every candidate estimated, by a short run or,
+METHOD "head", by a closed-form fit of a fresh head on frozen functions where a candidate is one, and the K
+best estimates trained to the end; K "all" trains every candidate in the estimate's order; `--estimate_share`,
+`--estimate_max_steps`, `--estimate_val` set the short run's share of the steps, its most steps and the
+validation subsample), and "cheap", "cheap:S", "cheap:S:K" or "cheap:S:K:ETA"
+(`hx.synth.schedules.cheap_first.CheapFirst(probe_steps=S, keep=K, eta=ETA)`, S 80 and K 3 by default, K "all"
+for keep=None: every candidate probed for S optimiser steps, then the K cheap ones with the best probes, or
+all cheap ones, and the costly ones already ahead of them trained to the end; with ETA, those costly ones in
+halving rungs of that eta, the probe the first; K "K@E", e.g. "cheap:40:3@1", for `keep_at=E`: every cheap
+candidate trains E epochs (2 by default) before the best K go on; "K@probe" for `keep_at=None`, the best K
+probes; a suffix "+free", e.g. "cheap:40:3@2+free", for `free=True`: beside the K, every cheap candidate whose
+remaining training costs at most one probe of the costliest candidate).
 Where a run has estimates and a "full" run of the same search is in the same output (or in the JSON
 `--compare` names), the figures add Spearman's rank correlation of the estimates with the full run's
 final validation scores, and whether the full run's winner is among the K trained.
@@ -398,7 +398,7 @@ def _cheap_schedule(name: str):
   epochs), or "all", or "K@E": the best K after E epochs, `keep_at=E` ("K@probe": by the probe, None);
   ETA: the costly ones ahead go on in halving rungs of that eta; default the schedule's; a suffix
   "+free": `free=True`)."""
-  from hx.synth.cheap_first import CheapFirst
+  from hx.synth.schedules.cheap_first import CheapFirst
 
   name, plus, flag = name.partition("+")
   parts = name.split(":")
@@ -424,7 +424,7 @@ def _cheap_schedule(name: str):
 
 def _estimate_schedule(name: str, args):
   """`Estimate` of an "estimate:METHOD:K" schedule name (K a number or "all")."""
-  from hx.synth.estimate import Estimate
+  from hx.synth.schedules.estimate import Estimate
 
   parts = name.split(":")
   if len(parts) != 3:
@@ -443,7 +443,7 @@ def _correlations(out: dict, compare: str | None = None) -> None:
   search's order), `spearman_head` / `spearman_short` (over the candidates of each method), and
   `full_winner_trained` (whether the full run's winner is among those it trained to the end); prints
   them."""
-  from hx.synth.estimate import spearman
+  from hx.synth.schedules.estimate import spearman
 
   runs = list(out["runs"])
   if compare:
@@ -629,7 +629,7 @@ def main(argv: list[str] | None = None) -> dict:
   from hx.data import Sources, sequence
   from hx.presets import task_sizes, training_settings
   from hx.synth import Budget, synthesize
-  from hx.synth.halving import Halving
+  from hx.synth.schedules.halving import Halving
 
   # Bad flags fail here, before the data load.
   name, _, k = args.task.partition(":")

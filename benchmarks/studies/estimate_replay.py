@@ -4,8 +4,8 @@
         --combinators authors --schedules full --json full.json
     python benchmarks/studies/estimate_replay.py full.json [--keep 4] [--json out.json]
 
-A short run (`hx.synth.estimate`, method "short") trains a candidate's first steps exactly as its full
-run does (same seed, batches and dropout keys), so the per-epoch validation curves a `full` run records
+A short run (`hx.synth.schedules.estimate`, method "short") trains a candidate's first steps exactly as its
+full run does (same seed, batches and dropout keys), so the per-epoch validation curves a `full` run records
 (each ranked candidate's `val_history`) say what a short run of e whole epochs would have estimated, with
 two differences: the curves score the whole validation split, a short run a fixed subsample of it; and a
 short run may stop inside an epoch. For each e this prints the share of the full run's training it is,
@@ -30,7 +30,7 @@ def replay(run: dict, keep: int) -> list[dict]:
   """Per whole epoch e of the full run `run` (a benchmarks/synthesis.py run): e, the share of the run's
   epochs, the Spearman correlation of min(curve[:e]) with the final validation scores, the full winner's
   rank by that estimate (1 best) and whether it is within `keep`."""
-  from hx.synth.estimate import spearman
+  from hx.synth.schedules.estimate import spearman
 
   rows = [x for x in run["ranked"] if x[1] == "trained" and x[7]]
   winner = run["ranked"][0][8]

@@ -107,7 +107,7 @@ def prior(earlier: list[dict], cands: list[dict]) -> list[float]:
 
 def replay_task(earlier: list[dict], task: dict, keeps: tuple[int, ...] = (1, 2, 3)) -> dict:
   """The prior's ranking of `task`'s candidates against the full run's, and the keep-K schedules."""
-  from hx.synth.estimate import spearman
+  from hx.synth.schedules.estimate import spearman
 
   cands = task["cands"]
   scores = prior(earlier, cands)

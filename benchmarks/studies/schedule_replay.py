@@ -6,28 +6,28 @@
 The reproduction (benchmarks/reproduction/, the paper preset) trains every candidate of each HOUDINI task
 to the end and records each one's validation score after every epoch (`val_history`) and its seconds
 (compiling, training, evaluating). A survivor of halving resumes where it paused, and a short run
-(`hx.synth.estimate`, method "short") trains the first epochs of the full run exactly, so these curves
-say, without training again, what each schedule would have chosen on each task:
+(`hx.synth.schedules.estimate`, method "short") trains the first epochs of the full run exactly, so these
+curves say, without training again, what each schedule would have chosen on each task:
 
 - "every candidate": the run itself;
-- "halving F/ETA": `Halving(first=F, eta=ETA)` (`hx.synth.halving.replay`);
+- "halving F/ETA": `Halving(first=F, eta=ETA)` (`hx.synth.schedules.halving.replay`);
 - "short E, keep K": every candidate's first E epochs, scored by its best validation score among them;
   the best K train to the end (their full runs' scores) and the best of those wins;
-- "cheap first, short E against them": `hx.synth.cheap_first.CheapFirst` with a probe of E epochs: the
-  candidates whose training epoch costs at most a fifth of the costliest candidate's (typically a fresh
+- "cheap first, short E against them": `hx.synth.schedules.cheap_first.CheapFirst` with a probe of E epochs:
+  the candidates whose training epoch costs at most a fifth of the costliest candidate's (typically a fresh
   head on frozen library functions, whose outputs are memoised) train to the end; every other candidate
   trains E epochs and goes on to the end only if its best score by then beats the best final score of the
   cheap ones (scored on all of the validation split: the comparison is with final scores). It bets that a
   costly candidate behind after E epochs stays behind;
-- "cheap first, probe S steps": the same with the probe `hx.synth.cheap_first.CheapFirst(probe_steps=S)`
-  trains, S optimiser steps (for S = 80 the whole run at 2% of the data, 10 epochs at 10%, one at 100%):
-  what `Budget(schedule=CheapFirst(...))` would have chosen and trained. The records score whole epochs
-  only, so a probe that ends inside an epoch is replayed to that epoch's end (the row says so); "..., keep
-  K": `CheapFirst(probe_steps=S, keep=K)`, only the K cheap candidates with the best probes trained on;
-  "..., halving E": `CheapFirst(probe_steps=S, keep=K, eta=E)`, the costly candidates ahead of the cheap
-  ones going on in halving rungs of eta E, the probe the first; "..., keep K judged at 2 epochs":
-  `CheapFirst(probe_steps=S, keep=K, keep_at=2)`, every cheap candidate trained 2 epochs before the keep
-  chooses;
+- "cheap first, probe S steps": the same with the probe
+  `hx.synth.schedules.cheap_first.CheapFirst(probe_steps=S)` trains, S optimiser steps (for S = 80 the whole
+  run at 2% of the data, 10 epochs at 10%, one at 100%): what `Budget(schedule=CheapFirst(...))` would have
+  chosen and trained. The records score whole epochs only, so a probe that ends inside an epoch is replayed to
+  that epoch's end (the row says so); "..., keep K": `CheapFirst(probe_steps=S, keep=K)`, only the K cheap
+  candidates with the best probes trained on; "..., halving E": `CheapFirst(probe_steps=S, keep=K, eta=E)`,
+  the costly candidates ahead of the cheap ones going on in halving rungs of eta E, the probe the first; "...,
+  keep K judged at 2 epochs": `CheapFirst(probe_steps=S, keep=K, keep_at=2)`, every cheap candidate trained 2
+  epochs before the keep chooses;
 - "floor": what any schedule that compiles every candidate costs at least: the compilations and the
   winner's full run, nothing else (a perfect estimate that costs nothing but the compilation);
 - "floor, winner stopped by patience P": the same, the winner's training stopped after P epochs without
@@ -37,7 +37,7 @@ say, without training again, what each schedule would have chosen on each task:
 
 Cost is modelled from the records, not measured: a candidate costs its recorded compilation once, plus
 its recorded training and evaluation seconds per epoch times the epochs it trains, except that a short
-run scores a subsample of `--subsample` validation examples (as `hx.synth.estimate` does), whose
+run scores a subsample of `--subsample` validation examples (as `hx.synth.schedules.estimate` does), whose
 evaluation is charged in proportion. The records were written on 2 shared cores with a persistent
 compilation cache of varying warmth, so the costs compare schedules on the same task, not tasks. What a
 real run adds (a validation at each pause, re-dispatch) is left out. A transfer candidate's recorded
@@ -188,13 +188,13 @@ def stopped(curve: list[float], patience: int) -> tuple[int, float, int]:
 def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: int | None = None,
                 eta: int | None = None, keep_at: int | None = None, free_probe: float | None = None
                 ) -> tuple[int, list[int]]:
-  """`hx.synth.cheap_first.CheapFirst` replayed with a probe of `short` epochs (module docstring), its
-  `keep`, its `eta` and its `keep_at` (whole epochs), by its own rule (`cheap_mask`, `best_cheap`,
+  """`hx.synth.schedules.cheap_first.CheapFirst` replayed with a probe of `short` epochs (module docstring),
+  its `keep`, its `eta` and its `keep_at` (whole epochs), by its own rule (`cheap_mask`, `best_cheap`,
   `free_cheap`, `going_on`, `costly_rungs`, `survivors`): the winner's index and the epochs each candidate
   trains. A candidate's step cost is its training seconds per epoch (the steps of an epoch are the same
   for every candidate of a task). `free_probe`: None, or `CheapFirst(free=True)` with a probe of that
   many epochs (the probe's steps over an epoch's, unrounded) as the measure of one costly probe."""
-  from hx.synth.cheap_first import (
+  from hx.synth.schedules.cheap_first import (
     best_cheap,
     cheap_mask,
     costly_rungs,
@@ -222,8 +222,8 @@ def cheap_first(cands: list[dict], short: int, cheap_share: float = 0.2, keep: i
   if free_probe is not None:
     kept |= set(free_cheap(costs, cheap, finished, judged, [c["epochs"] - r for c, r in zip(cands, reach)],
                            free_probe))
-  # As hx.synth.cheap_first: every candidate trained to the end has its final score (going_on reads the
-  # cheap ones'); the costly ones' scores are still their probes'.
+  # As hx.synth.schedules.cheap_first: every candidate trained to the end has its final score (going_on reads
+  # the cheap ones'); the costly ones' scores are still their probes'.
   on, bar = going_on(judged, cheap, finished, [c["val"] if i in kept or finished[i] else math.inf
                                                for i, c in enumerate(cands)])
   trained = [c["epochs"] if i in kept or finished[i] else reach[i] for i, c in enumerate(cands)]
@@ -245,11 +245,11 @@ def probe_rows(task: dict, probe_steps: tuple[int, ...], keeps: tuple[int | None
                etas: tuple[int | None, ...] = (None,), keep_at: int | None = None, free: bool = False
                ) -> list[tuple[str, int, int | None, int | None, int | None, float | None]]:
   """Per probe of S optimiser steps, keep K and eta E (`CheapFirst(probe_steps=S, keep=K, eta=E,
-  keep_at=keep_at, free=free)`), its row name, its epochs on `task` (`hx.synth.cheap_first.probe_epochs`,
-  from the task's steps per epoch), K, E, keep_at, and with `free` the probe's unrounded epochs (else
-  None). The records score whole epochs only: a probe that ends inside an epoch is replayed to the end of
-  that epoch, and its row says so."""
-  from hx.synth.cheap_first import probe_epochs
+  keep_at=keep_at, free=free)`), its row name, its epochs on `task`
+  (`hx.synth.schedules.cheap_first.probe_epochs`, from the task's steps per epoch), K, E, keep_at, and with
+  `free` the probe's unrounded epochs (else None). The records score whole epochs only: a probe that ends
+  inside an epoch is replayed to the end of that epoch, and its row says so."""
+  from hx.synth.schedules.cheap_first import probe_epochs
 
   rows = []
   for s in probe_steps:
@@ -272,8 +272,8 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
                 keep_at: int | None = None, free: bool = False) -> list[dict]:
   """One row per schedule on `task`: the program chosen, its rank in the full run, its validation and
   test scores, candidate-epochs and modelled seconds."""
-  from hx.synth.estimate import spearman
-  from hx.synth.halving import Halving, replay
+  from hx.synth.schedules.estimate import spearman
+  from hx.synth.schedules.halving import Halving, replay
 
   cands, epochs = task["cands"], task["epochs"]
   full_order = sorted(range(len(cands)), key=lambda i: (cands[i]["val"], i))

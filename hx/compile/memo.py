@@ -201,8 +201,8 @@ class PrefixTables:
     if out is None:
       self.misses += 1
       # Computed here, not when the first training step needs it: JAX dispatches asynchronously, and a
-      # schedule that prices candidates by their training seconds (hx.synth.cheap_first) must not charge
-      # the first candidate that uses a prefix for the table every later one shares.
+      # schedule that prices candidates by their training seconds (hx.synth.schedules.cheap_first) must
+      # not charge the first candidate that uses a prefix for the table every later one shares.
       out = jax.block_until_ready(apply_prefix(names, library.specs(), library.variables(), table,
                                                rows=wanted))
     else:

@@ -304,7 +304,7 @@ class TuneState:
 
   def without_best(self) -> TuneState:
     """This state with no best epoch yet: resumed, the run keeps only the epochs it scores from now on
-    (as after its validation data change, `hx.synth.halving`'s last rung on the whole split)."""
+    (as after its validation data change, `hx.synth.schedules.halving`'s last rung on the whole split)."""
     return dataclasses.replace(self, best_variables=None, best_score=math.inf, best_epoch=0, since_best=0)
 
   def on_host(self) -> TuneState:

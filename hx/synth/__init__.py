@@ -8,8 +8,6 @@ lifelong runner::
     run = hx.synth.run_sequence(hx.data.sequence("cs1"), "runs/cs1")
 """
 
-from hx.synth.cheap_first import CheapFirst
-from hx.synth.estimate import Estimate
 from hx.synth.evolution import EvolutionConfig, Generation, evolve
 from hx.synth.executors import (
   Checkpoints,
@@ -23,10 +21,9 @@ from hx.synth.executors import (
   make_executor,
   train_program,
 )
-from hx.synth.fitting import Outcome, Prepared, fit, prepare
-from hx.synth.halving import Halving
 from hx.synth.library import FORMAT_VERSION, Added, Entry, Library, LibraryError, Provenance, Trained
 from hx.synth.lifelong import SequenceRun, SettingsMismatch, run_sequence
+from hx.synth.schedules import CheapFirst, Estimate, Halving, ToEnd, parse_schedule
 from hx.synth.space import (
   COMBINATORS,
   ORDERS,
@@ -49,8 +46,8 @@ __all__ = [
     "EnumerationStats", "enumerate", "enumerate_programs",
     "EvolutionConfig", "Generation", "evolve",
     "Checkpoints", "Executor", "Job", "JobResult", "LocalExecutor", "TaskContext", "job_seed",
-    "train_program", "Outcome", "Prepared", "prepare", "fit",
-    "make_executor", "default_executor", "Halving", "Estimate", "CheapFirst",
+    "train_program",
+    "make_executor", "default_executor", "ToEnd", "Halving", "Estimate", "CheapFirst", "parse_schedule",
     "STRATEGIES", "Budget", "Ranked", "SynthesisResult", "synthesize", "task_context",
     "SequenceRun", "SettingsMismatch", "run_sequence",
 ]

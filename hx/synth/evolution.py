@@ -43,7 +43,7 @@ from hx.synth.space import (
   program_cost,
 )
 
-__all__ = ["EvolutionConfig", "Generation", "evolve", "random_candidate"]
+__all__ = ["EvolutionConfig", "Generation", "Evolution", "evolve", "random_candidate"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -258,10 +258,78 @@ def evolve(task_type: Type, library: Any, score: Callable[[Sequence[Candidate]],
   Yields:
     `Generation` objects: index (0 for the initial population), population and scores.
   """
-  rng = random.Random(seed)
-  completer = Completer(library, space, module_config)
-  ops = _Operators(task_type, completer, space, rng, config.tries)
-  cache: dict[tuple, float] = {}
+  search = Evolution(task_type, library, config=config, space=space, module_config=module_config, seed=seed)
+  if not search.population:
+    return
+  while True:
+    if stop is not None and stop():
+      return
+    new = search.unscored()
+    if new:
+      search.record(new, score(new))
+    yield search.generation()
+    if search.last:
+      return
+    search.advance()
+
+
+class Evolution:
+  """The evolutionary search one generation at a time, for a caller that scores each generation's new
+  programs itself (`hx.synth.strategies.Evolutionary`; `evolve` drives it with a scoring function):
+
+      search = Evolution(task_type, library, seed=0)
+      while search.population:
+        new = search.unscored()
+        search.record(new, scores_of(new))
+        generation = search.generation()
+        if search.last:
+          break
+        search.advance()
+
+  Attributes:
+    population: the current generation's programs (empty where no random program could be built).
+    index: the current generation's number (0: the initial population).
+  """
+
+  def __init__(self, task_type: Type, library: Any, *, config: EvolutionConfig = EvolutionConfig(),
+               space: SearchSpace = SearchSpace(), module_config: Any = None, seed: int = 0):
+    self.config = config
+    self._rng = random.Random(seed)
+    completer = Completer(library, space, module_config)
+    self._ops = _Operators(task_type, completer, space, self._rng, config.tries)
+    self._cache: dict[tuple, float] = {}  # scores by equivalence key: nothing is trained twice
+    self.index = 0
+    self.population = _initial_population(task_type, completer, space, self._rng, config)
+
+  def unscored(self) -> list[Candidate]:
+    """The current generation's programs never scored before, each once (by equivalence key)."""
+    return list({c.key: c for c in self.population if c.key not in self._cache}.values())
+
+  def record(self, candidates: Sequence[Candidate], scores: Sequence[float]) -> None:
+    """The validation scores of `candidates` (nan or inf: failed), as `evolve`'s `score` returns them."""
+    for c, s in zip(candidates, scores):
+      self._cache[c.key] = float(s)
+
+  def generation(self) -> Generation:
+    """The current generation with its scores (every program's recorded)."""
+    return Generation(self.index, tuple(self.population), tuple(self._cache[c.key] for c in self.population))
+
+  @property
+  def last(self) -> bool:
+    """Whether the current generation is the last (`EvolutionConfig.generations` after the first)."""
+    return self.index == self.config.generations
+
+  def advance(self) -> None:
+    """Breeds the next generation from the current one's scores (selection, crossover, mutation)."""
+    scores = [self._cache[c.key] for c in self.population]
+    self.population = _next_generation(self.population, scores, self._ops, self.config, self._rng)
+    self.index += 1
+
+
+def _initial_population(task_type: Type, completer: Completer, space: SearchSpace, rng: random.Random,
+                        config: EvolutionConfig) -> list[Candidate]:
+  """`config.population` random programs, distinct where the space allows (then filled up with copies);
+  empty where none could be built."""
   population: list[Candidate] = []
   for _ in range(config.population * config.tries):
     if len(population) == config.population:
@@ -270,21 +338,9 @@ def evolve(task_type: Type, library: Any, score: Callable[[Sequence[Candidate]],
     if c is not None and all(c.key != p.key for p in population):
       population.append(c)
   if not population:
-    return
+    return []
   # A space with fewer distinct programs than the population: fill it up with copies.
-  population += [rng.choice(population) for _ in range(config.population - len(population))]
-  for index in range(config.generations + 1):
-    if stop is not None and stop():
-      return
-    new = list({c.key: c for c in population if c.key not in cache}.values())
-    if new:
-      for c, s in zip(new, score(new)):
-        cache[c.key] = float(s)
-    scores = [cache[c.key] for c in population]
-    yield Generation(index, tuple(population), tuple(scores))
-    if index == config.generations:
-      return
-    population = _next_generation(population, scores, ops, config, rng)
+  return population + [rng.choice(population) for _ in range(config.population - len(population))]
 
 
 def _fitness(s: float) -> float:

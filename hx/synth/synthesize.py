@@ -4,12 +4,14 @@
     print(result.best.program, result.best.val_score, result.best.test_score)
     library = result.library          # the winner's fresh functions frozen in, named nn_<sequence>_<k>
 
-This is HOUDINI's learning algorithm for one task (paper section 3): the symbolic module (top-down
-enumeration, `hx.synth.topdown`, or evolution, `hx.synth.evolution`) proposes typed programs over the
-library, and the neural module (Tune, through an executor, `hx.synth.executors`) trains each one. The
-program with the best validation score wins; its test score was computed once, for the parameters of
-its best validation epoch. A candidate that failed (its loss became NaN, say) ranks below every
-candidate that trained, whatever its scores.
+This is HOUDINI's learning algorithm for one task (paper section 3), in four steps: the symbolic module,
+a strategy (`hx.synth.strategies`: top-down enumeration, `hx.synth.topdown`, or evolution,
+`hx.synth.evolution`), proposes typed programs over the library; the neural module (Tune, through an
+executor, `hx.synth.executors`) trains them under the budget's schedule (`hx.synth.schedules`: every one
+to the end by default); the candidates are ranked; the library is extended with the winner. The program
+with the best validation score wins; its test score was computed once, for the parameters of its best
+validation epoch. A candidate that failed (its loss became NaN, say) ranks below every candidate that
+trained, whatever its scores.
 """
 
 from __future__ import annotations
@@ -18,27 +20,24 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Sequence
 
 from absl import logging
 
+from hx.compile.fitting import Outcome
 from hx.lang import program as P
 from hx.lang.types import Type
-from hx.synth.cheap_first import CheapFirst, cheap_first
-from hx.synth.estimate import Estimate, Scored, estimate_then_train, subsample_context
-from hx.synth.evolution import EvolutionConfig, evolve
+from hx.synth.evolution import EvolutionConfig
 from hx.synth.executors import Executor, make_executor
-from hx.synth.fitting import Outcome
-from hx.synth.halving import Halving, successive_halving
 from hx.synth.jobs import Job, JobResult, TaskContext, job_seed, run_job
 from hx.synth.progress import Progress
+from hx.synth.schedules import Schedule, Scored, ToEnd
 from hx.synth.space import Candidate, SearchSpace
-from hx.synth.topdown import EnumerationStats, enumerate_programs
+from hx.synth.strategies import STRATEGIES, Strategy, make_strategy
+from hx.synth.topdown import EnumerationStats
 
 __all__ = ["Budget", "Ranked", "SynthesisResult", "synthesize", "task_context", "retrain_winner",
            "STRATEGIES"]
-
-STRATEGIES = ("topdown", "evolutionary")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,28 +50,39 @@ class Budget:
     enumerated: partial programs the top-down search may expand at most.
     seconds: wall time; no new candidate starts after it (the one training finishes; a parallel
       executor's batch, or a halving rung, that started finishes).
-    schedule: None: every candidate trains to the end (the task's epochs, the paper's way); a `Halving`:
-      successive halving (`hx.synth.halving`); an `Estimate`: every candidate estimated, the best few
-      trained to the end (`hx.synth.estimate`); a `CheapFirst`: every candidate probed, the cheap ones
-      and the costly ones ahead of them trained to the end, or with its `eta` in halving rungs
-      (`hx.synth.cheap_first`). The last three are
-      ours, the top-down strategy only.
+    schedule: how the candidates train (`hx.synth.schedules`, `training_schedule`): None (the default)
+      or `ToEnd()`, which it stands for: every candidate to the end (the task's epochs, the paper's
+      way); a `Halving`: successive halving; an `Estimate`: every candidate estimated, the best few
+      trained to the end; a `CheapFirst`: every candidate probed, the cheap ones and the costly ones
+      ahead of them trained to the end, or with its `eta` in halving rungs. The last three are ours, the
+      top-down strategy only. A `ToEnd()` given is kept as None, so that a budget's settings (its JSON
+      in a run's settings.json) are the same either way.
   """
   candidates: int | None = 20
   enumerated: int | None = None
   seconds: float | None = None
-  schedule: Halving | Estimate | CheapFirst | None = None
+  schedule: Schedule | None = None
 
   def __post_init__(self):
     for name in ("candidates", "enumerated", "seconds"):
       v = getattr(self, name)
       if v is not None and v <= 0:
         raise ValueError(f"Budget.{name} must be positive or None, got {v}")
+    if self.schedule is not None and not callable(getattr(self.schedule, "run", None)):
+      raise ValueError(f"Budget.schedule must be a schedule of hx.synth.schedules (ToEnd, Halving, "
+                       f"CheapFirst, Estimate) or None, got {self.schedule!r}")
+    if self.schedule == ToEnd():
+      object.__setattr__(self, "schedule", None)  # the default, written as before schedules were objects
+
+  @property
+  def training_schedule(self) -> Schedule:
+    """The schedule the candidates train under: `schedule`, or `ToEnd()` for None."""
+    return ToEnd() if self.schedule is None else self.schedule
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class Ranked(Outcome):
-  """One candidate of a synthesis, as reported: its training's `hx.synth.fitting.Outcome` (status,
+  """One candidate of a synthesis, as reported: its training's `hx.compile.fitting.Outcome` (status,
   reason, scores, epochs, times, `val_history`), with its place in the ranking.
 
   The outcome's fields as a synthesis reports them:
@@ -98,7 +108,7 @@ class Ranked(Outcome):
     order: its place in the search's order (0 first).
     named: the program as the library names it after `Library.add` (nn_<sequence>_<k>), for the
       reported ranks; else None.
-    estimate: under an `Estimate` schedule, its estimated validation score (`hx.synth.estimate`: the
+    estimate: under an `Estimate` schedule, its estimated validation score (`hx.synth.schedules.estimate`: the
       task's metric on a validation subsample; nan if none), for every candidate, trained or not; under
       `Halving(val_examples=...)`, a stopped candidate's best score on the subsample; under `CheapFirst`,
       a stopped candidate's best validation score when it stopped (after its probe, or at a rung).
@@ -189,34 +199,6 @@ class SynthesisResult:
     return tuple(r for r in self.ranked if r.status == "trained")
 
 
-def _scheduled(candidates: list[Candidate], schedule: Halving | Estimate | CheapFirst, context: TaskContext,
-               seed: int,
-               run: Callable[[TaskContext, list[Job]], list[JobResult]],
-               out_of_time: Callable[[], bool]) -> tuple[list[JobResult], dict[int, Scored]]:
-  """The candidates trained under `schedule` (estimates first, successive halving, or cheap first), with
-  the estimate of every candidate that did not train to the end, by job index."""
-  if isinstance(schedule, Estimate):
-    return estimate_then_train(candidates, schedule, context, seed, run, out_of_time)
-  if isinstance(schedule, CheapFirst):
-    from hx.lang.values import num_examples
-
-    got, stopped = cheap_first(candidates, schedule, context.tune_config.epochs,
-                               context.tune_config.steps_per_epoch(num_examples(context.data.train.inputs)),
-                               seed, lambda jobs: run(context, jobs), out_of_time)
-    return got, _as_estimates(got, stopped, "probe")
-  sub = None if schedule.val_examples is None else subsample_context(context, schedule.val_examples, seed)
-  got, stopped = successive_halving(
-      candidates, schedule, context.tune_config.epochs, seed, lambda jobs: run(context, jobs), out_of_time,
-      run_subsample=None if sub is None else lambda jobs: run(sub, jobs))
-  return got, _as_estimates(got, stopped, "halving")
-
-
-def _as_estimates(got: list[JobResult], stopped: dict[int, float], method: str) -> dict[int, Scored]:
-  """Each candidate a schedule stopped before the end (job index -> its last score), as its estimate."""
-  by_index = {r.job.index: r for r in got}
-  return {i: Scored(v, method, by_index[i].seconds, by_index[i].epochs_run) for i, v in stopped.items()}
-
-
 def _sort_key(r: JobResult, estimates: dict[int, Scored]) -> tuple:
   """Trained candidates by validation score, then those estimated only by their estimate, then failed."""
   if r.ok:
@@ -237,7 +219,7 @@ def task_context(task: Any, library: Any = None, module_config: Any = None, tune
   without variables (`hx.synth.kept`). `synthesize` builds one per call; build one yourself
   to train a single candidate as a synthesis would (`run_job`, `Job`, `job_seed`)."""
   from hx.compile import ModuleConfig
-  from hx.synth.fitting import prepare
+  from hx.compile.fitting import prepare
   from hx.synth.jobs import Checkpoints, task_key
   from hx.synth.library import Library
 
@@ -272,7 +254,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     library: the `hx.Library` of trained functions (default: empty).
     strategy: "topdown" (enumeration in order of cost) or "evolutionary".
     budget: candidates to train, partial programs to expand, wall time, and the schedule (every candidate
-      to the end by default; `Halving`, `Estimate`).
+      to the end by default; `Halving`, `CheapFirst`, `Estimate`: `hx.synth.schedules`).
     seed: seeds the search (evolution) and every candidate's training (`job_seed`).
     space: what programs may be built (intermediate types, repeat counts, size and fresh limits).
     module_config: module sizes (default: the paper's, `hx.compile.ModuleConfig()`).
@@ -306,6 +288,28 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   Returns:
     A `SynthesisResult`.
   """
+  _check_arguments(strategy, budget, keep)
+  wall = time.perf_counter()
+  context = task_context(task, library, module_config, _tune_config(task, tune_config),
+                         checkpoint_dir=checkpoint_dir, scores_dir=scores_dir)
+  owned = executor is None or isinstance(executor, str)
+  executor = make_executor(executor)
+  show = Progress(f"{task.name} @ {100 * getattr(task, 'fraction', 1.0):g}%", budget.candidates, progress)
+  try:
+    with show.watching():  # the epochs of candidates that train in this process move the bar
+      search, results, estimates = _search_and_train(task.type, context, executor, show, strategy=strategy,
+                                                     budget=budget, space=space, evolution=evolution,
+                                                     seed=seed, wall=wall)
+  finally:
+    show.close()
+    if owned:
+      executor.close()
+  return _ranked_and_added(task, context, strategy, search, results, estimates, keep=keep, sequence=sequence,
+                           when=when, wall=wall)
+
+
+def _check_arguments(strategy: str, budget: Budget, keep: int) -> None:
+  """ValueError for a strategy, a keep or a schedule `synthesize` cannot run."""
   if strategy not in STRATEGIES:
     raise ValueError(f"unknown strategy {strategy!r}; the strategies are {', '.join(STRATEGIES)}")
   if keep < 1:
@@ -313,70 +317,64 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   if budget.schedule is not None and strategy != "topdown":
     raise ValueError("the schedules (Budget.schedule: halving, estimates, cheap first) are for the top-down "
                      "strategy; evolution scores each generation to the end")
-  wall = time.perf_counter()
-  kind = getattr(getattr(task, "spec", None), "kind", None)
-  context = task_context(task, library, module_config, _tune_config(task, tune_config),
-                         checkpoint_dir=checkpoint_dir, scores_dir=scores_dir)
-  library = context.library
-  owned = executor is None or isinstance(executor, str)
-  executor = make_executor(executor)
+
+
+def _search_and_train(task_type: Type, context: TaskContext, executor: Executor, show: Progress, *,
+                      strategy: str, budget: Budget, space: SearchSpace, evolution: EvolutionConfig,
+                      seed: int, wall: float) -> tuple[Strategy, list[JobResult], dict[int, Scored]]:
+  """The strategy proposes, the schedule trains, until the strategy stops or the budget runs out: the
+  strategy, every candidate's result in the order of their jobs, and the estimates of those the schedule
+  stopped before the end (by job index)."""
   deadline = None if budget.seconds is None else wall + budget.seconds
   results: list[JobResult] = []
   estimates: dict[int, Scored] = {}
-  fraction = getattr(task, "fraction", 1.0)
-  show = Progress(f"{task.name} @ {100 * fraction:g}%", budget.candidates, progress)
-  stats: EnumerationStats | None = None
+
+  def out_of_time() -> bool:
+    return deadline is not None and time.perf_counter() >= deadline
 
   def out_of_budget() -> bool:
-    return ((budget.candidates is not None and len(results) >= budget.candidates)
-            or (deadline is not None and time.perf_counter() >= deadline))
+    return (budget.candidates is not None and len(results) >= budget.candidates) or out_of_time()
 
-  def train(candidates: Sequence[Candidate]) -> list[JobResult]:
-    jobs = [Job(len(results) + i, c, job_seed(seed, c)) for i, c in enumerate(candidates)]
-    got = {r.job.index: r for r in _run(executor, context, jobs, show, stats)}
-    batch = [got[j.index] for j in jobs]
-    results.extend(batch)
-    return batch
+  parallelism = max(1, int(getattr(executor, "parallelism", 1)))
+  # In the search's order, candidates go to the executor in batches it can run at once; without a time
+  # budget all of them in one (a parallel executor then keeps every worker busy to the end).
+  batch = budget.candidates if budget.seconds is None and budget.candidates else parallelism
+  search = make_strategy(strategy, task_type, context.library, space=space,
+                         module_config=context.module_config, limit=budget.candidates,
+                         max_expanded=budget.enumerated, batch=batch, evolution=evolution, seed=seed,
+                         stop=out_of_budget)
+  schedule = budget.training_schedule
+  scores: dict[tuple, float] = {}
+  while (proposed := search.propose(scores)) is not None:
+    got = schedule.run(proposed, context, seed,
+                       lambda ctx, jobs: _run(executor, ctx, jobs, show, search.enumeration), out_of_time,
+                       first_index=len(results), batch=search.batch)
+    results.extend(got.results)
+    estimates.update(got.estimates)
+    scores = {r.candidate.key: r.val_score if r.ok else math.inf for r in got.results}
+  return search, results, estimates
 
-  search_seconds = 0.0
-  equivalent: list[tuple[Candidate, Candidate]] = []  # the evolutionary search's programs seen twice
-  try:
-    with show.watching():  # the epochs of candidates that train in this process move the bar
-      if strategy == "topdown":
-        stats = EnumerationStats()
-        generator = enumerate_programs(task.type, library, space=space, config=context.module_config,
-                                       limit=budget.candidates, max_expanded=budget.enumerated, stats=stats)
-        if budget.schedule is not None:
-          got, scored = _scheduled(
-              list(generator), budget.schedule, context, seed,
-              lambda ctx, jobs: _run(executor, ctx, jobs, show, stats),
-              lambda: deadline is not None and time.perf_counter() >= deadline)
-          results.extend(got)
-          estimates.update(scored)
-        else:
-          _in_order(generator, budget, executor, train, out_of_budget)
-        search_seconds = stats.seconds
-      else:
-        search_seconds = _evolve(task, library, space, context, evolution, seed, train, out_of_budget, budget,
-                                 equivalent)
-  finally:
-    show.close()
-    if owned:
-      executor.close()
+
+def _ranked_and_added(task: Any, context: TaskContext, strategy: str, search: Strategy,
+                      results: list[JobResult], estimates: dict[int, Scored], *, keep: int,
+                      sequence: str | None, when: str | None, wall: float) -> SynthesisResult:
+  """The candidates ranked (the winner trained again where its outcome was kept without variables), the
+  library extended with the winner, as `synthesize` returns them."""
   ranked = sorted(results, key=lambda r: _sort_key(r, estimates))
   if ranked and ranked[0].ok and ranked[0].restored:
     ranked[0] = _trained_again(ranked[0], context)
   added = None
   if ranked and ranked[0].ok:
-    added = _extend(library, ranked[:keep], context, sequence or kind or "task", task.name, when)
-  out = _ranking(ranked, estimates, added, keep, equivalent)
+    kind = getattr(getattr(task, "spec", None), "kind", None)
+    added = _extend(context.library, ranked[:keep], context, sequence or kind or "task", task.name, when)
+  out = _ranking(ranked, estimates, added, keep, search.equivalent)
   return SynthesisResult(
       task=task.name, strategy=strategy, ranked=tuple(out),
-      library=added.library if added is not None else library, added=added,
-      search_seconds=search_seconds, compile_seconds=sum(r.compile_seconds for r in results),
+      library=added.library if added is not None else context.library, added=added,
+      search_seconds=search.seconds, compile_seconds=sum(r.compile_seconds for r in results),
       train_seconds=sum(r.train_seconds for r in results), eval_seconds=sum(r.eval_seconds for r in results),
-      wall_seconds=time.perf_counter() - wall, candidates_trained=len(results), enumeration=stats,
-      estimate_seconds=sum(e.seconds for e in estimates.values()),
+      wall_seconds=time.perf_counter() - wall, candidates_trained=len(results),
+      enumeration=search.enumeration, estimate_seconds=sum(e.seconds for e in estimates.values()),
       no_program=None if results else _why_no_program(task.type, context.module_config))
 
 
@@ -401,26 +399,6 @@ def _tune_config(task: Any, tune_config: Any) -> Any:
   if getattr(task, "spec", None) is None:
     raise ValueError(f"task {task.name} has no spec to take training settings from: pass tune_config")
   return task_tune_config(task.spec)
-
-
-def _in_order(generator: Iterator[Candidate], budget: Budget, executor: Executor,
-              train: Callable[[Sequence[Candidate]], list[JobResult]],
-              out_of_budget: Callable[[], bool]) -> None:
-  """Trains the candidates to the end in the search's order until the budget runs out. They go to the
-  executor in batches it can run at once; without a time budget, all of them in one (a parallel
-  executor then keeps every worker busy to the end)."""
-  parallelism = max(1, int(getattr(executor, "parallelism", 1)))
-  chunk = budget.candidates if budget.seconds is None and budget.candidates else parallelism
-  batch: list[Candidate] = []
-  for candidate in generator:
-    batch.append(candidate)
-    if len(batch) >= chunk:
-      train(batch)
-      batch = []
-      if out_of_budget():
-        return
-  if batch and not out_of_budget():
-    train(batch)
 
 
 def _ranking(ranked: Sequence[JobResult], estimates: dict[int, Scored], added: Any, keep: int,
@@ -463,39 +441,6 @@ def _run(executor: Executor, context: TaskContext, jobs: Sequence[Job], show: Pr
   if missing:
     raise RuntimeError(f"the executor returned no result for jobs {sorted(missing)}")
   return out
-
-
-def _evolve(task: Any, library: Any, space: SearchSpace, context: TaskContext, config: EvolutionConfig,
-            seed: int, train: Callable, out_of_budget: Callable[[], bool], budget: Budget,
-            equivalent: list) -> float:
-  """Runs evolution, training new candidates through `train`; returns the time spent searching."""
-  seen: dict[tuple, Candidate] = {}
-  spent = {"train": 0.0}
-
-  def score(candidates: Sequence[Candidate]) -> list[float]:
-    if budget.candidates is not None:
-      room = budget.candidates - len(seen)
-      candidates = candidates[:max(room, 0)]
-    start = time.perf_counter()
-    batch = train(list(candidates)) if candidates else []
-    spent["train"] += time.perf_counter() - start
-    for c in candidates:
-      seen[c.key] = c
-    scores = {r.candidate.key: (r.val_score if r.ok else math.inf) for r in batch}
-    return [scores.get(c.key, math.inf) for c in candidates]
-
-  def wrapped(candidates: Sequence[Candidate]) -> list[float]:
-    scores = score(candidates)
-    return scores + [math.inf] * (len(candidates) - len(scores))
-
-  start = time.perf_counter()
-  for generation in evolve(task.type, library, wrapped, config=config, space=space,
-                           module_config=context.module_config, seed=seed, stop=out_of_budget):
-    for c in generation.population:
-      rep = seen.get(c.key)
-      if rep is not None and rep.program != c.program and all(d.program != c.program for d, _ in equivalent):
-        equivalent.append((c, rep))
-  return time.perf_counter() - start - spent["train"]
 
 
 def retrain_winner(task: Any, library: Any, program: Any, fresh_types: dict, *, seed: int,

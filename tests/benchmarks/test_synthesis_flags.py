@@ -102,7 +102,7 @@ def test_processes_executors_by_spec_and_a_bad_option_is_named():
 
 def test_the_cheap_schedule_names_its_probe_and_a_bad_one_is_refused():
   from benchmarks.synthesis import _cheap_schedule
-  from hx.synth.cheap_first import CheapFirst
+  from hx.synth.schedules.cheap_first import CheapFirst
 
   assert _cheap_schedule("cheap") == CheapFirst() == CheapFirst(probe_steps=80)
   assert _cheap_schedule("cheap:40") == CheapFirst(probe_steps=40)

@@ -1,4 +1,4 @@
-"""The cheap-first schedule (`hx.synth.cheap_first`).
+"""The cheap-first schedule (`hx.synth.schedules.cheap_first`).
 
 Its logic runs on a scripted trainer (each candidate's step cost and scores fixed), so what each
 candidate is asked to train, and when, is exact; one synthesis on real data checks that a candidate it
@@ -11,10 +11,13 @@ import math
 
 import pytest
 
-import hx.synth.cheap_first as cheap_first_module
+import hx.synth.schedules.cheap_first as cheap_first_module
 from hx.compile import TuneConfig
 from hx.lang.parser import parse
-from hx.synth.cheap_first import (
+from hx.synth.executors import Job, JobResult
+from hx.synth.jobs import step_costs
+from hx.synth.jsonfiles import jsonable
+from hx.synth.schedules.cheap_first import (
   CheapFirst,
   best_cheap,
   cheap_first,
@@ -26,9 +29,6 @@ from hx.synth.cheap_first import (
   probe_epochs,
   survivors,
 )
-from hx.synth.executors import Job, JobResult
-from hx.synth.jobs import step_costs
-from hx.synth.jsonfiles import jsonable
 from hx.synth.space import Candidate, SearchSpace
 from hx.synth.synthesize import Budget, synthesize
 from tests.synth.test_estimate import cs1  # noqa: F401 -- the fixture

@@ -110,7 +110,7 @@ def test_task_key_fingerprints_every_array_with_its_shape():
 
 @pytest.mark.slow
 def test_halving_saves_its_last_rung_and_resumes_it(tmp_path, monkeypatch):
-  from hx.synth.halving import Halving
+  from hx.synth.schedules.halving import Halving
 
   # 4 candidates, 6 epochs: rungs to 1, 2 and 4 epochs in memory, then the last from 4 to 6, saved.
   kw = dict(KW, budget=Budget(candidates=4, schedule=Halving(first=1, eta=2)),

@@ -1,5 +1,6 @@
-"""`hx.synth.estimate`: the estimates' arithmetic on small exact cases, and the schedule that trains only
-the best-estimated candidates to the end, on CS1 data `hx.data` builds and programs the compiler builds."""
+"""`hx.synth.schedules.estimate`: the estimates' arithmetic on small exact cases, and the schedule that trains
+only the best-estimated candidates to the end, on CS1 data `hx.data` builds and programs the compiler
+builds."""
 
 import dataclasses
 import math
@@ -17,7 +18,7 @@ from hx.data import TaskSizes, sequence
 from hx.lang import parse
 from hx.lang.types import parse_type
 from hx.synth import Budget, Estimate, Library, Trained, synthesize
-from hx.synth.estimate import (
+from hx.synth.schedules.estimate import (
   compact_table,
   fit_head,
   head_features,

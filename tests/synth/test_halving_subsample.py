@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from hx.synth.halving import Halving
+from hx.synth.schedules.halving import Halving
 from hx.synth.synthesize import Budget, synthesize
 from tests.synth.test_parallel import CONFIG
 from tests.synth.test_synthesize import TINY, sum_task

@@ -14,7 +14,7 @@ import pytest
 
 from hx.lang.parser import parse
 from hx.synth.executors import Job, JobResult
-from hx.synth.halving import Halving, replay, step_shares, successive_halving
+from hx.synth.schedules.halving import Halving, replay, step_shares, successive_halving
 from hx.synth.space import Candidate
 from hx.synth.synthesize import Budget, synthesize
 from hx.synth.topdown import enumerate_programs

@@ -30,8 +30,8 @@ from hx.synth.executors import (
   make_executor,
   run_job,
 )
-from hx.synth.halving import Halving, Rung, replay
 from hx.synth.parallel import ProcessExecutor, _portable, _restore, available_cpus
+from hx.synth.schedules.halving import Halving, Rung, replay
 from hx.synth.synthesize import Budget, synthesize
 from tests.synth.test_synthesize import TINY, sum_task
 
@@ -116,7 +116,7 @@ def test_default_executor_is_local_up_to_two_cores_and_workers_of_two_cores_beyo
 
 def test_halving_rungs():
   assert Halving(first=1, eta=3).rungs(20, 20) == (Rung(1, 20), Rung(3, 6), Rung(9, 2), Rung(20, 1))
-  # The defaults (first rung 2 epochs, eta 4: see hx.synth.halving): 82 candidate-epochs of 400.
+  # The defaults (first rung 2 epochs, eta 4: see hx.synth.schedules.halving): 82 candidate-epochs of 400.
   default = Halving().rungs(20, 20)
   assert default == (Rung(2, 20), Rung(8, 5), Rung(20, 1))
   untils = [0.0] + [r.until for r in default]
@@ -411,7 +411,7 @@ def test_ray_reports_a_job_lost_past_its_retries(ray_cluster):
 
 def test_stop_by_patience_cuts_a_full_curve_where_tune_stops():
   from hx.compile.tuning import tune
-  from hx.synth.halving import stop_by_patience
+  from hx.synth.schedules.halving import stop_by_patience
   from tests.compile.test_tune import MSE, Linear, _regression
 
   assert stop_by_patience([3.0, 2.0, 2.0, 2.5, 1.0], 2) == (3.0, 2.0, 2.0, 2.5)  # equal is no better

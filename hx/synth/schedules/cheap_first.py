@@ -36,10 +36,10 @@ figures). This schedule spends accordingly:
    behind it stop: they are reported with status "estimated", their probe's best score as the estimate
    (method "probe"), ranked after every candidate trained to the end.
 4. With halving (`eta`), the costly candidates ahead of the bar do not all train to the end: they go on
-   in successive-halving rungs (`hx.synth.halving`), the probe being the first. Each rung keeps the best
-   1/eta (at least one) of the previous rung's candidates among those still ahead of the bar, and trains
-   them to eta times its epochs, the last rung to the end. A candidate stopped at a rung is "estimated",
-   with its best score so far.
+   in successive-halving rungs (`hx.synth.schedules.halving`), the probe being the first. Each rung keeps
+   the best 1/eta (at least one) of the previous rung's candidates among those still ahead of the bar,
+   and trains them to eta times its epochs, the last rung to the end. A candidate stopped at a rung is
+   "estimated", with its best score so far.
 
 Rule 3 bets that a costly candidate behind a cheap one's final score after its probe stays behind. The
 costly candidates that go on train together (a parallel executor runs them side by side), so which ones
@@ -73,10 +73,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Iterable, Mapping, Sequence
 
 from hx.defaults import OMIT_DEFAULT, omit_defaults
-from hx.synth.jobs import Job, JobResult, continued, job_seed, step_costs
+from hx.synth.jobs import Job, JobResult, TaskContext, continued, job_seed, step_costs
+from hx.synth.schedules.base import ScheduleResult, Train, as_estimates, never
 from hx.synth.space import Candidate
 
 __all__ = ["CheapFirst", "probe_epochs", "step_costs", "cheap_mask", "look_epochs", "best_cheap",
@@ -86,7 +87,8 @@ __all__ = ["CheapFirst", "probe_epochs", "step_costs", "cheap_mask", "look_epoch
 @dataclasses.dataclass(frozen=True)
 class CheapFirst:
   """A schedule (`Budget.schedule`, top-down only): every candidate probed, the cheap ones and the costly
-  ones ahead of them trained to the end (see the module docstring).
+  ones ahead of them trained to the end (see the module docstring). Its text is
+  `cheap_first:probe=80,keep=3,...`, its keys the fields' names, `probe` for `probe_steps`.
 
   Attributes:
     probe_steps: optimiser steps every candidate trains first (at most the task's epochs; a probe that
@@ -115,6 +117,9 @@ class CheapFirst:
       full searches' winners for more modelled time (benchmarks/RESULTS.md, "Estimates before
       training"), so it is a named option, not the default.
   """
+  NAME: ClassVar[str] = "cheap_first"
+  KEYS: ClassVar[Mapping[str, str]] = {"probe": "probe_steps"}
+
   probe_steps: int = 80
   cheap: float = 0.2
   keep: int | None = 3
@@ -144,6 +149,20 @@ class CheapFirst:
   def __repr__(self) -> str:
     # Job.schedule (a candidate's checkpoint key where the probe pauses inside an epoch) is this text.
     return f"CheapFirst({', '.join(f'{n}={v!r}' for n, v in omit_defaults(self))})"
+
+  def run(self, candidates: Iterable[Candidate], context: TaskContext, seed: int, train: Train,
+          out_of_time: Callable[[], bool] = never, *, first_index: int = 0,
+          batch: int | None = None) -> ScheduleResult:
+    """Trains `candidates` under this schedule (`cheap_first`; `hx.synth.schedules.Schedule.run`): each
+    phase whole, `batch` ignored; each candidate it stopped with its best validation score then as its
+    estimate (method "probe")."""
+    from hx.lang.values import num_examples
+
+    tune_config = context.tune_config
+    got, stopped = cheap_first(list(candidates), self, tune_config.epochs,
+                               tune_config.steps_per_epoch(num_examples(context.data.train.inputs)),
+                               seed, lambda jobs: train(context, jobs), out_of_time, first_index)
+    return ScheduleResult(tuple(got), as_estimates(got, stopped, "probe"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -337,34 +356,57 @@ def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: i
     if costly and not out_of_time():
       resume(costly)
   else:
-    # Halving's rungs with the probe as the first: each keeps the best 1/eta of the one before (those
-    # finished by early stopping keep their places but need no more training).
-    pool = costly
-    for to in rungs + [None]:
-      before, pool = pool, survivors([_score(r) for r in latest], pool, bar, schedule.eta)
-      halted.update(i for i in before if i not in pool and not finished[i])
-      going = [i for i in pool if not finished[i]]
-      if not going or out_of_time():
-        break
-      resume(going, to)
+    halted = _halving_rungs(costly, rungs, bar, schedule.eta, latest, finished, resume, out_of_time)
+  return _reported(latest, jobs, finished, reached, until, lambda i: _why_stopped(
+      i, schedule, halted=halted, costly=costly, kept=kept, cheap=cheap, reached=reached, bar=bar))
+
+
+def _halving_rungs(costly: list[int], rungs: list[float], bar: float, eta: int, latest: list[JobResult],
+                   finished: list[bool], resume: Callable[[Sequence[int], float | None], None],
+                   out_of_time: Callable[[], bool]) -> set[int]:
+  """Rule 4 of the module docstring: halving's rungs for the `costly` candidates ahead of the bar, the
+  probe as the first; each keeps the best 1/eta of the one before (those finished by early stopping keep
+  their places but need no more training). `latest` and `finished` are the schedule's, which `resume`
+  updates. Returns the candidates halving stopped."""
+  halted: set[int] = set()
+  pool = costly
+  for to in rungs + [None]:
+    before, pool = pool, survivors([_score(r) for r in latest], pool, bar, eta)
+    halted.update(i for i in before if i not in pool and not finished[i])
+    going = [i for i in pool if not finished[i]]
+    if not going or out_of_time():
+      break
+    resume(going, to)
+  return halted
+
+
+def _why_stopped(i: int, schedule: CheapFirst, *, halted: set[int], costly: list[int], kept: list[int],
+                 cheap: list[bool], reached: dict[int, float], bar: float) -> str:
+  """Why candidate `i` was not trained to the end, in words."""
+  if i in halted:
+    return "stopped by halving among the costly candidates going on" + (
+        f" (ahead of the cheap candidates' best final score {bar:.4g})" if math.isfinite(bar) else "")
+  if i in costly or i in kept:
+    return "the search ran out of time"
+  if cheap[i]:
+    return (f"its probe not among the {schedule.keep} best of the cheap candidates" if i not in reached
+            else f"its score after {reached[i]:g} epochs not among the {schedule.keep} best of the cheap "
+            "candidates")
+  return f"behind the cheap candidates' best final score {bar:.4g}"
+
+
+def _reported(latest: list[JobResult], jobs: list[Job], finished: list[bool], reached: dict[int, float],
+              until: float, why: Callable[[int], str]) -> tuple[list[JobResult], dict[int, float]]:
+  """The schedule's results: each candidate's latest, with its plain job and without a paused state;
+  one not finished "estimated" (nan validation score, no test score, `why` it stopped in its reason),
+  its best validation score so far by job index in the second value."""
   out, stopped = [], {}
   for i, r in enumerate(latest):
     if not finished[i]:
       stopped[jobs[i].index] = r.val_score
-      if i in halted:
-        why = "stopped by halving among the costly candidates going on" + (
-            f" (ahead of the cheap candidates' best final score {bar:.4g})" if math.isfinite(bar) else "")
-      elif i in costly or i in kept:
-        why = "the search ran out of time"
-      elif cheap[i]:
-        why = (f"its probe not among the {schedule.keep} best of the cheap candidates" if i not in reached
-               else f"its score after {reached[i]:g} epochs not among the {schedule.keep} best of the cheap "
-               "candidates")
-      else:
-        why = f"behind the cheap candidates' best final score {bar:.4g}"
       scored = f"{reached[i]:g} epochs" if i in reached else f"probe of {until:g} epochs"
       r = dataclasses.replace(
           r, status="estimated", val_score=math.nan, test_score=None, variables=None,
-          reason=f"not trained to the end (cheap first: {why}): {scored} scored {r.val_score:.4g}")
+          reason=f"not trained to the end (cheap first: {why(i)}): {scored} scored {r.val_score:.4g}")
     out.append(dataclasses.replace(r, job=jobs[i], state=None))
   return out, stopped

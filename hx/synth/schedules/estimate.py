@@ -46,18 +46,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 import jax
 import numpy as np
 
-from hx.synth.fitting import seeded
+from hx.compile.fitting import seeded
 from hx.synth.jobs import Job, JobResult, TaskContext, failed_result, job_seed
+from hx.synth.schedules.base import ScheduleResult, Scored, Train, never
 from hx.synth.space import Candidate
 
-__all__ = ["METHODS", "Estimate", "Scored", "validation_subsample", "subsample_split", "subsample_context",
-           "ridge_fit",
-           "logistic_fit", "spearman", "compact_table", "head_slot", "head_features", "fit_head",
+__all__ = ["METHODS", "Estimate", "validation_subsample", "subsample_split", "subsample_context",
+           "ridge_fit", "logistic_fit", "spearman", "compact_table", "head_slot", "head_features", "fit_head",
            "estimate_then_train", "short_run_epochs"]
 
 METHODS = ("short", "head")
@@ -66,7 +66,8 @@ METHODS = ("short", "head")
 
 @dataclasses.dataclass(frozen=True)
 class Estimate:
-  """A schedule (`Budget.schedule`, top-down only): estimate every candidate, train the best `keep`.
+  """A schedule (`Budget.schedule`, top-down only): estimate every candidate, train the best `keep`. Its
+  text is `estimate:method=short,keep=4,...`, its keys the fields' names, `val` for `val_examples`.
 
   Attributes:
     keep: how many candidates, best estimate first, train to the end; None: every candidate (the
@@ -85,6 +86,9 @@ class Estimate:
       (`ridge_fit`): scale-free, so one value serves features of any size.
     logistic_steps: Newton steps of the logistic fit of a bool output (0: ridge on the 0/1 targets).
   """
+  NAME: ClassVar[str] = "estimate"
+  KEYS: ClassVar[Mapping[str, str]] = {"val": "val_examples"}
+
   keep: int | None = 4
   method: str = "short"
   share: float = 0.1
@@ -105,28 +109,15 @@ class Estimate:
     if self.ridge < 0 or self.logistic_steps < 0:
       raise ValueError(f"Estimate needs ridge >= 0 and logistic_steps >= 0, got {self}")
 
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Scored:
-  """One candidate's estimate.
-
-  Attributes:
-    value: the estimated validation score (the task's metric on the subsample; lower is better), nan
-      when there is none.
-    method: "short" or "head": the estimate it got (a candidate that is no head gets "short" under
-      the "head" method); "halving" for a candidate `Halving(val_examples=...)` stopped before its last
-      rung (its best score on the validation subsample).
-    seconds: the estimate's wall time (for a short run: compiling, training and scoring it).
-    epochs: epochs of training the estimate ran (0 for the closed form).
-    reason: why there is no estimate (the short run failed, say), else None.
-    run: the short run's result (its times), or None.
-  """
-  value: float
-  method: str
-  seconds: float
-  epochs: float
-  reason: str | None = None
-  run: JobResult | None = None
+  def run(self, candidates: Iterable[Candidate], context: TaskContext, seed: int, train: Train,
+          out_of_time: Callable[[], bool] = never, *, first_index: int = 0,
+          batch: int | None = None) -> ScheduleResult:
+    """Estimates every candidate and trains the best `keep` to the end (`estimate_then_train`;
+    `hx.synth.schedules.Schedule.run`): the short runs at once, then those trained to the end at once,
+    `batch` ignored; every candidate's estimate beside the results."""
+    got, estimates = estimate_then_train(list(candidates), self, context, seed, train, out_of_time,
+                                         first_index)
+    return ScheduleResult(tuple(got), estimates)
 
 
 # ---------------------------------------------------------------------------------------------------

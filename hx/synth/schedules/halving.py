@@ -52,9 +52,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Iterable, Mapping, Sequence
 
-from hx.synth.jobs import Job, JobResult, continued, job_seed, step_costs
+from hx.synth.jobs import Job, JobResult, TaskContext, continued, job_seed, step_costs
+from hx.synth.schedules.base import ScheduleResult, Train, as_estimates, never
+from hx.synth.schedules.estimate import subsample_context
 from hx.synth.space import Candidate
 
 __all__ = ["EQUAL", "REFERENCES", "Halving", "Rung", "replay", "stop_by_patience", "step_shares",
@@ -76,7 +78,8 @@ class Rung:
 
 @dataclasses.dataclass(frozen=True)
 class Halving:
-  """A successive-halving schedule (see the module docstring).
+  """A successive-halving schedule (`Budget.schedule`, top-down only; text `halving:first=2,eta=4,...`,
+  its keys the fields' names, `val` for `val_examples`; see the module docstring).
 
   Attributes:
     first: epochs every candidate trains in the first rung (a positive float: 0.5 is half an epoch's
@@ -109,7 +112,7 @@ class Halving:
       with the same top program and scores (the two references were close there); in the paper's
       grammar it finished where the median's search was stopped unfinished. Both are ours.
     val_examples: the rungs before the last score a fixed subsample of this many validation examples
-      (`hx.synth.estimate.validation_subsample`, drawn from the synthesis seed: the same for every
+      (`hx.synth.schedules.estimate.validation_subsample`, drawn from the synthesis seed: the same for every
       candidate), and the last rung all of it; None (the default): every rung scores all of it. At small
       training fractions validation is most of a candidate's cost (CS1's count_digit at 2%: 2,100
       validation lists scored every epoch against 240 training lists), and the early rungs only rank
@@ -119,6 +122,9 @@ class Halving:
       subsample score as their estimate (method "halving"), ranked after those trained to the end,
       since their scores are not on the same examples. Ours, not the paper's.
   """
+  NAME: ClassVar[str] = "halving"
+  KEYS: ClassVar[Mapping[str, str]] = {"val": "val_examples"}
+
   first: float = 2.0
   eta: int = 4
   min_keep: int = 1
@@ -153,6 +159,19 @@ class Halving:
     if self.val_examples is not None:
       text += f", val_examples={self.val_examples!r}"
     return text + ")"
+
+  def run(self, candidates: Iterable[Candidate], context: TaskContext, seed: int, train: Train,
+          out_of_time: Callable[[], bool] = never, *, first_index: int = 0,
+          batch: int | None = None) -> ScheduleResult:
+    """Trains `candidates` under this schedule (`successive_halving`; `hx.synth.schedules.Schedule.run`):
+    each rung whole, `batch` ignored. Under `val_examples`, the rungs before the last in `context`
+    scoring the validation subsample, and each candidate they stopped with its subsample score as its
+    estimate (method "halving")."""
+    sub = None if self.val_examples is None else subsample_context(context, self.val_examples, seed)
+    got, stopped = successive_halving(
+        list(candidates), self, context.tune_config.epochs, seed, lambda jobs: train(context, jobs),
+        out_of_time, first_index, run_subsample=None if sub is None else lambda jobs: train(sub, jobs))
+    return ScheduleResult(tuple(got), as_estimates(got, stopped, "halving"))
 
   def rungs(self, epochs: int, candidates: int) -> tuple[Rung, ...]:
     """The rungs for `candidates` candidates trained to `epochs` epochs at most; the last reaches
