@@ -25,10 +25,10 @@ from hx.baselines.networks import (
   load_network,
   save_network,
 )
-from hx.baselines.train import METHODS, BaselineResult, from_scratch, llt, pnn, standalone
+from hx.baselines.train import BASELINES, BaselineResult, from_scratch, llt, pnn, standalone
 
 __all__ = [
     "CNN", "MLP", "RNN", "Architecture", "Network", "NetworkError", "architecture", "count_parameters",
-    "element_type", "load_network", "save_network", "METHODS", "BaselineResult", "from_scratch", "llt", "pnn",
-    "standalone",
+    "element_type", "load_network", "save_network", "BASELINES", "BaselineResult", "from_scratch", "llt",
+    "pnn", "standalone",
 ]

@@ -1,4 +1,4 @@
-"""Training the baselines: every one through `hx.synth.fitting.fit` (Tune), as HOUDINI's candidates are
+"""Training the baselines: every one through `hx.compile.fitting.fit` (Tune), as HOUDINI's candidates are
 trained.
 
     r = standalone(task, config, tune_config, seed=0)                       # a new network, random weights
@@ -37,19 +37,21 @@ from hx.baselines.networks import Architecture, Network, architecture, count_par
 from hx.baselines.pnn import PNN
 from hx.compile import ModuleConfig, TuneConfig, compile_program
 from hx.compile.checkpoint import checkpoint_in, fingerprint
+from hx.compile.fitting import Outcome, fit, prepare, seeded
 from hx.compile.tuning import output_bias_from_targets
 from hx.lang import program as P
 from hx.lang.types import Type
-from hx.synth.fitting import Outcome, fit, prepare, seeded
 
-__all__ = ["BaselineResult", "standalone", "llt", "pnn", "from_scratch", "METHODS"]
+__all__ = ["BaselineResult", "standalone", "llt", "pnn", "from_scratch", "BASELINES"]
 
-METHODS = ("standalone", "llt", "pnn", "standalone_with_fold")
+BASELINES = ("standalone", "llt", "pnn", "standalone_with_fold")
+"""The baseline methods: standalone, low-level transfer, progressive networks, and HOUDINI's program
+trained from random weights (`from_scratch`, the paper's "standalone_with_fold")."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class BaselineResult(Outcome):
-  """One trained baseline network: its training's `hx.synth.fitting.Outcome` (status, reason, scores as
+  """One trained baseline network: its training's `hx.compile.fitting.Outcome` (status, reason, scores as
   for HOUDINI's candidates, the task's metric with lower better; epochs and Tune's split of the time,
   `seconds` the whole call), with what a baseline adds.
 

@@ -1,4 +1,5 @@
-"""hx.compile: neural module templates, lowering programs to pure JAX functions, training (Tune).
+"""hx.compile: neural module templates, lowering programs to pure JAX functions, training (Tune), and
+training one model on one task (`fit`).
 
 Names load their module on first use, so that the batch containers (`hx.lang.values`, which the data
 layer builds) can be imported from here without importing JAX.
@@ -8,6 +9,7 @@ import importlib
 
 _MODULES = {
     "hx.compile.cache": ("disable_compilation_cache", "enable_compilation_cache"),
+    "hx.compile.fitting": ("Outcome", "Prepared", "fit", "prepare"),
     "hx.compile.fixpoint": ("FixConfig", "fixed_point"),
     "hx.lang.objectives": ("Objective", "objective_for_type"),
     "hx.compile.lower": ("CompiledProgram", "compile_program", "make_frozen"),

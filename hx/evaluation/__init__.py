@@ -24,7 +24,7 @@ from hx.evaluation.config import (
 from hx.evaluation.fraction_plots import collect_figures, write_figures
 from hx.evaluation.records import load_records
 from hx.evaluation.report import build_report, summary_lines
-from hx.evaluation.runner import Outcome, rebuild_libraries, run
+from hx.evaluation.runner import EvaluationRun, rebuild_libraries, run
 from hx.evaluation.stream_metrics import rescore_winners, write_stream_report
 
 evaluate = run
@@ -33,7 +33,7 @@ evaluate = run
 __all__ = [
     "BASELINES", "GRAPH_SEQUENCES", "METHODS", "PRESETS", "ConfigError", "EvalConfig", "Preset",
     "default_methods", "method_label", "load_records", "build_report", "summary_lines", "collect_figures",
-    "write_figures", "Outcome", "run",
+    "write_figures", "EvaluationRun", "run",
     "evaluate",
     "rebuild_libraries", "rescore_winners", "write_stream_report",
 ]

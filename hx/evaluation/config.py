@@ -13,6 +13,7 @@ import dataclasses
 import os
 from typing import Any, Mapping, Sequence
 
+from hx.baselines.train import BASELINES
 from hx.compile.modules import ModuleConfig
 from hx.data import SEQUENCES, TaskSizes, TaskStream
 from hx.data import Sequence as TaskSequence
@@ -22,13 +23,13 @@ from hx.data.tasks import TaskSpec
 from hx.defaults import OMIT_DEFAULT
 from hx.lang.types import GraphType, function_parts
 from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, kind_group, task_tune_config
+from hx.synth.schedules import ToEnd
 from hx.synth.space import ORDERS, SearchSpace, paper_space
 from hx.synth.synthesize import STRATEGIES, Budget
 
 __all__ = ["PRESETS", "Preset", "EvalConfig", "ConfigError", "METHODS", "BASELINES", "GRAPH_SEQUENCES",
            "default_methods", "method_label"]
 
-BASELINES = ("standalone", "llt", "pnn", "standalone_with_fold")
 METHODS = ("houdini",) + BASELINES
 """The methods an evaluation can run: HOUDINI (one per synthesis strategy, `houdini_topdown`,
 `houdini_evolutionary`) and the baselines of `hx.baselines`."""
@@ -161,8 +162,8 @@ class EvalConfig:
       bias_from_targets: `TuneConfig.bias_from_targets` of every task (ours, on by default: a
         regression's fresh output layer starts at the training targets' mean); False: at 0, as in the
         authors' code.
-      schedule: HOUDINI's budget schedule: None (every candidate to the end) or an
-        `hx.synth.halving.Halving` (successive halving; the top-down strategy only).
+      schedule: HOUDINI's budget schedule (`hx.synth.schedules`): None or `ToEnd()` (every candidate to
+        the end), or `Halving`, `CheapFirst`, `Estimate` (the top-down strategy only).
       patience: `TuneConfig.patience` of every task and method (None, the paper's: every epoch; N: stop
         a training after N epochs without a better validation score).
       order, authors_filter: `SearchSpace.order` and `SearchSpace.authors_filter` of HOUDINI's search
@@ -252,9 +253,9 @@ def _runs(p: Preset, key: str, fractions: Sequence[float] | None, seeds: Sequenc
 def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None, schedule: Any,
              strategies: tuple[str, ...], patience: int | None, n: int) -> tuple[Budget, tuple[Budget, ...]]:
   """The sequence's default budget and each task's (`candidates` overrides every task's), checked."""
-  if schedule is not None and "evolutionary" in strategies:
+  if schedule is not None and schedule != ToEnd() and "evolutionary" in strategies:
     name = type(schedule).__name__
-    raise ConfigError(f"a schedule ({name}: --halving, --cheap_first) is for the top-down strategy; the "
+    raise ConfigError(f"a schedule ({name}: --schedule) is for the top-down strategy; the "
                       "evolutionary one scores each generation to the end")
   if patience is not None and patience < 1:
     raise ConfigError(f"patience must be >= 1, got {patience}")

@@ -23,20 +23,10 @@ from typing import Any, Iterator
 
 from hx.compile.batching import num_examples
 from hx.synth.jsonfiles import read_record, write_json
+from hx.synth.run_directory import RECORD_VERSION, fraction_file, task_dir
 
 __all__ = ["RECORD_VERSION", "task_dir", "fraction_file", "record_path", "write_json", "baseline_record",
            "load_records", "network_version", "work_seconds"]
-
-RECORD_VERSION = 1
-
-
-def task_dir(index: int, name: str) -> str:
-  """The directory of task `index` (1-based) named `name`, as `hx.synth.run_sequence` names it."""
-  return f"{index:02d}_" + re.sub(r"[^A-Za-z0-9_().-]+", "_", name)
-
-
-def fraction_file(fraction: float) -> str:
-  return f"fraction_{fraction:g}.json"
 
 
 def record_path(directory: Path, method: str, instance: int, index: int, fraction: float) -> Path | None:

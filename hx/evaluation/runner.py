@@ -33,39 +33,31 @@ minutes of where it stopped; the files go once the record is written.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import math
 import shutil
 import time
-import zlib
 from pathlib import Path
 from typing import Any, Callable
 
 from absl import logging
 
 from hx import baselines
-from hx.atomic import LOCK_FILE, hold_directory
+from hx.atomic import hold_directory
 from hx.data import read_data_sets
-from hx.evaluation.config import PRESETS, ConfigError, EvalConfig
-from hx.evaluation.records import (
-  baseline_record,
-  fraction_file,
-  network_version,
-  record_path,
-  task_dir,
-  write_json,
-)
+from hx.evaluation.config import ConfigError, EvalConfig
+from hx.evaluation.records import baseline_record, network_version, record_path, write_json
 from hx.synth.jsonfiles import jsonable
 from hx.synth.progress import Progress
+from hx.synth.run_directory import SETTINGS_FILE, checkpoint_dir, open_settings, record_file, training_seed
 
-__all__ = ["Outcome", "run", "rebuild_libraries", "check_data", "check_directory", "settings_json",
-           "expected_records", "training_seed"]
+__all__ = ["EvaluationRun", "run", "rebuild_libraries", "check_data", "check_directory", "settings_json",
+           "expected_records"]
 
 
 @dataclasses.dataclass(frozen=True)
-class Outcome:
-  """What `run` did.
+class EvaluationRun:
+  """What `run` did (as `hx.synth.SequenceRun` is what `run_sequence` did).
 
   Attributes:
     directory: the run's directory.
@@ -119,42 +111,27 @@ def check_data(config: EvalConfig) -> None:
 
 
 def check_directory(config: EvalConfig, directory: Path) -> None:
-  """Refuses a directory that holds another run, or other files; writes settings.json to a new one. A run
-  that differs only in its instantiations (`seeds`) is the same run with more of them: accepted, and the
-  directory's settings then name them all.
+  """Refuses a directory that holds another run, or other files; writes settings.json to a new one
+  (`hx.synth.run_directory.open_settings`). A run that differs only in its instantiations (`seeds`) is
+  the same run with more of them: accepted, and the directory's settings then name them all.
 
   Raises:
     ConfigError: the directory holds a run with other settings (the message names them), or is not
       empty and holds no run.
   """
-  settings = settings_json(config)
-  path = directory / "settings.json"
-  if path.exists():
-    try:
-      whole = json.loads(path.read_text("utf-8"))
-      saved = whole["settings"]
-    except (OSError, ValueError, KeyError, TypeError):
-      raise ConfigError(f"{path} is not an hx evaluation's settings file") from None
-    if saved != settings and _but_seeds(saved) == _but_seeds(settings):
-      # Instantiations are independent (each has folders of its own, seeded by its number): a run may add
-      # some to a directory, whose settings then name all it holds.
-      seeds = sorted(set(saved.get("seeds", [])) | set(settings.get("seeds", [])))
-      if seeds != saved.get("seeds"):
-        write_json(path, {**whole, "settings": {**saved, "seeds": seeds}})
-      return
-    if saved != settings:
-      diff = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
-      raise ConfigError(f"{directory} holds a run with other settings (differing: {', '.join(diff)}); "
-                        "use another --output_dir, or the same flags to resume it")
-    return
-  if directory.exists() and (not directory.is_dir() or any(p.name != LOCK_FILE for p in directory.iterdir())):
-    raise ConfigError(f"{directory} is not empty and holds no hx evaluation (no settings.json)")
-  started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-  write_json(path, {"settings": settings, "started": started})
+  open_settings(directory, settings_json(config), what="hx evaluation", merge=_more_seeds, error=ConfigError,
+                resume_hint="use another --output_dir, or the same flags to resume it")
 
 
-def _but_seeds(settings: dict) -> dict:
-  return {k: v for k, v in settings.items() if k != "seeds"}
+def _more_seeds(saved: dict, asked: dict) -> dict | None:
+  # Instantiations are independent (each has folders of its own, seeded by its number): a run may add
+  # some to a directory, whose settings then name all it holds.
+  def but_seeds(settings: dict) -> dict:
+    return {k: v for k, v in settings.items() if k != "seeds"}
+
+  if but_seeds(saved) != but_seeds(asked):
+    return None
+  return {**saved, "seeds": sorted(set(saved.get("seeds", [])) | set(asked.get("seeds", [])))}
 
 
 def expected_records(config: EvalConfig) -> list[tuple[str, int, int, float]]:
@@ -168,12 +145,6 @@ def expected_records(config: EvalConfig) -> list[tuple[str, int, int, float]]:
           continue
         out.extend((method, instance, t + 1, f) for f in config.fractions)
   return out
-
-
-def training_seed(instance: int, index: int, fraction: float) -> int:
-  """The seed of the training for task `index` (0-based) at `fraction` in instance `instance`: the
-  formula `hx.synth.run_sequence` seeds HOUDINI's synthesis with."""
-  return zlib.crc32(repr((instance, index, round(fraction, 6))).encode()) & 0x7FFFFFFF
 
 
 def _score_text(metric: str, x: Any) -> str:
@@ -271,7 +242,7 @@ class _Runner:
     c = self.config
     run_sequence(seq, self.method_dir(method, instance), strategy=c.strategy(method), fractions=c.fractions,
                  budget=c.budgets, space=c.space, module_config=c.module_config,
-                 preset=PRESETS[c.preset].training, tune_configs=dict(c.tune_configs), keep=3,
+                 tune_configs=dict(c.tune_configs), keep=3,
                  stop_after=tasks, executor=self.executor, progress=self.bars)
 
   # -- baselines ------------------------------------------------------------------------------------
@@ -293,8 +264,7 @@ class _Runner:
     element = self.element(full.spec)
     # Where the network is saved as it trains (resumed if the run was interrupted), removed once its
     # record is written.
-    saving = (self.method_dir(method, instance) / "checkpoints" / task_dir(index + 1, full.name)
-              / f"fraction_{fraction:g}")
+    saving = checkpoint_dir(self.method_dir(method, instance), index + 1, full.name, fraction)
     extra: dict = {}
     starts_from: list[dict] = []
 
@@ -373,7 +343,7 @@ class _Runner:
     best = rec["ranked"][0] if rec["ranked"] else None
     if best is None or best["status"] != "trained":
       reason = f"{houdini} trained no program for this task and fraction: there is no structure to train"
-      failed = baselines.BaselineResult(  # an Outcome's defaults: no scores, epochs or time
+      failed = baselines.BaselineResult(  # a training Outcome's defaults: no scores, epochs or time
           method="standalone_with_fold", task=task.name, description="-", status="failed", reason=reason,
           network=None, parameters=0, frozen_parameters=0)
       return failed, {"structure_from": {"method": houdini, "program": None}}
@@ -388,8 +358,7 @@ class _Runner:
     return result, {"structure_from": {"method": houdini, "program": best["named"] or best["program"]}}
 
   def write(self, method: str, instance: int, index: int, fraction: float, full: Any, rec: dict) -> None:
-    path = (self.method_dir(method, instance) / "records" / task_dir(index + 1, full.name)
-            / fraction_file(fraction))
+    path = record_file(self.method_dir(method, instance), index + 1, full.name, fraction)
     write_json(path, rec)
     self.ran += 1
     best = rec["ranked"][0]
@@ -402,7 +371,7 @@ class _Runner:
 
 def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
         progress: Callable[[str], None] = lambda line: None, report: bool = True,
-        executor: Any = None, bars: bool = False) -> Outcome:
+        executor: Any = None, bars: bool = False) -> EvaluationRun:
   """Runs (or resumes) the evaluation `config` in `directory` (see the module docstring).
 
   Args:
@@ -432,11 +401,11 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
 
 
 def _run_held(config: EvalConfig, directory: Path, time_budget: float | None, progress: Callable[[str], None],
-              report: bool, executor: Any, bars: bool) -> Outcome:
+              report: bool, executor: Any, bars: bool) -> EvaluationRun:
   """`run`, in a directory this process holds."""
   expected = expected_records(config)
   if all(record_path(directory, *e) for e in expected):
-    return Outcome(directory, True, True, None, 0, _report(directory) if report else None)
+    return EvaluationRun(directory, True, True, None, 0, _report(directory) if report else None)
   deadline = None if time_budget is None else time.monotonic() + time_budget
   runner = _Runner(config, directory, deadline, progress, executor, bars)
   stopped = None
@@ -457,7 +426,8 @@ def _run_held(config: EvalConfig, directory: Path, time_budget: float | None, pr
     if stopped:
       break
   finished = all(record_path(directory, *e) for e in expected)
-  return Outcome(directory, False, finished, stopped, runner.ran, _report(directory) if report else None)
+  return EvaluationRun(directory, False, finished, stopped, runner.ran,
+                       _report(directory) if report else None)
 
 
 def rebuild_libraries(config: EvalConfig, directory: Any, after: int) -> list[Path]:
@@ -487,8 +457,8 @@ def rebuild_libraries(config: EvalConfig, directory: Any, after: int) -> list[Pa
       not (`run_sequence` resumes from the latest: the message says which to move away).
   """
   directory = Path(directory)
-  if not (directory / "settings.json").exists():
-    raise ConfigError(f"{directory} holds no hx evaluation (no settings.json): nothing to rebuild from")
+  if not (directory / SETTINGS_FILE).exists():
+    raise ConfigError(f"{directory} holds no hx evaluation (no {SETTINGS_FILE}): nothing to rebuild from")
   if not 1 <= after <= config.tasks:
     raise ConfigError(f"the library after task {after}: the run has tasks 1-{config.tasks}")
   check_data(config)

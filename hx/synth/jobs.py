@@ -19,9 +19,9 @@ import time
 import zlib
 from typing import Any, Mapping, Sequence
 
+from hx.compile.fitting import Outcome, seeded, train
 from hx.lang import program as P
 from hx.lang.types import Type
-from hx.synth.fitting import Outcome, seeded, train
 from hx.synth.space import Candidate
 
 __all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "job_seed", "continued",
@@ -128,7 +128,7 @@ class Job:
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class JobResult(Outcome):
-  """A trained (or failed) candidate: its training's `hx.synth.fitting.Outcome` (status, scores, host
+  """A trained (or failed) candidate: its training's `hx.compile.fitting.Outcome` (status, scores, host
   variables, epochs, times, a paused run's state, the epochs' history and `val_history`), with the job.
 
   Attributes:
@@ -175,7 +175,7 @@ def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: 
                   prefixes: Any = None, until: float | None = None, resume: Any = None,
                   checkpoint: Any = None) -> tuple[Any, Any]:
   """Compiles `program` (its fresh functions of the given types) and trains it
-  (`hx.synth.fitting.train`).
+  (`hx.compile.fitting.train`).
 
   Library functions the program applies first to every input image (its frozen prefix,
   `hx.compile.memo.frozen_prefix`) are applied once to the task's image table instead of once per image

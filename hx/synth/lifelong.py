@@ -5,11 +5,9 @@
 For each task of the sequence, in order, and each training fraction, `hx.synthesize` runs with the
 library as it stood before the task; then, as the paper does, the library is extended with the best
 program's functions from the run on the full training set (from the largest fraction if 1.0 is not
-among them). Every run's record is written as JSON and the library is saved after each task:
-
-    DIR/settings.json                       what the run is (checked on resume)
-    DIR/records/TT_TASK/fraction_F.json     one record per task and fraction (see `record`)
-    DIR/libraries/after_TT/                 the library after task TT (`hx.Library.save`)
+among them). Every run's record (`record`) is written as JSON and the library (`hx.Library.save`) is
+saved after each task, into the layout of `hx.synth.run_directory`, which also checks DIR/settings.json
+on resume and seeds every synthesis (`training_seed`).
 
 Started again on the same directory, `run_sequence` loads the library saved after the last finished
 task and carries on from the next one. Tasks whose records are there but whose libraries are not (the
@@ -19,16 +17,12 @@ settings (`hx.synth.synthesize.retrain_winner`): one candidate's training instea
 and on the machine that ran the search the very library it saved.
 
 A task interrupted midway is searched again from its start, but its candidates are saved as they train
-(`hx.synthesize`'s `checkpoint_dir`):
-
-    DIR/checkpoints/TT_TASK/fraction_F/     one file per candidate, removed once task TT is saved
-    DIR/candidates/TT_TASK/fraction_F/      one small JSON file per finished candidate (`hx.synth.kept`),
-                                            removed once task TT is saved
-
-so the candidates it had finished give their results without training, and the one it was training
-continues from its last file (saved about every two minutes of training), to the results an
-uninterrupted run gives: an interruption costs minutes, not a task (the paper's regressions train for
-1,000 epochs, hours here). The checkpoints hold variables (megabytes) and stay on the machine; the
+(`hx.synthesize`'s `checkpoint_dir`): one file per candidate under DIR/checkpoints/TT_TASK/fraction_F/
+and one small JSON file per finished candidate (`hx.synth.kept`) under DIR/candidates/, both removed
+once task TT is saved, so the candidates it had finished give their results without training, and the
+one it was training continues from its last file (saved about every two minutes of training), to the
+results an uninterrupted run gives: an interruption costs minutes, not a task (the paper's regressions
+train for 1,000 epochs, hours here). The checkpoints hold variables (megabytes) and stay on the machine; the
 candidates' small files can travel (a committed reproduction keeps them): where the checkpoints are
 gone, a finished candidate's kept outcome stands in for it, and only the winner is trained again, for
 the library, so a task longer than one sitting still finishes over several. Every seed derives
@@ -41,32 +35,32 @@ refused with a message naming what differs.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import os
-import re
 import shutil
-import zlib
 from pathlib import Path
 from typing import Any, Sequence
 
 from absl import logging
 
-from hx.atomic import LOCK_FILE, hold_directory
+from hx.atomic import hold_directory
+from hx.compile.fitting import score_json
 from hx.synth.evolution import EvolutionConfig
-from hx.synth.fitting import score_json
 from hx.synth.jsonfiles import jsonable, write_json
+from hx.synth.run_directory import (
+  RECORD_VERSION,
+  SettingsMismatch,
+  candidates_dir,
+  checkpoint_dir,
+  library_dir,
+  open_settings,
+  record_file,
+  training_seed,
+)
 from hx.synth.space import SearchSpace
 from hx.synth.synthesize import Budget, SynthesisResult, synthesize
 
 __all__ = ["SequenceRun", "SettingsMismatch", "run_sequence", "record", "RECORD_VERSION"]
-
-RECORD_VERSION = 1
-
-
-class SettingsMismatch(ValueError):
-  """A result directory holds a run with other settings than the ones asked for."""
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SequenceRun:
@@ -121,10 +115,6 @@ def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fra
   }
 
 
-def _task_dir(index: int, name: str) -> str:
-  return f"{index:02d}_" + re.sub(r"[^A-Za-z0-9_().-]+", "_", name)
-
-
 def _settings(sequence: Any, strategy: str, fractions: Sequence[float], budget: Any, space: SearchSpace,
               module_config: Any, tune_configs: dict, evolution: EvolutionConfig, keep: int) -> dict:
   return jsonable({
@@ -133,34 +123,6 @@ def _settings(sequence: Any, strategy: str, fractions: Sequence[float], budget: 
       "sizes": sequence.sizes,
       "strategy": strategy, "fractions": list(fractions), "budget": budget, "space": space,
       "module_config": module_config, "tune_configs": tune_configs, "evolution": evolution, "keep": keep})
-
-
-def _check_settings(directory: Path, settings: dict) -> str:
-  """Writes settings.json, or checks it against `settings`; returns the run's start time."""
-  path = directory / "settings.json"
-  if path.exists():
-    try:
-      saved = json.loads(path.read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-      raise SettingsMismatch(f"{path} is not a readable run settings file ({err})") from None
-    if not isinstance(saved, dict) or "settings" not in saved or "started" not in saved:
-      raise SettingsMismatch(f"{path} is not an hx run settings file")
-    if saved["settings"] != settings:
-      diff = sorted(k for k in set(saved["settings"]) | set(settings)
-                    if saved["settings"].get(k) != settings.get(k))
-      raise SettingsMismatch(
-          f"{directory} holds a run with other settings (differing: {', '.join(diff)}); use another "
-          "directory, or the same settings to resume it")
-    return saved["started"]
-  if directory.exists() and any(p.name != LOCK_FILE for p in directory.iterdir()):
-    raise SettingsMismatch(f"{directory} is not empty and holds no hx run (no settings.json)")
-  started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-  write_json(path, {"settings": settings, "started": started})
-  return started
-
-
-def _seed(seed: int, index: int, fraction: float) -> int:
-  return zlib.crc32(repr((seed, index, round(fraction, 6))).encode()) & 0x7FFFFFFF
 
 
 def _rebuilt_library(full: Any, library: Any, rec: dict, *, sequence: str, seed: int, fraction: float,
@@ -199,8 +161,11 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
     strategy, budget, space, module_config, evolution, executor, keep: as for `hx.synthesize`; `budget`
       may also be one `Budget` per task of the sequence (the authors' budgets differ by task).
     fractions: training fractions to run each task on, in (0, 1].
-    preset: training settings of `hx.presets.training_settings` per task kind ("paper" or "quick").
-    tune_configs: task kind -> `hx.compile.TuneConfig`, overriding the preset's.
+    preset: where the training settings come from when `tune_configs` is None: `hx.presets.task_tune_config`
+      of each task kind under this preset ("paper", "authors" or "quick").
+    tune_configs: task kind -> `hx.compile.TuneConfig`, one for every kind of the sequence's tasks, used
+      as given (an evaluation resolves them once, `hx.evaluation.EvalConfig.tune_configs`); None: the
+      preset's.
     progress: show progress bars.
     stop_after: stop after this many tasks are finished in all (for tests of resuming); None: all.
     checkpoints: save candidates as they train under DIR/checkpoints (module docstring); False: a task
@@ -208,11 +173,9 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
 
   Raises:
     SettingsMismatch: `directory` holds another run, or is not empty and holds no run.
-    ValueError: a fraction outside (0, 1].
+    ValueError: a fraction outside (0, 1], or `tune_configs` missing a kind of the sequence's tasks.
   """
   from hx.compile import ModuleConfig
-  from hx.presets import task_tune_config
-  from hx.synth.library import Library, LibraryError
 
   fractions = tuple(sorted({float(f) for f in fractions}))
   if not fractions or any(not 0 < f <= 1 for f in fractions):
@@ -222,78 +185,128 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
     raise ValueError(f"{len(budgets)} budgets for the {len(sequence)} tasks of {sequence.name}")
   budget = budgets[0] if all(b == budgets[0] for b in budgets) else budgets  # one: settings.json as before
   module_config = module_config or ModuleConfig()
-  specs = {t.kind: t for t in sequence.tasks}
-  configs = {k: task_tune_config(specs[k], preset) for k in sorted(specs)}
-  configs.update(tune_configs or {})
+  configs = _tune_configs(sequence, preset, tune_configs)
   directory = Path(directory)
   settings = _settings(sequence, strategy, fractions, budget, space, module_config, configs, evolution, keep)
-  started = _check_settings(directory, settings)
+  started = open_settings(directory, settings)
   with hold_directory(directory):  # one process writes a run directory
-    library, done = Library(), 0
-    for i in range(len(sequence), 0, -1):
-      saved = directory / "libraries" / f"after_{i:02d}"
-      if saved.exists():
-        try:
-          library, done = Library.load(saved), i
-        except LibraryError as err:  # damaged: the library before it and the task's records can redo it
-          raise LibraryError(err.path, f"{err.problem}; delete {saved}, then run the same command again to "
-                                       f"search task {i} anew") from None
-        break
-    records: list[dict] = []
-    for i in range(done):
-      for f in fractions:
-        path = directory / "records" / _task_dir(i + 1, sequence.build(i).name) / f"fraction_{f:g}.json"
-        records.append(json.loads(path.read_text("utf-8")))
-    # Tasks recorded after the last saved library (a run whose records were kept and its libraries not, as
-    # a committed reproduction on a fresh clone): their libraries are rebuilt from the records, each by
-    # training its winner again instead of searching the task again.
-    while done < len(sequence) and (stop_after is None or done < stop_after):
-      full = sequence.build(done)
-      folder = directory / "records" / _task_dir(done + 1, full.name)
-      paths = [folder / f"fraction_{f:g}.json" for f in fractions]
-      if not all(p.exists() for p in paths):
-        break
-      recorded = [json.loads(p.read_text("utf-8")) for p in paths]
-      library = _rebuilt_library(full, library, recorded[-1], sequence=sequence.name,
-                                 seed=_seed(sequence.seed, done, fractions[-1]), fraction=fractions[-1],
-                                 module_config=module_config, tune_config=configs[full.spec.kind], keep=keep,
-                                 when=started)
-      library.save(directory / "libraries" / f"after_{done + 1:02d}")
-      records.extend(recorded)
-      done += 1
+    plan = _Plan(sequence, directory, started, strategy, fractions, budgets, space, module_config, configs,
+                 evolution, keep, progress, checkpoints)
+    library, done = _saved_library(directory, len(sequence))
+    records = [json.loads(record_file(directory, i + 1, sequence.build(i).name, f).read_text("utf-8"))
+               for i in range(done) for f in fractions]
+    library, done = _rebuilt_from_records(plan, library, done, stop_after, records)
     if done:
       logging.info("%s: resuming after task %d of %d", directory, done, len(sequence))
-
     if isinstance(executor, str):
       # One executor for every task: worker processes or a Ray connection start once (they end with this
       # process; pass an executor instance to close it yourself).
       from hx.synth.executors import make_executor
 
       executor = make_executor(executor)
-    for i in range(done, len(sequence)):
-      if stop_after is not None and i >= stop_after:
-        break
-      full = sequence.build(i)
-      extend_from = None
-      for f in fractions:
-        task = full if f == 1.0 else full.with_fraction(f)
-        seed = _seed(sequence.seed, i, f)
-        logging.info("%s task %d/%d %s, fraction %g", sequence.name, i + 1, len(sequence), task.name, f)
-        saving = directory / "checkpoints" / _task_dir(i + 1, full.name) / f"fraction_{f:g}"
-        scores = directory / "candidates" / _task_dir(i + 1, full.name) / f"fraction_{f:g}"
-        result = synthesize(task, library, strategy=strategy, budget=budgets[i], seed=seed, space=space,
-                            module_config=module_config, tune_config=configs[full.spec.kind],
-                            evolution=evolution, executor=executor, sequence=sequence.name, keep=keep,
-                            progress=progress, when=started, checkpoint_dir=saving if checkpoints else None,
-                            scores_dir=scores if checkpoints else None)
-        rec = record(result, task, sequence=sequence.name, index=i + 1, fraction=f, seed=seed,
-                     library_before=library)
-        write_json(directory / "records" / _task_dir(i + 1, full.name) / f"fraction_{f:g}.json", rec)
-        records.append(rec)
-        extend_from = result  # fractions ascend: the last is the largest (1.0 when present)
-      library = extend_from.library
-      library.save(directory / "libraries" / f"after_{i + 1:02d}")
-      # The task's records and library are saved: its candidates' files are no longer needed.
-      shutil.rmtree(directory / "checkpoints" / _task_dir(i + 1, full.name), ignore_errors=True)
-      shutil.rmtree(directory / "candidates" / _task_dir(i + 1, full.name), ignore_errors=True)
+    last = len(sequence) if stop_after is None else min(stop_after, len(sequence))
+    for i in range(done, last):
+      library = _search_task(plan, i, library, executor, records)
     return SequenceRun(directory, tuple(records), library, done)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+  """A run's settings, resolved once by `run_sequence` (see its arguments); `started` is the run's start
+  time from its settings file."""
+  sequence: Any
+  directory: Path
+  started: str
+  strategy: str
+  fractions: tuple[float, ...]
+  budgets: tuple[Budget, ...]
+  space: SearchSpace
+  module_config: Any
+  configs: dict
+  evolution: EvolutionConfig
+  keep: int
+  progress: bool
+  checkpoints: bool
+
+
+def _tune_configs(sequence: Any, preset: str, tune_configs: dict | None) -> dict:
+  """Task kind -> TuneConfig for every kind of `sequence`'s tasks: `tune_configs` as given, else the
+  preset's (`hx.presets.task_tune_config`)."""
+  specs = {t.kind: t for t in sequence.tasks}
+  if tune_configs is None:
+    from hx.presets import task_tune_config
+
+    return {k: task_tune_config(specs[k], preset) for k in sorted(specs)}
+  missing = sorted(set(specs) - set(tune_configs))
+  if missing:
+    raise ValueError(f"tune_configs has no training settings for the task kind(s) {', '.join(missing)} of "
+                     f"{sequence.name}")
+  return {k: tune_configs[k] for k in sorted(tune_configs)}
+
+
+def _saved_library(directory: Path, tasks: int) -> tuple[Any, int]:
+  """The library saved after the last task that has one, and that task's number (an empty library and 0
+  if none)."""
+  from hx.synth.library import Library, LibraryError
+
+  for i in range(tasks, 0, -1):
+    saved = library_dir(directory, i)
+    if saved.exists():
+      try:
+        return Library.load(saved), i
+      except LibraryError as err:  # damaged: the library before it and the task's records can redo it
+        raise LibraryError(err.path, f"{err.problem}; delete {saved}, then run the same command again to "
+                                     f"search task {i} anew") from None
+  return Library(), 0
+
+
+def _rebuilt_from_records(plan: _Plan, library: Any, done: int, stop_after: int | None,
+                          records: list[dict]) -> tuple[Any, int]:
+  """Tasks recorded after the last saved library (a run whose records were kept and its libraries not, as
+  a committed reproduction on a fresh clone): their libraries rebuilt from the records, each by training
+  its winner again instead of searching the task again; their records appended to `records`. Returns
+  the library and the number of tasks finished."""
+  seq = plan.sequence
+  while done < len(seq) and (stop_after is None or done < stop_after):
+    full = seq.build(done)
+    paths = [record_file(plan.directory, done + 1, full.name, f) for f in plan.fractions]
+    if not all(p.exists() for p in paths):
+      break
+    recorded = [json.loads(p.read_text("utf-8")) for p in paths]
+    library = _rebuilt_library(full, library, recorded[-1], sequence=seq.name,
+                               seed=training_seed(seq.seed, done, plan.fractions[-1]),
+                               fraction=plan.fractions[-1], module_config=plan.module_config,
+                               tune_config=plan.configs[full.spec.kind], keep=plan.keep, when=plan.started)
+    library.save(library_dir(plan.directory, done + 1))
+    records.extend(recorded)
+    done += 1
+  return library, done
+
+
+def _search_task(plan: _Plan, i: int, library: Any, executor: Any, records: list[dict]) -> Any:
+  """Synthesizes task `i` (0-based) at every fraction with `library`, writes and appends (to `records`)
+  each record, saves the library extended from the largest fraction's run, and returns it."""
+  seq, directory = plan.sequence, plan.directory
+  full = seq.build(i)
+  extend_from = None
+  for f in plan.fractions:
+    task = full if f == 1.0 else full.with_fraction(f)
+    seed = training_seed(seq.seed, i, f)
+    logging.info("%s task %d/%d %s, fraction %g", seq.name, i + 1, len(seq), task.name, f)
+    saving = checkpoint_dir(directory, i + 1, full.name, f) if plan.checkpoints else None
+    scores = candidates_dir(directory, i + 1, full.name, f) if plan.checkpoints else None
+    result = synthesize(task, library, strategy=plan.strategy, budget=plan.budgets[i], seed=seed,
+                        space=plan.space, module_config=plan.module_config,
+                        tune_config=plan.configs[full.spec.kind], evolution=plan.evolution, executor=executor,
+                        sequence=seq.name, keep=plan.keep, progress=plan.progress, when=plan.started,
+                        checkpoint_dir=saving, scores_dir=scores)
+    rec = record(result, task, sequence=seq.name, index=i + 1, fraction=f, seed=seed, library_before=library)
+    write_json(record_file(directory, i + 1, full.name, f), rec)
+    records.append(rec)
+    extend_from = result  # fractions ascend: the last is the largest (1.0 when present)
+  library = extend_from.library
+  library.save(library_dir(directory, i + 1))
+  # The task's records and library are saved: its candidates' files are no longer needed.
+  shutil.rmtree(checkpoint_dir(directory, i + 1, full.name), ignore_errors=True)
+  shutil.rmtree(candidates_dir(directory, i + 1, full.name), ignore_errors=True)
+  return library

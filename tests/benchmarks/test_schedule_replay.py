@@ -58,8 +58,8 @@ def _settings(sequence_dir, **batch_sizes):
 
 def _keep(folder, program: str, fresh: list, curve: list[float], epoch_seconds: list[float], test: float):
   """A kept candidate as `hx.synth.kept` writes it, under a key of `hx.synth.jobs`' form."""
+  from hx.compile.fitting import Outcome
   from hx.compile.tuning import EpochRecord
-  from hx.synth.fitting import Outcome
   from hx.synth.kept import kept_path, save_kept
 
   key = (f"task count_digit(0) | data abc | program {program} | fresh {fresh} | TuneConfig(epochs=3) | "

@@ -1,11 +1,11 @@
-"""One trained model's outcome (`hx.synth.fitting.Outcome`): what records and kept candidates report."""
+"""One trained model's outcome (`hx.compile.fitting.Outcome`): what records and kept candidates report."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from hx.compile.fitting import Outcome
 from hx.compile.tuning import TuneConfig, tune
-from hx.synth.fitting import Outcome
 from tests.compile.test_tune import MSE, Linear, _regression
 
 
