@@ -15,9 +15,11 @@ the paper's appendix layout) and plots/ (error against training fraction, like t
 `python -m hx.bin.report DIR` rebuilds the report from the records.
 
 HOUDINI's candidates train where --executor says (`hx/bin/executor_flags.py`: by default this process on
-CPUs of up to 2 cores and on accelerators, worker processes on larger CPUs, or Ray); --halving trains
-them under successive halving and --patience stops any training early (neither is the paper's setting;
-benchmarks/RESULTS.md compares them). A run started again with the same flags resumes where it stopped;
+CPUs of up to 2 cores and on accelerators, worker processes on larger CPUs, or Ray:
+--executor=processes:workers=4,threads=1), on the schedule --schedule says (by default every candidate
+to the end; --schedule=halving:eta=4 successive halving, cheap_first or estimate), and --patience stops
+any training early (none but the default schedule is the paper's setting; benchmarks/RESULTS.md compares
+them). A run started again with the same flags resumes where it stopped;
 on a finished directory it says so and exits. A setting that cannot work (an unknown sequence or
 method, a fraction outside (0, 1], an empty list flag, a data file that is missing or unreadable, an
 output directory that cannot be written or holds another run) is refused with one line and exit status 1
@@ -176,7 +178,7 @@ def main(argv: list[str]) -> int:
   try:
     executor = executor_from_flags()
   except (ValueError, ImportError, ConnectionError) as err:  # bad worker settings, no Ray, no cluster
-    return refuse(f"--executor: {err}")
+    return refuse(err if isinstance(err, FlagError) else f"--executor: {err}")
   try:
     check_directory(config, directory)
     print(f"hx: {config.sequence.upper()}, preset {config.preset}; methods "

@@ -10,7 +10,10 @@ training happens:
                JAX pinned to its share of the cores;
   "ray"        `hx.synth.parallel.RayExecutor`: Ray tasks on a local Ray or a cluster (the `ray` extra).
 
-`make_executor(name, ...)` builds one by name. A job may also continue a paused candidate (`Job.resume`,
+`make_executor(name, ...)` builds one by name; `parse_executor` reads one written as text, as the
+binaries' `--executor` takes it: `local`, `processes:workers=4,threads=1,lend=true,max_retries=2`,
+`ray:address=auto,max_retries=2`, or `auto` (`default_executor`'s choice for this machine). A job may
+also continue a paused candidate (`Job.resume`,
 `Job.until`: successive halving trains survivors further rather than from the start).
 
 `Job`, `JobResult`, `TaskContext`, `run_job` and the rest of one job's training live in `hx.synth.jobs`
@@ -33,12 +36,23 @@ from hx.synth.jobs import (
   task_key,
   train_program,
 )
+from hx.synth.options import read_options
 
 __all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "Executor", "LocalExecutor",
            "job_seed", "train_program", "run_job", "failed_result", "make_executor", "EXECUTORS",
-           "default_executor"]
+           "default_executor", "EXECUTOR_KEYS", "parse_executor"]
 
 EXECUTORS = ("local", "processes", "ray")
+
+EXECUTOR_KEYS = {
+    "auto": {},
+    "local": {},
+    "processes": {"workers": "int | None", "threads": "int | None", "lend": "bool", "max_retries": "int",
+                  "job_timeout": "float | None"},
+    "ray": {"address": "str | None", "num_cpus": "int | None", "cpus_per_job": "int", "max_retries": "int"},
+}
+"""Per executor name of `parse_executor`'s text, its keys (`make_executor`'s options) and their kinds
+(`hx.synth.options`)."""
 
 
 class Executor(Protocol):
@@ -144,3 +158,18 @@ def default_executor(backend: str | None = None, cores: int | None = None) -> tu
   if options["workers"] <= 1:
     return "local", {}
   return "processes", options
+
+
+def parse_executor(text: str) -> tuple[str, dict[str, Any]]:
+  """(name, options) for `make_executor` from `text`: `NAME` or `NAME:KEY=VALUE,...` (`EXECUTOR_KEYS`),
+  e.g. `processes:workers=4,threads=1,lend=true`, `ray:address=auto`, `local`; `auto` (no keys) is
+  `default_executor()` (which looks at this machine's backend and cores). A key not given keeps the
+  executor's default (`hx.synth.parallel.ProcessExecutor`, `hx.synth.parallel.RayExecutor`).
+
+  Raises:
+    ValueError: one line naming the unknown executor, key or bad value and listing what would do.
+  """
+  name, options = read_options(text, EXECUTOR_KEYS, "executor")
+  if name == "auto":
+    return default_executor()
+  return name, options

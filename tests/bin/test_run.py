@@ -41,22 +41,26 @@ def _refused(out, message):
     (("--sequence=cs1", "--module=cnn_channels=0"), "module sizes: cnn_channels must be one or more"),
     (("--sequence=cs1", "--module=lstm_hidden=0"), "module sizes: lstm_hidden must be a positive int, got 0"),
     (("--sequence=ss", "--module=fold_step_norm=maybe"), "--module: fold_step_norm='maybe' is not a bool"),
-    (("--sequence=cs1", "--halving", "--strategy=topdown,evolutionary"),
-     "a schedule (Halving: --halving, --cheap_first) is for the top-down strategy"),
-    (("--sequence=cs1", "--cheap_first=80", "--strategy=evolutionary"),
-     "a schedule (CheapFirst: --halving, --cheap_first) is for the top-down strategy"),
+    (("--sequence=cs1", "--schedule=halving", "--strategy=topdown,evolutionary"),
+     "a schedule (Halving: --schedule) is for the top-down strategy"),
+    (("--sequence=cs1", "--schedule=cheap_first:probe=80", "--strategy=evolutionary"),
+     "a schedule (CheapFirst: --schedule) is for the top-down strategy"),
     (("--sequence=cs1", "--patience=0"), "patience must be >= 1, got 0"),
-    (("--sequence=cs1", "--halving", "--halving_val=0"),
-     "--halving_val must be a positive number of validation examples, got 0"),
-    (("--sequence=cs1", "--cheap_first=0"),
-     "--cheap_first must be a positive number of optimiser steps, got 0"),
-    (("--sequence=cs1", "--cheap_first=80", "--halving", "--halving_first=1"),
-     "--halving_first does not apply with --cheap_first"),
-    (("--sequence=cs1", "--cheap_first=80", "--cheap_keep=-1"),
-     "--cheap_keep must be a number of candidates (0: every cheap one), got -1"),
-    (("--sequence=cs1", "--cheap_keep=2"), "--cheap_keep needs --cheap_first"),
-    (("--sequence=cs1", "--executor=ray", "--ray_address=nowhere"),
+    (("--sequence=cs1", "--schedule=halving:val=0"),
+     "error: --schedule: halving:val=0: Halving.val_examples must be >= 1 or None, got 0"),
+    (("--sequence=cs1", "--schedule=cheap_first:probe=0"),
+     "error: --schedule: cheap_first:probe=0: CheapFirst.probe_steps must be >= 1, got 0"),
+    (("--sequence=cs1", "--schedule=cheap_first:first=1"),
+     "error: --schedule: cheap_first: unknown key 'first'; its keys are probe, cheap, keep, eta, keep_at, "
+     "free"),
+    (("--sequence=cs1", "--schedule=cheap_first:keep=-1"),
+     "error: --schedule: cheap_first:keep=-1: CheapFirst.keep must be >= 1 or None, got -1"),
+    (("--sequence=cs1", "--schedule=halvng"),
+     "error: --schedule: unknown schedule 'halvng'; the schedules are to_end, halving, cheap_first, estimate"),
+    (("--sequence=cs1", "--executor=ray:address=nowhere"),
      "error: --executor: a Ray address is 'auto' or HOST:PORT"),
+    (("--sequence=cs1", "--executor=processes:workers=two"),
+     "error: --executor: processes: workers='two' is not an integer or none"),
 ]))
 def test_bad_flags_are_one_line_before_any_work(tmp_path, args, message):
   out_dir = tmp_path / "out"
@@ -67,9 +71,10 @@ def test_bad_flags_are_one_line_before_any_work(tmp_path, args, message):
 @pytest.mark.parametrize("args, message", fast_first(2, [
     (("--time_budget=0",), "error: --time_budget must be a positive number of seconds, got 0"),
     (("--time_budget=-5",), "error: --time_budget must be a positive number of seconds, got -5"),
-    (("--halving", "--halving_eta=1"), "error: --halving_eta must be >= 2 (each rung keeps 1/eta of the "
-                                       "candidates), got 1"),
-    (("--halving", "--halving_first=0"), "error: --halving_first must be a positive number of epochs, got 0"),
+    (("--schedule=halving:eta=1",), "error: --schedule: halving:eta=1: Halving needs eta >= 2 and "
+                                    "min_keep >= 1"),
+    (("--schedule=halving:first=0",), "error: --schedule: halving:first=0: Halving.first must be a positive "
+                                      "number of epochs, got 0.0"),
     (("--fractions=",), "error: --fractions is empty: give at least one value, or leave the flag out"),
     (("--methods=",), "error: --methods is empty: give at least one value, or leave the flag out"),
     (("--seeds=",), "error: --seeds is empty"),
@@ -151,19 +156,21 @@ def test_the_schedule_and_patience_flags_reach_the_runs_settings():
   code = ("import sys; from absl import flags; from hx.bin.run import config_from_flags; "
           "flags.FLAGS(sys.argv); c = config_from_flags(); "
           "print(c.budget.schedule, sorted({t.patience for _, t in c.tune_configs}))")
-  out = _run("--sequence=cs1", "--halving", "--halving_eta=2", "--patience=2", code=code)
+  out = _run("--sequence=cs1", "--schedule=halving:eta=2", "--patience=2", code=code)
   assert out.returncode == 0, out.stderr
   assert out.stdout.strip().splitlines()[-1] == "Halving(first=2.0, eta=2, min_keep=1) [2]"
-  out = _run("--sequence=cs1", "--halving", "--halving_equal=time", code=code)
+  out = _run("--sequence=cs1", "--schedule=halving:equal=time", code=code)
   assert out.stdout.strip().splitlines()[-1] == ("Halving(first=2.0, eta=4, min_keep=1, equal='time', "
                                                  "price=0.1, reference='geomean') [None]")
-  out = _run("--sequence=cs1", "--halving", "--halving_equal=time", "--halving_reference=median", code=code)
+  out = _run("--sequence=cs1", "--schedule=halving:equal=time,reference=median", code=code)
   assert out.stdout.strip().splitlines()[-1] == ("Halving(first=2.0, eta=4, min_keep=1, equal='time', "
                                                  "price=0.1) [None]")
-  out = _run("--sequence=cs1", "--cheap_first=80", code=code)
+  out = _run("--sequence=cs1", "--schedule=cheap_first:probe=80", code=code)
   assert out.stdout.strip().splitlines()[-1] == "CheapFirst(probe_steps=80, cheap=0.2, keep=3) [None]"
-  out = _run("--sequence=cs1", code=code)
-  assert out.stdout.strip().splitlines()[-1] == "None [None]"  # the paper's: no schedule, every epoch
+  # The paper's: every candidate to the end, every epoch; the budget's schedule None as before.
+  for given in ((), ("--schedule=to_end",)):
+    out = _run("--sequence=cs1", *given, code=code)
+    assert out.stdout.strip().splitlines()[-1] == "None [None]"
 
 
 @pytest.mark.slow
@@ -191,7 +198,8 @@ def _essence(directory):
 
 @pytest.mark.slow
 def test_a_run_under_cheap_first_records_its_schedule_and_each_candidates_probe(tmp_path):
-  out = _run(*TINY_RUN[:-1], "--fractions=1", "--methods=houdini", "--cheap_first=1", "--candidates=3",
+  out = _run(*TINY_RUN[:-1], "--fractions=1", "--methods=houdini", "--schedule=cheap_first:probe=1",
+             "--candidates=3",
              f"--output_dir={tmp_path}")
   assert out.returncode == 0, out.stderr[-3000:]
   settings = json.loads((tmp_path / "settings.json").read_text())["settings"]
