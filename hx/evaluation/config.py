@@ -13,6 +13,7 @@ import dataclasses
 import os
 from typing import Any, Mapping, Sequence
 
+from hx.baselines.train import BASELINES
 from hx.compile.modules import ModuleConfig
 from hx.data import SEQUENCES, TaskSizes, TaskStream
 from hx.data import Sequence as TaskSequence
@@ -29,7 +30,6 @@ from hx.synth.synthesize import STRATEGIES, Budget
 __all__ = ["PRESETS", "Preset", "EvalConfig", "ConfigError", "METHODS", "BASELINES", "GRAPH_SEQUENCES",
            "default_methods", "method_label"]
 
-BASELINES = ("standalone", "llt", "pnn", "standalone_with_fold")
 METHODS = ("houdini",) + BASELINES
 """The methods an evaluation can run: HOUDINI (one per synthesis strategy, `houdini_topdown`,
 `houdini_evolutionary`) and the baselines of `hx.baselines`."""
