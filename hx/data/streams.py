@@ -10,8 +10,10 @@ in known ways: S^- ends with its first task again on a tenth of the training dat
 round; S^in ends with its first task on inputs of another distribution (the MNIST digits' background
 colour changed); S^out with its first task with the label ids shuffled; S^pl with tasks that share
 nothing with the rest; and S^long has 100 tasks drawn at random from several data sets, with random
-classes and small or large training sets. Each of these relations is a relation of a task to an earlier
-one here (`RELATIONS`), and the stream is 100 tasks long by default:
+classes and small or large training sets. Here the relations of S^-, S^in, S^out and S^pl are relations of
+a task to an earlier one (`RELATIONS`), anywhere in a stream 100 tasks long by default, with a repeat on
+new data of the same sizes beside them (S^+'s repeat on more data is not one: every task but a less_data
+repeat has its kind's full sizes):
 
   new         a task not seen before (a new kind, class or class set, on a known or new domain)
   less_data   an earlier task again, on `StreamSettings.less_data` (a tenth) of its training examples,

@@ -558,9 +558,9 @@ def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
   lines += ["![scores](plots/stream_scores.png)", "", "![cost](plots/stream_cost.png)", "",
             "![memory](plots/stream_memory.png)", "", "### Per task", ""]
   relation = {t.index: (t.relation + (f" of {t.of}" if t.of else "")) for t in plan or ()}
-  functions = {p.index: p.functions for p in library}
+  sizes = {p.index: f"{p.functions} / {p.parameters:,} / {p.bytes / 1e3:.0f}" for p in library}
   head = "| # | task | relation | " + " | ".join(method_label(m) for m in methods)
-  head += " | transfer | wall s | candidates (trained) | library functions |"
+  head += " | transfer | wall s | candidates (trained) | library: functions / parameters / KB |"
   lines += [head, "|---|---|---|" + "---|" * len(methods) + "---|---|---|---|"]
   houdini = next((m for m in methods if m.startswith("houdini_")), None)
   for index in sorted({r.index for r in rows}):
@@ -570,7 +570,7 @@ def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
     cells = [_score(first.metric, mine[m].test) if m in mine else "" for m in methods]
     lines.append(f"| {index} | {first.task} | {relation.get(index, '')} | " + " | ".join(cells) + " | "
                  + (f"{_ratio(h.transfer)} | {h.wall_seconds:.0f} | {h.candidates} ({h.trained}) | "
-                    if h else "- | - | - | ") + f"{functions.get(index, '-')} |")
+                    if h else "- | - | - | ") + f"{sizes.get(index, '-')} |")
   return lines + [""]
 
 

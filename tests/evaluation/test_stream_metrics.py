@@ -141,10 +141,10 @@ def test_the_plots_and_the_section_are_written(run, tmp_path):
   assert path == directory / "stream.md" and (directory / "plots" / "stream_memory.png").exists()
   assert "| less_data | 1 |" in text and "largest change of a test score **0**" in text
   assert "| 3 | recognise_digit(" in text and "less_data of 2" in text
-  lines = stream_section(rows, summary(rows), [LibraryPoint(1, 7, 0, 0)])
+  lines = stream_section(rows, summary(rows), [LibraryPoint(1, 7, 1234, 5600)])
   assert not any(line.startswith("### Transfer per relation") for line in lines)  # no plan, no relations
   (first,) = [line for line in lines if line.startswith("| 1 | regress_cell |  |")]
-  assert first.endswith(" 7 |")  # the library's functions after task 1
+  assert first.endswith(" 7 / 1,234 / 6 |")  # the library after task 1: functions, parameters, KB
 
 
 def test_no_record_is_refused(tmp_path):

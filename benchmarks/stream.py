@@ -1,0 +1,126 @@
+"""The long stream (`hx.data.long_stream`, 100 tasks after CTrL's S^long): HOUDINI, the standalone network
+and low-level transfer, task by task, resumable, then the stream's metrics.
+
+    python benchmarks/stream.py                    # 100 tasks into benchmarks/stream/length_100_seed_0
+    python benchmarks/stream.py --length 8 --output_dir /tmp/s8     # the first 8 tasks, as a trial
+    python benchmarks/stream.py --time_budget 3600  # an hour's work; the same command continues
+    python benchmarks/stream.py --metrics_only      # the metrics again from the run, no training
+
+The run is `hx.evaluate` of `hx.EvalConfig.make(stream, methods=..., fractions=[1.0], seeds=[SEED],
+candidates=...)` under the quick preset's module sizes (`hx.presets`, "quick": MLPs 64 wide, CNN
+channels 8 and 16, LSTM 32) and search (hx's cost order, `--candidates` programs per task, 4 by
+default): one training fraction, 100%, since the stream's less_data relation is its small-data test; its
+instantiation SEED is the stream's seed (`long_stream(SEED)`), so the records are under seed_SEED. It
+resumes by its records (`hx.evaluation.run`): started again on the same directory with the same flags it
+carries on after the last task recorded, and `--time_budget` stops it starting new work after that many
+seconds. Another --length or --seed is another stream, refused in a directory holding a run of one
+(`hx.evaluation.ConfigError`, naming the settings that differ); each has its default directory.
+
+At the end (or when the time runs out) it writes the stream's metrics into the run's directory
+(`hx.evaluation.stream_metrics.write_stream_report`: stream.md and plots/stream_*.png, beside the
+runner's report.md), re-scoring HOUDINI's winners on the final library unless `--no_rescore`, and prints
+the measured wall time per task with the estimate for the whole stream (the mean over the tasks done,
+times the stream's length: HOUDINI's later tasks search a larger library, so it is a lower bound for
+them if the search's share grows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import hx
+from hx.data import DataError, Sources, StreamSettings, long_stream, stream_plan
+from hx.evaluation import ConfigError, load_records
+from hx.evaluation.stream_metrics import task_rows, write_stream_report
+
+_ROOT = Path(__file__).resolve().parent / "stream"
+METHODS = "houdini,standalone,llt"
+
+
+def _default_dir(length: int, seed: int) -> Path:
+  return _ROOT / f"length_{length}_seed_{seed}"
+
+
+def _config(stream: hx.TaskStream, args: argparse.Namespace) -> hx.EvalConfig:
+  return hx.EvalConfig.make(stream, methods=[m for m in args.methods.split(",") if m], fractions=[1.0],
+                            seeds=[args.seed], candidates=args.candidates)
+
+
+FULL = 100
+"""The whole stream's length, which the estimate is for."""
+
+
+def _timing(directory: Path, length: int) -> list[str]:
+  """Per-task wall seconds (each method's, and all methods together) and the estimate for `length` and
+  for `FULL` tasks at the mean rate."""
+  rows = task_rows(load_records(directory))
+  tasks = sorted({r.index for r in rows})
+  per_task = [sum(r.wall_seconds for r in rows if r.index == i and not r.same_as) for i in tasks]
+  lines = [f"{len(tasks)} of {length} tasks recorded"]
+  for method in dict.fromkeys(r.method for r in rows):
+    walls = [r.wall_seconds for r in rows if r.method == method and not r.same_as]
+    if walls:
+      lines.append(f"  {method}: {statistics.fmean(walls):.1f} s a task (median "
+                   f"{statistics.median(walls):.1f}, most {max(walls):.1f})")
+  mean = statistics.fmean(per_task)
+  lines.append(f"  every method: {mean:.1f} s a task, {sum(per_task):.0f} s in all; at that rate {length} "
+               f"tasks take {mean * length / 3600:.1f} h, {FULL} tasks {mean * FULL / 3600:.1f} h (the "
+               "records' wall time: data building, the report and the metrics come on top)")
+  return lines
+
+
+def main() -> int:
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--seed", type=int, default=0, help="the stream's instantiation")
+  parser.add_argument("--length", type=int, default=100, help="tasks: the first LENGTH of the stream")
+  parser.add_argument("--candidates", type=int, default=4, help="HOUDINI's candidate programs per task")
+  parser.add_argument("--methods", default=METHODS, help=f"methods (default {METHODS})")
+  parser.add_argument("--output_dir", default=None,
+                      help="the run's directory (default benchmarks/stream/length_LENGTH_seed_SEED)")
+  parser.add_argument("--time_budget", type=float, default=None, help="stop starting new work after this "
+                      "many seconds; the same command continues")
+  parser.add_argument("--metrics_only", action="store_true", help="write the metrics from the run's records, "
+                      "libraries and networks; train nothing")
+  parser.add_argument("--no_rescore", action="store_true", help="skip re-scoring HOUDINI's winners")
+  args = parser.parse_args()
+  out = Path(args.output_dir) if args.output_dir else _default_dir(args.length, args.seed)
+  settings = StreamSettings()
+  start = time.monotonic()
+  try:
+    stream = long_stream(args.seed, args.length, settings, Sources())
+    config = _config(stream, args)
+  except (ValueError, DataError) as err:  # ConfigError is a ValueError
+    print(f"error: {err}", file=sys.stderr)
+    return 1
+  doing = "metrics of" if args.metrics_only else "running into"
+  print(f"{args.length} tasks built in {time.monotonic() - start:.0f} s; {doing} {out}", flush=True)
+  if not args.metrics_only:
+    try:
+      outcome = hx.evaluate(config, out, time_budget=args.time_budget,
+                            progress=lambda line: print(line, flush=True))
+    except (ConfigError, DataError) as err:
+      print(f"error: {err}", file=sys.stderr)
+      return 1
+    state = "finished" if outcome.finished else f"stopped: {outcome.stopped}"
+    print(f"{state}; report {outcome.report}", flush=True)
+  if not (out / "settings.json").exists():
+    print(f"error: {out} holds no run", file=sys.stderr)
+    return 1
+  try:
+    path = write_stream_report(config, out, stream_plan(args.seed, args.length, settings),
+                               rescore=not args.no_rescore)
+  except ValueError as err:
+    print(f"error: {err}", file=sys.stderr)
+    return 1
+  print(f"metrics: {path}")
+  print("\n".join(_timing(out, args.length)))
+  print(f"this command: {time.monotonic() - start:.0f} s", flush=True)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
