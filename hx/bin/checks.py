@@ -8,21 +8,32 @@ anything is written; never a traceback, never a silent default.
     except FlagError as err:
       return refuse(err)
 
-A bad value absl itself can tell (an integer flag given "x", an enum flag given another word) absl refuses
-when it parses the flags, also with exit status 1.
+A bad value absl itself can tell (an unknown flag, an integer flag given "x", an enum flag given another
+word) absl refuses when it parses the flags; so does a check registered on a flag with `check_flag` or
+`check_flags` (a count below its minimum, a path that does not exist or is not of its kind, a flag given
+without the one it only matters with: `at_least`, `positive`, `fraction`, `existing`, `needs`). Each binary
+runs `app.run(main, flags_parser=parse_flags)`, which makes those refusals the same one line and status 1.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping, Sequence
+
+from absl import flags
 
 __all__ = ["FlagError", "refuse", "one_line", "no_arguments", "nonempty_lists", "writable_directory",
-           "module_overrides"]
+           "module_overrides", "parse_flags", "flag_error_line", "check_flag", "check_flags", "at_least",
+           "positive", "fraction", "existing", "existing_path", "needs"]
+
+Problem = Callable[[str, Any], "str | None"]
+"""What is wrong with a flag's value, given the flag's name and value, in words that start with the flag
+("--tasks must be >= 1, got 0"); None if nothing is."""
 
 
 class FlagError(ValueError):
@@ -110,3 +121,126 @@ def module_overrides(items: list[str] | None, flag: str = "--module") -> dict:
       raise FlagError(f"{flag}: {name}={text!r} is not a {type(current).__name__}") from None
     out[name] = value
   return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Checks absl runs when it parses the flags.
+
+# absl's prefix of a validator's message ("flag --tasks=0: " or "flags a=1, b=2: "), dropped where the
+# message names its flag itself.
+_ABSL_PREFIX = re.compile(r"flags? .*?: (?=--)")
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+  """absl's flag parsing, for `app.run(main, flags_parser=parse_flags)`: a flag absl refuses (an unknown
+  name, a value not of its type or not one of its words, a check of `check_flag` or `check_flags`) is one
+  line on stderr, `error: ...`, and exit status 1. (absl's own parser says "FATAL Flags parsing error"
+  and adds a line about --helpshort.) Returns what no flag took, the program first, as absl does."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as err:
+    print(f"error: {flag_error_line(err)}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def flag_error_line(err: BaseException) -> str:
+  """absl's refusal of the flags in one line: its first (absl puts each failed check on a line of its
+  own), without absl's "flag --tasks=0: " where the message goes on to name the flag itself."""
+  text = str(err).strip()
+  first = text.splitlines()[0] if text else type(err).__name__
+  match = _ABSL_PREFIX.match(first)
+  return first[match.end():] if match else first
+
+
+def check_flag(holder: Any, problem: Problem) -> None:
+  """Has absl refuse `holder`'s flag when it parses the flags (before `main`) if `problem(name, value)`
+  says what is wrong with its value. `holder`: an absl `FlagHolder`."""
+  name = holder.name
+
+  def checker(value: Any) -> bool:
+    message = problem(name, value)
+    if message is not None:
+      raise flags.ValidationError(message)
+    return True
+  flags.register_validator(holder, checker)
+
+
+def check_flags(holders: Sequence[Any], problem: Callable[[Mapping[str, Any]], "str | None"]) -> None:
+  """Has absl refuse a combination of flags when it parses them if `problem({name: value})` says what is
+  wrong with it (in words that start with the flag at fault)."""
+  def checker(values: Mapping[str, Any]) -> bool:
+    message = problem(values)
+    if message is not None:
+      raise flags.ValidationError(message)
+    return True
+  flags.register_multi_flags_validator(list(holders), checker)
+
+
+def at_least(minimum: int) -> Problem:
+  """A number (or each of a list of numbers) that must be >= `minimum` when given."""
+  def problem(name: str, value: Any) -> str | None:
+    for v in value if isinstance(value, list) else [value]:
+      if v is not None and v < minimum:
+        return f"--{name} must be >= {minimum}, got {v:g}"
+    return None
+  return problem
+
+
+def positive(what: str) -> Problem:
+  """A number that must be > 0 (and not NaN) when given; `what` says what it measures ("seconds")."""
+  def problem(name: str, value: Any) -> str | None:
+    if value is not None and not value > 0:
+      return f"--{name} must be a positive number of {what}, got {value:g}"
+    return None
+  return problem
+
+
+def fraction(name: str, value: Any) -> str | None:
+  """A list of training fractions, each a number in (0, 1] (an empty item is left to `nonempty_lists`)."""
+  items = [v.strip() for v in value or [] if v.strip()]
+  try:
+    numbers = [float(v) for v in items]
+  except ValueError:
+    return f"--{name}: {','.join(value)!r} is not a list of floats"
+  for text, f in zip(items, numbers):
+    if not 0 < f <= 1:
+      return f"--{name}: training fraction {text} is outside (0, 1]"
+  return None
+
+
+def existing_path(path: str, flag: str, kind: str, what: str = "") -> str | None:
+  """What is wrong with `path` as the value of `flag`, which names an existing `kind` ("file",
+  "directory" or "file or directory"), or None. `what` says what it should hold, for the message."""
+  p = Path(path)
+  hint = f" ({what})" if what else ""
+  if not p.exists():
+    return f"{flag}: {path} does not exist{hint}"
+  if kind == "file" and not p.is_file():
+    return f"{flag}: {path} is {'a directory' if p.is_dir() else 'not a regular file'}, not a file{hint}"
+  if kind == "directory" and not p.is_dir():
+    return f"{flag}: {path} is a file, not a directory{hint}"
+  if not os.access(p, os.R_OK):
+    return f"{flag}: {path} cannot be read (no permission){hint}"
+  return None
+
+
+def existing(kind: str, what: str = "", allow: tuple[str, ...] = ()) -> Problem:
+  """A path flag: when given, an existing `kind` (see `existing_path`), unless it is one of the words
+  `allow` or starts with one of them and ':' ("tfds", "tfds:DIR")."""
+  def problem(name: str, value: Any) -> str | None:
+    if value is None or any(value == word or value.startswith(word + ":") for word in allow):
+      return None
+    return existing_path(value, f"--{name}", kind, what)
+  return problem
+
+
+def needs(dependent: str, requirement: str, met: Callable[[Mapping[str, Any]], bool],
+          default: Any = None) -> Callable[[Mapping[str, Any]], "str | None"]:
+  """For `check_flags`: refuses the flag `dependent` given (a value other than `default`) where
+  `met(values)` is False, saying `--dependent <requirement>` ("needs --halving (it sets halving's first
+  rung)")."""
+  def problem(values: Mapping[str, Any]) -> str | None:
+    if values[dependent] != default and not met(values):
+      return f"--{dependent} {requirement}"
+    return None
+  return problem

@@ -3,7 +3,9 @@ r"""Rebuilds an evaluation's report and plots from its records alone.
     python -m hx.bin.report runs/cs1-quick
 
 Writes DIR/report.md, DIR/programs.md and DIR/plots/*.png from DIR/<method>/seed_<S>/records/ (see
-`hx.evaluation.report`), and prints each task's scores.
+`hx.evaluation.report`), and prints each task's scores. A DIR that does not exist or is not a directory,
+holds no record, or holds a record that cannot be read (the line names it and its field) is one line and
+exit status 1, with nothing written.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 
 from absl import app, logging
 
+from hx.bin.checks import existing_path, parse_flags, refuse
 from hx.evaluation import build_report, load_records, summary_lines
 
 
@@ -21,11 +24,13 @@ def main(argv: list[str]) -> int:
     print("usage: python -m hx.bin.report DIR (a directory written by python -m hx.bin.run)", file=sys.stderr)
     return 1
   directory = argv[1]
+  problem = existing_path(directory, "DIR", "directory", "a directory written by python -m hx.bin.run")
+  if problem is not None:
+    return refuse(problem)
   try:
     path = build_report(directory)
-  except (FileNotFoundError, ValueError) as err:
-    print(f"error: {err}", file=sys.stderr)
-    return 1
+  except (FileNotFoundError, ValueError, OSError) as err:  # OSError: a report path that cannot be written
+    return refuse(err)
   for line in summary_lines(load_records(directory)):
     print(line)
   print(f"report: {path}")
@@ -34,8 +39,8 @@ def main(argv: list[str]) -> int:
 
 def console() -> None:
   """The hx-report console script."""
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)

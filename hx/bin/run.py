@@ -34,14 +34,22 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from absl import app, flags, logging
 
 from hx.bin.checks import (
   FlagError,
+  at_least,
+  check_flag,
+  check_flags,
+  existing,
+  fraction,
   module_overrides,
   no_arguments,
   nonempty_lists,
+  parse_flags,
+  positive,
   refuse,
   writable_directory,
 )
@@ -60,13 +68,15 @@ _PRESET = flags.DEFINE_string("preset", "quick", f"Settings preset: {', '.join(P
 _METHODS = flags.DEFINE_list("methods", None, f"Methods, of {', '.join(METHODS)} (default: those the paper "
                              "compares on the sequence).")
 _STRATEGY = flags.DEFINE_list("strategy", ["topdown"],
-                              "HOUDINI's synthesis strategies: topdown, evolutionary.")
+                              "HOUDINI's synthesis strategies: topdown, evolutionary (an error with "
+                              "--methods that leave out houdini).")
 _FRACTIONS = flags.DEFINE_list("fractions", None, "Training fractions in (0, 1] (default: the preset's).")
 _SEEDS = flags.DEFINE_list("seeds", None, "Instantiations of the sequence (default: the preset's).")
 _TASKS = flags.DEFINE_integer("tasks", None, "Run only the sequence's first N tasks.")
 _CANDIDATES = flags.DEFINE_integer("candidates", None, "HOUDINI's candidate programs per task (default: the "
-                                   "preset's).")
-_BUDGET_SECONDS = flags.DEFINE_float("budget_seconds", None, "HOUDINI's wall-time budget per task.")
+                                   "preset's; an error with --methods that leave out houdini).")
+_BUDGET_SECONDS = flags.DEFINE_float("budget_seconds", None, "HOUDINI's wall-time budget per task (an error "
+                                     "with --methods that leave out houdini).")
 _EPOCHS = flags.DEFINE_integer("epochs", None, "Training epochs of every task (default: the preset's).")
 _EXAMPLES = flags.DEFINE_list("examples", None, "train,val,test examples of the recognize and list tasks "
                               "(default: the preset's).")
@@ -81,11 +91,12 @@ _PATIENCE = flags.DEFINE_integer(
 _ORDER = flags.DEFINE_enum("search_order", None, ["authors", "cost"],
                            "HOUDINI's top-down order (default: the preset's; paper: authors, by size, "
                            "first in first out, as the authors' enumerator; quick: cost, hx's, with library "
-                           "functions cheaper than fresh ones).")
+                           "functions cheaper than fresh ones; an error with --methods that leave out "
+                           "houdini, or --strategy that leaves out topdown).")
 _AUTHORS_FILTER = flags.DEFINE_boolean(
     "authors_filter", None, "Train only candidates the authors' code trains: at most 3 fresh functions, "
     "each a CNN, an MLP from CNN features, an LSTM or a fold step, and at most one MLP (default: the "
-    "preset's; on under paper).")
+    "preset's; on under paper; an error with --methods that leave out houdini).")
 _OUTPUT = flags.DEFINE_string("output_dir", None, "Where to write (default: runs/<sequence>-<preset>).")
 _TIME_BUDGET = flags.DEFINE_float("time_budget", None, "Stop starting new work after this many seconds; run "
                                   "again to continue.")
@@ -95,6 +106,68 @@ _PROGRESS = flags.DEFINE_boolean("progress", True, "While a task trains, show a 
                                   "validation score so far, the time left; --noprogress: only the records.")
 
 _FIXED: list[str] = []  # the sequence of an hx-<sequence> script
+
+# Checked when the flags are parsed, before any work (hx.bin.checks); what depends on the sequence (--tasks
+# past its length, a method it does not define) is EvalConfig's.
+check_flag(_SEQUENCE_FILE, existing("file", "a TOML sequence file"))
+check_flag(_FRACTIONS, fraction)
+for _holder in (_TASKS, _CANDIDATES, _EPOCHS, _PATIENCE):
+  check_flag(_holder, at_least(1))
+check_flag(_BUDGET_SECONDS, positive("seconds"))
+check_flag(_TIME_BUDGET, positive("seconds"))
+
+
+def _integers(minimum: int, what: str, count: int | None = None, distinct: bool = False) -> Any:
+  """A list flag of integers >= `minimum` (`count` of them, all different, where given)."""
+  def problem(name: str, value: list[str] | None) -> str | None:
+    items = [v.strip() for v in value or [] if v.strip()]  # empty items: nonempty_lists says so
+    if not items:
+      return None
+    try:
+      numbers = [int(v) for v in items]
+    except ValueError:
+      return f"--{name}: {','.join(value)!r} is not a list of ints"
+    if count is not None and len(numbers) != count:
+      return f"--{name} takes {count} {what}, got {len(numbers)}"
+    low = [n for n in numbers if n < minimum]
+    if low:
+      return f"--{name}: {what} must be >= {minimum}, got {low[0]}"
+    if distinct and len(set(numbers)) != len(numbers):
+      return f"--{name}: {what} must be distinct, got {','.join(items)}"
+    return None
+  return problem
+
+
+check_flag(_SEEDS, _integers(0, "instantiation seeds", distinct=True))
+check_flag(_EXAMPLES, _integers(1, "counts (train,val,test)", count=3))
+
+# HOUDINI's own settings, given with --methods that run no HOUDINI: refused (they would be ignored).
+_HOUDINI_ONLY = (_CANDIDATES, _BUDGET_SECONDS, _STRATEGY, _ORDER, _AUTHORS_FILTER)
+
+
+def _houdini_settings_without_houdini(values: dict) -> str | None:
+  methods = [m.strip() for m in values["methods"] or [] if m.strip()]
+  if not methods or "houdini" in methods:
+    return None
+  for holder in _HOUDINI_ONLY:
+    if values[holder.name] != holder.default:
+      return (f"--{holder.name} is a setting of HOUDINI's search, and --methods={','.join(methods)} runs "
+              "no HOUDINI: add houdini to --methods or leave the flag out")
+  return None
+
+
+check_flags([_METHODS, *_HOUDINI_ONLY], _houdini_settings_without_houdini)
+
+
+def _order_without_topdown(values: dict) -> str | None:
+  strategies = [s.strip() for s in values["strategy"] or [] if s.strip()]
+  if values["search_order"] is not None and strategies and "topdown" not in strategies:
+    return (f"--search_order orders the top-down search, and --strategy={','.join(strategies)} has none: "
+            "add topdown to --strategy or leave the flag out")
+  return None
+
+
+check_flags([_ORDER, _STRATEGY], _order_without_topdown)
 
 
 def _numbers(flag: str, items: list[str] | None, kind: type) -> list | None:
@@ -212,13 +285,13 @@ def main(argv: list[str]) -> int:
 
 def console() -> None:
   """The hx-run console script."""
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)
 
 
 def _fixed(name: str):
   def entry() -> None:
     _FIXED.append(name)
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)
   entry.__doc__ = f"The hx-{name} console script: hx-run with --sequence={name}."
   return entry
 
@@ -227,4 +300,4 @@ cs1, cs2, cs3, ss, gs1, gs2, ls = (_fixed(name) for name in ("cs1", "cs2", "cs3"
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)

@@ -14,13 +14,15 @@ import time
 
 from absl import app, flags
 
-from hx.bin.checks import FlagError, no_arguments, refuse
+from hx.bin.checks import FlagError, at_least, check_flag, no_arguments, parse_flags, refuse
 from hx.bin.data_flags import sources_from_flags
 from hx.data import SEQUENCES, DataError, sequence
 
 _SEQUENCE = flags.DEFINE_enum("sequence", None, list(SEQUENCES), "One sequence (default: all).")
 _SEED = flags.DEFINE_integer("seed", 0, "Instantiation seed (classes and data).")
 _BUILD = flags.DEFINE_boolean("build", False, "Build each task's splits and print their sizes.")
+
+check_flag(_SEED, at_least(0))  # refused when the flags are parsed (hx.bin.checks)
 
 
 def main(argv: list[str]) -> int:
@@ -47,4 +49,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)

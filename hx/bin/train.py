@@ -31,7 +31,16 @@ import sys
 
 from absl import app, flags, logging
 
-from hx.bin.checks import FlagError, no_arguments, one_line, refuse, writable_directory
+from hx.bin.checks import (
+  FlagError,
+  check_flag,
+  check_flags,
+  no_arguments,
+  one_line,
+  parse_flags,
+  refuse,
+  writable_directory,
+)
 from hx.bin.data_flags import sources_from_flags
 from hx.compile import NoTemplateError, compile_program
 from hx.compile.checkpoint import CheckpointError, checkpoint_in, describe_checkpoint, fingerprint
@@ -57,7 +66,55 @@ _BIAS = flags.DEFINE_boolean("bias_from_targets", True, "A regression's fresh ou
 _CHECKPOINT = flags.DEFINE_string("checkpoint_dir", None, "Save the training here as it goes and resume it "
                                   "from here (default: no files).")
 _GRIDS = flags.DEFINE_integer("grids_4x4", None,
-                              "4x4 training grids of the shortest-path tasks (default: the preset's).")
+                              "4x4 training grids of the shortest-path tasks (default: the preset's; an "
+                              "error with another --task).")
+
+
+# Checked when the flags are parsed (hx.bin.checks), so that a task, program or type that cannot work is
+# one line naming its flag before any data is read.
+def _task_problem(name: str, value: str) -> str | None:
+  try:
+    task_spec(value)
+  except ValueError as err:
+    return f"--{name}: {one_line(err)}"
+  return None
+
+
+def _program_problem(name: str, value: str) -> str | None:
+  try:
+    parse(value)
+  except ParseError as err:  # its first line: the excerpt and caret below it are for a terminal
+    return f"--{name}: parse error: {str(err).splitlines()[0]}"
+  return None
+
+
+def _typing_problem(values: dict) -> str | None:
+  """The program against the task's type (both well-formed by now: the single-flag checks run first)."""
+  try:
+    infer(parse(values["program"]), {}, task_spec(values["task"]).type)
+  except HxTypeError as err:
+    return f"--program: {one_line(err)} (the type of --task={values['task']})"
+  except ValueError:  # a malformed task or program, refused by its own check
+    return None
+  return None
+
+
+def _grids_problem(values: dict) -> str | None:
+  if values["grids_4x4"] is None:
+    return None
+  try:
+    kind = task_spec(values["task"]).kind
+  except ValueError:
+    return None
+  if not kind.startswith("shortest_path"):
+    return f"--grids_4x4 sets the shortest-path tasks' 4x4 training grids; --task={values['task']} has none"
+  return None
+
+
+check_flag(_TASK, _task_problem)
+check_flag(_PROGRAM, _program_problem)
+check_flags([_TASK, _PROGRAM], _typing_problem)
+check_flags([_TASK, _GRIDS], _grids_problem)
 
 
 def _check_flags() -> None:
@@ -137,4 +194,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)

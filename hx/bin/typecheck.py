@@ -15,15 +15,41 @@ from __future__ import annotations
 
 from absl import app, flags
 
-from hx.bin.checks import FlagError, no_arguments, refuse
+from hx.bin.checks import FlagError, check_flag, check_flags, no_arguments, parse_flags, refuse
 from hx.lang import HxTypeError, ParseError, infer, parse, parse_type, size
 from hx.lang.paper import default_type_variables, paper_library, paper_programs, paper_tables
 
-_TABLE = flags.DEFINE_string("table", "tab:CS1Progs", "Paper table whose programs to check.")
+_TABLE = flags.DEFINE_string("table", "tab:CS1Progs", "Paper table whose programs to check (an error with "
+                             "--program, which checks one of your own instead).")
 _PROGRAM = flags.DEFINE_string("program", None, "A program to check instead of the paper's.")
-_TYPE = flags.DEFINE_string("type", None, "The type --program must have (optional).")
+_TYPE = flags.DEFINE_string("type", None, "The type --program must have (optional; an error without "
+                            "--program).")
 _LIBRARY = flags.DEFINE_string(
     "library", None, "Paper table whose library types --program may use (lib.NAME), e.g. tab:CS1Progs.")
+
+
+
+# Checked when the flags are parsed (hx.bin.checks). A --program that does not parse or type-check is not
+# refused: reporting why is what this binary is for.
+def _type_problem(name: str, value: str | None) -> str | None:
+  if value is None:
+    return None
+  try:
+    parse_type(value)
+  except ParseError as err:  # its first line: the excerpt and caret below it are for a terminal
+    return f"--{name}: parse error: {str(err).splitlines()[0]}"
+  return None
+
+
+def _table_with_program(values: dict) -> str | None:
+  if values["program"] is not None and (_TABLE.present or values["table"] != _TABLE.default):
+    return ("--table picks the paper's programs to check, and --program checks one of your own instead: "
+            "give one of them (--library gives --program a table's library types)")
+  return None
+
+
+check_flag(_TYPE, _type_problem)
+check_flags([_TABLE, _PROGRAM], _table_with_program)
 
 
 def _report(text: str, expected: str | None, library: dict, paper_defaults: bool = False) -> bool:
@@ -76,4 +102,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)

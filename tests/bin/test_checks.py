@@ -47,3 +47,46 @@ def test_a_refusal_is_one_line_on_stderr_and_status_1(capsys):
   assert refuse(err) == 1
   captured = capsys.readouterr()
   assert captured.out == "" and captured.err == f"error: {one_line(err)}\n"
+
+
+def test_absl_refusals_are_one_line_without_absl_prefix_where_the_message_names_its_flag():
+  from absl import flags
+
+  from hx.bin.checks import flag_error_line
+
+  assert flag_error_line(flags.IllegalFlagValueError("flag --tasks=0: --tasks must be >= 1, got 0")) == (
+      "--tasks must be >= 1, got 0")
+  assert flag_error_line(flags.IllegalFlagValueError(
+      "flags executor=local, workers=2: --workers applies to worker processes\nflag --x=1: another")) == (
+      "--workers applies to worker processes")
+  # absl's own message keeps its prefix: it names the flag there only.
+  assert flag_error_line(flags.IllegalFlagValueError("flag --tasks=x: invalid literal for int()")) == (
+      "flag --tasks=x: invalid literal for int()")
+  assert flag_error_line(flags.UnrecognizedFlagError("tasx")) == "Unknown command line flag 'tasx'"
+
+
+def test_the_value_checks_name_the_flag_and_what_is_wrong(tmp_path):
+  from hx.bin.checks import at_least, existing, fraction, needs, positive
+
+  assert at_least(1)("tasks", None) is None and at_least(1)("tasks", 1) is None
+  assert at_least(1)("tasks", 0) == "--tasks must be >= 1, got 0"
+  assert at_least(0)("seeds", [0, 3, -2]) == "--seeds must be >= 0, got -2"
+  assert positive("seconds")("time_budget", float("nan")) == (
+      "--time_budget must be a positive number of seconds, got nan")
+  assert positive("seconds")("time_budget", 0.5) is None
+  assert fraction("fractions", ["0.5", "1"]) is None and fraction("fractions", ["", " "]) is None
+  assert fraction("fractions", ["0.5", "0"]) == "--fractions: training fraction 0 is outside (0, 1]"
+  assert fraction("fractions", ["half"]) == "--fractions: 'half' is not a list of floats"
+  (tmp_path / "f").write_text("x")
+  directory = existing("directory", "GTSRB's layout", allow=("tfds",))
+  assert directory("gtsrb", str(tmp_path)) is None and directory("gtsrb", "tfds:/anywhere") is None
+  assert directory("gtsrb", str(tmp_path / "f")) == (
+      f"--gtsrb: {tmp_path / 'f'} is a file, not a directory (GTSRB's layout)")
+  assert existing("file")("sequence_file", str(tmp_path)) == (
+      f"--sequence_file: {tmp_path} is a directory, not a file")
+  assert existing("file")("sequence_file", str(tmp_path / "no")) == (
+      f"--sequence_file: {tmp_path / 'no'} does not exist")
+  rule = needs("halving_eta", "needs --halving", lambda v: v["halving"], default=4)
+  assert rule({"halving_eta": 4, "halving": False}) is None
+  assert rule({"halving_eta": 3, "halving": True}) is None
+  assert rule({"halving_eta": 3, "halving": False}) == "--halving_eta needs --halving"
