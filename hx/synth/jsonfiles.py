@@ -260,8 +260,9 @@ RECORD = obj({
     "seconds": obj({"wall": _SECONDS},
                    optional={"compile": _SECONDS, "train": _SECONDS, "eval": _SECONDS, "search": _SECONDS}),
 }, optional={
-    "record_version": integer(minimum=1), "seed": integer(), "instance": integer(minimum=0), "method": text(), "task_kind": text(),
-    "type": text(), "strategy": text(), "parameters": integer(0), "frozen_parameters": nullable(integer(0)),
+    "record_version": integer(minimum=1), "seed": integer(), "instance": integer(minimum=0),
+    "method": text(), "task_kind": text(), "type": text(), "strategy": text(),
+    "parameters": integer(0), "frozen_parameters": nullable(integer(0)),
     "candidates_trained": nullable(integer(0)), "same_as": nullable(text()), "epochs_run": integer(0),
     "best_epoch": integer(0),
 })
