@@ -49,11 +49,12 @@ from hx.lang.types import (
   parse_type,
 )
 
-__all__ = ["CNN", "MLP", "RNN", "KINDS", "Architecture", "Network", "architecture", "element_type",
+__all__ = ["CNN", "MLP", "RNN", "ARCHITECTURE_KINDS", "Architecture", "Network", "architecture",
+           "element_type",
            "save_network", "load_network", "NetworkError", "count_parameters"]
 
 CNN, MLP, RNN = "nn_cnn", "nn_mlp", "nn_rnn"
-KINDS = ("image", "list", "graph")
+ARCHITECTURE_KINDS = ("image", "list", "graph")
 
 _PROGRAMS = {
     "image": "compose(nn_mlp, nn_cnn)",

@@ -424,22 +424,7 @@ def module_spec(fn_type: Type, config: ModuleConfig = ModuleConfig(), *, role: s
     return ModuleSpec("mlp", tuple(args), out, act, tuple(sorted(hyper.items())))
   if len(args) == 1 and isinstance(args[0], ListType) and _is_vector_like(args[0].elem):
     if role == "kernel":
-      if c.graph_kernel == "slots":
-        hyper = dict(hidden=c.graph_slot_hidden, layers=c.graph_slot_layers, slots=c.graph_slots)
-        template = "slot_kernel"
-      else:
-        hyper = dict(hidden=c.graph_hidden, message=c.graph_message,
-                     aggregations=tuple(c.graph_aggregations))
-        template = "graph_kernel"
-      # Recorded only where they apply, so that the default's specs (and library entries) are unchanged.
-      if c.graph_update == "residual" and out == args[0].elem:
-        hyper["update"] = "residual"
-      if c.graph_keep and out == args[0].elem:
-        if c.graph_keep >= _size(out):
-          raise refuse(f"ModuleConfig.graph_keep={c.graph_keep} keeps every component of {out}: nothing "
-                       "is left to learn")
-        hyper["keep"] = c.graph_keep
-      return ModuleSpec(template, (args[0],), out, act, tuple(sorted(hyper.items())))
+      return _graph_kernel_spec(args[0], out, act, c, refuse)
     return ModuleSpec("lstm", (args[0],), out, act, (("hidden", c.lstm_hidden),))
   if any(isinstance(a, FunctionType) for a in args):
     raise refuse("it takes a function")
@@ -448,6 +433,27 @@ def module_spec(fn_type: Type, config: ModuleConfig = ModuleConfig(), *, role: s
   if len(args) > 2:
     raise refuse("more than two arguments")
   raise refuse("unsupported argument types")
+
+
+def _graph_kernel_spec(arg: ListType, out: TensorType, act: str, c: ModuleConfig,
+                       refuse: Callable[[str], NoTemplateError]) -> ModuleSpec:
+  """The direct kernel of a conv_g / conv_l over neighbours `arg` (`List<T> -> U`): the slot kernel or
+  the pair kernel of `c.graph_kernel`."""
+  if c.graph_kernel == "slots":
+    hyper: dict[str, Any] = dict(hidden=c.graph_slot_hidden, layers=c.graph_slot_layers, slots=c.graph_slots)
+    template = "slot_kernel"
+  else:
+    hyper = dict(hidden=c.graph_hidden, message=c.graph_message, aggregations=tuple(c.graph_aggregations))
+    template = "graph_kernel"
+  # Recorded only where they apply, so that the default's specs (and library entries) are unchanged.
+  if c.graph_update == "residual" and out == arg.elem:
+    hyper["update"] = "residual"
+  if c.graph_keep and out == arg.elem:
+    if c.graph_keep >= _size(out):
+      raise refuse(f"ModuleConfig.graph_keep={c.graph_keep} keeps every component of {out}: nothing "
+                   "is left to learn")
+    hyper["keep"] = c.graph_keep
+  return ModuleSpec(template, (arg,), out, act, tuple(sorted(hyper.items())))
 
 
 # ---------------------------------------------------------------------------------------------------

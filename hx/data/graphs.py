@@ -2,7 +2,7 @@
 
 A graph of n nodes is given by its edges, each undirected edge listed once in each direction (sender,
 receiver), sorted by receiver, then sender: the edge-list form of `hx.lang.values.EdgeGraphBatch`.
-Two families (`KINDS`), both connected, every degree between 1 and `MAX_DEGREE`:
+Two families (`FAMILIES`), both connected, every degree between 1 and `MAX_DEGREE`:
 
   erdos_renyi  G(n, p) with p = mean_degree / (n - 1); the components are then joined by an edge from a
                random node of each to a random node of the growing connected part.
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["KINDS", "MAX_DEGREE", "MEAN_DEGREE", "random_graph", "graph_least_costs", "least_costs_batch",
+__all__ = ["FAMILIES", "MAX_DEGREE", "MEAN_DEGREE", "random_graph", "graph_least_costs", "least_costs_batch",
            "degrees", "is_connected"]
 
-KINDS = ("erdos_renyi", "geometric")
+FAMILIES = ("erdos_renyi", "geometric")
 MAX_DEGREE = 10
 """No node has more neighbours than this."""
 MEAN_DEGREE = {"erdos_renyi": 3.0, "geometric": 4.0}
@@ -114,8 +114,8 @@ def random_graph(rng: np.random.Generator, n: int, kind: str, max_degree: int = 
     (senders, receivers): int32 arrays (2m,) of its m undirected edges, each listed in both directions,
     sorted by receiver, then sender.
   """
-  if kind not in KINDS:
-    raise ValueError(f"unknown graph kind {kind!r}; the kinds are {', '.join(KINDS)}")
+  if kind not in FAMILIES:
+    raise ValueError(f"unknown graph kind {kind!r}; the kinds are {', '.join(FAMILIES)}")
   if n < 2 or max_degree < 2:
     raise ValueError(f"a random graph needs n >= 2 nodes and max_degree >= 2, got {n}, {max_degree}")
   degree = MEAN_DEGREE[kind] if mean_degree is None else mean_degree

@@ -18,11 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 from hx.data.imageset import ImageSet, class_labels, rendered_imageset
+from hx.data.smallnorb import TOY_CLASSES  # the classes of the data set these images stand in for
 
 __all__ = ["render_toys", "toy_imageset", "TOY_CLASSES", "NAME"]
 
 NAME = "smallnorb-synthetic"
-TOY_CLASSES = ("animal", "human", "airplane", "truck", "car")
 
 
 _STEPS = 48  # sphere-tracing steps at most; a ray not converged by then shows the background

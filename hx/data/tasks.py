@@ -148,7 +148,7 @@ tasks score the distance, component 1 of a node's (cost, distance)). The last tw
 grids, `GRAPH_FAMILIES`); the first ten are the paper's."""
 
 GRAPH_FAMILIES = {"shortest_path_graph_mnist": "erdos_renyi", "shortest_path_geometric_mnist": "geometric"}
-"""The task kinds on random graphs and the family (`hx.data.graphs.KINDS`) each draws its graphs from."""
+"""The task kinds on random graphs and the family (`hx.data.graphs.FAMILIES`) each draws its graphs from."""
 
 
 @dataclasses.dataclass(frozen=True)

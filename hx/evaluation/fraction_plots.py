@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import math
 import re
 import statistics
@@ -182,13 +181,14 @@ def run_directories(root: Path | str) -> list[Path]:
 
 
 def _settings(run: Path) -> dict:
+  from hx.synth.jsonfiles import EVALUATION_SETTINGS, JsonFileError, read_settings
+
   path = run / "settings.json"
   try:
-    settings = json.loads(path.read_text("utf-8"))["settings"]
-  except (OSError, ValueError, KeyError, TypeError) as err:
-    raise ValueError(f"{path}: not an evaluation's settings ({type(err).__name__}: {err})") from None
-  if not isinstance(settings, dict) or not isinstance(settings.get("sequence"), str) or not isinstance(
-      settings.get("fractions"), list):
+    settings, _ = read_settings(path, EVALUATION_SETTINGS)
+  except JsonFileError as err:
+    raise ValueError(f"{path}: not an evaluation's settings ({err.problem})") from None
+  if not isinstance(settings.get("sequence"), str) or not isinstance(settings.get("fractions"), list):
     raise ValueError(f"{path}: not an evaluation's settings (no sequence or fractions)")
   return settings
 

@@ -18,7 +18,6 @@ DIR` rebuilds everything after a crash, or from records copied elsewhere.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import defaultdict
@@ -279,13 +278,19 @@ def _budget_text(budget: Any) -> str:
 
 
 def _settings(directory: Path) -> dict | None:
+  """The whole settings.json of an evaluation ({"settings": ..., "started": ...}) for the report's
+  header; None where there is none (records alone still make a report).
+
+  Raises:
+    hx.synth.jsonfiles.JsonFileError: the file is there but cannot be read or does not fit (names it).
+  """
+  from hx.synth.jsonfiles import EVALUATION_SETTINGS, read_settings
+
   path = directory / "settings.json"
   if not path.exists():
     return None
-  try:
-    return json.loads(path.read_text("utf-8"))
-  except (OSError, ValueError):
-    return None
+  settings, started = read_settings(path, EVALUATION_SETTINGS)
+  return {"settings": settings, "started": started}
 
 
 def build_report(directory: Any) -> Path:

@@ -33,7 +33,6 @@ minutes of where it stopped; the files go once the record is written.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import shutil
 import time
@@ -47,7 +46,7 @@ from hx.atomic import hold_directory
 from hx.data import read_data_sets
 from hx.evaluation.config import ConfigError, EvalConfig
 from hx.evaluation.records import baseline_record, network_version, record_path, write_json
-from hx.synth.jsonfiles import jsonable
+from hx.synth.jsonfiles import jsonable, read_record
 from hx.synth.progress import Progress
 from hx.synth.run_directory import SETTINGS_FILE, checkpoint_dir, open_settings, record_file, training_seed
 
@@ -223,7 +222,7 @@ class _Runner:
     self.houdini_sequence(method, instance, seq, index + 1)
     for f in c.fractions:
       path = record_path(self.directory, method, instance, index + 1, f)
-      rec = json.loads(path.read_text("utf-8"))
+      rec = read_record(path)
       self.ran += 1
       best = rec["ranked"][0] if rec["ranked"] else None
       what = "no program trained"
@@ -261,62 +260,17 @@ class _Runner:
     kind = full.spec.kind
     tune_config = c.tune_config(kind)
     seed = training_seed(instance, index, fraction)
-    element = self.element(full.spec)
     # Where the network is saved as it trains (resumed if the run was interrupted), removed once its
     # record is written.
     saving = checkpoint_dir(self.method_dir(method, instance), index + 1, full.name, fraction)
-    extra: dict = {}
-    starts_from: list[dict] = []
-
-    def source(network: Any) -> dict:
-      return {"task": network.task, "method": network.method, "version": network_version(network)}
-
     if method in ("llt", "pnn") and index == 0 and "standalone" in c.methods:
-      # Nothing to transfer on the first task: these baselines are the standalone network there.
-      self.baseline("standalone", instance, seq, index, fraction)
-      path = record_path(self.directory, "standalone", instance, index + 1, fraction)
-      rec = json.loads(path.read_text("utf-8"))
-      rec.update(method=method, same_as="standalone")
-      if fraction == self.largest:
-        net = self.network("standalone", instance, index, seq)
-        if net is not None:
-          modules = dict(net.modules)
-          if method == "pnn":
-            modules["lateral"] = {"params": {}, "batch_stats": {}}
-          self.keep_network(method, instance, index, dataclasses.replace(
-              net, method=method, modules=modules, column=0 if method == "pnn" else None))
-      if write:
-        self.write(method, instance, index, fraction, full, rec)
+      self.same_as_standalone(method, instance, seq, fraction, write)
       return
     # One network to train: a bar of one, moved by its epochs.
     with (Progress(f"{method} {full.name} @ {100 * fraction:g}%", 1, self.bars, unit="networks") as bar,
           bar.watching()):
-      if method == "standalone":
-        regressor = None
-        if self.architecture(full.spec).kind == "graph":
-          regressor = self.network("standalone", instance, 0, seq)
-          if regressor is None:
-            raise RuntimeError(f"the standalone graph baseline of {full.name} needs the regressor of the "
-                               f"sequence's first task, and {self.network_path('standalone', instance, 0)} "
-                               "is missing")
-          starts_from = [source(regressor)]
-        result = baselines.standalone(task, c.module_config, tune_config, seed=seed, element=element,
-                                      regressor=regressor, checkpoint_dir=saving)
-      elif method == "llt":
-        history = [n for j in range(index) if (n := self.network("llt", instance, j, seq)) is not None]
-        result = baselines.llt(task, history, c.module_config, tune_config, seed=seed, element=element,
-                               checkpoint_dir=saving)
-        used = {s for _, s in result.sources if not s.startswith("fresh")}
-        starts_from = [source(n) for n in history if n.task in used]
-      elif method == "pnn":
-        columns = [n for j in range(index) if (n := self.network("pnn", instance, j, seq)) is not None]
-        result = baselines.pnn(task, columns, c.module_config, tune_config, seed=seed, element=element,
-                               checkpoint_dir=saving)
-        starts_from = [source(n) for n in columns]
-      elif method == "standalone_with_fold":
-        result, extra = self.from_scratch(instance, seq, index, fraction, task, tune_config, seed, saving)
-      else:
-        raise ValueError(f"unknown baseline {method!r}")
+      result, starts_from, extra = self.trained(method, instance, seq, index, fraction, task, tune_config,
+                                                seed, saving)
       bar.done(result.val_score if result.status == "trained" else math.nan)
     if fraction == self.largest and result.network is not None and method != "standalone_with_fold":
       self.keep_network(method, instance, index, result.network)
@@ -330,6 +284,63 @@ class _Runner:
                    full.name, result.val_score)
     shutil.rmtree(saving, ignore_errors=True)
 
+  def same_as_standalone(self, method: str, instance: int, seq: Any, fraction: float, write: bool) -> None:
+    """Low-level transfer or a progressive network on the sequence's first task: nothing to transfer, so
+    the standalone network's record (marked "same_as") and network (as a first column) are theirs."""
+    self.baseline("standalone", instance, seq, 0, fraction)
+    path = record_path(self.directory, "standalone", instance, 1, fraction)
+    rec = read_record(path)
+    rec.update(method=method, same_as="standalone")
+    if fraction == self.largest:
+      net = self.network("standalone", instance, 0, seq)
+      if net is not None:
+        modules = dict(net.modules)
+        if method == "pnn":
+          modules["lateral"] = {"params": {}, "batch_stats": {}}
+        self.keep_network(method, instance, 0, dataclasses.replace(
+            net, method=method, modules=modules, column=0 if method == "pnn" else None))
+    if write:
+      self.write(method, instance, 0, fraction, seq.build(0), rec)
+
+  def trained(self, method: str, instance: int, seq: Any, index: int, fraction: float, task: Any,
+              tune_config: Any, seed: int, saving: Path) -> tuple[Any, list[dict], dict]:
+    """`method`'s network trained on `task` (task `index` of `seq` at `fraction`): its
+    `hx.baselines.BaselineResult`, the earlier networks it started from (task, method, version) and what
+    its record adds."""
+    c = self.config
+    full = seq.build(index)
+    element = self.element(full.spec)
+
+    def source(network: Any) -> dict:
+      return {"task": network.task, "method": network.method, "version": network_version(network)}
+
+    if method == "standalone":
+      regressor = None
+      if self.architecture(full.spec).kind == "graph":
+        regressor = self.network("standalone", instance, 0, seq)
+        if regressor is None:
+          raise RuntimeError(f"the standalone graph baseline of {full.name} needs the regressor of the "
+                             f"sequence's first task, and {self.network_path('standalone', instance, 0)} "
+                             "is missing")
+      result = baselines.standalone(task, c.module_config, tune_config, seed=seed, element=element,
+                                    regressor=regressor, checkpoint_dir=saving)
+      return result, [] if regressor is None else [source(regressor)], {}
+    if method == "llt":
+      history = [n for j in range(index) if (n := self.network("llt", instance, j, seq)) is not None]
+      result = baselines.llt(task, history, c.module_config, tune_config, seed=seed, element=element,
+                             checkpoint_dir=saving)
+      used = {s for _, s in result.sources if not s.startswith("fresh")}
+      return result, [source(n) for n in history if n.task in used], {}
+    if method == "pnn":
+      columns = [n for j in range(index) if (n := self.network("pnn", instance, j, seq)) is not None]
+      result = baselines.pnn(task, columns, c.module_config, tune_config, seed=seed, element=element,
+                             checkpoint_dir=saving)
+      return result, [source(n) for n in columns], {}
+    if method == "standalone_with_fold":
+      result, extra = self.from_scratch(instance, seq, index, fraction, task, tune_config, seed, saving)
+      return result, [], extra
+    raise ValueError(f"unknown baseline {method!r}")
+
   def from_scratch(self, instance: int, seq: Any, index: int, fraction: float, task: Any, tune_config: Any,
                    seed: int, saving: Path | None = None) -> tuple[Any, dict]:
     """standalone_with_fold: HOUDINI's best program for this task and fraction, every function fresh."""
@@ -339,7 +350,7 @@ class _Runner:
     c = self.config
     houdini = c.houdini[0]
     path = record_path(self.directory, houdini, instance, index + 1, fraction)
-    rec = json.loads(path.read_text("utf-8"))
+    rec = read_record(path)
     best = rec["ranked"][0] if rec["ranked"] else None
     if best is None or best["status"] != "trained":
       reason = f"{houdini} trained no program for this task and fraction: there is no structure to train"

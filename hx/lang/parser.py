@@ -26,10 +26,10 @@ from hx.lang.errors import ParseError
 from hx.lang.lexer import Token, TokenStream
 from hx.lang.types import parse_type_from
 
-__all__ = ["parse", "COMBINATORS"]
+__all__ = ["parse", "COMBINATOR_ARGUMENTS"]
 
 # name -> argument kinds ('p' a program, 'i' a positive integer)
-COMBINATORS: dict[str, tuple[str, ...]] = {
+COMBINATOR_ARGUMENTS: dict[str, tuple[str, ...]] = {
     "compose": ("p", "p"),
     "map_l": ("p",), "map_g": ("p",),
     "fold_l": ("p", "p"), "fold_g": ("p", "p"),
@@ -121,7 +121,7 @@ def _call(stream: TokenStream, name_tok: Token, juxtaposed: bool) -> P.Program:
 def _applied(stream: TokenStream, name_tok: Token, juxtaposed: bool) -> P.Program:
   """The combinator `name_tok` applied to its arguments, which follow at the cursor."""
   name = name_tok.text
-  kinds = COMBINATORS[name]
+  kinds = COMBINATOR_ARGUMENTS[name]
   args: list = []
   if stream.at("("):
     stream.next()
@@ -188,10 +188,11 @@ def _primary_at_depth(stream: TokenStream, juxtaposed: bool) -> P.Program:
       raise stream.error("a library function name after 'lib.'")
     stream.next()
     return P.Lib(name.text)
-  if tok.text in COMBINATORS:
+  if tok.text in COMBINATOR_ARGUMENTS:
     return _call(stream, tok, juxtaposed)
   if _FRESH.match(tok.text):
     return P.Fresh(tok.text)
   raise ParseError(stream.text, tok.offset,
-                   "a combinator (" + ", ".join(COMBINATORS) + "), a fresh function nn_NAME or lib.NAME",
+                   "a combinator (" + ", ".join(COMBINATOR_ARGUMENTS)
+                   + "), a fresh function nn_NAME or lib.NAME",
                    f"unknown name {tok.text!r}")

@@ -35,7 +35,6 @@ refused with a message naming what differs.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 from pathlib import Path
@@ -46,7 +45,7 @@ from absl import logging
 from hx.atomic import hold_directory
 from hx.compile.fitting import score_json
 from hx.synth.evolution import EvolutionConfig
-from hx.synth.jsonfiles import jsonable, write_json
+from hx.synth.jsonfiles import jsonable, read_record, write_json
 from hx.synth.run_directory import (
   RECORD_VERSION,
   SettingsMismatch,
@@ -99,6 +98,10 @@ def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fra
       "library_before": library_before.version, "library_after": result.library.version,
       "library_functions_before": list(library_before.names),
       "candidates_trained": result.candidates_trained,
+      # What the search did and what the library holds after the task: for the growth of search and memory
+      # along a long sequence (`hx.evaluation.stream_metrics`).
+      **({} if result.enumeration is None else {"enumeration": dataclasses.asdict(result.enumeration)}),
+      "library_after_size": library_size(result.library),
       "seconds": {"search": result.search_seconds, "compile": result.compile_seconds,
                   "train": result.train_seconds, "eval": result.eval_seconds, "wall": result.wall_seconds},
       "ranked": [{
@@ -113,6 +116,16 @@ def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fra
               "estimate_seconds": r.estimate_seconds, "estimate_epochs": r.estimate_epochs})}
           for r in result.ranked],
   }
+
+
+def library_size(library: Any) -> dict:
+  """{"functions", "parameters", "bytes"} of `library`: its entries, their trainable parameters, and the
+  bytes of all their arrays (parameters and batch statistics) in memory."""
+  import jax
+
+  params = [leaf for e in library.entries for leaf in jax.tree.leaves(e.variables["params"])]
+  return {"functions": len(library), "parameters": int(sum(leaf.size for leaf in params)),
+          "bytes": int(sum(leaf.nbytes for e in library.entries for leaf in e.leaves))}
 
 
 def _settings(sequence: Any, strategy: str, fractions: Sequence[float], budget: Any, space: SearchSpace,
@@ -193,7 +206,7 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
     plan = _Plan(sequence, directory, started, strategy, fractions, budgets, space, module_config, configs,
                  evolution, keep, progress, checkpoints)
     library, done = _saved_library(directory, len(sequence))
-    records = [json.loads(record_file(directory, i + 1, sequence.build(i).name, f).read_text("utf-8"))
+    records = [read_record(record_file(directory, i + 1, sequence.build(i).name, f))
                for i in range(done) for f in fractions]
     library, done = _rebuilt_from_records(plan, library, done, stop_after, records)
     if done:
@@ -272,7 +285,7 @@ def _rebuilt_from_records(plan: _Plan, library: Any, done: int, stop_after: int 
     paths = [record_file(plan.directory, done + 1, full.name, f) for f in plan.fractions]
     if not all(p.exists() for p in paths):
       break
-    recorded = [json.loads(p.read_text("utf-8")) for p in paths]
+    recorded = [read_record(p) for p in paths]
     library = _rebuilt_library(full, library, recorded[-1], sequence=seq.name,
                                seed=training_seed(seq.seed, done, plan.fractions[-1]),
                                fraction=plan.fractions[-1], module_config=plan.module_config,

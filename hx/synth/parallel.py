@@ -324,31 +324,7 @@ class ProcessExecutor:
     deaths: dict[int, list[str]] = collections.defaultdict(list)
     try:
       while pending or any(w is not None and w.job is not None for w in self._pool):
-        # Hand a job to every idle worker (starting workers that are not running).
-        for slot in range(self.workers):
-          if not pending:
-            break
-          worker = self._pool[slot] or self._start(slot)
-          if worker.job is not None:
-            continue
-          job = pending.popleft()
-          try:
-            if worker.context_id != self._context_id:
-              worker.conn.send(("context", self._context_id))
-              worker.conn.send_bytes(self._blob)
-              worker.context_id = self._context_id
-            worker.conn.send(("job", self._context_id, job))
-          except (BrokenPipeError, ConnectionResetError, OSError):
-            # It died before it could take the job, which never started: replace the worker.
-            pending.appendleft(job)
-            reason = self._stop(slot)
-            self._failed_starts += 1
-            if self._failed_starts > 3 * self.workers:
-              raise RuntimeError(f"hx worker processes die before taking a job ({reason}); see their "
-                                 "output above") from None
-            continue
-          attempts[job.index] += 1
-          worker.job, worker.started = job, time.monotonic()
+        self._hand_out(pending, attempts)
         busy = {slot: w for slot, w in enumerate(self._pool) if w is not None and w.job is not None}
         if not busy:
           continue
@@ -357,36 +333,70 @@ class ProcessExecutor:
         if self.job_timeout is not None:
           timeout = max(0.0, min(w.started + self.job_timeout for w in busy.values()) - time.monotonic())
         ready = set(wait([w.conn for w in busy.values()], timeout=timeout))
-        for slot, worker in busy.items():
-          job = worker.job
-          died: str | None = None
-          if worker.conn in ready:
-            try:
-              _, result = worker.conn.recv()
-            except (EOFError, OSError):
-              died = self._stop(slot)
-            else:
-              worker.job = None
-              self._failed_starts = 0
-              yield dataclasses.replace(result, attempts=attempts[job.index])
-              continue
-          elif self.job_timeout is not None and time.monotonic() - worker.started >= self.job_timeout:
-            self._stop(slot)
-            died = f"killed after the job timeout of {self.job_timeout:g} s"
-          if died is None:
-            continue
-          deaths[job.index].append(died)
-          if attempts[job.index] > self.max_retries:
-            yield failed_result(job, f"worker process died ({'; '.join(deaths[job.index])}) "
-                                     f"{attempts[job.index]} times", attempts=attempts[job.index])
-          else:
-            pending.appendleft(job)
+        yield from self._collect(busy, ready, pending, attempts, deaths)
     finally:
       # The caller stopped early (or an error): workers still training a job of this run are killed, so
       # the next run starts with idle workers.
       for slot, worker in enumerate(self._pool):
         if worker is not None and worker.job is not None:
           self._stop(slot)
+
+  def _hand_out(self, pending: collections.deque, attempts: dict[int, int]) -> None:
+    """Hands a job of `pending` to every idle worker (starting workers that are not running), counting
+    its attempts; a worker that died before it could take its job is replaced and the job kept."""
+    for slot in range(self.workers):
+      if not pending:
+        break
+      worker = self._pool[slot] or self._start(slot)
+      if worker.job is not None:
+        continue
+      job = pending.popleft()
+      try:
+        if worker.context_id != self._context_id:
+          worker.conn.send(("context", self._context_id))
+          worker.conn.send_bytes(self._blob)
+          worker.context_id = self._context_id
+        worker.conn.send(("job", self._context_id, job))
+      except (BrokenPipeError, ConnectionResetError, OSError):
+        # It died before it could take the job, which never started: replace the worker.
+        pending.appendleft(job)
+        reason = self._stop(slot)
+        self._failed_starts += 1
+        if self._failed_starts > 3 * self.workers:
+          raise RuntimeError(f"hx worker processes die before taking a job ({reason}); see their "
+                             "output above") from None
+        continue
+      attempts[job.index] += 1
+      worker.job, worker.started = job, time.monotonic()
+
+  def _collect(self, busy: dict[int, Any], ready: set, pending: collections.deque,
+               attempts: dict[int, int], deaths: dict[int, list[str]]) -> Iterator[JobResult]:
+    """The results of the `busy` workers whose connections are `ready`; a job whose worker died or ran
+    past the job timeout goes back to `pending`, or fails once past its retries."""
+    for slot, worker in busy.items():
+      job = worker.job
+      died: str | None = None
+      if worker.conn in ready:
+        try:
+          _, result = worker.conn.recv()
+        except (EOFError, OSError):
+          died = self._stop(slot)
+        else:
+          worker.job = None
+          self._failed_starts = 0
+          yield dataclasses.replace(result, attempts=attempts[job.index])
+          continue
+      elif self.job_timeout is not None and time.monotonic() - worker.started >= self.job_timeout:
+        self._stop(slot)
+        died = f"killed after the job timeout of {self.job_timeout:g} s"
+      if died is None:
+        continue
+      deaths[job.index].append(died)
+      if attempts[job.index] > self.max_retries:
+        yield failed_result(job, f"worker process died ({'; '.join(deaths[job.index])}) "
+                                 f"{attempts[job.index]} times", attempts=attempts[job.index])
+      else:
+        pending.appendleft(job)
 
   def close(self) -> None:
     for slot, worker in enumerate(self._pool):

@@ -18,14 +18,13 @@ a fraction with one seed, and a resumed run gives what an uninterrupted one give
 from __future__ import annotations
 
 import datetime
-import json
 import re
 import zlib
 from pathlib import Path
 from typing import Callable
 
 from hx.atomic import LOCK_FILE
-from hx.synth.jsonfiles import write_json
+from hx.synth.jsonfiles import JsonFileError, read_settings, write_json
 
 __all__ = ["RECORD_VERSION", "SETTINGS_FILE", "SettingsMismatch", "task_dir", "fraction_file", "record_file",
            "library_dir", "checkpoint_dir", "candidates_dir", "training_seed", "open_settings"]
@@ -105,12 +104,9 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
   path = directory / SETTINGS_FILE
   if path.exists():
     try:
-      whole = json.loads(path.read_text("utf-8"))
-      saved, started = whole["settings"], whole["started"]
-      if not isinstance(saved, dict) or not isinstance(started, str):
-        raise TypeError("its settings are not an object with a start time")
-    except (OSError, ValueError, KeyError, TypeError) as err:
-      raise error(f"{path} is not an {what}'s settings file ({type(err).__name__}: {err})") from None
+      saved, started = read_settings(path)
+    except JsonFileError as err:
+      raise error(f"{path} is not an {what}'s settings file ({err.problem})") from None
     if saved == settings:
       return started
     merged = merge(saved, settings) if merge is not None else None
@@ -119,7 +115,7 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
       raise error(f"{directory} holds a run with other settings (differing: {', '.join(diff)}); "
                   f"{resume_hint}")
     if merged != saved:
-      write_json(path, {**whole, "settings": merged})
+      write_json(path, {"settings": merged, "started": started})
     return started
   if directory.exists() and (not directory.is_dir() or any(p.name != LOCK_FILE for p in directory.iterdir())):
     raise error(f"{directory} is not empty and holds no {what} (no {SETTINGS_FILE})")
