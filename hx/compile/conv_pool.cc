@@ -8,10 +8,13 @@
 // 3 bottom right), which is where XLA's select-and-scatter and hx's `_max_pool` send the window's
 // gradient, and kActive where h > 0 (where the ReLU passes the gradient).
 //
-// Work is split into kChunks fixed chunks of images (not one per thread), and the weight and bias
-// gradients are the sums of the chunks' partial sums in chunk order, so results do not depend on the
-// number of threads or on which thread ran which chunk. The calling thread takes chunks too, so a call
-// finishes even when no thread of XLA's pool is free. An exception in a chunk (an allocation that fails)
+// The backward pass splits the images into kGroups fixed groups (not one per thread), and the weight and
+// bias gradients are the sums of the groups' partial sums in group order. Past kGroups threads each group
+// is split further into tasks that take some of its kernel rows (of the weight gradient) and some of its
+// images (of the input gradient), which changes no sum's order; the forward pass, which sums nothing
+// across images, splits them into as many tasks. So results do not depend on the number of threads, nor
+// on which thread ran which task, bit for bit. The calling thread takes tasks too, so a call finishes
+// even when no thread of XLA's pool is free. An exception in a task (an allocation that fails)
 // is caught where it is thrown and returned as the call's error: one that left a thread of XLA's pool, or
 // a handler, would end the process.
 
@@ -34,7 +37,9 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-constexpr int64_t kChunks = 8;
+// The backward pass's images in kGroups fixed groups (boundaries R * c / kGroups), each with its own partial
+// weight and bias gradients, added in group order: the one summation order, whatever the thread count.
+constexpr int64_t kGroups = 8;
 constexpr int64_t kLanes = 16;  // channels per vector
 
 typedef float v16 __attribute__((vector_size(64), aligned(4)));
@@ -76,6 +81,7 @@ ffi::Error Computed(const std::string& call, F&& compute) {
 
 struct Work {
   std::function<void(int64_t)> body;
+  int64_t tasks = 0;
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
   std::atomic<bool> failed{false};
@@ -84,7 +90,7 @@ struct Work {
   void Run() {
     for (;;) {
       const int64_t c = next.fetch_add(1);
-      if (c >= kChunks) return;
+      if (c >= tasks) return;
       if (!failed.load(std::memory_order_acquire)) {  // after a failure the other tasks are skipped
         ffi::Error e = Caught([&] { body(c); });
         if (e.failure()) {
@@ -97,20 +103,30 @@ struct Work {
   }
 };
 
-// Runs body(c) for c in [0, kChunks) on this thread and XLA's intra-op pool; the first exception a task
-// throws, as an error (the tasks after it skipped). A helper scheduled after all chunks were taken finds
+// Runs body(c) for c in [0, tasks) on this thread and XLA's intra-op pool; the first exception a task
+// throws, as an error (the tasks after it skipped). A helper scheduled after all tasks were taken finds
 // none and returns without touching `body`'s captures (the shared Work outlives it); and this returns only
 // once every task taken is done, also when scheduling a helper failed.
-ffi::Error ParallelChunks(ffi::ThreadPool& pool, std::function<void(int64_t)> body) {
+ffi::Error ParallelTasks(ffi::ThreadPool& pool, int64_t tasks, std::function<void(int64_t)> body) {
   auto work = std::make_shared<Work>();
   work->body = std::move(body);
-  const int64_t helpers = std::min<int64_t>(pool.num_threads(), kChunks - 1);
+  work->tasks = tasks;
+  const int64_t helpers = std::min<int64_t>(pool.num_threads(), tasks - 1);
   for (int64_t t = 0; t < helpers; ++t)
     if (Caught([&] { pool.Schedule([work] { work->Run(); }); }).failure()) break;  // the rest run here
   work->Run();
-  while (work->done.load(std::memory_order_acquire) < kChunks) std::this_thread::yield();
+  while (work->done.load(std::memory_order_acquire) < tasks) std::this_thread::yield();
   std::lock_guard<std::mutex> lock(work->mutex);
   return work->error;
+}
+
+// Tasks per group of images: `slices` where the caller asks for some (> 0), else enough for every thread
+// of XLA's pool to take one (ceil(threads / kGroups): one below 9 threads, as before). Where tasks split a
+// sum, they split it by kernel rows or by images whose results are independent, each element of every
+// result summed in the same order: the results are the same, bit for bit, for any count.
+int64_t Slices(ffi::ThreadPool& pool, int64_t slices) {
+  if (slices > 0) return slices;
+  return std::max<int64_t>(1, (pool.num_threads() + kGroups - 1) / kGroups);
 }
 
 // Rank-4 buffers (a type name without a comma: XLA's handler macros take it as one argument).
@@ -128,6 +144,11 @@ constexpr uint8_t kPosition = 0x03;
 
 struct Dims {
   int64_t R, H, W, C, K, O, Hp, Wp;
+};
+
+// Kernel rows [lo, hi): the part of a weight gradient one task computes.
+struct Rows {
+  int64_t lo, hi;
 };
 
 // The 2x2 window offsets of an NHWC image row-major: top left, top right, bottom left, bottom right.
@@ -187,9 +208,10 @@ void ForwardImage(const Dims& d, const float* __restrict xn, const float* __rest
 }
 
 // Gradients for small C: per window, the output gradient the ReLU passes split by window position into
-// four masked vectors over the channels, each multiplied into that position's input patch. dw (K, K, C, O).
+// four masked vectors over the channels, each multiplied into that position's input patch. dw (K, K, C, O):
+// its kernel rows [rows.lo, rows.hi) only; dxn, if any, only with all K rows.
 template <int NB>
-void BackwardImageMasked(const Dims& d, const float* __restrict xn, const float* __restrict w,
+void BackwardImageMasked(const Dims& d, Rows rows, const float* __restrict xn, const float* __restrict w,
                          const uint8_t* __restrict an, const float* __restrict gn, float* __restrict dw,
                          float* __restrict dxn) {
   const int64_t O = d.O, K = d.K, C = d.C, W = d.W;
@@ -206,7 +228,7 @@ void BackwardImageMasked(const Dims& d, const float* __restrict xn, const float*
           for (int q = 0; q < 4; ++q) m[q][nb] = (a == (q | kActive)) ? g : v16{};
         }
         const int64_t first = (2 * i * W + 2 * j) * C;
-        for (int64_t ky = 0; ky < K; ++ky)
+        for (int64_t ky = rows.lo; ky < rows.hi; ++ky)
           for (int64_t t = 0; t < K * C; ++t) {
             const int64_t at = first + ky * W * C + t;
             float* dp = dw + (ky * K * C + t) * O + ob;
@@ -232,8 +254,9 @@ void BackwardImageMasked(const Dims& d, const float* __restrict xn, const float*
 }
 
 // Gradients for C a multiple of 16: each nonzero output gradient scattered into the one window position
-// its max came from, over the K rows of K * C contiguous values. dwt (O, K, K, C); wt likewise.
-void BackwardImageScatter(const Dims& d, const float* __restrict xn, const float* __restrict wt,
+// its max came from, over the K rows of K * C contiguous values. dwt (O, K, K, C): its kernel rows
+// [rows.lo, rows.hi) only; dxn over all K rows; wt (O, K, K, C).
+void BackwardImageScatter(const Dims& d, Rows rows, const float* __restrict xn, const float* __restrict wt,
                           const uint8_t* __restrict an, const float* __restrict gn, float* __restrict dwt,
                           float* __restrict dxn) {
   const int64_t O = d.O, K = d.K, C = d.C, W = d.W;
@@ -247,7 +270,7 @@ void BackwardImageScatter(const Dims& d, const float* __restrict xn, const float
         const int64_t q = arg[o] & kPosition;
         const int64_t r0 = 2 * i + q / 2, c0 = 2 * j + q % 2;
         for (int64_t ky = 0; ky < K; ++ky) {
-          if (dwt) {
+          if (dwt && ky >= rows.lo && ky < rows.hi) {
             const float* xp = xn + ((r0 + ky) * W + c0) * C;
             float* dp = dwt + (o * K + ky) * K * C;
             for (int64_t t = 0; t < K * C; ++t) dp[t] += gv * xp[t];
@@ -269,13 +292,13 @@ void BackwardImageScatter(const Dims& d, const float* __restrict xn, const float
 constexpr int64_t kTile = 2;
 
 template <int V>
-void WeightGradientTiled(const Dims& d, const float* __restrict xs, const uint8_t* __restrict as,
+void WeightGradientTiled(const Dims& d, Rows rows, const float* __restrict xs, const uint8_t* __restrict as,
                          const float* __restrict gs, int64_t lo, int64_t hi, float* __restrict dwt) {
   const int64_t O = d.O, K = d.K, C = d.C, W = d.W, image = d.H * d.W * d.C, pooled = d.Hp * d.Wp * d.O;
   for (int64_t n0 = lo; n0 < hi; n0 += kTile) {
     const int64_t n1 = std::min(hi, n0 + kTile);
     for (int64_t o = 0; o < O; ++o)
-      for (int64_t ky = 0; ky < K; ++ky) {
+      for (int64_t ky = rows.lo; ky < rows.hi; ++ky) {
         float* dp = dwt + (o * K + ky) * K * C;
         v16 acc[V];
         for (int v = 0; v < V; ++v) acc[v] = Load(dp + kLanes * v);
@@ -300,12 +323,12 @@ void WeightGradientTiled(const Dims& d, const float* __restrict xs, const uint8_
 
 // WeightGradientTiled for this block's V = K * C / 16, if instantiated; false if not. V alone decides the
 // loop (K and C are read from `d`), so blocks of the same K * C share one correctly.
-bool WeightGradientTiledFor(const Dims& d, const float* xs, const uint8_t* as, const float* gs, int64_t lo,
-                            int64_t hi, float* dwt) {
+bool WeightGradientTiledFor(const Dims& d, Rows rows, const float* xs, const uint8_t* as, const float* gs,
+                            int64_t lo, int64_t hi, float* dwt) {
   switch (d.K * d.C / kLanes) {
 #define HX_TILED(V) \
   case V:           \
-    WeightGradientTiled<V>(d, xs, as, gs, lo, hi, dwt); \
+    WeightGradientTiled<V>(d, rows, xs, as, gs, lo, hi, dwt); \
     return true;
     HX_TILED(1) HX_TILED(2) HX_TILED(3) HX_TILED(4) HX_TILED(5) HX_TILED(6) HX_TILED(7) HX_TILED(8)
     HX_TILED(9) HX_TILED(10) HX_TILED(11) HX_TILED(12) HX_TILED(13) HX_TILED(14) HX_TILED(15) HX_TILED(16)
@@ -430,7 +453,7 @@ std::string PooledWhy(Dimensions x, Dimensions w) {
   return "the images " + Text(x) + " through the kernel " + Text(w) + " and 2x2 windows";
 }
 
-ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w, F32Vector b, F32Out y, U8Out arg) {
+ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w, F32Vector b, int64_t slices, F32Out y, U8Out arg) {
   const std::string call = "hx_conv_pool_forward";
   Dims d;
   if (ffi::Error e = GetDims(call, x.dimensions(), w.dimensions(), d); e.failure()) return e;
@@ -444,9 +467,11 @@ ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w, F32Vector b, F32Out y, U8
   const float* ws = w.typed_data();
   float* ys = y->typed_data();
   uint8_t* as = arg->typed_data();
+  // Each image's output on its own: any split of the images gives the same results.
+  const int64_t tasks = kGroups * Slices(pool, slices);
   return Computed(call, [&] {
-    return ParallelChunks(pool, [&](int64_t c) {
-      for (int64_t n = d.R * c / kChunks; n < d.R * (c + 1) / kChunks; ++n) {
+    return ParallelTasks(pool, tasks, [&](int64_t c) {
+      for (int64_t n = d.R * c / tasks; n < d.R * (c + 1) / tasks; ++n) {
         const float* xn = xs + n * d.H * d.W * d.C;
         float* yn = ys + n * d.Hp * d.Wp * d.O;
         uint8_t* an = as + n * d.Hp * d.Wp * d.O;
@@ -459,10 +484,10 @@ ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w, F32Vector b, F32Out y, U8
 }
 
 ffi::Error BackwardChecked(ffi::ThreadPool& pool, const Dims& d, const F32& x, const F32& w, const U8& arg,
-                           const F32& g, float* dw, float* db, float* dx);
+                           const F32& g, float* dw, float* db, float* dx, int64_t slices);
 
 ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8& arg, const F32& g, F32Out& dw_out,
-                    F32VectorOut& db_out, F32Out* dx_out) {
+                    F32VectorOut& db_out, F32Out* dx_out, int64_t slices) {
   const std::string call = dx_out ? "hx_conv_pool_backward_with_input" : "hx_conv_pool_backward_weights";
   Dims d;
   if (ffi::Error e = GetDims(call, x.dimensions(), w.dimensions(), d); e.failure()) return e;
@@ -480,74 +505,104 @@ ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8&
   float* dw = dw_out->typed_data();
   float* db = db_out->typed_data();
   float* dx = dx_out ? (*dx_out)->typed_data() : nullptr;
-  return Computed(call, [&] { return BackwardChecked(pool, d, x, w, arg, g, dw, db, dx); });
+  return Computed(call, [&] { return BackwardChecked(pool, d, x, w, arg, g, dw, db, dx, slices); });
 }
 
 // Backward on operands whose shapes were checked; throws what its allocations throw.
 ffi::Error BackwardChecked(ffi::ThreadPool& pool, const Dims& d, const F32& x, const F32& w, const U8& arg,
-                           const F32& g, float* dw, float* db, float* dx) {
+                           const F32& g, float* dw, float* db, float* dx, int64_t slices) {
   const float* xs = x.typed_data();
   const float* ws = w.typed_data();
   const uint8_t* as = arg.typed_data();
   const float* gs = g.typed_data();
   const bool scatter = d.C % kLanes == 0;
-  const int64_t KKC = d.K * d.K * d.C;
+  const int64_t K = d.K, KC = d.K * d.C, KKC = d.K * d.K * d.C, image = d.H * d.W * d.C;
   std::vector<float> wt;
   if (scatter && dx) {
     wt.resize(KKC * d.O);
     for (int64_t t = 0; t < KKC; ++t)
       for (int64_t o = 0; o < d.O; ++o) wt[o * KKC + t] = ws[t * d.O + o];
   }
-  std::vector<std::vector<float>> partial(kChunks), partial_db(kChunks);
-  const ffi::Error failed = ParallelChunks(pool, [&](int64_t c) {
-    partial[c].assign(KKC * d.O, 0.0f);
-    partial_db[c].assign(d.O, 0.0f);
-    const int64_t lo = d.R * c / kChunks, hi = d.R * (c + 1) / kChunks;
-    const int64_t image = d.H * d.W * d.C;
-    BiasGradient(d, as, gs, lo, hi, partial_db[c].data());
-    if (dx) std::memset(dx + lo * image, 0, sizeof(float) * (hi - lo) * image);
-    // The scatter form's weight gradient over the whole chunk if its register-blocked loop is instantiated
+  // S tasks per group of images: each the group's weight gradient over some kernel rows and its input
+  // gradient over some images (the bias gradient in the first). The masked form computes both per image
+  // in one loop, so with an input gradient it takes a group per task.
+  const int64_t S = (!scatter && dx) ? 1 : std::min(K, Slices(pool, slices));
+  // Each group's partial sums, zeroed by its tasks row by row; allocated by the group's one task where
+  // there is one (in parallel, each in the memory of the thread that fills it), here where it has several.
+  std::vector<std::unique_ptr<float[]>> partial(kGroups), partial_db(kGroups);
+  auto allocate = [&](int64_t c) {
+    partial[c].reset(new float[KKC * d.O]);
+    partial_db[c].reset(new float[d.O]);
+  };
+  if (S > 1)
+    for (int64_t c = 0; c < kGroups; ++c) allocate(c);
+  ffi::Error failed = ParallelTasks(pool, kGroups * S, [&](int64_t task) {
+    const int64_t c = task / S, s = task % S;
+    if (S == 1) allocate(c);
+    const int64_t lo = d.R * c / kGroups, hi = d.R * (c + 1) / kGroups;
+    const Rows rows{K * s / S, K * (s + 1) / S};
+    const int64_t dx_lo = lo + (hi - lo) * s / S, dx_hi = lo + (hi - lo) * (s + 1) / S;
+    float* pc = partial[c].get();
+    if (scatter) {
+      for (int64_t o = 0; o < d.O; ++o)
+        std::memset(pc + (o * K + rows.lo) * KC, 0, sizeof(float) * (rows.hi - rows.lo) * KC);
+    } else {
+      std::memset(pc + rows.lo * KC * d.O, 0, sizeof(float) * (rows.hi - rows.lo) * KC * d.O);
+    }
+    if (s == 0) {
+      std::memset(partial_db[c].get(), 0, sizeof(float) * d.O);
+      BiasGradient(d, as, gs, lo, hi, partial_db[c].get());
+    }
+    if (dx) std::memset(dx + dx_lo * image, 0, sizeof(float) * (dx_hi - dx_lo) * image);
+    // The scatter form's weight gradient over the whole group if its register-blocked loop is instantiated
     // for this block, its input gradient per image likewise; what is not goes through the general loops.
-    const bool tiled = scatter && WeightGradientTiledFor(d, xs, as, gs, lo, hi, partial[c].data());
+    const bool tiled = scatter && WeightGradientTiledFor(d, rows, xs, as, gs, lo, hi, pc);
     for (int64_t n = lo; n < hi; ++n) {
       const float* xn = xs + n * image;
       const uint8_t* an = as + n * d.Hp * d.Wp * d.O;
       const float* gn = gs + n * d.Hp * d.Wp * d.O;
-      float* dxn = dx ? dx + n * image : nullptr;
+      float* dxn = dx && n >= dx_lo && n < dx_hi ? dx + n * image : nullptr;
       if (!scatter) {
-        if (d.O % (2 * kLanes) == 0) BackwardImageMasked<2>(d, xn, ws, an, gn, partial[c].data(), dxn);
-        else BackwardImageMasked<1>(d, xn, ws, an, gn, partial[c].data(), dxn);
+        if (d.O % (2 * kLanes) == 0) BackwardImageMasked<2>(d, rows, xn, ws, an, gn, pc, dxn);
+        else BackwardImageMasked<1>(d, rows, xn, ws, an, gn, pc, dxn);
         continue;
       }
       const bool blocked_dx = dxn && InputGradientImageFor(d, wt.data(), an, gn, dxn);
-      float* general_dw = tiled ? nullptr : partial[c].data();
+      float* general_dw = tiled ? nullptr : pc;
       float* general_dx = blocked_dx ? nullptr : dxn;
-      if (general_dw || general_dx) BackwardImageScatter(d, xn, wt.data(), an, gn, general_dw, general_dx);
+      if (general_dw || general_dx) BackwardImageScatter(d, rows, xn, wt.data(), an, gn, general_dw, general_dx);
     }
   });
   if (failed.failure()) return failed;
-  std::memset(dw, 0, sizeof(float) * KKC * d.O);
-  std::memset(db, 0, sizeof(float) * d.O);
-  for (int64_t c = 0; c < kChunks; ++c) {
-    const float* p = partial[c].data();
-    if (scatter) {
-      for (int64_t o = 0; o < d.O; ++o)
-        for (int64_t t = 0; t < KKC; ++t) dw[t * d.O + o] += p[o * KKC + t];
-    } else {
-      for (int64_t t = 0; t < KKC * d.O; ++t) dw[t] += p[t];
+  // The groups' partial sums added in group order; split (when S > 1) over the kernel's elements, each
+  // element's sum the same.
+  const int64_t adders = S == 1 ? 1 : kGroups * S;
+  return ParallelTasks(pool, adders, [&](int64_t task) {
+    const int64_t t_lo = KKC * task / adders, t_hi = KKC * (task + 1) / adders;
+    std::memset(dw + t_lo * d.O, 0, sizeof(float) * (t_hi - t_lo) * d.O);
+    if (task == 0) std::memset(db, 0, sizeof(float) * d.O);
+    for (int64_t c = 0; c < kGroups; ++c) {
+      const float* p = partial[c].get();
+      if (scatter) {
+        for (int64_t o = 0; o < d.O; ++o)
+          for (int64_t t = t_lo; t < t_hi; ++t) dw[t * d.O + o] += p[o * KKC + t];
+      } else {
+        for (int64_t t = t_lo * d.O; t < t_hi * d.O; ++t) dw[t] += p[t];
+      }
+      if (task == 0)
+        for (int64_t o = 0; o < d.O; ++o) db[o] += partial_db[c][o];
     }
-    for (int64_t o = 0; o < d.O; ++o) db[o] += partial_db[c][o];
-  }
-  return ffi::Error::Success();
+  });
 }
 
-ffi::Error BackwardWithInput(ffi::ThreadPool pool, F32 x, F32 w, U8 arg, F32 g, F32Out dw, F32VectorOut db,
-                             F32Out dx) {
-  return Backward(pool, x, w, arg, g, dw, db, &dx);
+ffi::Error BackwardWithInput(ffi::ThreadPool pool, F32 x, F32 w, U8 arg, F32 g, int64_t slices, F32Out dw,
+                             F32VectorOut db, F32Out dx) {
+  return Backward(pool, x, w, arg, g, dw, db, &dx, slices);
 }
 
-ffi::Error BackwardWeights(ffi::ThreadPool pool, F32 x, F32 w, U8 arg, F32 g, F32Out dw, F32VectorOut db) {
-  return Backward(pool, x, w, arg, g, dw, db, nullptr);
+ffi::Error BackwardWeights(ffi::ThreadPool pool, F32 x, F32 w, U8 arg, F32 g, int64_t slices, F32Out dw,
+                           F32VectorOut db) {
+  return Backward(pool, x, w, arg, g, dw, db, nullptr, slices);
 }
 
 // Backward's arguments and its first two results (x, w, arg, dh -> dw, db), shared by its two calls.
@@ -558,12 +613,16 @@ auto BackwardBinding() {
       .Arg<F32>()
       .Arg<U8>()
       .Arg<F32>()
+      .Attr<int64_t>("slices")
       .Ret<F32>()
       .Ret<F32Vector>();
 }
 
 }  // namespace
 
+// Every call's attribute `slices`: 0 for tasks as many as XLA's pool has threads, else that many tasks per
+// group of images (Slices); the results are the same for any value.
+//
 // Forward: x, w, b -> h = relu(max_pool(conv(x, w)) + b), arg.
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolForward, Forward,
                               ffi::Ffi::Bind()
@@ -571,6 +630,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolForward, Forward,
                                   .Arg<F32>()
                                   .Arg<F32>()
                                   .Arg<F32Vector>()
+                                  .Attr<int64_t>("slices")
                                   .Ret<F32>()
                                   .Ret<U8>());
 // Backward: x, w, arg, dh -> dw, db, dx.

@@ -21,8 +21,11 @@ passes instead of XLA's five or more:
   gradient sums them.
 
 Same values as XLA's path up to float32 rounding (another summation order), the same window positions
-(ties go to the first), deterministic (fixed chunks of images, partial sums added in a fixed order) and
-independent of the number of threads. Measured in benchmarks/RESULTS.md ("Training throughput").
+(ties go to the first), deterministic (fixed groups of images, partial sums added in a fixed order) and
+independent of the number of threads, bit for bit; past 8 threads each group's work is split further
+(by kernel rows and by images), so the backward pass keeps up to 8 x K threads busy (K x K kernels),
+the forward pass as many as XLA's pool has.
+Measured in benchmarks/RESULTS.md ("Training throughput").
 
 When hx uses them (`usable`): training mode on the CPU backend, float32, 2x2 pooling, output channels a
 multiple of 16 (the kernels' vector width), input channels a multiple of 16 too unless the block is the
@@ -49,6 +52,7 @@ threads (memory that runs out) is the call's error too, not the end of the proce
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import platform
@@ -62,19 +66,21 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from hx.compile.cache import hx_cache_home
 
-__all__ = ["ENABLE_ENV", "CACHE_DIR_ENV", "KernelBuildError", "build_library", "conv_pool", "enabled",
+__all__ = ["ENABLE_ENV", "KERNEL_CACHE_DIR_ENV", "KernelBuildError", "build_library", "conv_pool", "enabled",
            "kernel_cache_dir", "load_kernels", "usable"]
 
 ENABLE_ENV = "HX_CPU_KERNELS"
-CACHE_DIR_ENV = "HX_KERNEL_CACHE_DIR"
+KERNEL_CACHE_DIR_ENV = "HX_KERNEL_CACHE_DIR"
 SOURCE = Path(__file__).with_name("conv_pool.cc")
 _OFF = ("0", "false", "no", "off")
 _FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-w")
 _LANES = 16  # output channels per vector in conv_pool.cc
+_ACTIVE = 0x80  # arg's bit for "the ReLU passes the gradient" (kActive in conv_pool.cc)
 # FFI target name -> the handler symbol conv_pool.cc exports.
 _TARGETS = {"hx_conv_pool_forward": "HxConvPoolForward",
             "hx_conv_pool_backward_with_input": "HxConvPoolBackwardWithInput",
@@ -92,8 +98,8 @@ def enabled() -> bool:
 
 def kernel_cache_dir() -> Path:
   """$HX_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/hx/kernels, else ~/.cache/hx/kernels."""
-  if os.environ.get(CACHE_DIR_ENV):
-    return Path(os.environ[CACHE_DIR_ENV]).expanduser()
+  if os.environ.get(KERNEL_CACHE_DIR_ENV):
+    return Path(os.environ[KERNEL_CACHE_DIR_ENV]).expanduser()
   return hx_cache_home() / "kernels"
 
 
@@ -246,8 +252,12 @@ def _check(x: jax.Array, w: jax.Array, b: jax.Array) -> None:
     raise ValueError(f"conv_pool: {problem}")
 
 
-def _forward(x: jax.Array, w: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
-  """The forward custom call: h (R, Hp, Wp, O) float32 and arg (R, Hp, Wp, O) uint8 (conv_pool.cc)."""
+def _forward(x: jax.Array, w: jax.Array, b: jax.Array, slices: int = 0) -> tuple[jax.Array, jax.Array]:
+  """The forward custom call: h (R, Hp, Wp, O) float32 and arg (R, Hp, Wp, O) uint8 (conv_pool.cc).
+
+  `slices`: 0 to split the work as XLA's thread pool allows, else into that many tasks per group of
+  images; the results are the same bit for bit whatever it is (what the tests check it for).
+  """
   _check(x, w, b)
   if not load_kernels():
     raise KernelBuildError("conv_pool: hx's CPU kernels could not be built or loaded (see the warning); "
@@ -256,38 +266,79 @@ def _forward(x: jax.Array, w: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.A
   call = jax.ffi.ffi_call("hx_conv_pool_forward", (jax.ShapeDtypeStruct(shape, jnp.float32),
                                                   jax.ShapeDtypeStruct(shape, jnp.uint8)),
                           vmap_method="sequential")
-  return call(x, w, b)
+  return call(x, w, b, slices=np.int64(slices))
 
 
-def _xla_block(x: jax.Array, w: jax.Array, b: jax.Array) -> jax.Array:
-  """The block through XLA, as hx trains it where the kernels are not usable (`modules._cnn_blocks`)."""
+def _backward(x: jax.Array, w: jax.Array, arg: jax.Array, g: jax.Array, input_gradient: bool,
+              slices: int = 0) -> tuple[jax.Array, ...]:
+  """The backward custom call from `_forward`'s arg and the output gradient g (R, Hp, Wp, O): (dw, db), and
+  dx last when `input_gradient`. `slices` as in `_forward`."""
+  out = (jax.ShapeDtypeStruct(w.shape, jnp.float32), jax.ShapeDtypeStruct(w.shape[3:], jnp.float32))
+  if input_gradient:
+    target, out = "hx_conv_pool_backward_with_input", (*out, jax.ShapeDtypeStruct(x.shape, jnp.float32))
+  else:
+    target = "hx_conv_pool_backward_weights"
+  return jax.ffi.ffi_call(target, out, vmap_method="sequential")(x, w, arg, g, slices=np.int64(slices))
+
+
+# The same two passes through XLA's own operations, for the platforms without the kernels: what a program
+# lowered for one of them runs (`conv_pool`). Same values, window positions and gradients.
+
+def _xla_forward(x: jax.Array, w: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """`_forward`'s (h, arg) through XLA: h (R, Hp, Wp, O) float32, arg (R, Hp, Wp, O) uint8."""
   from hx.compile import modules  # here, not at the top: hx.compile.modules imports this module
 
-  return jax.nn.relu(modules._max_pool(modules._conv_valid(x, w), 2) + b)
+  r, hp, wp, o = _pooled_shape(x, w)
+  z = modules._conv_valid(x, w)[:, :2 * hp, :2 * wp].reshape(r, hp, 2, wp, 2, o)
+  windows = z.transpose(0, 1, 3, 5, 2, 4).reshape(r, hp, wp, o, 4)  # positions row-major, as in arg
+  top = jnp.max(windows, -1)
+  first = jnp.argmax(windows == top[..., None], -1).astype(jnp.uint8)  # the first maximum
+  pre = top + b
+  return jax.nn.relu(pre), first | jnp.where(pre > 0, _ACTIVE, 0).astype(jnp.uint8)
 
 
+def _xla_backward(x: jax.Array, w: jax.Array, arg: jax.Array, g: jax.Array,
+                  input_gradient: bool) -> tuple[jax.Array, ...]:
+  """`_backward`'s (dw, db[, dx]) through XLA: each output gradient the ReLU passes sent to its window's
+  position, then the convolution's own gradients."""
+  from hx.compile import modules
+
+  r, hp, wp, o = arg.shape
+  passed = jnp.where(arg >= _ACTIVE, g, 0.0)
+  at = (arg & 3)[..., None] == jnp.arange(4, dtype=jnp.uint8)  # (R, Hp, Wp, O, 4)
+  dz = jnp.where(at, passed[..., None], 0.0).reshape(r, hp, wp, o, 2, 2).transpose(0, 1, 4, 2, 5, 3)
+  k = w.shape[0]
+  dz = jnp.pad(dz.reshape(r, 2 * hp, 2 * wp, o),
+               ((0, 0), (0, x.shape[1] - k + 1 - 2 * hp), (0, x.shape[2] - k + 1 - 2 * wp), (0, 0)))
+  dx, dw = jax.vjp(modules._conv_valid, x, w)[1](dz)
+  db = jnp.sum(passed, (0, 1, 2))
+  return (dw, db, dx) if input_gradient else (dw, db)
+
+
+@jax.custom_vjp
 def conv_pool(x: jax.Array, w: jax.Array, b: jax.Array) -> jax.Array:
   """relu(max_pool(conv_valid(x, w), 2) + b): x (R, H, W, C) float32, w (K, K, C, O), b (O)
   -> (R, (H-K+1)//2, (W-K+1)//2, O).
 
   Where `usable` says so (elsewhere XLA's path is as good or better); see the module docstring. The
   kernels are chosen when the program is lowered, for the platform it is lowered for: lowered for a GPU
-  (from a CPU process too, `jax.jit(f).trace(...).lower(lowering_platforms=("cuda",))`), the block is
-  XLA's path and holds no custom call, which no GPU could run. Raises ValueError for shapes or dtypes
-  the kernels cannot take, KernelBuildError where they are not built.
+  (from a CPU process too, `jax.jit(f).trace(...).lower(lowering_platforms=("cuda",))`), each pass is its
+  XLA form (`_xla_forward`, `_xla_backward`) and holds no custom call, which no GPU could run. Raises
+  ValueError for shapes or dtypes the kernels cannot take, KernelBuildError where they are not built.
   """
+  return _either_forward(x, w, b)[0]
+
+
+def _either_forward(x, w, b):
   _check(x, w, b)
-  return lax.platform_dependent(x, w, b, cpu=_kernel_block, default=_xla_block)
+  return lax.platform_dependent(x, w, b, cpu=_forward, default=_xla_forward)
 
 
-@jax.custom_vjp
-def _kernel_block(x: jax.Array, w: jax.Array, b: jax.Array) -> jax.Array:
-  """`conv_pool` through the kernels: the forward custom call, and the backward one as its gradient."""
-  return _forward(x, w, b)[0]
-
-
+# The platform is chosen inside each pass, not around the custom_vjp: inside a conditional (what
+# platform_dependent stages), this custom_vjp, whose residuals' structure says whether x is differentiated,
+# lost its input gradient under JAX 0.10.2 when differentiated with x, then without, then with x again.
 def _conv_pool_fwd(x, w, b):
-  h, arg = _forward(x.value, w.value, b.value)
+  h, arg = _either_forward(x.value, w.value, b.value)
   # The residuals' structure (not a value) says whether x is differentiated: () if so, None if not.
   return h, (x.value, w.value, arg, () if x.perturbed else None)
 
@@ -295,14 +346,10 @@ def _conv_pool_fwd(x, w, b):
 def _conv_pool_bwd(res, g):
   x, w, arg, input_gradient = res
   g = jnp.zeros(arg.shape, jnp.float32) if isinstance(g, jax.custom_derivatives.SymbolicZero) else g
-  out = (jax.ShapeDtypeStruct(w.shape, jnp.float32), jax.ShapeDtypeStruct(w.shape[3:], jnp.float32))
-  if input_gradient is None:
-    dw, db = jax.ffi.ffi_call("hx_conv_pool_backward_weights", out, vmap_method="sequential")(x, w, arg, g)
-    return None, dw, db
-  dw, db, dx = jax.ffi.ffi_call("hx_conv_pool_backward_with_input",
-                                (*out, jax.ShapeDtypeStruct(x.shape, jnp.float32)),
-                                vmap_method="sequential")(x, w, arg, g)
-  return dx, dw, db
+  wanted = input_gradient is not None
+  grads = lax.platform_dependent(x, w, arg, g, cpu=functools.partial(_backward, input_gradient=wanted),
+                                 default=functools.partial(_xla_backward, input_gradient=wanted))
+  return (grads[2], *grads[:2]) if wanted else (None, *grads)
 
 
-_kernel_block.defvjp(_conv_pool_fwd, _conv_pool_bwd, symbolic_zeros=True)
+conv_pool.defvjp(_conv_pool_fwd, _conv_pool_bwd, symbolic_zeros=True)

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not (cp.enabled() and jax.default_backend() == "
 # (images, kernel): the paper's first block (one channel: the masked gradient), its second (32 channels:
 # the scattered gradient), odd sizes that floor-pooling crops with 3 channels, and 16 output channels
 # (one vector); the last two take the scatter form's general loops (kernel sizes and channels its
-# register-blocked loops are not instantiated for). Fewer images than the kernels' 8 chunks in four.
+# register-blocked loops are not instantiated for). Fewer images than the kernels' 8 groups in four.
 SHAPES = [((7, 28, 28, 1), (5, 5, 1, 32)), ((9, 12, 12, 32), (5, 5, 32, 64)),
           ((3, 13, 11, 3), (3, 3, 3, 16)), ((10, 9, 10, 16), (2, 2, 16, 48)),
           ((6, 11, 11, 16), (4, 4, 16, 16)), ((3, 12, 12, 64), (5, 5, 64, 16))]
@@ -149,7 +149,7 @@ def test_usable_only_where_the_kernels_apply(monkeypatch):
 
 
 def test_a_failed_build_names_the_compiler_and_falls_back_with_one_warning(monkeypatch, tmp_path):
-  monkeypatch.setenv(cp.CACHE_DIR_ENV, str(tmp_path / "kernels"))
+  monkeypatch.setenv(cp.KERNEL_CACHE_DIR_ENV, str(tmp_path / "kernels"))
   with pytest.raises(cp.KernelBuildError, match="/nonexistent/c\\+\\+"):
     cp.build_library(compiler="/nonexistent/c++")
   monkeypatch.setenv("CXX", "false")  # a compiler that fails
@@ -166,7 +166,7 @@ def test_a_failed_build_names_the_compiler_and_falls_back_with_one_warning(monke
 
 
 def test_the_library_is_built_once_per_machine_and_source(monkeypatch, tmp_path):
-  monkeypatch.setenv(cp.CACHE_DIR_ENV, str(tmp_path))
+  monkeypatch.setenv(cp.KERNEL_CACHE_DIR_ENV, str(tmp_path))
   path = cp.build_library()
   assert path.parent == tmp_path and path.suffix == ".so"
   stamp = path.stat().st_mtime_ns
@@ -253,3 +253,35 @@ def test_a_compiler_behind_a_wrapper_builds_the_kernels(monkeypatch, tmp_path):
   monkeypatch.setenv("CXX", f"env {compiler}")  # `env` runs its arguments as ccache does
   path = cp.build_library(directory=tmp_path)
   assert path.stat().st_size > 10_000 and b"HxConvPoolForward" in path.read_bytes()
+
+
+@pytest.mark.parametrize("xs, ws", SHAPES)
+def test_the_xla_form_of_each_pass_equals_the_kernels_exactly_on_integers(xs, ws):
+  """What a program lowered for another platform runs (`_xla_forward`, `_xla_backward`), here on the CPU."""
+  kx, kw, kb, kg = jax.random.split(jax.random.key(6), 4)
+  x, w, b = _integers(kx, xs, 0, 3), _integers(kw, ws, -2, 3), _integers(kb, ws[-1:], -4, 3)
+  g = _integers(kg, cp._pooled_shape(x, w), -2, 3)
+  h, arg = jax.jit(cp._forward)(x, w, b)
+  xla_h, xla_arg = jax.jit(cp._xla_forward)(x, w, b)
+  np.testing.assert_array_equal(xla_h, h)
+  np.testing.assert_array_equal(xla_arg, arg)
+  for input_gradient in (True, False):
+    ours = jax.jit(cp._backward, static_argnums=4)(x, w, arg, g, input_gradient)
+    xla = jax.jit(cp._xla_backward, static_argnums=4)(x, w, arg, g, input_gradient)
+    assert len(ours) == len(xla) == (3 if input_gradient else 2)
+    for a, c in zip(ours, xla, strict=True):
+      np.testing.assert_array_equal(c, a)
+
+
+def test_the_input_gradient_survives_differentiating_with_and_without_it_in_turn():
+  """With x, then without, then with x again (a conditional around the custom_vjp lost the third's)."""
+  x, w, b = jnp.ones((3, 12, 12, 16)), jnp.full((5, 5, 16, 16), 0.1), jnp.zeros((16,))
+
+  def grads(argnums):
+    return jax.jit(jax.grad(lambda *a: jnp.sum(jnp.sin(cp.conv_pool(*a))), argnums))(x, w, b)
+
+  first = grads((0, 1, 2))
+  assert float(jnp.sum(jnp.abs(first[0]))) > 0
+  grads((1, 2))
+  for a, c in zip(grads((0, 1, 2)), first, strict=True):
+    np.testing.assert_array_equal(a, c)

@@ -35,7 +35,7 @@ def blocks(draw):
   c = 16 * draw(st.integers(1, 4)) if input_gradient else draw(st.integers(1, 40))
   o = 16 * draw(st.integers(1, 5))  # 16, 32, 48, 64, 80: every vector blocking of the output channels
   h, w = draw(st.integers(k + 1, k + 6)), draw(st.integers(k + 1, k + 6))
-  r = draw(st.integers(1, 11))  # fewer and more images than the kernels' chunks
+  r = draw(st.integers(1, 11))  # fewer and more images than the kernels' 8 groups
   return (r, h, w, c), (k, k, c, o), input_gradient
 
 
