@@ -110,6 +110,22 @@ def test_paper_references():
   assert paper_top("cs1", 4, "evolutionary") == []  # "No Solution"
 
 
+@pytest.mark.parametrize("kind, examples", [("recognize_digit", "binary"), ("count_digit", "lists")])
+def test_the_quick_preset_trains_more_steps_on_more_data(kind, examples):
+  # At 10% the 30-step floor decides a run's length; at 100% the epochs must give well over it, or 100%
+  # of the data scores no better than 10% (CS1's recognize tasks did, at 3 epochs: 30 and 32 steps).
+  quick = EvalConfig.make("cs1")
+  tune = quick.tune_config(kind)
+  full = getattr(quick.sizes, examples)[0]
+  steps = {}
+  for fraction in quick.fractions:
+    n = round(fraction * full)
+    steps[fraction] = tune.for_examples(n).epochs * tune.steps_per_epoch(n)
+  assert steps[0.1] >= 30 and steps[1.0] >= 2 * steps[0.1], steps
+  # One test example of a recognize task is at most 0.1% of its error.
+  assert quick.sizes.binary[2] >= 1000
+
+
 def test_presets_and_their_checks():
   quick = EvalConfig.make("cs1")
   assert quick.methods == ("houdini_topdown", "standalone", "llt", "pnn")
@@ -120,7 +136,7 @@ def test_presets_and_their_checks():
   assert {c.min_steps for _, c in quick.tune_configs} == {30}
   assert {c.min_steps for _, c in EvalConfig.make("cs1", epochs=2).tune_configs} == {0}  # named epochs
   recognize = quick.tune_config("recognize_digit")
-  assert recognize.epochs == 3 and recognize.batch_size == 150
+  assert recognize.epochs == 10 and recognize.batch_size == 150
   paper = EvalConfig.make("ss", preset="paper")
   assert paper.methods == ("houdini_topdown", "standalone", "llt", "pnn", "standalone_with_fold")
   assert paper.fractions == FRACTIONS and paper.seeds == (0, 1, 2, 3, 4)
