@@ -72,7 +72,7 @@ from jax import lax
 from hx.compile.cache import hx_cache_home
 
 __all__ = ["ENABLE_ENV", "KERNEL_CACHE_DIR_ENV", "KernelBuildError", "build_library", "conv_pool", "enabled",
-           "kernel_cache_dir", "load_kernels", "usable"]
+           "kernel_cache_dir", "load_error", "load_kernels", "usable"]
 
 ENABLE_ENV = "HX_CPU_KERNELS"
 KERNEL_CACHE_DIR_ENV = "HX_KERNEL_CACHE_DIR"
@@ -174,6 +174,7 @@ def build_library(compiler: str | None = None, directory: Path | None = None) ->
 
 _lock = threading.Lock()
 _loaded: bool | None = None  # None: not tried yet
+_load_error: str | None = None  # why they could not be built or loaded, if so
 
 
 def load_kernels() -> bool:
@@ -181,7 +182,7 @@ def load_kernels() -> bool:
 
   True when they are ready; False (after one warning) when they cannot be built or loaded.
   """
-  global _loaded
+  global _loaded, _load_error
   with _lock:
     if _loaded is None:
       try:
@@ -194,11 +195,18 @@ def load_kernels() -> bool:
           raise KernelBuildError(f"cannot load {path}: {e}") from e
         _loaded = True
       except KernelBuildError as e:
+        _load_error = str(e)
         warnings.warn(f"hx's CPU kernels for the CNN are unavailable, so it trains through XLA's own "
                       f"(slower, same values to rounding): {e}. {ENABLE_ENV}=0 silences this.",
                       RuntimeWarning, stacklevel=2)
         _loaded = False
     return _loaded
+
+
+def load_error() -> str | None:
+  """Why `load_kernels` could not build or load the kernels in this process (the compiler's error, say);
+  None where they are loaded or no call has tried."""
+  return _load_error if _loaded is False else None
 
 
 def _shape_problem(x_shape: tuple[int, ...], w_shape: tuple[int, ...], dtype) -> str | None:

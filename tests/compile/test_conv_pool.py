@@ -12,9 +12,9 @@ from jax import lax
 import hx.compile.conv_pool as cp
 import hx.compile.modules as modules
 from hx.compile.modules import _conv_valid, _max_pool
+from tests.compile import kernel_gate
 
-pytestmark = pytest.mark.skipif(not (cp.enabled() and jax.default_backend() == "cpu" and cp.load_kernels()),
-                                reason="hx's CPU kernels are off, not on a CPU, or cannot be built here")
+pytestmark = kernel_gate.pytestmark()
 
 # (images, kernel): the paper's first block (one channel: the masked gradient), its second (32 channels:
 # the scattered gradient), odd sizes that floor-pooling crops with 3 channels, and 16 output channels

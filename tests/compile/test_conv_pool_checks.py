@@ -11,13 +11,9 @@ import re
 import subprocess
 import sys
 
-import jax
-import pytest
+from tests.compile import kernel_gate
 
-import hx.compile.conv_pool as cp
-
-pytestmark = pytest.mark.skipif(not (cp.enabled() and jax.default_backend() == "cpu" and cp.load_kernels()),
-                                reason="hx's CPU kernels are off, not on a CPU, or cannot be built here")
+pytestmark = kernel_gate.pytestmark()
 
 # (name, FFI target, operand shapes, result shapes and dtypes, what the error must say). The operands are
 # float32 except those given as (shape, "uint8"). Images (4, 12, 12, 16) through a (5, 5, 16, 16) kernel

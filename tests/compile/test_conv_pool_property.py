@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 import hx.compile.conv_pool as cp
 from hx.compile.modules import _conv_valid, _max_pool
+from tests.compile import kernel_gate
 
-pytestmark = pytest.mark.skipif(not (cp.enabled() and jax.default_backend() == "cpu" and cp.load_kernels()),
-                                reason="hx's CPU kernels are off, not on a CPU, or cannot be built here")
+pytestmark = kernel_gate.pytestmark()
 
 
 def _xla_block(x, w, b):

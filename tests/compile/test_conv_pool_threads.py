@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import hx.compile.conv_pool as cp
+from tests.compile import kernel_gate
 
-pytestmark = pytest.mark.skipif(not (cp.enabled() and jax.default_backend() == "cpu" and cp.load_kernels()),
-                                reason="hx's CPU kernels are off, not on a CPU, or cannot be built here")
+pytestmark = kernel_gate.pytestmark()
 
 # (images, kernel, input gradient): the paper's first block (the masked form, no input gradient); the
 # masked form with one (one task per group whatever `slices`); the paper's second block (register-blocked
