@@ -56,7 +56,8 @@ def _refused(out, message):
     (("--sequence=cs1", "--schedule=cheap_first:keep=-1"),
      "error: --schedule: cheap_first:keep=-1: CheapFirst.keep must be >= 1 or None, got -1"),
     (("--sequence=cs1", "--schedule=halvng"),
-     "error: --schedule: unknown schedule 'halvng'; the schedules are to_end, halving, cheap_first, estimate"),
+     "error: --schedule: unknown schedule 'halvng'; the schedules are to_end, halving, cheap_first, "
+     "estimate"),
     (("--sequence=cs1", "--executor=ray:address=nowhere"),
      "error: --executor: a Ray address is 'auto' or HOST:PORT"),
     (("--sequence=cs1", "--executor=processes:workers=two"),
