@@ -25,25 +25,11 @@ from hx.bin.checks import FlagError
 __all__ = ["executor_from_flags", "schedule_from_flags"]
 
 _EXECUTOR = flags.DEFINE_string(
-    "executor", "auto",
-    "Where HOUDINI's candidates train: auto (hx.synth.executors.default_executor: this process on up to 2 "
-    "cores and on accelerators, workers of 2 cores on larger CPUs), local (this process), "
-    "processes[:workers=N,threads=N,lend=true,max_retries=2,job_timeout=S] (worker processes on this "
-    "machine; threads: cores per worker, 0 no pinning; lend: idle workers' cores lent to busy ones, "
-    "hx.synth.parallel.ProcessExecutor), ray[:address=auto|HOST:PORT,num_cpus=N,cpus_per_job=1,"
-    "max_retries=2] (Ray tasks; no address: a local Ray with every core). A key left out keeps its "
-    "default; none is None.")
+    "executor", "auto", "Where candidates train: auto, local, processes[:KEY=VALUE,...] or "
+    "ray[:KEY=VALUE,...] (keys: BUILD.md, \"Executors and schedules\").")
 _SCHEDULE = flags.DEFINE_string(
-    "schedule", "to_end",
-    "How HOUDINI's candidates train (hx.synth.schedules): to_end (every candidate to the end, the "
-    "paper's), halving[:first=2,eta=4,equal=epochs|time,reference=geomean|median,val=N] (successive "
-    "halving: rungs of equal epochs or time; val: the rungs before the last score N validation "
-    "examples), cheap_first[:probe=80,keep=3,keep_at=2,free=false,eta=N] (every candidate probed for "
-    "`probe` optimiser steps, the cheap ones and the costly ones ahead of them trained to the end; keep: "
-    "how many cheap ones, none for all; keep_at: the epochs where they are compared, none for the probe; "
-    "eta: the costly ones in halving rungs), estimate[:method=short|head,keep=4,share=0.1,max_steps=300,"
-    "val=300] (every candidate estimated, the best trained to the end). A key left out keeps its "
-    "default; none is None. None but to_end is the paper's; benchmarks/RESULTS.md compares them.")
+    "schedule", "to_end", "How candidates train: to_end (the paper's), halving, cheap_first or estimate, "
+    "[:KEY=VALUE,...] (keys: BUILD.md, \"Executors and schedules\").")
 
 
 def executor_from_flags() -> Any:

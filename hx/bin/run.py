@@ -57,6 +57,7 @@ from hx.bin.data_flags import sources_from_flags
 from hx.bin.executor_flags import executor_from_flags, schedule_from_flags
 from hx.data import SEQUENCES, DataError
 from hx.evaluation.config import METHODS, PRESETS, ConfigError, EvalConfig, method_label
+from hx.synth.space import ORDERS
 
 _SEQUENCE = flags.DEFINE_string("sequence", None, f"The task sequence: {', '.join(SEQUENCES)}.")
 _SEQUENCE_FILE = flags.DEFINE_string(
@@ -88,15 +89,9 @@ _PATIENCE = flags.DEFINE_integer(
     "patience", None, "Stop a training after this many epochs without a better validation score, for "
     "every method (default: none, the paper's: every epoch; 2 kept the best program of three tasks in "
     "less time, benchmarks/RESULTS.md, \"Synthesis\").")
-_ORDER = flags.DEFINE_enum("search_order", None, ["authors", "cost"],
-                           "HOUDINI's top-down order (default: the preset's; paper: authors, by size, "
-                           "first in first out, as the authors' enumerator; quick: cost, hx's, with library "
-                           "functions cheaper than fresh ones; an error with --methods that leave out "
-                           "houdini, or --strategy that leaves out topdown).")
-_AUTHORS_FILTER = flags.DEFINE_boolean(
-    "authors_filter", None, "Train only candidates the authors' code trains: at most 3 fresh functions, "
-    "each a CNN, an MLP from CNN features, an LSTM or a fold step, and at most one MLP (default: the "
-    "preset's; on under paper; an error with --methods that leave out houdini).")
+_SEARCH = flags.DEFINE_string(
+    "search", None, "HOUDINI's top-down order (authors, cost) and/or authors_filter=true|false, e.g. "
+    "cost,authors_filter=false (default: the preset's; BUILD.md, \"Executors and schedules\").")
 _OUTPUT = flags.DEFINE_string("output_dir", None, "Where to write (default: runs/<sequence>-<preset>).")
 _TIME_BUDGET = flags.DEFINE_float("time_budget", None, "Stop starting new work after this many seconds; run "
                                   "again to continue.")
@@ -142,7 +137,7 @@ check_flag(_SEEDS, _integers(0, "instantiation seeds", distinct=True))
 check_flag(_EXAMPLES, _integers(1, "counts (train,val,test)", count=3))
 
 # HOUDINI's own settings, given with --methods that run no HOUDINI: refused (they would be ignored).
-_HOUDINI_ONLY = (_CANDIDATES, _BUDGET_SECONDS, _STRATEGY, _ORDER, _AUTHORS_FILTER)
+_HOUDINI_ONLY = (_CANDIDATES, _BUDGET_SECONDS, _STRATEGY, _SEARCH)
 
 
 def _houdini_settings_without_houdini(values: dict) -> str | None:
@@ -159,15 +154,55 @@ def _houdini_settings_without_houdini(values: dict) -> str | None:
 check_flags([_METHODS, *_HOUDINI_ONLY], _houdini_settings_without_houdini)
 
 
-def _order_without_topdown(values: dict) -> str | None:
-  strategies = [s.strip() for s in values["strategy"] or [] if s.strip()]
-  if values["search_order"] is not None and strategies and "topdown" not in strategies:
-    return (f"--search_order orders the top-down search, and --strategy={','.join(strategies)} has none: "
-            "add topdown to --strategy or leave the flag out")
+def parse_search(text: str | None) -> tuple[str | None, bool | None]:
+  """(order, authors_filter) of a --search value such as "cost", "authors_filter=false" or
+  "authors,authors_filter=true"; None where it names neither (the preset's then).
+
+  Raises:
+    ValueError: an unknown order, key or value (the message lists the valid ones).
+  """
+  order, authors_filter = None, None
+  for item in [] if text is None else [i.strip() for i in text.split(",") if i.strip()]:
+    key, eq, value = item.partition("=")
+    if not eq:
+      key, value = "order", key
+    if key == "order":
+      if value not in ORDERS:
+        raise ValueError(f"unknown order {value!r}; the orders are {', '.join(ORDERS)}")
+      order = value
+    elif key == "authors_filter":
+      if value.lower() not in ("true", "false"):
+        raise ValueError(f"authors_filter={value}: expected true or false")
+      authors_filter = value.lower() == "true"
+    else:
+      raise ValueError(f"unknown key {key!r}; the keys are order (or an order alone) and authors_filter")
+  return order, authors_filter
+
+
+def _search_problem(name: str, value: str | None) -> str | None:
+  try:
+    parse_search(value)
+  except ValueError as err:
+    return f"--{name}: {err}"
   return None
 
 
-check_flags([_ORDER, _STRATEGY], _order_without_topdown)
+check_flag(_SEARCH, _search_problem)
+
+
+def _order_without_topdown(values: dict) -> str | None:
+  strategies = [s.strip() for s in values["strategy"] or [] if s.strip()]
+  try:
+    order, _ = parse_search(values["search"])
+  except ValueError:  # refused by its own check
+    return None
+  if order is not None and strategies and "topdown" not in strategies:
+    return (f"--search={values['search']} orders the top-down search, and --strategy={','.join(strategies)} "
+            "has none: add topdown to --strategy or leave the order out")
+  return None
+
+
+check_flags([_SEARCH, _STRATEGY], _order_without_topdown)
 
 
 def _numbers(flag: str, items: list[str] | None, kind: type) -> list | None:
@@ -210,6 +245,7 @@ def _make(sequence, given: dict) -> EvalConfig:
   if _TIME_BUDGET.value is not None and not _TIME_BUDGET.value > 0:
     raise FlagError(f"--time_budget must be a positive number of seconds, got {_TIME_BUDGET.value:g}")
   examples = _numbers("examples", _EXAMPLES.value, int)
+  order, authors_filter = parse_search(_SEARCH.value)
   if examples is not None and len(examples) != 3:
     raise FlagError(f"--examples takes three counts (train,val,test), got {len(examples)}")
 
@@ -227,7 +263,7 @@ def _make(sequence, given: dict) -> EvalConfig:
       module_overrides=module_overrides(_MODULE.value, "--module"),
       examples=tuple(examples) if examples is not None else None, sources=sources_from_flags(0),
       bias_from_targets=_BIAS.value, schedule=schedule_from_flags(), patience=_PATIENCE.value,
-      order=_ORDER.value, authors_filter=_AUTHORS_FILTER.value)
+      order=order, authors_filter=authors_filter)
 
 
 def main(argv: list[str]) -> int:

@@ -25,8 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 RUN = [
     (["--sequnce=cs1"], "Unknown command line flag 'sequnce'"),
     (["--sequence=cs1", "--tasks=x"], "flag --tasks=x: invalid literal for int()"),
-    (["--sequence=cs1", "--search_order=fifo"],
-     "flag --search_order=fifo: value should be one of <authors|cost>"),
+    (["--sequence=cs1", "--search=fifo"],
+     "--search: unknown order 'fifo'; the orders are authors, cost"),
+    (["--sequence=cs1", "--search=cost,authors_filter=maybe"],
+     "--search: authors_filter=maybe: expected true or false"),
     (["--sequence=cs1", "--tasks=-1"], "--tasks must be >= 1, got -1"),
     (["--sequence=cs1", "--candidates=0"], "--candidates must be >= 1, got 0"),
     (["--sequence=cs1", "--epochs=-2"], "--epochs must be >= 1, got -2"),
@@ -60,8 +62,8 @@ RUN = [
      "--candidates is a setting of HOUDINI's search, and --methods=standalone,llt runs no HOUDINI"),
     (["--sequence=cs1", "--methods=standalone", "--strategy=evolutionary"],
      "--strategy is a setting of HOUDINI's search"),
-    (["--sequence=cs1", "--strategy=evolutionary", "--search_order=authors"],
-     "--search_order orders the top-down search, and --strategy=evolutionary has none"),
+    (["--sequence=cs1", "--strategy=evolutionary", "--search=authors"],
+     "--search=authors orders the top-down search, and --strategy=evolutionary has none"),
     (["--sequence=cs1", "stray"], "unexpected arguments stray"),
 ]
 
