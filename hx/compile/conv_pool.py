@@ -124,12 +124,14 @@ def _cpu_identity() -> str:
     return platform.machine() + platform.processor()
 
 
-def build_library(compiler: str | None = None, directory: Path | None = None) -> Path:
+def build_library(compiler: str | None = None, directory: Path | None = None,
+                  extra_flags: tuple[str, ...] = ()) -> Path:
   """The kernels' shared library for this machine, compiled into `directory` unless already there.
 
   `compiler`: a command line split as a shell would (`shlex.split`: "ccache g++", or a quoted path with
-  spaces), as $CXX is; by default $CXX, else c++, g++ or clang++ on PATH. Raises KernelBuildError when
-  there is no compiler or it fails (with its output).
+  spaces), as $CXX is; by default $CXX, else c++, g++ or clang++ on PATH. `extra_flags` follow hx's own
+  (`-fsanitize=address`, say: a library of their own). Raises KernelBuildError when there is no compiler
+  or it fails (with its output).
   """
   compiler = compiler or _compiler()
   if compiler is None:
@@ -143,7 +145,8 @@ def build_library(compiler: str | None = None, directory: Path | None = None) ->
   directory = directory or kernel_cache_dir()
   import jaxlib
   source = SOURCE.read_bytes()
-  key = hashlib.sha256(b"\0".join([source, compiler.encode(), " ".join(_FLAGS).encode(),
+  flags = (*_FLAGS, *extra_flags)
+  key = hashlib.sha256(b"\0".join([source, compiler.encode(), " ".join(flags).encode(),
                                    jaxlib.__version__.encode(), _cpu_identity().encode()])).hexdigest()[:20]
   target = directory / f"conv_pool-{key}.so"
   if target.exists():
@@ -158,7 +161,7 @@ def build_library(compiler: str | None = None, directory: Path | None = None) ->
   try:
     with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
       out = Path(tmp) / target.name
-      command = [*compiler_command, *_FLAGS, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", str(out)]
+      command = [*compiler_command, *flags, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", str(out)]
       try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=300)
       except (OSError, subprocess.TimeoutExpired) as e:
