@@ -42,7 +42,7 @@ no patience, and the authors' code trains every epoch. Their code also scores th
 `TuneConfig.val_every`); "paper" and "quick" score it at the end of every epoch, as the paper's words
 say.
 
-## Evaluation presets (`EVALUATION_PRESETS`, `hx.evaluation.PRESETS`)
+## Evaluation presets (`EVALUATION_PRESETS`)
 
 What an evaluation run defaults to (`hx.evaluation.EvalConfig.make`): two presets, each a `Preset`:
 
@@ -112,7 +112,9 @@ __all__ = ["TrainingSettings", "training_settings", "task_tune_config", "task_si
            "PRESETS", "Preset", "EVALUATION_PRESETS", "GRAPH_SEQUENCES"]
 
 PRESETS = ("paper", "authors", "quick")
-"""The named sets of split sizes and training settings (`task_sizes`, `training_settings`)."""
+"""Every preset's name, what `--preset` means in every binary: each names split sizes and training
+settings (`task_sizes`, `training_settings`: what `hx-train` reads); "paper" and "quick" also name an
+evaluation (`EVALUATION_PRESETS`: what `hx-run` reads)."""
 
 GRAPH_SEQUENCES = ("gs1", "gs2")
 """The paper's graph sequences: their own fractions, module changes and search space."""

@@ -56,7 +56,8 @@ from hx.bin.checks import (
 from hx.bin.data_flags import sources_from_flags
 from hx.bin.executor_flags import executor_from_flags, schedule_from_flags
 from hx.data import SEQUENCES, DataError
-from hx.evaluation.config import METHODS, PRESETS, ConfigError, EvalConfig, method_label
+from hx.evaluation.config import METHODS, ConfigError, EvalConfig, method_label
+from hx.presets import EVALUATION_PRESETS
 from hx.synth.space import ORDERS
 
 _SEQUENCE = flags.DEFINE_string("sequence", None, f"The task sequence: {', '.join(SEQUENCES)}.")
@@ -64,8 +65,9 @@ _SEQUENCE_FILE = flags.DEFINE_string(
     "sequence_file", None, "A sequence of your own tasks instead: a TOML file naming each task's type and "
     ".npz arrays, and optionally the run's settings, which the flags given override (docs/guide.md; "
     "hx/data/sequence_file.py has the format).")
-_PRESET = flags.DEFINE_string("preset", "quick", f"Settings preset: {', '.join(PRESETS)} "
-                              "(quick: minutes on a laptop CPU; paper: the paper's settings).")
+_PRESET = flags.DEFINE_string("preset", "quick", f"A preset (hx.presets) that evaluates: "
+                              f"{', '.join(EVALUATION_PRESETS)} (quick: minutes on a laptop CPU; paper: the "
+                              "paper's settings).")
 _METHODS = flags.DEFINE_list("methods", None, f"Methods, of {', '.join(METHODS)} (default: those the paper "
                              "compares on the sequence).")
 _STRATEGY = flags.DEFINE_list("strategy", ["topdown"],

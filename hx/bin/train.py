@@ -44,11 +44,11 @@ from hx.bin.checks import (
 from hx.bin.data_flags import sources_from_flags
 from hx.compile import NoTemplateError, compile_program
 from hx.compile.checkpoint import CheckpointError, checkpoint_in, describe_checkpoint, fingerprint
+from hx.compile.fitting import fit, prepare
 from hx.data import DataError, build_task, task_spec
 from hx.lang import HxTypeError, ParseError, infer, parse
 from hx.lang.paper import default_type_variables
 from hx.presets import PRESETS, training_settings
-from hx.synth.fitting import fit, prepare
 
 _TASK = flags.DEFINE_string("task", "count_digit(1)", "The task, e.g. 'recognize_digit(3)', 'sum_digits'.")
 _PROGRAM = flags.DEFINE_string("program", "compose(nn_a, map_l(compose(nn_b, nn_c)))", "The program.")

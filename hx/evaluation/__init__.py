@@ -14,7 +14,6 @@ from hx.evaluation.config import (
   BASELINES,
   GRAPH_SEQUENCES,
   METHODS,
-  PRESETS,
   ConfigError,
   EvalConfig,
   Preset,
@@ -31,7 +30,7 @@ evaluate = run
 """`run` as `hx.evaluate`: every method on every task of a sequence (a paper's or a user's)."""
 
 __all__ = [
-    "BASELINES", "GRAPH_SEQUENCES", "METHODS", "PRESETS", "ConfigError", "EvalConfig", "Preset",
+    "BASELINES", "GRAPH_SEQUENCES", "METHODS", "ConfigError", "EvalConfig", "Preset",
     "default_methods", "method_label", "load_records", "build_report", "summary_lines", "collect_figures",
     "write_figures", "EvaluationRun", "run",
     "evaluate",

@@ -1,7 +1,7 @@
 """What an evaluation run is: the sequence, the methods, fractions, instances, budgets and sizes.
 
-Two presets (`PRESETS`, each a `Preset`): "paper" and "quick"; they, and where each of their numbers
-comes from, are in `hx.presets` (`EVALUATION_PRESETS`).
+Two presets (`hx.presets.EVALUATION_PRESETS`, each a `Preset`): "paper" and "quick"; they, and where
+each of their numbers comes from, are in `hx.presets`.
 
 `EvalConfig.make` applies a preset and the caller's overrides and checks everything up front, so that a
 bad setting is one clear error before any work starts.
@@ -27,7 +27,7 @@ from hx.synth.schedules import ToEnd
 from hx.synth.space import ORDERS, SearchSpace, paper_space
 from hx.synth.synthesize import STRATEGIES, Budget
 
-__all__ = ["PRESETS", "Preset", "EvalConfig", "ConfigError", "METHODS", "BASELINES", "GRAPH_SEQUENCES",
+__all__ = ["Preset", "EvalConfig", "ConfigError", "METHODS", "BASELINES", "GRAPH_SEQUENCES",
            "default_methods", "method_label"]
 
 METHODS = ("houdini",) + BASELINES
@@ -47,9 +47,6 @@ def method_label(method: str) -> str:
 class ConfigError(ValueError):
   """A setting that cannot work; the message is one line that names it."""
 
-
-PRESETS = EVALUATION_PRESETS
-"""The evaluation presets by name (`hx.presets.EVALUATION_PRESETS`)."""
 
 
 def _budget(preset: Preset, sequence: str, task: int | None = None) -> Budget:
@@ -173,9 +170,9 @@ class EvalConfig:
       ConfigError: anything that cannot work, in one line naming the setting.
     """
     stream = sequence if isinstance(sequence, TaskStream) else None
-    if preset not in PRESETS:
-      raise ConfigError(f"unknown preset {preset!r}; the presets are {', '.join(PRESETS)}")
-    p = PRESETS[preset]
+    if preset not in EVALUATION_PRESETS:
+      raise ConfigError(f"unknown preset {preset!r}; the presets are {', '.join(EVALUATION_PRESETS)}")
+    p = EVALUATION_PRESETS[preset]
     if stream is not None:
       key = stream.name
       if key in SEQUENCES:

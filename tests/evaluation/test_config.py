@@ -8,9 +8,10 @@ import pytest
 
 from hx.compile import compile_program
 from hx.compile.modules import ModuleConfig
-from hx.evaluation.config import PRESETS, ConfigError, EvalConfig
+from hx.evaluation.config import ConfigError, EvalConfig
 from hx.lang.parser import parse
 from hx.lang.types import parse_type
+from hx.presets import EVALUATION_PRESETS
 from hx.synth.space import SearchSpace
 
 IMAGE = "Tensor<real>[3][28][28]"
@@ -30,7 +31,7 @@ def test_the_paper_preset_gives_the_graph_sequences_the_authors_grid_kernel(sequ
 
 
 def test_the_quick_preset_widens_ss_modules_only_and_the_caller_has_the_last_word():
-  quick = PRESETS["quick"].module_config
+  quick = EVALUATION_PRESETS["quick"].module_config
   ss = EvalConfig.make("ss", preset="quick").module_config
   assert ss == dataclasses.replace(quick, mlp_hidden=256, lstm_hidden=100)
   assert (quick.mlp_hidden, quick.lstm_hidden) == (64, 32)
@@ -43,7 +44,7 @@ def test_the_quick_preset_widens_ss_modules_only_and_the_caller_has_the_last_wor
 
 def test_other_sequences_and_presets_keep_their_sizes_and_the_caller_has_the_last_word():
   assert EvalConfig.make("cs1", preset="paper").module_config == ModuleConfig()
-  assert EvalConfig.make("gs2", preset="quick").module_config == PRESETS["quick"].module_config
+  assert EvalConfig.make("gs2", preset="quick").module_config == EVALUATION_PRESETS["quick"].module_config
   c = EvalConfig.make("gs2", preset="paper", module_overrides={"graph_kernel": "pairs", "graph_keep": 0})
   assert (c.module_config.graph_kernel, c.module_config.graph_keep) == ("pairs", 0)
   with pytest.raises(ConfigError, match="graph_keep"):

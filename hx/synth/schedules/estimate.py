@@ -56,11 +56,11 @@ from hx.synth.jobs import Job, JobResult, TaskContext, failed_result, job_seed
 from hx.synth.schedules.base import ScheduleResult, Scored, Train, never
 from hx.synth.space import Candidate
 
-__all__ = ["METHODS", "Estimate", "validation_subsample", "subsample_split", "subsample_context",
+__all__ = ["ESTIMATE_METHODS", "Estimate", "validation_subsample", "subsample_split", "subsample_context",
            "ridge_fit", "logistic_fit", "spearman", "compact_table", "head_slot", "head_features", "fit_head",
            "estimate_then_train", "short_run_epochs"]
 
-METHODS = ("short", "head")
+ESTIMATE_METHODS = ("short", "head")
 """The estimates (`Estimate.method`)."""
 
 
@@ -100,8 +100,8 @@ class Estimate:
   def __post_init__(self):
     if self.keep is not None and self.keep < 1:
       raise ValueError(f"Estimate.keep must be >= 1 or None, got {self.keep}")
-    if self.method not in METHODS:
-      raise ValueError(f"Estimate.method must be one of {', '.join(METHODS)}, got {self.method!r}")
+    if self.method not in ESTIMATE_METHODS:
+      raise ValueError(f"Estimate.method must be one of {', '.join(ESTIMATE_METHODS)}, got {self.method!r}")
     if not 0 < self.share <= 1 or self.max_steps < 1:
       raise ValueError(f"Estimate needs 0 < share <= 1 and max_steps >= 1, got {self}")
     if self.val_examples is not None and self.val_examples < 1:
