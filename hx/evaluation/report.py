@@ -150,6 +150,8 @@ def _axes_plot(ax: Any, table: _Table, index: int, title: str) -> None:
     ax.set_xticklabels([f"{100 * f:g}" for f in table.fractions])
   ax.set_xlabel("training data (%)")
   ax.set_ylabel("classification error (%)" if metric == "error" else "RMSE")
+  # From zero: an axis fitted to the points draws a gap of a few test examples as large as any other.
+  ax.set_ylim(bottom=0)
   ax.set_title(title, fontsize=9)
   ax.grid(True, alpha=0.3)
 
