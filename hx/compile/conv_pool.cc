@@ -70,7 +70,7 @@ ffi::Error In(const std::string& call, const ffi::Error& e) {
   return ffi::Error(e.errc().value_or(ffi::ErrorCode::kInternal), call + ": " + e.message());
 }
 
-// compute()'s error (it returns one or throws), named after `call`.
+// compute()'s error (it returns one or throws), named after `call`: every handler's body runs in one.
 template <typename F>
 ffi::Error Computed(const std::string& call, F&& compute) {
   ffi::Error failed;
@@ -121,7 +121,7 @@ ffi::Error ParallelTasks(ffi::ThreadPool& pool, int64_t tasks, std::function<voi
 }
 
 // Tasks per group of images: `slices` where the caller asks for some (> 0), else enough for every thread
-// of XLA's pool to take one (ceil(threads / kGroups): one below 9 threads, as before). Where tasks split a
+// of XLA's pool to take one (ceil(threads / kGroups): one for up to 8 threads). Where tasks split a
 // sum, they split it by kernel rows or by images whose results are independent, each element of every
 // result summed in the same order: the results are the same, bit for bit, for any count.
 int64_t Slices(ffi::ThreadPool& pool, int64_t slices) {
@@ -419,49 +419,57 @@ std::string Text(Dimensions dims) {
   return text + (dims.size() == 1 ? ",)" : ")");
 }
 
+std::vector<int64_t> Vector(Dimensions dims) { return std::vector<int64_t>(dims.begin(), dims.end()); }
+
 // The block's dimensions from images x (R, H, W, C) and kernel w (K, K, C, O), or an error naming what
 // does not fit: XLA hands the handlers whatever shapes a call was given, and every loop below trusts `d`.
-ffi::Error GetDims(const std::string& call, Dimensions x, Dimensions w, Dims& d) {
+ffi::Error GetDims(Dimensions x, Dimensions w, Dims& d) {
   d = Dims{x[0], x[1], x[2], x[3], w[0], w[3], 0, 0};
   if (w[0] < 1 || w[0] != w[1])
-    return ffi::Error::InvalidArgument(call + ": the kernel " + Text(w) + " is not square (K, K, C, O), K >= 1");
+    return ffi::Error::InvalidArgument("the kernel " + Text(w) + " is not square (K, K, C, O), K >= 1");
   if (w[2] != d.C)
-    return ffi::Error::InvalidArgument(call + ": the images " + Text(x) + " have " + std::to_string(d.C) +
+    return ffi::Error::InvalidArgument("the images " + Text(x) + " have " + std::to_string(d.C) +
                                        " channels, the kernel " + Text(w) + " takes " + std::to_string(w[2]));
   if (d.O % kLanes != 0)
-    return ffi::Error::InvalidArgument(call + ": the kernel " + Text(w) + " has " + std::to_string(d.O) +
+    return ffi::Error::InvalidArgument("the kernel " + Text(w) + " has " + std::to_string(d.O) +
                                        " output channels, not a multiple of 16");
   d.Hp = (d.H - d.K + 1) / 2;
   d.Wp = (d.W - d.K + 1) / 2;
   if (d.H - d.K + 1 < 2 || d.W - d.K + 1 < 2)
-    return ffi::Error::InvalidArgument(call + ": the images " + Text(x) + " are smaller than the kernel " +
-                                       Text(w) + " and a 2x2 window");
+    return ffi::Error::InvalidArgument("the images " + Text(x) + " are smaller than the kernel " + Text(w) +
+                                       " and a 2x2 window");
   return ffi::Error::Success();
 }
 
-// An error unless operand `what` of `call` has dimensions `want`.
-ffi::Error Expect(const std::string& call, const std::string& what, Dimensions got,
-                  const std::vector<int64_t>& want, const std::string& why) {
-  if (got == Dimensions(want)) return ffi::Error::Success();
-  return ffi::Error::InvalidArgument(call + ": the shape of " + what + " is " + Text(got) + ", not " + Text(want) +
-                                     " (" + why + ")");
+// The first of `checks` that fails: each a shape's name, the shape, the one it should be, and why.
+struct Check {
+  const char* what;
+  Dimensions got;
+  std::vector<int64_t> want;
+  const char* why;
+};
+
+ffi::Error Expect(std::initializer_list<Check> checks) {
+  for (const Check& c : checks)
+    if (!(c.got == Dimensions(c.want)))
+      return ffi::Error::InvalidArgument("the shape of " + std::string(c.what) + " is " + Text(c.got) +
+                                         ", not " + Text(c.want) + " (" + c.why + ")");
+  return ffi::Error::Success();
 }
 
-// The pooled shape (R, Hp, Wp, O) of the block, and why it is that.
+// The pooled shape (R, Hp, Wp, O) of the block.
 std::vector<int64_t> Pooled(const Dims& d) { return {d.R, d.Hp, d.Wp, d.O}; }
-std::string PooledWhy(Dimensions x, Dimensions w) {
-  return "the images " + Text(x) + " through the kernel " + Text(w) + " and 2x2 windows";
-}
+constexpr char kPooledWhy[] = "the images through the kernel and 2x2 windows";
 
-ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w, F32Vector b, int64_t slices, F32Out y, U8Out arg) {
-  const std::string call = "hx_conv_pool_forward";
+ffi::Error ForwardChecked(ffi::ThreadPool& pool, const F32& x, const F32& w, const F32Vector& b,
+                          int64_t slices, F32Out& y, U8Out& arg) {
   Dims d;
-  if (ffi::Error e = GetDims(call, x.dimensions(), w.dimensions(), d); e.failure()) return e;
-  const std::string why = PooledWhy(x.dimensions(), w.dimensions());
-  for (ffi::Error e : {Expect(call, "the bias", b.dimensions(), {d.O}, "the kernel's output channels"),
-                       Expect(call, "the output", y->dimensions(), Pooled(d), why),
-                       Expect(call, "the window positions' output", arg->dimensions(), Pooled(d), why)})
-    if (e.failure()) return e;
+  if (ffi::Error e = GetDims(x.dimensions(), w.dimensions(), d); e.failure()) return e;
+  if (ffi::Error e = Expect({{"the bias", b.dimensions(), {d.O}, "the kernel's output channels"},
+                             {"the output", y->dimensions(), Pooled(d), kPooledWhy},
+                             {"the window positions' output", arg->dimensions(), Pooled(d), kPooledWhy}});
+      e.failure())
+    return e;
   const float* bs = b.typed_data();
   const float* xs = x.typed_data();
   const float* ws = w.typed_data();
@@ -469,43 +477,45 @@ ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w, F32Vector b, int64_t slic
   uint8_t* as = arg->typed_data();
   // Each image's output on its own: any split of the images gives the same results.
   const int64_t tasks = kGroups * Slices(pool, slices);
-  return Computed(call, [&] {
-    return ParallelTasks(pool, tasks, [&](int64_t c) {
-      for (int64_t n = d.R * c / tasks; n < d.R * (c + 1) / tasks; ++n) {
-        const float* xn = xs + n * d.H * d.W * d.C;
-        float* yn = ys + n * d.Hp * d.Wp * d.O;
-        uint8_t* an = as + n * d.Hp * d.Wp * d.O;
-        if (d.O % (4 * kLanes) == 0) ForwardImage<4>(d, xn, ws, bs, yn, an);
-        else if (d.O % (2 * kLanes) == 0) ForwardImage<2>(d, xn, ws, bs, yn, an);
-        else ForwardImage<1>(d, xn, ws, bs, yn, an);
-      }
-    });
+  return ParallelTasks(pool, tasks, [&](int64_t c) {
+    for (int64_t n = d.R * c / tasks; n < d.R * (c + 1) / tasks; ++n) {
+      const float* xn = xs + n * d.H * d.W * d.C;
+      float* yn = ys + n * d.Hp * d.Wp * d.O;
+      uint8_t* an = as + n * d.Hp * d.Wp * d.O;
+      if (d.O % (4 * kLanes) == 0) ForwardImage<4>(d, xn, ws, bs, yn, an);
+      else if (d.O % (2 * kLanes) == 0) ForwardImage<2>(d, xn, ws, bs, yn, an);
+      else ForwardImage<1>(d, xn, ws, bs, yn, an);
+    }
   });
+}
+
+ffi::Error Forward(ffi::ThreadPool pool, F32 x, F32 w, F32Vector b, int64_t slices, F32Out y, U8Out arg) {
+  return Computed("hx_conv_pool_forward", [&] { return ForwardChecked(pool, x, w, b, slices, y, arg); });
 }
 
 ffi::Error BackwardChecked(ffi::ThreadPool& pool, const Dims& d, const F32& x, const F32& w, const U8& arg,
                            const F32& g, float* dw, float* db, float* dx, int64_t slices);
 
-ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8& arg, const F32& g, F32Out& dw_out,
-                    F32VectorOut& db_out, F32Out* dx_out, int64_t slices) {
-  const std::string call = dx_out ? "hx_conv_pool_backward_with_input" : "hx_conv_pool_backward_weights";
+// Backward's checks of every shape, then BackwardChecked; dx_out null for the call without the input
+// gradient.
+ffi::Error Backward(ffi::ThreadPool& pool, const F32& x, const F32& w, const U8& arg, const F32& g,
+                    F32Out& dw_out, F32VectorOut& db_out, F32Out* dx_out, int64_t slices) {
   Dims d;
-  if (ffi::Error e = GetDims(call, x.dimensions(), w.dimensions(), d); e.failure()) return e;
-  const std::string why = PooledWhy(x.dimensions(), w.dimensions());
-  for (ffi::Error e : {Expect(call, "the window positions", arg.dimensions(), Pooled(d), why),
-                       Expect(call, "the output gradient", g.dimensions(), Pooled(d), why),
-                       Expect(call, "the weight gradient", dw_out->dimensions(),
-                              std::vector<int64_t>(w.dimensions().begin(), w.dimensions().end()), "the kernel's"),
-                       Expect(call, "the bias gradient", db_out->dimensions(), {d.O}, "the kernel's output channels"),
-                       dx_out ? Expect(call, "the input gradient", (*dx_out)->dimensions(),
-                                       std::vector<int64_t>(x.dimensions().begin(), x.dimensions().end()),
-                                       "the images'")
-                              : ffi::Error::Success()})
-    if (e.failure()) return e;
-  float* dw = dw_out->typed_data();
-  float* db = db_out->typed_data();
-  float* dx = dx_out ? (*dx_out)->typed_data() : nullptr;
-  return Computed(call, [&] { return BackwardChecked(pool, d, x, w, arg, g, dw, db, dx, slices); });
+  if (ffi::Error e = GetDims(x.dimensions(), w.dimensions(), d); e.failure()) return e;
+  const std::vector<int64_t> kernel = Vector(w.dimensions());
+  if (ffi::Error e = Expect({{"the window positions", arg.dimensions(), Pooled(d), kPooledWhy},
+                             {"the output gradient", g.dimensions(), Pooled(d), kPooledWhy},
+                             {"the weight gradient", dw_out->dimensions(), kernel, "the kernel's"},
+                             {"the bias gradient", db_out->dimensions(), {d.O}, "the kernel's output channels"}});
+      e.failure())
+    return e;
+  if (dx_out)
+    if (ffi::Error e = Expect({{"the input gradient", (*dx_out)->dimensions(), Vector(x.dimensions()),
+                                "the images'"}});
+        e.failure())
+      return e;
+  return BackwardChecked(pool, d, x, w, arg, g, dw_out->typed_data(), db_out->typed_data(),
+                         dx_out ? (*dx_out)->typed_data() : nullptr, slices);
 }
 
 // Backward on operands whose shapes were checked; throws what its allocations throw.
@@ -570,7 +580,8 @@ ffi::Error BackwardChecked(ffi::ThreadPool& pool, const Dims& d, const F32& x, c
       const bool blocked_dx = dxn && InputGradientImageFor(d, wt.data(), an, gn, dxn);
       float* general_dw = tiled ? nullptr : pc;
       float* general_dx = blocked_dx ? nullptr : dxn;
-      if (general_dw || general_dx) BackwardImageScatter(d, rows, xn, wt.data(), an, gn, general_dw, general_dx);
+      if (general_dw || general_dx)
+        BackwardImageScatter(d, rows, xn, wt.data(), an, gn, general_dw, general_dx);
     }
   });
   if (failed.failure()) return failed;
@@ -597,12 +608,14 @@ ffi::Error BackwardChecked(ffi::ThreadPool& pool, const Dims& d, const F32& x, c
 
 ffi::Error BackwardWithInput(ffi::ThreadPool pool, F32 x, F32 w, U8 arg, F32 g, int64_t slices, F32Out dw,
                              F32VectorOut db, F32Out dx) {
-  return Backward(pool, x, w, arg, g, dw, db, &dx, slices);
+  return Computed("hx_conv_pool_backward_with_input",
+                  [&] { return Backward(pool, x, w, arg, g, dw, db, &dx, slices); });
 }
 
 ffi::Error BackwardWeights(ffi::ThreadPool pool, F32 x, F32 w, U8 arg, F32 g, int64_t slices, F32Out dw,
                            F32VectorOut db) {
-  return Backward(pool, x, w, arg, g, dw, db, nullptr, slices);
+  return Computed("hx_conv_pool_backward_weights",
+                  [&] { return Backward(pool, x, w, arg, g, dw, db, nullptr, slices); });
 }
 
 // Backward's arguments and its first two results (x, w, arg, dh -> dw, db), shared by its two calls.
