@@ -436,7 +436,24 @@ def plot_stream(directory: Any, rows: Sequence[TaskRow], memory: Sequence[Memory
   # One colour and marker per method in every panel (the baselines' memory curves can coincide).
   style = {m: dict(color=f"C{i}", marker="osd^v"[i % 5]) for i, m in enumerate(methods)}
   paths = []
+  for name, draw in (("stream_scores.png", _plot_scores), ("stream_cost.png", _plot_cost),
+                     ("stream_memory.png", _plot_memory)):
+    fig = draw(plt, methods, style, rows, memory, library)
+    fig.tight_layout()
+    paths.append(out_dir / name)
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+  return paths
 
+
+def _legends(axes: Any) -> None:
+  for ax in axes:
+    if ax.get_legend_handles_labels()[0]:
+      ax.legend(fontsize=7)
+
+
+def _plot_scores(plt: Any, methods: list[str], style: dict, rows: Sequence[TaskRow], memory: Any,
+                 library: Any) -> Any:
   fig, axes = plt.subplots(3, 1, figsize=(9, 8.5), sharex=True)
   for method in methods:
     mine = [r for r in rows if r.method == method]
@@ -452,15 +469,13 @@ def plot_stream(directory: Any, rows: Sequence[TaskRow], memory: Sequence[Memory
   axes[2].set_ylabel("transfer (÷ standalone)")
   axes[2].axhline(1.0, color="grey", lw=0.8)
   axes[2].set_xlabel("task")
-  for ax in axes:
-    if ax.get_legend_handles_labels()[0]:
-      ax.legend(fontsize=7)
+  _legends(axes)
   fig.suptitle("Each task's test score and forward transfer", fontsize=10)
-  fig.tight_layout()
-  paths.append(out_dir / "stream_scores.png")
-  fig.savefig(paths[-1], dpi=100)
-  plt.close(fig)
+  return fig
 
+
+def _plot_cost(plt: Any, methods: list[str], style: dict, rows: Sequence[TaskRow], memory: Any,
+               library: Any) -> Any:
   fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
   for method in methods:
     mine = [r for r in rows if r.method == method and not r.same_as]
@@ -474,15 +489,13 @@ def plot_stream(directory: Any, rows: Sequence[TaskRow], memory: Sequence[Memory
   axes[0].set_ylabel("wall seconds")
   axes[1].set_ylabel("candidates")
   axes[1].set_xlabel("task")
-  for ax in axes:
-    if ax.get_legend_handles_labels()[0]:
-      ax.legend(fontsize=7)
+  _legends(axes)
   fig.suptitle("Each task's cost", fontsize=10)
-  fig.tight_layout()
-  paths.append(out_dir / "stream_cost.png")
-  fig.savefig(paths[-1], dpi=100)
-  plt.close(fig)
+  return fig
 
+
+def _plot_memory(plt: Any, methods: list[str], style: dict, rows: Any, memory: Sequence[MemoryPoint],
+                 library: Sequence[LibraryPoint]) -> Any:
   fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
   if library:
     axes[0].plot([p.index for p in library], [p.functions for p in library], "o-", ms=3, lw=0.8)
@@ -493,14 +506,9 @@ def plot_stream(directory: Any, rows: Sequence[TaskRow], memory: Sequence[Memory
       axes[1].plot(*zip(*pts), ms=3, lw=0.8, alpha=0.8, label=method_label(method), **style[method])
   axes[1].set_ylabel("memory (MB)")
   axes[1].set_xlabel("task")
-  if axes[1].get_legend_handles_labels()[0]:
-    axes[1].legend(fontsize=7)
+  _legends(axes[1:])
   fig.suptitle("Memory after each task: HOUDINI's library, the baselines' networks", fontsize=10)
-  fig.tight_layout()
-  paths.append(out_dir / "stream_memory.png")
-  fig.savefig(paths[-1], dpi=100)
-  plt.close(fig)
-  return paths
+  return fig
 
 
 def _score(metric: str, x: float | None) -> str:

@@ -176,31 +176,8 @@ def _best_first(task_type: Type, library: Any, space: SearchSpace, config: Any, 
       stats.unbuildable += not found
       continue
     stats.expanded += 1
-    pos, hole = holes[0]
-    known = set(P.fresh_names(partial))
-    name = f"nn_{len(known) + 1}"
-    # A hole has size 0, so filling it adds the filler's size and whatever fresh names are new in it.
-    base_size = P.size(partial)
-    context = None  # the type the rest of `partial` allows at `pos`, computed once a filler needs it
     repeats: list[tuple[int, P.Program]] = []
-    for filler in fillers(partial, pos, hole, lib_names, space, name):
-      stats.proposed += 1
-      fresh = len(known.union(P.fresh_names(filler)))
-      if base_size + P.size(filler) > space.max_size or fresh > space.max_fresh:
-        stats.too_big += 1
-        continue
-      if context is None:
-        context = _context_type(partial, pos, lib_types, task_type)
-      if not typable(filler, lib_types, context):
-        stats.ill_typed += 1
-        continue
-      new = P.replace(partial, pos, filler)
-      try:
-        typing = infer(new, lib_types, task_type)
-      except HxTypeError:
-        stats.ill_typed += 1
-        continue
-      new = annotate_holes(new, typing.subterms)
+    for new, filler, fresh in _fillings(partial, holes[0], lib_names, lib_types, task_type, space, stats):
       tie = 0 if authors else fresh
       if authors and isinstance(filler, P.Repeat):
         if not repeats:
@@ -209,6 +186,38 @@ def _best_first(task_type: Type, library: Any, space: SearchSpace, config: Any, 
         continue
       heapq.heappush(queue, (rank(new), tie, next(seq), new, ()))
   stats.seconds += time.perf_counter() - clock
+
+
+def _fillings(partial: P.Program, first_hole: tuple[P.Position, P.Hole], lib_names: list[str],
+              lib_types: dict[str, Type], task_type: Type, space: SearchSpace,
+              stats: EnumerationStats) -> Iterator[tuple[P.Program, P.Program, int]]:
+  """(the filled program, its holes annotated; the filler; its fresh functions) for each filler of
+  `partial`'s first hole within the space's size and fresh-function limits that types, in the fillers'
+  order; counts the others in `stats`."""
+  pos, hole = first_hole
+  known = set(P.fresh_names(partial))
+  name = f"nn_{len(known) + 1}"
+  # A hole has size 0, so filling it adds the filler's size and whatever fresh names are new in it.
+  base_size = P.size(partial)
+  context = None  # the type the rest of `partial` allows at `pos`, computed once a filler needs it
+  for filler in fillers(partial, pos, hole, lib_names, space, name):
+    stats.proposed += 1
+    fresh = len(known.union(P.fresh_names(filler)))
+    if base_size + P.size(filler) > space.max_size or fresh > space.max_fresh:
+      stats.too_big += 1
+      continue
+    if context is None:
+      context = _context_type(partial, pos, lib_types, task_type)
+    if not typable(filler, lib_types, context):
+      stats.ill_typed += 1
+      continue
+    new = P.replace(partial, pos, filler)
+    try:
+      typing = infer(new, lib_types, task_type)
+    except HxTypeError:
+      stats.ill_typed += 1
+      continue
+    yield annotate_holes(new, typing.subterms), filler, fresh
 
 
 def _context_type(partial: P.Program, pos: P.Position, lib_types: dict[str, Type], task_type: Type) -> Type:
