@@ -9,6 +9,8 @@ package's names for its users.
 import ast
 import pathlib
 
+from tests.import_graph import strongly_connected
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "hx"
 
 LAYERS = ("lang", "compile", "data", "presets", "synth", "baselines", "evaluation", "bin")
@@ -63,34 +65,8 @@ def _graph() -> dict[str, set[str]]:
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-  """The strongly connected components of more than one module (Tarjan's algorithm)."""
-  index, low, stack, on_stack, components = {}, {}, [], set(), []
-
-  def visit(v):
-    index[v] = low[v] = len(index)
-    stack.append(v)
-    on_stack.add(v)
-    for w in sorted(graph.get(v, ())):
-      if w not in index:
-        visit(w)
-        low[v] = min(low[v], low[w])
-      elif w in on_stack:
-        low[v] = min(low[v], index[w])
-    if low[v] == index[v]:
-      component = []
-      while True:
-        w = stack.pop()
-        on_stack.discard(w)
-        component.append(w)
-        if w == v:
-          break
-      if len(component) > 1:
-        components.append(sorted(component))
-
-  for v in sorted(graph):
-    if v not in index:
-      visit(v)
-  return components
+  """The strongly connected components of more than one module, each sorted."""
+  return [sorted(group) for group in strongly_connected(graph)]
 
 
 def _layer(module: str) -> int | None:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.import_graph import strongly_connected
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -82,32 +84,7 @@ def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
 def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
   """One shortest cycle per strongly connected group of modules that import one another, each as
   [a, b, ..., a] starting from the group's first module in sorted order; [] when there is none."""
-  index, low, on_stack, stack, groups = {}, {}, set(), [], []
-
-  def visit(v: str) -> None:  # Tarjan's strongly connected components
-    index[v] = low[v] = len(index)
-    stack.append(v)
-    on_stack.add(v)
-    for w in sorted(graph.get(v, ())):
-      if w not in index:
-        visit(w)
-        low[v] = min(low[v], low[w])
-      elif w in on_stack:
-        low[v] = min(low[v], index[w])
-    if low[v] == index[v]:
-      group = set()
-      while True:
-        w = stack.pop()
-        on_stack.discard(w)
-        group.add(w)
-        if w == v:
-          break
-      if len(group) > 1:
-        groups.append(group)
-
-  for v in sorted(graph):
-    if v not in index:
-      visit(v)
+  groups = strongly_connected(graph)
   cycles = []
   for group in sorted(groups, key=min):
     start = min(group)
