@@ -29,7 +29,7 @@ from absl import flags
 
 __all__ = ["FlagError", "refuse", "one_line", "no_arguments", "nonempty_lists", "writable_directory",
            "module_overrides", "parse_flags", "flag_error_line", "check_flag", "check_flags", "at_least",
-           "positive", "fraction", "existing", "existing_path", "needs"]
+           "positive", "fraction", "existing", "existing_path", "needs", "parses"]
 
 Problem = Callable[[str, Any], "str | None"]
 """What is wrong with a flag's value, given the flag's name and value, in words that start with the flag
@@ -174,6 +174,22 @@ def check_flags(holders: Sequence[Any], problem: Callable[[Mapping[str, Any]], "
       raise flags.ValidationError(message)
     return True
   flags.register_multi_flags_validator(list(holders), checker)
+
+
+def parses(parse: Callable[[str], Any]) -> Problem:
+  """Text that `parse` (`hx.parse`, `hx.parse_type`) must accept when given: a ParseError's first line
+  (the excerpt and caret below it are for a terminal)."""
+  from hx.lang import ParseError
+
+  def problem(name: str, value: Any) -> str | None:
+    if value is None:
+      return None
+    try:
+      parse(value)
+    except ParseError as err:
+      return f"--{name}: parse error: {str(err).splitlines()[0]}"
+    return None
+  return problem
 
 
 def at_least(minimum: int) -> Problem:

@@ -38,6 +38,7 @@ from hx.bin.checks import (
   no_arguments,
   one_line,
   parse_flags,
+  parses,
   refuse,
   writable_directory,
 )
@@ -80,14 +81,6 @@ def _task_problem(name: str, value: str) -> str | None:
   return None
 
 
-def _program_problem(name: str, value: str) -> str | None:
-  try:
-    parse(value)
-  except ParseError as err:  # its first line: the excerpt and caret below it are for a terminal
-    return f"--{name}: parse error: {str(err).splitlines()[0]}"
-  return None
-
-
 def _typing_problem(values: dict) -> str | None:
   """The program against the task's type (both well-formed by now: the single-flag checks run first)."""
   try:
@@ -112,7 +105,7 @@ def _grids_problem(values: dict) -> str | None:
 
 
 check_flag(_TASK, _task_problem)
-check_flag(_PROGRAM, _program_problem)
+check_flag(_PROGRAM, parses(parse))
 check_flags([_TASK, _PROGRAM], _typing_problem)
 check_flags([_TASK, _GRIDS], _grids_problem)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from absl import app, flags
 
-from hx.bin.checks import FlagError, check_flag, check_flags, no_arguments, parse_flags, refuse
+from hx.bin.checks import FlagError, check_flag, check_flags, no_arguments, parse_flags, parses, refuse
 from hx.lang import HxTypeError, ParseError, infer, parse, parse_type, size
 from hx.lang.paper import default_type_variables, paper_library, paper_programs, paper_tables
 
@@ -28,19 +28,8 @@ _LIBRARY = flags.DEFINE_string(
     "library", None, "Paper table whose library types --program may use (lib.NAME), e.g. tab:CS1Progs.")
 
 
-
 # Checked when the flags are parsed (hx.bin.checks). A --program that does not parse or type-check is not
 # refused: reporting why is what this binary is for.
-def _type_problem(name: str, value: str | None) -> str | None:
-  if value is None:
-    return None
-  try:
-    parse_type(value)
-  except ParseError as err:  # its first line: the excerpt and caret below it are for a terminal
-    return f"--{name}: parse error: {str(err).splitlines()[0]}"
-  return None
-
-
 def _table_with_program(values: dict) -> str | None:
   if values["program"] is not None and (_TABLE.present or values["table"] != _TABLE.default):
     return ("--table picks the paper's programs to check, and --program checks one of your own instead: "
@@ -48,7 +37,7 @@ def _table_with_program(values: dict) -> str | None:
   return None
 
 
-check_flag(_TYPE, _type_problem)
+check_flag(_TYPE, parses(parse_type))
 check_flags([_TABLE, _PROGRAM], _table_with_program)
 
 
