@@ -34,12 +34,12 @@ import dataclasses
 import heapq
 import itertools
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from hx.lang import program as P
 from hx.lang.errors import HxTypeError
 from hx.lang.infer import infer, typable
-from hx.lang.types import Type, TypeVar
+from hx.lang.types import FunctionType, GraphType, ListType, Type, TypeVar
 from hx.synth.space import Candidate, Completer, SearchSpace, annotate_holes, authors_size, fillers, priority
 
 __all__ = ["EnumerationStats", "enumerate_programs"]
@@ -137,12 +137,12 @@ def _best_first(task_type: Type, library: Any, space: SearchSpace, config: Any, 
   their priority (`authors_size` under the authors' order)."""
   completer = Completer(library, space, config)
   lib_types = completer.library_types
-  lib_names = list(lib_types)  # the library's order: the order functions were added
+  index = _library_index(lib_types)
   costs = space.costs
   authors = space.order == "authors"
 
   def rank(p: P.Program) -> float:
-    return authors_size(p) if authors else priority(p, costs, bool(lib_names))
+    return authors_size(p) if authors else priority(p, costs, bool(lib_types))
   seq = itertools.count()
   start = P.Hole(task_type)
   # Entries: (priority, tie, sequence number, partial program, deferred). Under the "cost" order ties go
@@ -151,6 +151,7 @@ def _best_first(task_type: Type, library: Any, space: SearchSpace, config: Any, 
   # repeat(9, ?) and repeat(10, ?) enter their queue only once that hole is filled.
   queue: list[tuple] = [(rank(start), 0, next(seq), start, ())]
   seen: set[tuple] = set()
+  checked: dict[tuple, bool] = {}  # the filler prechecks done so far (`_precheck_key`)
   clock = time.perf_counter()
   while queue:
     if max_expanded is not None and stats.expanded >= max_expanded:
@@ -177,47 +178,180 @@ def _best_first(task_type: Type, library: Any, space: SearchSpace, config: Any, 
       continue
     stats.expanded += 1
     repeats: list[tuple[int, P.Program]] = []
-    for new, filler, fresh in _fillings(partial, holes[0], lib_names, lib_types, task_type, space, stats):
+    lib_rank = None  # every library function in one hole ranks alike (the rank sees only node kinds)
+    for new, filler, fresh in _fillings(partial, holes[0], index, task_type, space, stats, checked):
       tie = 0 if authors else fresh
       if authors and isinstance(filler, P.Repeat):
         if not repeats:
           heapq.heappush(queue, (rank(new), tie, next(seq), None, repeats))
         repeats.append((tie, new))
         continue
-      heapq.heappush(queue, (rank(new), tie, next(seq), new, ()))
+      if isinstance(filler, P.Lib):
+        lib_rank = rank(new) if lib_rank is None else lib_rank
+      heapq.heappush(queue, (lib_rank if isinstance(filler, P.Lib) else rank(new), tie, next(seq), new, ()))
   stats.seconds += time.perf_counter() - clock
 
 
-def _fillings(partial: P.Program, first_hole: tuple[P.Position, P.Hole], lib_names: list[str],
-              lib_types: dict[str, Type], task_type: Type, space: SearchSpace,
-              stats: EnumerationStats) -> Iterator[tuple[P.Program, P.Program, int]]:
+_LIBRARY_SLOT = "<library>"
+"""The one library name `_fillings` passes `hx.synth.space.fillers` (no function has it: names are
+identifiers): the filler it gets back marks where the library's functions go in the fillers' order."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _LibraryIndex:
+  """The library's functions by type.
+
+  Attributes:
+    types: name -> type.
+    names: the names in the library's order (the order functions were added).
+    groups: each distinct type, in order of first appearance, with the positions in `names` of its
+      functions (increasing).
+  """
+  types: dict[str, Type]
+  names: tuple[str, ...]
+  groups: tuple[tuple[Type, tuple[int, ...]], ...]
+
+
+def _library_index(lib_types: dict[str, Type]) -> _LibraryIndex:
+  """`lib_types` grouped by type (`_LibraryIndex`)."""
+  groups: dict[Type, list[int]] = {}
+  for i, t in enumerate(lib_types.values()):
+    groups.setdefault(t, []).append(i)
+  return _LibraryIndex(lib_types, tuple(lib_types), tuple((t, tuple(g)) for t, g in groups.items()))
+
+
+def _fillings(partial: P.Program, first_hole: tuple[P.Position, P.Hole], index: _LibraryIndex,
+              task_type: Type, space: SearchSpace, stats: EnumerationStats, checked: dict[tuple, bool]
+              ) -> Iterator[tuple[P.Program, P.Program, int]]:
   """(the filled program, its holes annotated; the filler; its fresh functions) for each filler of
   `partial`'s first hole within the space's size and fresh-function limits that types, in the fillers'
-  order; counts the others in `stats`."""
+  order; counts the others in `stats`. `checked` holds the prechecks of earlier holes (`_precheck_key`).
+  The library's functions are looked up by type (`_library_fillings`).
+  """
   pos, hole = first_hole
   known = set(P.fresh_names(partial))
   name = f"nn_{len(known) + 1}"
   # A hole has size 0, so filling it adds the filler's size and whatever fresh names are new in it.
   base_size = P.size(partial)
-  context = None  # the type the rest of `partial` allows at `pos`, computed once a filler needs it
-  for filler in fillers(partial, pos, hole, lib_names, space, name):
+  contexts: list[Type] = []  # the type the rest of `partial` allows at `pos`, once a filler needs it
+
+  def context() -> Type:
+    if not contexts:
+      contexts.append(_context_type(partial, pos, index.types, task_type))
+    return contexts[0]
+  slot = [_LIBRARY_SLOT] if index.names else []
+  for filler in fillers(partial, pos, hole, slot, space, name):
+    if isinstance(filler, P.Lib):
+      yield from _library_fillings(partial, pos, base_size, len(known), index, context, task_type, space,
+                                   stats, checked)
+      continue
     stats.proposed += 1
     fresh = len(known.union(P.fresh_names(filler)))
     if base_size + P.size(filler) > space.max_size or fresh > space.max_fresh:
       stats.too_big += 1
       continue
-    if context is None:
-      context = _context_type(partial, pos, lib_types, task_type)
-    if not typable(filler, lib_types, context):
+    filled = _typed_filling(partial, pos, filler, index.types, context(), task_type, checked)
+    if filled is None:
       stats.ill_typed += 1
       continue
-    new = P.replace(partial, pos, filler)
-    try:
-      typing = infer(new, lib_types, task_type)
-    except HxTypeError:
-      stats.ill_typed += 1
+    yield filled, filler, fresh
+
+
+def _library_fillings(partial: P.Program, pos: P.Position, base_size: int, fresh: int, index: _LibraryIndex,
+                      context: Callable[[], Type], task_type: Type, space: SearchSpace,
+                      stats: EnumerationStats, checked: dict[tuple, bool]
+                      ) -> Iterator[tuple[P.Program, P.Program, int]]:
+  """`_fillings` of the library's functions, in the library's order, each counted in `stats` as one
+  filler.
+
+  They are typed once per type, not per function: inference sees a library function only through its
+  type, so two of one type fill the hole alike (both fail, or both give every other hole the same
+  annotation). A growing library repeats its types (a CNN, a recogniser per task), so a hole costs its
+  library's distinct types, plus one step per function that fits.
+  """
+  stats.proposed += len(index.names)
+  if base_size + 1 > space.max_size or fresh > space.max_fresh:  # a library function adds size 1
+    stats.too_big += len(index.names)
+    return
+  fits: list[tuple[int, P.Program]] = []  # (position in the library, the hole filled by its group's first)
+  for _, positions in index.groups:
+    filler = P.Lib(index.names[positions[0]])
+    filled = _typed_filling(partial, pos, filler, index.types, context(), task_type, checked)
+    if filled is None:
+      stats.ill_typed += len(positions)
       continue
-    yield annotate_holes(new, typing.subterms), filler, fresh
+    fits.extend((i, filled) for i in positions)
+  for i, filled in sorted(fits, key=lambda f: f[0]):
+    filler = P.Lib(index.names[i])
+    yield (filled if P.get(filled, pos) == filler else P.replace(filled, pos, filler)), filler, fresh
+
+
+def _typed_filling(partial: P.Program, pos: P.Position, filler: P.Program, lib_types: dict[str, Type],
+                   context: Type, task_type: Type, checked: dict[tuple, bool]) -> P.Program | None:
+  """`partial` with `filler` at `pos` and its holes annotated with their inferred types, or None if it
+  cannot be typed (checked first on the filler alone against `context`, `_context_type`; the check's
+  answer is kept in `checked`)."""
+  key = _precheck_key(filler, lib_types, context)
+  ok = checked.get(key)
+  if ok is None:
+    ok = checked[key] = typable(filler, lib_types, context)
+  if not ok:
+    return None
+  new = P.replace(partial, pos, filler)
+  try:
+    typing = infer(new, lib_types, task_type)
+  except HxTypeError:
+    return None
+  return annotate_holes(new, typing.subterms)
+
+
+def _precheck_key(filler: P.Program, lib_types: dict[str, Type], context: Type) -> tuple:
+  """What `typable(filler, lib_types, context)` depends on, hashable: equal keys, equal answers.
+
+  The check sees a library function only through its type (its variables instantiated afresh), a fresh
+  function only as a new variable (its name is irrelevant), and the variables of the context and of the
+  filler's holes only up to renaming: they are instantiated into the solver's own variables, and the two
+  sets of names never meet (the context's are the solver's "_N", the holes' "vN"). So the key is the
+  filler with library functions replaced by their types and fresh names dropped, and every variable of
+  filler and context renamed in order of first occurrence (one injective renaming for both). Contexts
+  recur across partial programs (`_1 -> Tensor<real>[1]` in every composition's left hole), so most
+  prechecks of a long search are looked up.
+  """
+  names: dict[str, str] = {}
+  return _canonical_program(filler, lib_types, names), _canonical_type(context, names)
+
+
+def _canonical_type(t: Type, names: dict[str, str]) -> Type:
+  """`t` with each variable renamed to `c<k>`, k its order of first occurrence across calls sharing
+  `names` (updated)."""
+  if isinstance(t, TypeVar):
+    if t.name not in names:
+      names[t.name] = f"c{len(names) + 1}"
+    return TypeVar(names[t.name])
+  if isinstance(t, ListType):
+    return ListType(_canonical_type(t.elem, names))
+  if isinstance(t, GraphType):
+    return GraphType(_canonical_type(t.elem, names))
+  if isinstance(t, FunctionType):
+    return FunctionType(_canonical_type(t.arg, names), _canonical_type(t.result, names))
+  return t
+
+
+def _canonical_program(p: P.Program, lib_types: dict[str, Type], names: dict[str, str]) -> Any:
+  """`p` as `_precheck_key` sees it: library functions as their types, fresh functions unnamed, holes'
+  variables renamed (`_canonical_type`), in pre-order."""
+  if isinstance(p, P.Lib):
+    return ("lib", lib_types.get(p.name), p.name if p.name not in lib_types else None)
+  if isinstance(p, P.Fresh):
+    return ("fresh",)
+  if isinstance(p, P.Hole):
+    return ("hole", _canonical_type(p.type, names))
+  kids = P.children(p)
+  if not kids:
+    return p
+  # The node's kind and its fields other than children (a map's adt, a repeat's count), then its children.
+  return (type(p).__name__, getattr(p, "adt", None), getattr(p, "k", None)) + tuple(
+      _canonical_program(k, lib_types, names) for k in kids)
 
 
 def _context_type(partial: P.Program, pos: P.Position, lib_types: dict[str, Type], task_type: Type) -> Type:
