@@ -87,7 +87,7 @@ def enumerate_programs(task_type: Type, library: Any = None, *, space: SearchSpa
   stats = EnumerationStats() if stats is None else stats
   ordered = _best_first(task_type, library, space, config, max_expanded, stats)
   if space.order == "cost":
-    ordered = (c for level in _levels(ordered) for c in _round_robin(level))
+    ordered = _round_robin(ordered)
   count = 0
   for candidate in ordered:
     stats.yielded += 1
@@ -106,29 +106,35 @@ def _skeleton(p: P.Program) -> str:
   return str(P.with_children(p, tuple(P.Lib(_skeleton(k)) for k in kids))) if kids else str(p)
 
 
-def _levels(candidates: Iterator[Candidate]) -> Iterator[list[Candidate]]:
-  """Groups a stream in nondecreasing cost into lists of equal cost."""
-  level: list[Candidate] = []
-  for c in candidates:
-    if level and c.cost != level[0].cost:
-      yield level
-      level = []
-    level.append(c)
-  if level:
-    yield level
+def _round_robin(candidates: Iterator[Candidate]) -> Iterator[Candidate]:
+  """A stream in nondecreasing cost, each cost's candidates one per skeleton in turn (in order of first
+  appearance): a large library cannot fill the budget with one structure over every combination of its
+  functions before other structures of the same cost get their turn.
 
-
-def _round_robin(level: list[Candidate]) -> list[Candidate]:
-  """Candidates of one cost, one per skeleton in turn (in order of first appearance): a large library
-  cannot fill the budget with one structure over every combination of its functions before other
-  structures of the same cost get their turn."""
+  The first turn (each skeleton's first candidate, in order of first appearance) is the order in which new
+  skeletons appear, so it is yielded as they appear; only the later turns wait for the cost's last
+  candidate. A small budget is then spent before a large library's cheapest cost is exhausted (the same
+  sequence: only less of the search runs).
+  """
   groups: dict[str, list[Candidate]] = {}
-  for c in level:
-    groups.setdefault(_skeleton(c.program), []).append(c)
-  out = []
-  for i in range(max(len(g) for g in groups.values())):
-    out.extend(g[i] for g in groups.values() if i < len(g))
-  return out
+  cost = None
+  for c in candidates:
+    if groups and c.cost != cost:
+      yield from _later_turns(groups)
+      groups = {}
+    cost = c.cost
+    group = groups.setdefault(_skeleton(c.program), [])
+    group.append(c)
+    if len(group) == 1:
+      yield c
+  yield from _later_turns(groups)
+
+
+def _later_turns(groups: dict[str, list[Candidate]]) -> Iterator[Candidate]:
+  """The candidates of one cost after each skeleton's first: the second of each skeleton (in order of
+  first appearance), then the third, ..."""
+  for i in range(1, max((len(g) for g in groups.values()), default=0)):
+    yield from (g[i] for g in groups.values() if i < len(g))
 
 
 def _best_first(task_type: Type, library: Any, space: SearchSpace, config: Any, max_expanded: int | None,
