@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
   import hx  # noqa: F401  (XLA's own convolutions, as hx trains)
   from hx.compile import conv_pool
-  from hx.compile.modules import _conv_valid, _max_pool
+  from hx.compile.conv_pool import conv_valid as _conv_valid
+  from hx.compile.modules import _max_pool
 
   if not conv_pool.load_kernels():
     raise SystemExit("hx's CPU kernels cannot be built here (see the warning)")

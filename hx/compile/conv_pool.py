@@ -71,8 +71,8 @@ from jax import lax
 
 from hx.compile.cache import hx_cache_home
 
-__all__ = ["ENABLE_ENV", "KERNEL_CACHE_DIR_ENV", "KernelBuildError", "build_library", "conv_pool", "enabled",
-           "kernel_cache_dir", "load_error", "load_kernels", "usable"]
+__all__ = ["ENABLE_ENV", "KERNEL_CACHE_DIR_ENV", "KernelBuildError", "build_library", "conv_pool",
+           "conv_valid", "enabled", "kernel_cache_dir", "load_error", "load_kernels", "usable"]
 
 ENABLE_ENV = "HX_CPU_KERNELS"
 KERNEL_CACHE_DIR_ENV = "HX_KERNEL_CACHE_DIR"
@@ -295,12 +295,31 @@ def _backward(x: jax.Array, w: jax.Array, arg: jax.Array, g: jax.Array, input_gr
 # The same two passes through XLA's own operations, for the platforms without the kernels: what a program
 # lowered for one of them runs (`conv_pool`). Same values, window positions and gradients.
 
+def conv_valid(x: jax.Array, w: jax.Array) -> jax.Array:
+  """A stride-1 'VALID' convolution, x (R, H, W, C) NHWC, w (k, k, C, O) HWIO -> (R, H-k+1, W-k+1, O),
+  in float32 on every backend (`hx.compile.modules.PRECISION`): the CNN template's convolution
+  (`hx.compile.modules._cnn_blocks`), and what the kernels' XLA path below computes.
+
+  Not `flax.linen.Conv`: it adds its bias inside, before the pooling, where the training path adds it
+  after (on a quarter of the values); `Conv(use_bias=False)` is this very call. A training step of the
+  paper's CNN built of flax's `Conv` and `max_pool` gives the same values but runs several times slower
+  on XLA:CPU than the template.
+
+  XLA's own gradients: the first convolution's input gradient is never computed (XLA drops it, as
+  nothing uses it), the second's is a forward convolution of the padded output gradient with the flipped
+  kernel. (A col2im matmul instead was faster alone but not inside the training step; the weight
+  gradient as one matmul of the shifted input windows, which hx used before, is slower than XLA's once
+  the CNN runs in slices; benchmarks/RESULTS.md.)
+  """
+  # HIGHEST, as modules.PRECISION (this module sits below modules, which imports it).
+  return lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                  precision=lax.Precision.HIGHEST)
+
+
 def _xla_forward(x: jax.Array, w: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
   """`_forward`'s (h, arg) through XLA: h (R, Hp, Wp, O) float32, arg (R, Hp, Wp, O) uint8."""
-  from hx.compile import modules  # here, not at the top: hx.compile.modules imports this module
-
   r, hp, wp, o = _pooled_shape(x, w)
-  z = modules._conv_valid(x, w)[:, :2 * hp, :2 * wp].reshape(r, hp, 2, wp, 2, o)
+  z = conv_valid(x, w)[:, :2 * hp, :2 * wp].reshape(r, hp, 2, wp, 2, o)
   windows = z.transpose(0, 1, 3, 5, 2, 4).reshape(r, hp, wp, o, 4)  # positions row-major, as in arg
   top = jnp.max(windows, -1)
   first = jnp.argmax(windows == top[..., None], -1).astype(jnp.uint8)  # the first maximum
@@ -312,8 +331,6 @@ def _xla_backward(x: jax.Array, w: jax.Array, arg: jax.Array, g: jax.Array,
                   input_gradient: bool) -> tuple[jax.Array, ...]:
   """`_backward`'s (dw, db[, dx]) through XLA: each output gradient the ReLU passes sent to its window's
   position, then the convolution's own gradients."""
-  from hx.compile import modules
-
   r, hp, wp, o = arg.shape
   passed = jnp.where(arg >= _ACTIVE, g, 0.0)
   at = (arg & 3)[..., None] == jnp.arange(4, dtype=jnp.uint8)  # (R, Hp, Wp, O, 4)
@@ -321,7 +338,7 @@ def _xla_backward(x: jax.Array, w: jax.Array, arg: jax.Array, g: jax.Array,
   k = w.shape[0]
   dz = jnp.pad(dz.reshape(r, 2 * hp, 2 * wp, o),
                ((0, 0), (0, x.shape[1] - k + 1 - 2 * hp), (0, x.shape[2] - k + 1 - 2 * wp), (0, 0)))
-  dx, dw = jax.vjp(modules._conv_valid, x, w)[1](dz)
+  dx, dw = jax.vjp(conv_valid, x, w)[1](dz)
   db = jnp.sum(passed, (0, 1, 2))
   return (dw, db, dx) if input_gradient else (dw, db)
 

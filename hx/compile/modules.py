@@ -109,6 +109,7 @@ import numpy as np
 from jax import lax
 
 from hx.compile import conv_pool
+from hx.compile.conv_pool import conv_valid
 from hx.compile.fixpoint import FixConfig
 from hx.cpu_convolutions import ynnpack_convolutions
 from hx.defaults import OMIT_DEFAULT, omit_defaults
@@ -969,24 +970,6 @@ def _cnn_slices(r: int, rows: int = CNN_TRAIN_ROWS) -> list[tuple[int, int]]:
   return [(i, min(i + size, r)) for i in range(0, r, size)]
 
 
-def _conv_valid(x: jax.Array, w: jax.Array) -> jax.Array:
-  """A stride-1 'VALID' convolution, x (R, H, W, C) NHWC, w (k, k, C, O) HWIO -> (R, H-k+1, W-k+1, O).
-
-  Not `flax.linen.Conv`: it adds its bias inside, before the pooling, where the training path here adds it
-  after (`_cnn_blocks`: on a quarter of the values); `Conv(use_bias=False)` is this very call. A training
-  step of the paper's CNN built of flax's `Conv` and `max_pool` (whose gradient is `reduce_window`'s,
-  see `_max_pool`) gives the same values but runs several times slower on XLA:CPU than the template.
-
-  XLA's own gradients: the first convolution's input gradient is never computed (XLA drops it, as
-  nothing uses it), the second's is a forward convolution of the padded output gradient with the flipped
-  kernel. (A col2im matmul instead was faster alone but not inside the training step; the weight
-  gradient as one matmul of the shifted input windows, which hx used before, is slower than XLA's once
-  the CNN runs in slices; benchmarks/RESULTS.md.)
-  """
-  return lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"),
-                                  precision=PRECISION)
-
-
 def _reduce_window_max(x: jax.Array, k: int) -> jax.Array:
   return lax.reduce_window(x, -jnp.inf, lax.max, (1, k, k, 1), (1, k, k, 1), "VALID")
 
@@ -1045,7 +1028,7 @@ def _cnn_blocks(convs: tuple, x: jax.Array, pool: int, train: bool = True) -> ja
     if train and conv_pool.usable(h.shape, p["w"].shape, pool, h.dtype, input_gradient=i > 0):
       h = conv_pool.conv_pool(h, p["w"], p["b"])
       continue
-    z = _conv_valid(h, p["w"])
+    z = conv_valid(h, p["w"])
     if train:
       h = jax.nn.relu(_max_pool(z, pool) + p["b"])
     else:

@@ -11,7 +11,8 @@ from jax import lax
 
 import hx.compile.conv_pool as cp
 import hx.compile.modules as modules
-from hx.compile.modules import _conv_valid, _max_pool
+from hx.compile.conv_pool import conv_valid as _conv_valid
+from hx.compile.modules import _max_pool
 from tests.compile import kernel_gate
 
 pytestmark = kernel_gate.pytestmark()
