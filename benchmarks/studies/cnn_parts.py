@@ -73,7 +73,8 @@ def jax_parts(a: dict[str, np.ndarray]) -> dict[str, Callable[[], object]]:
   import jax.numpy as jnp
 
   import hx  # noqa: F401  (requests XLA's own convolutions before the backend starts)
-  from hx.compile.modules import _conv_valid, _max_pool
+  from hx.compile.conv_pool import conv_valid as _conv_valid
+  from hx.compile.modules import _max_pool
 
   v = {k: jnp.asarray(x) for k, x in a.items()}
 
