@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> dict:
   import jaxlib
   import optax
 
+  from hx.compile.fitting import Prepared
   from hx.compile.losses import Objective
   from hx.compile.lower import compile_program, make_frozen
   from hx.compile.memo import PrefixTables
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> dict:
   t0 = time.perf_counter()
   jax.block_until_ready(prefixes.table(library, (cnn,), data.table))
   prefix_s = time.perf_counter() - t0
-  context = TaskContext(data, objective, library, module_config, config)
+  context = TaskContext(Prepared(data, objective, config), library, module_config)
   start = time.perf_counter()
   _, result = train_program(program, types, context, seed=0, prefixes=prefixes)
   memo = _figures(result, time.perf_counter() - start + prefix_s)

@@ -52,12 +52,12 @@ def main(argv: list[str] | None = None) -> dict:
   compiled = compile_program(rest, fresh)
   config = training_settings(task.spec.kind, "paper").tune_config(epochs=1, seed=0)
   context = task_context(task, library, tune_config=config)
-  data = context.data._replace(table=jnp.asarray(exact_states(task)))
+  data = context.ready.data._replace(table=jnp.asarray(exact_states(task)))
   frozen = make_frozen(compiled, library.variables())
   out = {"argv": sys.argv, "until": args.until, "calls": []}
   for _ in range(args.calls):
     start = time.perf_counter()
-    r = tune(compiled, frozen, data, context.objective, config, until=args.until)
+    r = tune(compiled, frozen, data, context.ready.objective, config, until=args.until)
     wall = time.perf_counter() - start
     call = {"steps": r.steps_run, "wall_seconds": wall, "train_seconds": r.train_seconds,
             "eval_seconds": r.eval_seconds, "compile_seconds": r.compile_seconds}

@@ -37,7 +37,7 @@ from hx.baselines.networks import Architecture, Network, architecture, count_par
 from hx.baselines.pnn import PNN
 from hx.compile import ModuleConfig, TuneConfig, compile_program
 from hx.compile.checkpoint import checkpoint_in, fingerprint
-from hx.compile.fitting import Outcome, fit, prepare, seeded
+from hx.compile.fitting import HoldsOutcome, Outcome, fit, prepare, seeded
 from hx.compile.tuning import output_bias_from_targets
 from hx.lang import program as P
 from hx.lang.types import Type
@@ -50,10 +50,10 @@ trained from random weights (`from_scratch`, the paper's "standalone_with_fold")
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
-class BaselineResult(Outcome):
+class BaselineResult(HoldsOutcome):
   """One trained baseline network: its training's `hx.compile.fitting.Outcome` (status, reason, scores as
   for HOUDINI's candidates, the task's metric with lower better; epochs and Tune's split of the time,
-  `seconds` the whole call), with what a baseline adds.
+  `seconds` the whole call; read through: `HoldsOutcome`), with what a baseline adds.
 
   Attributes:
     method: "standalone", "llt", "pnn" or "standalone_with_fold".
@@ -67,6 +67,7 @@ class BaselineResult(Outcome):
   method: str
   task: str
   description: str
+  outcome: Outcome
   network: Network | None
   parameters: int
   frozen_parameters: int
@@ -100,7 +101,7 @@ def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tu
   return BaselineResult(
       method=method, task=task.name, description=description, network=network,
       parameters=count_parameters(init["params"]), frozen_parameters=_frozen_parameters(frozen),
-      sources=sources, **outcome.fields(seconds=time.perf_counter() - start))
+      sources=sources, outcome=dataclasses.replace(outcome, seconds=time.perf_counter() - start))
 
 
 def _frozen_parameters(frozen: Any) -> int:

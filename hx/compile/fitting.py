@@ -6,12 +6,17 @@ Tune's own result, for callers that pause and resume runs in memory).
     outcome = fit(compiled, ready, seed=0)                    # per model: a compiled program, a network
     print(outcome.status, outcome.val_score, outcome.test_score)
 
-The baselines (`hx.baselines.train`) and `hx.bin.train` train through `fit`; synthesis
-(`hx.synth.jobs.train_program`) through `train`, which `run_job` turns into the same `Outcome`, since a
-candidate may pause and resume. `Outcome` is the record of one training that they share:
-`hx.synth.jobs.JobResult`, `hx.synth.Ranked` and `hx.baselines.BaselineResult` are outcomes with what
-each adds (the job, the rank, the network), so a result's scores, epochs and times are read from Tune's
-result once (`Outcome.of`) and handed on whole (`Outcome.fields`) rather than copied field by field.
+`Prepared` is the one value of a task being trained; a synthesis's `hx.synth.jobs.TaskContext` holds one
+beside its library and module sizes. The baselines (`hx.baselines.train`) and `hx.bin.train` train
+through `fit`; synthesis (`hx.synth.jobs.train_program`) through `train`, which `run_job` turns into the
+same `Outcome`, since a candidate may pause and resume.
+
+`Outcome` is the record of one training, a frozen value with its JSON form (`Outcome.reported`). The
+results that report a training hold one (`HoldsOutcome`): `hx.synth.jobs.JobResult` (with the job),
+`hx.synth.Ranked` (with the rank) and `hx.baselines.BaselineResult` (with the network). Its scores,
+epochs and times are read from Tune's result once (`Outcome.of`) and handed on whole; a holder reads
+them through (`result.val_score` is `result.outcome.val_score`) and changes them with
+`HoldsOutcome.with_outcome`.
 """
 
 from __future__ import annotations
@@ -20,13 +25,13 @@ import dataclasses
 import math
 import threading
 import time
-from typing import Any, Protocol
+from typing import Any
 
 from hx.compile import TuneConfig, TuneData, tune
 from hx.compile.batching import num_examples
 from hx.compile.tuning import EpochRecord, TuneResult
 
-__all__ = ["Outcome", "score_json", "Prepared", "Ready", "prepare", "seeded", "train", "fit"]
+__all__ = ["Outcome", "HoldsOutcome", "score_json", "Prepared", "prepare", "seeded", "train", "fit"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
@@ -43,7 +48,8 @@ class Outcome:
     steps_run: training steps run in all (those of earlier runs included when it resumed a paused one).
     compile_seconds, train_seconds, eval_seconds: time compiling, in training steps (initialisation
       included), in scoring.
-    seconds: wall time of the whole training (of the whole job, for a `JobResult`).
+    seconds: wall time of the whole training (of the whole job, for a `JobResult`; of the whole call,
+      for a `BaselineResult`).
     state: the `hx.compile.TuneState` (host NumPy arrays) to continue from when the training paused, else
       None.
     history: Tune's `hx.compile.tuning.EpochRecord` of each full epoch trained, from the first (all of
@@ -82,15 +88,6 @@ class Outcome:
     return {"status": self.status, "reason": self.reason, "val": score_json(self.val_score),
             "test": score_json(self.test_score), "seconds": self.seconds}
 
-  def fields(self, **changes: Any) -> dict[str, Any]:
-    """This outcome's fields (those of `Outcome` only, not a subclass's), with `changes`: the keyword
-    arguments that build a `JobResult`, `Ranked` or `BaselineResult` from it."""
-    out = {f.name: getattr(self, f.name) for f in dataclasses.fields(Outcome)}
-    unknown = set(changes) - set(out)
-    if unknown:
-      raise TypeError(f"Outcome has no fields {sorted(unknown)}")
-    return {**out, **changes}
-
   @staticmethod
   def of(r: TuneResult, seconds: float) -> Outcome:
     """The outcome of Tune's result `r` (variables and state brought to the host), `seconds` the wall
@@ -119,12 +116,30 @@ def score_json(x: float | None) -> float | str | None:
   return float(x) if math.isfinite(x) else str(x)
 
 
-class Ready(Protocol):
-  """A task ready to train on: a `Prepared`, or a synthesis's `hx.synth.jobs.TaskContext` (which holds
-  the same three)."""
-  data: TuneData
-  objective: Any
-  tune_config: TuneConfig
+OUTCOME_FIELDS = tuple(f.name for f in dataclasses.fields(Outcome))
+"""The names of `Outcome`'s fields, which a `HoldsOutcome` reads through."""
+
+
+class HoldsOutcome:
+  """A result that holds the `Outcome` of one training as its field `outcome` and reads it through: each
+  of `Outcome`'s fields, `ok`, `val_history` and `reported()` are the held outcome's (read only). A
+  subclass is a frozen dataclass with a field `outcome: Outcome`."""
+
+  outcome: Outcome
+
+  def with_outcome(self, **changes: Any):
+    """This result with its outcome's fields `changes` replaced (a copy; nothing else changes)."""
+    return dataclasses.replace(self, outcome=dataclasses.replace(self.outcome, **changes))
+
+
+def _read_through(name: str) -> property:
+  return property(lambda self: getattr(self.outcome, name),
+                  doc=f"The held outcome's `{name}` (`Outcome.{name}`).")
+
+
+for _name in OUTCOME_FIELDS + ("ok", "val_history", "reported"):
+  setattr(HoldsOutcome, _name, _read_through(_name))
+del _name
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -142,7 +157,7 @@ class Prepared:
   tune_config: TuneConfig
 
 
-def seeded(ready: Ready, seed: int) -> TuneConfig:
+def seeded(ready: Prepared, seed: int) -> TuneConfig:
   """The training settings of one model trained on `ready` with `seed` (initialisation, shuffling,
   dropout): what `train` trains with, and what a checkpoint's key names."""
   return dataclasses.replace(ready.tune_config, seed=seed)
@@ -186,7 +201,7 @@ def _on_device(data: TuneData) -> TuneData:
   return jax.tree.unflatten(treedef, device)
 
 
-def train(model: Any, ready: Ready, *, seed: int, frozen: Any = (), variables: Any = None,
+def train(model: Any, ready: Prepared, *, seed: int, frozen: Any = (), variables: Any = None,
           until: float | None = None, resume: Any = None, checkpoint: Any = None) -> TuneResult:
   """Trains `model` on the task `ready` with Tune (`hx.compile.tune`, or `tune_checkpointed`); Tune's own
   result (device arrays; `fit` gives the host `Outcome`).
@@ -194,7 +209,8 @@ def train(model: Any, ready: Ready, *, seed: int, frozen: Any = (), variables: A
   Args:
     model: what Tune trains: an `hx.compile.CompiledProgram` or any `hx.compile.Tunable` (a baseline's
       network).
-    ready: the task's data, objective and training settings (`prepare`, or a `TaskContext`).
+    ready: the task's data, objective and training settings (`prepare`; a synthesis's
+      `TaskContext.ready`).
     seed: the training seed (initialisation, shuffling, dropout); replaces `ready.tune_config.seed`.
     frozen: the frozen variables `model` applies (a program's library functions, a network's frozen part).
     variables: where to start (default: `model.init`); used only when nothing is resumed.
@@ -212,7 +228,7 @@ def train(model: Any, ready: Ready, *, seed: int, frozen: Any = (), variables: A
               resume=resume)
 
 
-def fit(model: Any, ready: Ready, **train_args: Any) -> Outcome:
+def fit(model: Any, ready: Prepared, **train_args: Any) -> Outcome:
   """`train(model, ready, **train_args)` (same arguments: `seed`, `frozen`, `variables`, `until`,
   `resume`, `checkpoint`), as an `Outcome` whose seconds are this call's wall time."""
   start = time.perf_counter()

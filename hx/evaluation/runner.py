@@ -43,6 +43,7 @@ from absl import logging
 
 from hx import baselines
 from hx.atomic import hold_directory
+from hx.compile.fitting import Outcome
 from hx.data import read_data_sets
 from hx.evaluation.config import ConfigError, EvalConfig
 from hx.evaluation.records import baseline_record, network_version, record_path, write_json
@@ -355,8 +356,8 @@ class _Runner:
     if best is None or best["status"] != "trained":
       reason = f"{houdini} trained no program for this task and fraction: there is no structure to train"
       failed = baselines.BaselineResult(  # a training Outcome's defaults: no scores, epochs or time
-          method="standalone_with_fold", task=task.name, description="-", status="failed", reason=reason,
-          network=None, parameters=0, frozen_parameters=0)
+          method="standalone_with_fold", task=task.name, description="-",
+          outcome=Outcome(status="failed", reason=reason), network=None, parameters=0, frozen_parameters=0)
       return failed, {"structure_from": {"method": houdini, "program": None}}
     saved = self.method_dir(houdini, instance) / "libraries" / f"after_{index:02d}"
     if not saved.exists():

@@ -19,7 +19,7 @@ import time
 import zlib
 from typing import Any, Mapping, Sequence
 
-from hx.compile.fitting import Outcome, seeded, train
+from hx.compile.fitting import HoldsOutcome, Outcome, Prepared, seeded, train
 from hx.lang import program as P
 from hx.lang.types import Type
 from hx.synth.space import Candidate
@@ -29,21 +29,24 @@ __all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "job_se
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class TaskContext:
-  """What every candidate of one task shares.
+  """What every candidate of one task shares: the task being trained, and what a synthesis adds.
 
   Attributes:
-    data: the task's `hx.compile.TuneData` (train, val, test splits and image table).
-    objective: the `hx.compile.Objective` candidates are trained and scored with.
+    ready: the task ready to train on (`hx.compile.fitting.prepare`): its `hx.compile.TuneData` (train,
+      val, test splits and image table), the `hx.compile.Objective` candidates are trained and scored
+      with, and the `hx.compile.TuneConfig` (epochs, batch size, ...; its seed is replaced per job).
     library: the `hx.Library` the candidates may call.
     module_config: the `hx.compile.ModuleConfig` fresh functions are built with.
-    tune_config: the `hx.compile.TuneConfig` (epochs, batch size, ...); its seed is replaced per job.
+    checkpoints: where candidates are saved as they train (`Checkpoints`), or None.
   """
-  data: Any
-  objective: Any
+  ready: Prepared
   library: Any
   module_config: Any
-  tune_config: Any
   checkpoints: Checkpoints | None = None
+
+  def with_data(self, data: Any, **changes: Any) -> TaskContext:
+    """This context with the task's data `data` (and any other fields `changes`)."""
+    return dataclasses.replace(self, ready=dataclasses.replace(self.ready, data=data), **changes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +94,7 @@ class Checkpoints:
     schedule."""
     fresh = sorted((k, str(t)) for k, t in job.candidate.fresh_types.items())
     key = (f"{self.task_key} | program {job.candidate.program} | fresh {fresh} | "
-           f"{seeded(context, job.seed)} | {context.module_config} | library {library}")
+           f"{seeded(context.ready, job.seed)} | {context.module_config} | library {library}")
     if job.schedule is not None:
       key += f" | schedule {job.schedule}"
     return key
@@ -127,17 +130,19 @@ class Job:
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
-class JobResult(Outcome):
+class JobResult(HoldsOutcome):
   """A trained (or failed) candidate: its training's `hx.compile.fitting.Outcome` (status, scores, host
-  variables, epochs, times, a paused run's state, the epochs' history and `val_history`), with the job.
+  variables, epochs, times, a paused run's state, the epochs' history and `val_history`, read through:
+  `HoldsOutcome`), with the job.
 
   Attributes:
     job: the job.
-    seconds: wall time of the whole job (compiling the program included).
+    outcome: its training (its `seconds`: wall time of the whole job, compiling the program included).
     attempts: how many times it was started (more than 1 when a worker died under it).
     restored: its outcome comes from a kept file (`hx.synth.kept`), without variables; not trained here.
   """
   job: Job
+  outcome: Outcome
   attempts: int = 1
   restored: bool = False
 
@@ -151,10 +156,10 @@ def continued(before: JobResult | None, after: JobResult) -> JobResult:
   attempts of both: a paused and resumed candidate's result as a schedule reports it."""
   if before is None:
     return after
-  return dataclasses.replace(
-      after, compile_seconds=before.compile_seconds + after.compile_seconds,
+  return dataclasses.replace(after.with_outcome(
+      compile_seconds=before.compile_seconds + after.compile_seconds,
       train_seconds=before.train_seconds + after.train_seconds,
-      eval_seconds=before.eval_seconds + after.eval_seconds, seconds=before.seconds + after.seconds,
+      eval_seconds=before.eval_seconds + after.eval_seconds, seconds=before.seconds + after.seconds),
       attempts=before.attempts + after.attempts - 1)
 
 
@@ -205,22 +210,23 @@ def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: 
   from hx.synth.library import Library
 
   library = context.library if context.library is not None else Library()
-  names, rest = frozen_prefix(program) if context.data.table is not None else ((), program)
+  names, rest = frozen_prefix(program) if context.ready.data.table is not None else ((), program)
   if names:
     prefixes = prefixes if prefixes is not None else PrefixTables()
     # Only the rows the task's splits read: at small training fractions a few thousand of the table's
     # tens of thousands of images.
-    table = prefixes.table_for(library, names, context.data)
-    context = dataclasses.replace(context, data=context.data._replace(table=table))
+    table = prefixes.table_for(library, names, context.ready.data)
+    context = context.with_data(context.ready.data._replace(table=table))
   compiled = compile_program(rest, fresh_types, context.module_config, library.specs())
   variables = frozen_variables if frozen_variables is not None else library.variables()
-  return compiled, train(compiled, context, seed=seed, frozen=make_frozen(compiled, variables), until=until,
-                         resume=resume, checkpoint=checkpoint)
+  return compiled, train(compiled, context.ready, seed=seed, frozen=make_frozen(compiled, variables),
+                         until=until, resume=resume, checkpoint=checkpoint)
 
 
 def failed_result(job: Job, reason: str, seconds: float = 0.0, attempts: int = 1) -> JobResult:
   """A job that produced nothing, with the reason (what an executor reports for a job it lost)."""
-  return JobResult(job=job, status="failed", reason=reason, seconds=seconds, attempts=attempts)
+  return JobResult(job=job, outcome=Outcome(status="failed", reason=reason, seconds=seconds),
+                   attempts=attempts)
 
 
 def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] | None = None,
@@ -240,7 +246,7 @@ def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] 
     # Its checkpoint file, when there is one, holds the variables too: resumed from there.
     outcome = load_kept(*kept) if kept is not None and not os.path.exists(checkpoint.path) else None
     if outcome is not None:
-      return JobResult(job=job, **outcome.fields(), restored=True)
+      return JobResult(job=job, outcome=outcome, restored=True)
   try:
     _, r = train_program(c.program, c.fresh_types, context, seed=job.seed,
                          frozen_variables=frozen_variables, prefixes=prefixes, until=job.until,
@@ -252,4 +258,4 @@ def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] 
   outcome = Outcome.of(r, time.perf_counter() - start)
   if kept is not None and outcome.state is None and not os.path.exists(kept[0]):
     save_kept(*kept, outcome)  # once: a finished checkpoint read again reports only this call's seconds
-  return JobResult(job=job, **outcome.fields())
+  return JobResult(job=job, outcome=outcome)

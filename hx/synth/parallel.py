@@ -79,14 +79,14 @@ def _portable(context: TaskContext) -> TaskContext:
   import jax
   import numpy as np
 
-  data = jax.tree.map(np.asarray, jax.device_get(context.data))
+  data = jax.tree.map(np.asarray, jax.device_get(context.ready.data))
   library = context.library
   if library is not None:
     # hx.Library keeps a read-only name index that pickle cannot copy: send its entries' fields and
     # rebuild it (which checks every entry again) on the other side.
     library = ("hx.Library", tuple((e.name, e.spec, e.provenance, e.structure, e.leaves)
                                    for e in library.entries), library.counters)
-  return dataclasses.replace(context, data=data, library=library)
+  return context.with_data(data, library=library)
 
 
 def _restore(context: TaskContext) -> tuple[TaskContext, Any, Any]:
@@ -100,7 +100,7 @@ def _restore(context: TaskContext) -> tuple[TaskContext, Any, Any]:
   library = context.library
   if isinstance(library, tuple) and library and library[0] == "hx.Library":
     library = Library(tuple(Entry(*fields) for fields in library[1]), library[2])
-  context = dataclasses.replace(context, data=context.data.on_device(), library=library)
+  context = context.with_data(context.ready.data.on_device(), library=library)
   frozen = jax.device_put(library.variables()) if library is not None else {}
   return context, frozen, PrefixTables()
 

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from absl import logging
 
-from hx.compile.fitting import Outcome
+from hx.compile.fitting import HoldsOutcome, Outcome
 from hx.lang import program as P
 from hx.lang.types import Type
 from hx.synth.evolution import EvolutionConfig
@@ -81,11 +81,12 @@ class Budget:
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
-class Ranked(Outcome):
+class Ranked(HoldsOutcome):
   """One candidate of a synthesis, as reported: its training's `hx.compile.fitting.Outcome` (status,
-  reason, scores, epochs, times, `val_history`), with its place in the ranking.
+  reason, scores, epochs, times, `val_history`, read through: `HoldsOutcome`), with its place in the
+  ranking.
 
-  The outcome's fields as a synthesis reports them:
+  The held outcome's fields as a synthesis reports them:
 
     - status: "trained", "failed", "equivalent" (not trained: it computes what `equivalent_to` does) or
       "estimated" (not trained to the end: under an `Estimate` schedule, its estimate was not among the
@@ -106,6 +107,7 @@ class Ranked(Outcome):
     program: the program (fresh functions nn_1, nn_2, ...).
     fresh_types: each fresh function's type.
     order: its place in the search's order (0 first).
+    outcome: its training (as above).
     named: the program as the library names it after `Library.add` (nn_<sequence>_<k>), for the
       reported ranks; else None.
     estimate: under an `Estimate` schedule, its estimated validation score (`hx.synth.schedules.estimate`: the
@@ -120,6 +122,7 @@ class Ranked(Outcome):
   program: P.Program
   fresh_types: dict[str, Type]
   order: int
+  outcome: Outcome
   named: P.Program | None = None
   estimate: float = math.nan
   estimate_method: str | None = None
@@ -233,10 +236,8 @@ def task_context(task: Any, library: Any = None, module_config: Any = None, tune
   if checkpoint_dir is not None:
     checkpoints = Checkpoints(os.fspath(checkpoint_dir), task_key(task.name, ready.data), checkpoint_seconds,
                               None if scores_dir is None else os.fspath(scores_dir))
-  return TaskContext(data=ready.data, objective=ready.objective,
-                     library=library if library is not None else Library(),
-                     module_config=module_config or ModuleConfig(), tune_config=ready.tune_config,
-                     checkpoints=checkpoints)
+  return TaskContext(ready, library=library if library is not None else Library(),
+                     module_config=module_config or ModuleConfig(), checkpoints=checkpoints)
 
 
 def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", budget: Budget = Budget(),
@@ -408,14 +409,14 @@ def _ranking(ranked: Sequence[JobResult], estimates: dict[int, Scored], added: A
   out = []
   for rank, r in enumerate(ranked, 1):
     named = added.programs[rank - 1] if added is not None and rank <= len(added.programs) else None
-    outcome = r.fields(variables=r.variables if rank <= keep else None, state=None,
-                       epochs_run=r.epochs_run if r.status != "estimated" else 0)
+    outcome = dataclasses.replace(r.outcome, variables=r.variables if rank <= keep else None, state=None,
+                                  epochs_run=r.epochs_run if r.status != "estimated" else 0)
     estimate = _estimate_fields(estimates.get(r.job.index))
     out.append(Ranked(rank=rank, program=r.candidate.program, fresh_types=r.candidate.fresh_types,
-                      order=r.job.index, named=named, **outcome, **estimate))
+                      order=r.job.index, named=named, outcome=outcome, **estimate))
   for dup, rep in equivalent:
     out.append(Ranked(rank=len(out) + 1, program=dup.program, fresh_types=dup.fresh_types, order=-1,
-                      status="equivalent", reason=f"equivalent to {rep.program}"))
+                      outcome=Outcome(status="equivalent", reason=f"equivalent to {rep.program}")))
   return out
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import hx.synth.schedules.cheap_first as cheap_first_module
 from hx.compile import TuneConfig
+from hx.compile.fitting import Outcome
 from hx.lang.parser import parse
 from hx.synth.executors import Job, JobResult
 from hx.synth.jobs import step_costs
@@ -61,11 +62,12 @@ class Scripted:
       v = self.score[j.index](end)
       bad = math.isnan(v)
       steps = round((end - start) * STEPS)
-      out.append(JobResult(job=j, status="failed" if bad else "trained", reason="nan" if bad else None,
-                           val_score=v, test_score=None if j.until is not None or bad else v + 0.01,
-                           variables=None, steps_run=round(end * STEPS), epochs_run=round(end),
-                           train_seconds=steps * self.cost[j.index], seconds=steps * self.cost[j.index],
-                           state=None if j.until is None or bad else end))
+      out.append(JobResult(job=j, outcome=Outcome(
+          status="failed" if bad else "trained", reason="nan" if bad else None,
+          val_score=v, test_score=None if j.until is not None or bad else v + 0.01,
+          variables=None, steps_run=round(end * STEPS), epochs_run=round(end),
+          train_seconds=steps * self.cost[j.index], seconds=steps * self.cost[j.index],
+          state=None if j.until is None or bad else end)))
     return out
 
 
@@ -84,11 +86,13 @@ def test_the_probe_is_its_steps_at_most_the_run():
 
 
 def test_cheap_is_a_share_of_the_costliest_known_step():
-  r = [JobResult(job=None, status="trained", reason=None, val_score=1.0, steps_run=10, train_seconds=t)
+  r = [JobResult(job=None, outcome=Outcome(status="trained", reason=None, val_score=1.0, steps_run=10,
+                                           train_seconds=t))
        for t in (0.1, 2.0, 10.0)]
-  failed = JobResult(job=None, status="failed", reason="x", steps_run=10, train_seconds=100.0)
-  unstepped = JobResult(job=None, status="trained", reason=None, val_score=1.0, steps_run=0,
-                        train_seconds=0.0)
+  failed = JobResult(job=None, outcome=Outcome(status="failed", reason="x", steps_run=10,
+                                               train_seconds=100.0))
+  unstepped = JobResult(job=None, outcome=Outcome(status="trained", reason=None, val_score=1.0, steps_run=0,
+                        train_seconds=0.0))
   costs = step_costs(r + [failed, unstepped])
   assert costs[:3] == pytest.approx([0.01, 0.2, 1.0]) and costs[3:] == [None, None]
   # The failed candidate's cost is unknown, not the costliest: 0.2 is at most a fifth of 1.0.

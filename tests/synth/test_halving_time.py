@@ -12,6 +12,7 @@ import math
 
 import pytest
 
+from hx.compile.fitting import Outcome, Prepared
 from hx.lang.parser import parse
 from hx.synth.executors import Job, JobResult
 from hx.synth.schedules.halving import Halving, replay, step_shares, successive_halving
@@ -45,18 +46,19 @@ class Scripted:
       steps = round((end - start) * STEPS)
       v = self.score[j.index](end)
       bad = math.isnan(v)  # a candidate whose loss diverged: failed, nothing to resume
-      out.append(JobResult(job=j, status="failed" if bad else "trained", reason="nan" if bad else None,
+      out.append(JobResult(job=j, outcome=Outcome(status="failed" if bad else "trained",
+                           reason="nan" if bad else None,
                            val_score=v, test_score=None if j.until is not None or bad else 0.0,
                            variables=None, steps_run=round(end * STEPS),
                            train_seconds=steps * self.cost[j.index],
-                           state=None if j.until is None or bad else end))
+                           state=None if j.until is None or bad else end)))
     return out
 
 
 def result(cost, steps, ok=True):
-  return JobResult(job=None, status="trained" if ok else "failed", reason=None,
+  return JobResult(job=None, outcome=Outcome(status="trained" if ok else "failed", reason=None,
                    val_score=1.0 if ok else math.nan, test_score=None, variables=None,
-                   steps_run=steps, train_seconds=cost * steps)
+                   steps_run=steps, train_seconds=cost * steps))
 
 
 def test_step_shares_under_the_median_reference():
@@ -194,7 +196,8 @@ def test_a_job_reports_the_steps_its_cost_is_priced_by():
 
   task = sum_task(n=300)  # 6 steps of 50 an epoch
   data = TuneData(task.train, task.val, task.test, task.table).on_device()
-  context = TaskContext(data, task.objective, Library(), TINY, dataclasses.replace(CONFIG, epochs=2))
+  context = TaskContext(Prepared(data, task.objective, dataclasses.replace(CONFIG, epochs=2)), Library(),
+                        TINY)
   c = next(enumerate_programs(task.type, None, config=TINY, limit=1))
   job = Job(0, c, job_seed(0, c), until=0.5)
   paused = run_job(context, job)

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from hx.compile import TuneConfig, TuneData
+from hx.compile.fitting import Prepared
 from hx.synth.executors import (
   EXECUTORS,
   Job,
@@ -172,7 +173,7 @@ def test_a_context_crosses_to_another_process_with_its_library():
   first = synthesize(task, None, budget=Budget(candidates=1), module_config=TINY,
                      tune_config=TuneConfig(epochs=1, batch_size=60))
   data = TuneData(task.train, task.val, task.test, task.table).on_device()
-  context = TaskContext(data, task.objective, first.library, TINY, CONFIG)
+  context = TaskContext(Prepared(data, task.objective, CONFIG), first.library, TINY)
   back, frozen, prefixes = _restore(pickle.loads(pickle.dumps(_portable(context))))
   assert back.library == first.library and back.library.version == first.library.version
   assert set(frozen) == set(first.library.names)

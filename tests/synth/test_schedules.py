@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hx.compile.fitting import Outcome
 from hx.lang.parser import parse
 from hx.synth.executors import Job, JobResult
 from hx.synth.jsonfiles import jsonable
@@ -39,8 +40,8 @@ class Recorder:
 
   def __call__(self, context, jobs):
     self.calls.append([j.index for j in jobs])
-    return [JobResult(job=j, status="trained", reason=None, val_score=float(j.index), test_score=0.0,
-                      epochs_run=1)
+    return [JobResult(job=j, outcome=Outcome(status="trained", reason=None, val_score=float(j.index),
+                                             test_score=0.0, epochs_run=1))
             for j in reversed(jobs)]  # an executor may return them in any order
 
 

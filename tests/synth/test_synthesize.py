@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from hx.compile import ModuleConfig, TuneConfig, objective_for_type
+from hx.compile.fitting import Outcome, Prepared
 from hx.compile.values import ListBatch, Split
 from hx.data import Sources, TaskSizes, build_task, sequence, task_spec
 from hx.lang.types import parse_type
@@ -121,9 +122,10 @@ class _Scripted:
       status, val = self.outcomes[job.index]
       c = job.candidate
       variables = compile_program(c.program, c.fresh_types, context.module_config).init(jax.random.key(0))
-      yield JobResult(job=job, status=status, reason=None if status == "trained" else "loss became nan",
+      yield JobResult(job=job, outcome=Outcome(status=status,
+                      reason=None if status == "trained" else "loss became nan",
                       val_score=val, test_score=None if status != "trained" else val,
-                      variables=variables if status == "trained" else None)
+                      variables=variables if status == "trained" else None))
 
   def close(self):
     pass
@@ -178,8 +180,8 @@ def test_a_second_task_reuses_the_first_tasks_network_and_beats_training_from_sc
   scratch = lib_to_fresh(r2.best.program)
   fresh = {**r2.best.fresh_types,
            **{"nn_s_" + n: t for n, t in r1.library.types().items() if "nn_s_" + n in str(scratch)}}
-  context = TaskContext(TuneData(count.train, count.val, count.test, count.table), count.objective,
-                        Library(), SMALL, tc)
+  context = TaskContext(Prepared(TuneData(count.train, count.val, count.test, count.table), count.objective,
+                                 tc), Library(), SMALL)
   _, from_scratch = train_program(scratch, fresh, context, seed=0)
   assert from_scratch.failed is None
   # Measured: 0.49 with the recognizer reused, 1.41 from scratch (trivial predictor 1.49).
@@ -319,9 +321,9 @@ def test_the_task_context_sizes_the_run_for_the_tasks_training_split():
 
   task = build_task(task_spec("recognize_digit(3)"), Sources(), TaskSizes(binary=(40, 20, 20)), seed=0)
   context = task_context(task, tune_config=TuneConfig(epochs=2, batch_size=16, min_steps=9))
-  assert context.tune_config.epochs == 3  # 3 steps an epoch (40 examples in batches of 16)
+  assert context.ready.tune_config.epochs == 3  # 3 steps an epoch (40 examples in batches of 16)
   plain = task_context(task, tune_config=TuneConfig(epochs=2, batch_size=16))
-  assert plain.tune_config.epochs == 2
+  assert plain.ready.tune_config.epochs == 2
 
 
 def test_the_winner_joins_the_library_without_being_compiled_again(monkeypatch):

@@ -158,9 +158,9 @@ class CheapFirst:
     estimate (method "probe")."""
     from hx.lang.values import num_examples
 
-    tune_config = context.tune_config
+    tune_config = context.ready.tune_config
     got, stopped = cheap_first(list(candidates), self, tune_config.epochs,
-                               tune_config.steps_per_epoch(num_examples(context.data.train.inputs)),
+                               tune_config.steps_per_epoch(num_examples(context.ready.data.train.inputs)),
                                seed, lambda jobs: train(context, jobs), out_of_time, first_index)
     return ScheduleResult(tuple(got), as_estimates(got, stopped, "probe"))
 
@@ -405,8 +405,8 @@ def _reported(latest: list[JobResult], jobs: list[Job], finished: list[bool], re
     if not finished[i]:
       stopped[jobs[i].index] = r.val_score
       scored = f"{reached[i]:g} epochs" if i in reached else f"probe of {until:g} epochs"
-      r = dataclasses.replace(
-          r, status="estimated", val_score=math.nan, test_score=None, variables=None,
+      r = r.with_outcome(
+          status="estimated", val_score=math.nan, test_score=None, variables=None,
           reason=f"not trained to the end (cheap first: {why(i)}): {scored} scored {r.val_score:.4g}")
-    out.append(dataclasses.replace(r, job=jobs[i], state=None))
+    out.append(dataclasses.replace(r.with_outcome(state=None), job=jobs[i]))
   return out, stopped

@@ -151,10 +151,10 @@ def subsample_context(context: TaskContext, val_examples: int | None, seed: int)
   `Halving(val_examples=...)` train in."""
   from hx.lang.values import num_examples
 
-  data = context.data
+  data = context.ready.data
   idx = validation_subsample(num_examples(data.val.inputs), val_examples, seed)
   val = jax.device_put(subsample_split(data.val, idx))
-  return dataclasses.replace(context, data=data._replace(val=val, test=None), checkpoints=None)
+  return context.with_data(data._replace(val=val, test=None), checkpoints=None)
 
 
 def ridge_fit(features: np.ndarray, targets: np.ndarray, ridge: float) -> tuple[np.ndarray, np.ndarray]:
@@ -400,7 +400,7 @@ class _Heads:
   def __init__(self, context: TaskContext, val: Any, schedule: Estimate):
     self.context, self.val, self.schedule = context, val, schedule
     self._tables: dict[tuple[str, ...], Any] = {}
-    data = context.data
+    data = context.ready.data
     if data.table is not None:
       self.table, (self.train, self.val) = compact_table(data.table, [data.train, val])
     else:
@@ -424,7 +424,7 @@ class _Heads:
     from hx.compile.memo import frozen_prefix
 
     context = self.context
-    if context.objective.per_element:
+    if context.ready.objective.per_element:
       return None
     names, rest = frozen_prefix(candidate.program) if self.table is not None else ((), candidate.program)
     try:
@@ -442,11 +442,12 @@ class _Heads:
     context = self.context
     table = self._table(names)
     config = seeded(context, seed)
-    variables = initial_variables(compiled, config, context.objective, self.train.targets)
+    variables = initial_variables(compiled, config, context.ready.objective, self.train.targets)
     frozen = make_frozen(compiled, context.library.variables())
-    fitted = fit_head(compiled, variables, frozen, self.train, table, context.objective,
+    fitted = fit_head(compiled, variables, frozen, self.train, table, context.ready.objective,
                       ridge=self.schedule.ridge, logistic_steps=self.schedule.logistic_steps)
-    score, _ = evaluate(compiled, fitted, frozen, self.val, context.objective, table=table, config=config)
+    score, _ = evaluate(compiled, fitted, frozen, self.val, context.ready.objective, table=table,
+                        config=config)
     return float(score)
 
 
@@ -475,11 +476,11 @@ def estimate_then_train(candidates: Sequence[Candidate], schedule: Estimate, con
   """
   from hx.lang.values import num_examples
 
-  data = context.data
+  data = context.ready.data
   sub = subsample_context(context, schedule.val_examples, seed)
-  val = sub.data.val
-  steps_per_epoch = context.tune_config.steps_per_epoch(num_examples(data.train.inputs))
-  until = short_run_epochs(schedule, context.tune_config.epochs, steps_per_epoch)
+  val = sub.ready.data.val
+  steps_per_epoch = context.ready.tune_config.steps_per_epoch(num_examples(data.train.inputs))
+  until = short_run_epochs(schedule, context.ready.tune_config.epochs, steps_per_epoch)
   jobs = [Job(first_index + i, c, job_seed(seed, c)) for i, c in enumerate(candidates)]
   estimates: dict[int, Scored] = {}
   short: list[Job] = []
@@ -499,7 +500,7 @@ def estimate_then_train(candidates: Sequence[Candidate], schedule: Estimate, con
     estimates[job.index] = Scored(value, "head", time.perf_counter() - start, 0.0, reason)
   if short:
     for r in run(sub, short):
-      r = dataclasses.replace(r, state=None, variables=None)
+      r = r.with_outcome(state=None, variables=None)
       epochs = r.steps_run / steps_per_epoch
       reason = None if r.ok else f"short-run estimate failed: {r.reason or r.status}"
       estimates[r.job.index] = Scored(r.val_score if r.ok else math.nan, "short", r.seconds, epochs, reason,
@@ -519,12 +520,12 @@ def estimate_then_train(candidates: Sequence[Candidate], schedule: Estimate, con
     if job.index in finals:
       out.append(_with_estimate(finals[job.index], e))
     elif e.reason is not None:
-      out.append(dataclasses.replace(failed_result(job, e.reason, e.seconds), **_times(e)))
+      out.append(failed_result(job, e.reason, e.seconds).with_outcome(**_times(e)))
     else:
       why = ("the search ran out of time" if finals == {} and chosen else
              f"not among the best {schedule.keep} estimates")
-      out.append(dataclasses.replace(
-          failed_result(job, f"not trained to the end ({why}): {e.method} estimate {e.value:.4g}", e.seconds),
+      out.append(failed_result(
+          job, f"not trained to the end ({why}): {e.method} estimate {e.value:.4g}", e.seconds).with_outcome(
           status="estimated", **_times(e)))
   return out, estimates
 
@@ -541,8 +542,8 @@ def _times(e: Scored) -> dict[str, float]:
 def _with_estimate(final: JobResult, e: Scored) -> JobResult:
   """`final` with the estimate's time added (its steps are the full run's: the short run is not resumed)."""
   t = _times(e)
-  return dataclasses.replace(
-      final, seconds=final.seconds + t["seconds"],
+  return final.with_outcome(
+      seconds=final.seconds + t["seconds"],
       compile_seconds=final.compile_seconds + t.get("compile_seconds", 0.0),
       train_seconds=final.train_seconds + t.get("train_seconds", 0.0),
       eval_seconds=final.eval_seconds + t.get("eval_seconds", 0.0))

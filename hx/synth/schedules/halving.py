@@ -169,7 +169,7 @@ class Halving:
     estimate (method "halving")."""
     sub = None if self.val_examples is None else subsample_context(context, self.val_examples, seed)
     got, stopped = successive_halving(
-        list(candidates), self, context.tune_config.epochs, seed, lambda jobs: train(context, jobs),
+        list(candidates), self, context.ready.tune_config.epochs, seed, lambda jobs: train(context, jobs),
         out_of_time, first_index, run_subsample=None if sub is None else lambda jobs: train(sub, jobs))
     return ScheduleResult(tuple(got), as_estimates(got, stopped, "halving"))
 
@@ -202,8 +202,8 @@ def _best(scores: Sequence[float], keep: int) -> list[int]:
 def _stopped(r: JobResult, reached: float) -> JobResult:
   """The result of a candidate that did not train in the last rung (halving stopped it, or it stopped
   early before), scored on the validation subsample only."""
-  return dataclasses.replace(
-      r, status="estimated", val_score=math.nan, test_score=None, variables=None,
+  return r.with_outcome(
+      status="estimated", val_score=math.nan, test_score=None, variables=None,
       reason=f"stopped by halving after {reached:g} epochs, before its last rung: validation-subsample "
              f"score {r.val_score:.4g}")
 
@@ -291,7 +291,7 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
     if subsample and reached[i] < epochs and r.ok:
       stopped[jobs[i].index] = r.val_score
       r = _stopped(r, reached[i])
-    out.append(dataclasses.replace(r, job=jobs[i], state=None))
+    out.append(dataclasses.replace(r.with_outcome(state=None), job=jobs[i]))
   return out, stopped
 
 
