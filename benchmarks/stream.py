@@ -9,7 +9,10 @@ and low-level transfer, task by task, resumable, then the stream's metrics.
 The run is `hx.evaluate` of `hx.EvalConfig.make(stream, methods=..., fractions=[1.0], seeds=[SEED],
 candidates=...)` under the quick preset's module sizes (`hx.presets`, "quick": MLPs 64 wide, CNN
 channels 8 and 16, LSTM 32) and search (hx's cost order, `--candidates` programs per task, 4 by
-default): one training fraction, 100%, since the stream's less_data relation is its small-data test; its
+default), offered the library functions of `--library_tasks` earlier tasks (`hx.synth.prior`, 8 by
+default: `SearchSpace.library_tasks`, so that its cost stays that of the stream's first tasks; 0 gives it
+the whole library, as the paper's search): one training fraction, 100%, since the stream's less_data
+relation is its small-data test; its
 instantiation SEED is the stream's seed (`long_stream(SEED)`), so the records are under seed_SEED. It
 resumes by its records (`hx.evaluation.run`): started again on the same directory with the same flags it
 carries on after the last task recorded, and `--time_budget` stops it starting new work after that many
@@ -39,6 +42,10 @@ from hx.evaluation.stream_metrics import task_rows, write_stream_report
 
 _ROOT = Path(__file__).resolve().parent / "stream"
 METHODS = "houdini,standalone,llt"
+LIBRARY_TASKS = 8
+"""HOUDINI's search on the stream is offered the functions of this many earlier tasks
+(`hx.synth.prior.offered_library`): about the library of the stream's tenth task, so that the search
+costs at task 100 what it costs there."""
 
 
 def _default_dir(length: int, seed: int) -> Path:
@@ -46,8 +53,9 @@ def _default_dir(length: int, seed: int) -> Path:
 
 
 def _config(stream: hx.TaskStream, args: argparse.Namespace) -> hx.EvalConfig:
+  search = {"library_tasks": args.library_tasks} if args.library_tasks else None
   return hx.EvalConfig.make(stream, methods=[m for m in args.methods.split(",") if m], fractions=[1.0],
-                            seeds=[args.seed], candidates=args.candidates)
+                            seeds=[args.seed], candidates=args.candidates, search=search)
 
 
 FULL = 100
@@ -79,6 +87,9 @@ def main() -> int:
   parser.add_argument("--length", type=int, default=100, help="tasks: the first LENGTH of the stream")
   parser.add_argument("--candidates", type=int, default=4, help="HOUDINI's candidate programs per task")
   parser.add_argument("--methods", default=METHODS, help=f"methods (default {METHODS})")
+  parser.add_argument("--library_tasks", type=int, default=LIBRARY_TASKS,
+                      help="HOUDINI's search is offered the functions of this many earlier tasks, chosen by "
+                           f"hx.synth.prior (default {LIBRARY_TASKS}; 0: the whole library, the paper's)")
   parser.add_argument("--output_dir", default=None,
                       help="the run's directory (default benchmarks/stream/length_LENGTH_seed_SEED)")
   parser.add_argument("--time_budget", type=float, default=None, help="stop starting new work after this "

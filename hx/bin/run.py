@@ -92,8 +92,8 @@ _PATIENCE = flags.DEFINE_integer(
     "every method (default: none, the paper's: every epoch; 2 kept the best program of three tasks in "
     "less time, benchmarks/RESULTS.md, \"Synthesis\").")
 _SEARCH = flags.DEFINE_string(
-    "search", None, "HOUDINI's top-down order (authors, cost) and/or authors_filter=true|false, e.g. "
-    "cost,authors_filter=false (default: the preset's; BUILD.md, \"Executors and schedules\").")
+    "search", None, "HOUDINI's top-down order (authors, cost), authors_filter=true|false, library_tasks=N, "
+    "e.g. cost,library_tasks=8 (default: the preset's; BUILD.md, \"Executors and schedules\").")
 _OUTPUT = flags.DEFINE_string("output_dir", None, "Where to write (default: runs/<sequence>-<preset>).")
 _TIME_BUDGET = flags.DEFINE_float("time_budget", None, "Stop starting new work after this many seconds; run "
                                   "again to continue.")
@@ -156,14 +156,15 @@ def _houdini_settings_without_houdini(values: dict) -> str | None:
 check_flags([_METHODS, *_HOUDINI_ONLY], _houdini_settings_without_houdini)
 
 
-def parse_search(text: str | None) -> tuple[str | None, bool | None]:
-  """(order, authors_filter) of a --search value such as "cost", "authors_filter=false" or
-  "authors,authors_filter=true"; None where it names neither (the preset's then).
+def parse_search(text: str | None) -> dict[str, Any]:
+  """The `SearchSpace` changes of a --search value such as "cost", "authors_filter=false",
+  "authors,authors_filter=true" or "cost,library_tasks=8" (`EvalConfig.make(search=...)`): only the
+  keys it names (the preset's for the others).
 
   Raises:
     ValueError: an unknown order, key or value (the message lists the valid ones).
   """
-  order, authors_filter = None, None
+  out: dict[str, Any] = {}
   for item in [] if text is None else [i.strip() for i in text.split(",") if i.strip()]:
     key, eq, value = item.partition("=")
     if not eq:
@@ -171,14 +172,19 @@ def parse_search(text: str | None) -> tuple[str | None, bool | None]:
     if key == "order":
       if value not in ORDERS:
         raise ValueError(f"unknown order {value!r}; the orders are {', '.join(ORDERS)}")
-      order = value
+      out["order"] = value
     elif key == "authors_filter":
       if value.lower() not in ("true", "false"):
         raise ValueError(f"authors_filter={value}: expected true or false")
-      authors_filter = value.lower() == "true"
+      out["authors_filter"] = value.lower() == "true"
+    elif key == "library_tasks":
+      if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"library_tasks={value}: expected an integer >= 1")
+      out["library_tasks"] = int(value)
     else:
-      raise ValueError(f"unknown key {key!r}; the keys are order (or an order alone) and authors_filter")
-  return order, authors_filter
+      raise ValueError(f"unknown key {key!r}; the keys are order (or an order alone), authors_filter and "
+                       "library_tasks")
+  return out
 
 
 def _search_problem(name: str, value: str | None) -> str | None:
@@ -195,7 +201,7 @@ check_flag(_SEARCH, _search_problem)
 def _order_without_topdown(values: dict) -> str | None:
   strategies = [s.strip() for s in values["strategy"] or [] if s.strip()]
   try:
-    order, _ = parse_search(values["search"])
+    order = parse_search(values["search"]).get("order")
   except ValueError:  # refused by its own check
     return None
   if order is not None and strategies and "topdown" not in strategies:
@@ -247,7 +253,7 @@ def _make(sequence, given: dict) -> EvalConfig:
   if _TIME_BUDGET.value is not None and not _TIME_BUDGET.value > 0:
     raise FlagError(f"--time_budget must be a positive number of seconds, got {_TIME_BUDGET.value:g}")
   examples = _numbers("examples", _EXAMPLES.value, int)
-  order, authors_filter = parse_search(_SEARCH.value)
+  search = parse_search(_SEARCH.value)
   if examples is not None and len(examples) != 3:
     raise FlagError(f"--examples takes three counts (train,val,test), got {len(examples)}")
 
@@ -265,7 +271,7 @@ def _make(sequence, given: dict) -> EvalConfig:
       module_overrides=module_overrides(_MODULE.value, "--module"),
       examples=tuple(examples) if examples is not None else None, sources=sources_from_flags(0),
       bias_from_targets=_BIAS.value, schedule=schedule_from_flags(), patience=_PATIENCE.value,
-      order=order, authors_filter=authors_filter)
+      search=search)
 
 
 def main(argv: list[str]) -> int:

@@ -125,12 +125,10 @@ def apply_prefix(names: tuple[str, ...], specs: Mapping[str, ModuleSpec], variab
     chunk: rows are processed `chunk` at a time by one jitted call (a last short chunk is padded and cut
       off), so memory stays bounded and the call compiles once.
   """
-  from hx.compile.lower import compile_program, make_frozen
+  from hx.compile.lower import make_frozen
 
-  compiled = compile_program(prefix_program(names), {}, library={n: specs[n] for n in names})
-  frozen = make_frozen(compiled, variables)
-  empty = {"params": (), "batch_stats": ()}
-  run = jax.jit(lambda f, x: compiled.apply(empty, f, x, train=False))
+  canonical, compiled, run = _prefix_run(names, specs)
+  frozen = make_frozen(compiled, {c: variables[n] for c, n in zip(canonical, names)})
   table = jnp.asarray(table)
   m = table.shape[0]
   wanted = None if rows is None else np.unique(np.asarray(rows, np.int64).reshape(-1))
@@ -152,6 +150,35 @@ def apply_prefix(names: tuple[str, ...], specs: Mapping[str, ModuleSpec], variab
   if wanted is None:
     return out
   return jnp.zeros((m,) + out.shape[1:], jnp.float32).at[wanted].set(out)
+
+
+_RUNS: dict[tuple, tuple[Any, Any]] = {}
+"""Prefix structures -> (compiled prefix, its jitted inference apply), the most recently used last."""
+_MAX_RUNS = 64
+
+
+def _prefix_run(names: tuple[str, ...], specs: Mapping[str, ModuleSpec]
+                ) -> tuple[tuple[str, ...], Any, Any]:
+  """(canonical names, compiled program, jitted apply(frozen, x)) of the prefix `names`, shared by every
+  prefix of the same structure (the same module specs in the same places): a long library holds many
+  CNNs of one architecture, and each would otherwise trace and compile the same executable. The
+  canonical names keep the originals' sorted order, so the frozen variables flatten in the same order
+  as under the library's names."""
+  from hx.compile.lower import compile_program
+
+  rank = {n: r for r, n in enumerate(sorted(set(names)))}
+  canonical = tuple(f"p{rank[n]:04d}" for n in names)
+  key = (canonical, tuple(repr(specs[n]) for n in names))
+  got = _RUNS.pop(key, None)
+  if got is None:
+    compiled = compile_program(prefix_program(canonical), {},
+                               library={c: specs[n] for c, n in zip(canonical, names)})
+    empty = {"params": (), "batch_stats": ()}
+    got = (compiled, jax.jit(lambda f, x: compiled.apply(empty, f, x, train=False)))
+  _RUNS[key] = got
+  while len(_RUNS) > _MAX_RUNS:
+    _RUNS.pop(next(iter(_RUNS)))
+  return (canonical, *got)
 
 
 class PrefixTables:

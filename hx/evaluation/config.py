@@ -24,7 +24,7 @@ from hx.defaults import OMIT_DEFAULT
 from hx.lang.types import GraphType, function_parts
 from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, kind_group, task_tune_config
 from hx.synth.schedules import ToEnd
-from hx.synth.space import ORDERS, SearchSpace, paper_space
+from hx.synth.space import SearchSpace, paper_space
 from hx.synth.synthesize import STRATEGIES, Budget
 
 __all__ = ["Preset", "EvalConfig", "ConfigError", "METHODS", "BASELINES", "GRAPH_SEQUENCES",
@@ -140,7 +140,7 @@ class EvalConfig:
            module_overrides: Mapping[str, Any] | None = None,
            examples: tuple[int, int, int] | None = None, sources: Sources = Sources(),
            bias_from_targets: bool = True, schedule: Any = None, patience: int | None = None,
-           order: str | None = None, authors_filter: bool | None = None) -> EvalConfig:
+           search: Mapping[str, Any] | None = None) -> EvalConfig:
     """A checked configuration: the preset's defaults with these overrides.
 
     Args:
@@ -163,8 +163,8 @@ class EvalConfig:
         the end), or `Halving`, `CheapFirst`, `Estimate` (the top-down strategy only).
       patience: `TuneConfig.patience` of every task and method (None, the paper's: every epoch; N: stop
         a training after N epochs without a better validation score).
-      order, authors_filter: `SearchSpace.order` and `SearchSpace.authors_filter` of HOUDINI's search
-        (default the preset's).
+      search: `SearchSpace` fields of HOUDINI's search to change from the preset's (`SEARCH_KEYS`:
+        "order", "authors_filter", "library_tasks"), e.g. {"order": "cost", "library_tasks": 8}.
 
     Raises:
       ConfigError: anything that cannot work, in one line naming the setting.
@@ -195,7 +195,7 @@ class EvalConfig:
     ordered = _methods(key, methods, strategies, graphs)
     fractions, seeds, tasks = _runs(p, key, fractions, seeds, tasks, len(specs))
     budget, budgets = _budgets(p, key, candidates, seconds, schedule, strategies, patience, len(specs))
-    space = _search_space(p, key, order, authors_filter, graphs)
+    space = _search_space(p, key, search, graphs)
     module_config, sizes = _sizes(p, key, module_overrides, examples, epochs)
     _check_sources(sources)
     return cls(sequence=key, methods=ordered, fractions=fractions, seeds=seeds, preset=preset,
@@ -267,17 +267,23 @@ def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None,
   return budget, budgets
 
 
-def _search_space(p: Preset, key: str, order: str | None, authors_filter: bool | None,
-                  graphs: bool) -> SearchSpace:
-  """The preset's search space with the caller's order and filter, checked."""
+SEARCH_KEYS = ("order", "authors_filter", "library_tasks")
+"""The `SearchSpace` fields a run may change from its preset's (`EvalConfig.make(search=...)`, hx-run's
+--search)."""
+
+
+def _search_space(p: Preset, key: str, search: Mapping[str, Any] | None, graphs: bool) -> SearchSpace:
+  """The preset's search space with the caller's changes (`SEARCH_KEYS`), checked."""
   space = _space(p, key, graphs)
-  if order is not None:
-    if order not in ORDERS:
-      raise ConfigError(f"unknown search order {order!r}; the orders are {', '.join(ORDERS)}")
-    space = dataclasses.replace(space, order=order)
-  if authors_filter is not None:
-    space = dataclasses.replace(space, authors_filter=authors_filter)
-  return space
+  changes = dict(search or {})
+  unknown = sorted(set(changes) - set(SEARCH_KEYS))
+  if unknown:
+    raise ConfigError(f"unknown search setting(s) {', '.join(unknown)}; the settings are "
+                      f"{', '.join(SEARCH_KEYS)}")
+  try:
+    return dataclasses.replace(space, **changes)
+  except (ValueError, TypeError) as err:
+    raise ConfigError(f"search: {err}") from None
 
 
 def _sizes(p: Preset, key: str, module_overrides: Mapping[str, Any] | None,

@@ -102,6 +102,8 @@ def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fra
       # along a long sequence (`hx.evaluation.stream_metrics`).
       **({} if result.enumeration is None else {"enumeration": dataclasses.asdict(result.enumeration)}),
       "library_after_size": library_size(result.library),
+      # The library functions a bounded search was offered (SearchSpace.library_tasks), when a part.
+      **({} if result.offered is None else {"library_offered": list(result.offered)}),
       "seconds": {"search": result.search_seconds, "compile": result.compile_seconds,
                   "train": result.train_seconds, "eval": result.eval_seconds, "wall": result.wall_seconds},
       "ranked": [{

@@ -74,6 +74,7 @@ import dataclasses
 import itertools
 from typing import Any, Iterator, Mapping, Sequence
 
+from hx.defaults import OMIT_DEFAULT
 from hx.lang import program as P
 from hx.lang.errors import HxTypeError
 from hx.lang.infer import infer
@@ -159,6 +160,10 @@ class SearchSpace:
       fresh functions, each a CNN from an image to its features, an MLP from CNN features, an LSTM from a
       list of vectors or a two-argument (fold) step on vectors; at most one MLP, the library's counted;
       at most one `repeat`; at most two intermediate types chosen.
+    library_tasks: offer the search the functions of at most this many earlier tasks, those whose
+      programs' per-image functions best predict the task's targets in closed form
+      (`hx.synth.prior.offered_library`), so that its cost stays bounded as the library grows; None
+      (the paper's): the whole library.
   """
   intermediate_types: tuple[Type, ...] = (parse_type("Tensor<bool>[1]"), parse_type("Tensor<real>[1]"))
   image_features: bool = True
@@ -173,6 +178,7 @@ class SearchSpace:
   costs: Costs = Costs()
   order: str = "authors"
   authors_filter: bool = False
+  library_tasks: int | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
 
   def __post_init__(self):
     if self.order not in ORDERS:
@@ -186,6 +192,9 @@ class SearchSpace:
       raise ValueError(f"repeat counts must be integers >= 2, got {self.repeat_counts}")
     if self.max_size < 1 or self.max_fresh < 0:
       raise ValueError(f"max_size must be >= 1 and max_fresh >= 0, got {self.max_size}, {self.max_fresh}")
+    if self.library_tasks is not None and (not isinstance(self.library_tasks, int)
+                                           or isinstance(self.library_tasks, bool) or self.library_tasks < 1):
+      raise ValueError(f"library_tasks must be an integer >= 1 or None, got {self.library_tasks!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -156,6 +156,9 @@ class SynthesisResult:
       short runs).
     no_program: where the search proposed no candidate, why a single fresh function of the task's type
       cannot be built (`hx.compile.module_spec`'s reason), else None.
+    offered: under `SearchSpace.library_tasks`, the names of the library functions the search was
+      offered (`hx.synth.prior.offered_library`; their choice is in `search_seconds`) when they were a
+      part of the library; None when it was offered the whole library.
   """
   task: str
   strategy: str
@@ -171,6 +174,7 @@ class SynthesisResult:
   enumeration: EnumerationStats | None = None
   estimate_seconds: float = 0.0
   no_program: str | None = None
+  offered: tuple[str, ...] | None = None
 
   @property
   def best(self) -> Ranked:
@@ -289,9 +293,15 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   Returns:
     A `SynthesisResult`.
   """
+  from hx.synth.library import Library
+  from hx.synth.prior import offered_library
+
   _check_arguments(strategy, budget, keep)
   wall = time.perf_counter()
-  context = task_context(task, library, module_config, _tune_config(task, tune_config),
+  library = library if library is not None else Library()
+  offered = offered_library(library, task, space.library_tasks)
+  prior_seconds = time.perf_counter() - wall
+  context = task_context(task, offered, module_config, _tune_config(task, tune_config),
                          checkpoint_dir=checkpoint_dir, scores_dir=scores_dir)
   owned = executor is None or isinstance(executor, str)
   executor = make_executor(executor)
@@ -305,8 +315,12 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     show.close()
     if owned:
       executor.close()
-  return _ranked_and_added(task, context, strategy, search, results, estimates, keep=keep, sequence=sequence,
-                           when=when, wall=wall)
+  result = _ranked_and_added(task, context, library, strategy, search, results, estimates, keep=keep,
+                             sequence=sequence, when=when, wall=wall)
+  if offered is library:
+    return result
+  return dataclasses.replace(result, offered=offered.names,
+                             search_seconds=result.search_seconds + prior_seconds)
 
 
 def _check_arguments(strategy: str, budget: Budget, keep: int) -> None:
@@ -356,22 +370,23 @@ def _search_and_train(task_type: Type, context: TaskContext, executor: Executor,
   return search, results, estimates
 
 
-def _ranked_and_added(task: Any, context: TaskContext, strategy: str, search: Strategy,
+def _ranked_and_added(task: Any, context: TaskContext, library: Any, strategy: str, search: Strategy,
                       results: list[JobResult], estimates: dict[int, Scored], *, keep: int,
                       sequence: str | None, when: str | None, wall: float) -> SynthesisResult:
   """The candidates ranked (the winner trained again where its outcome was kept without variables), the
-  library extended with the winner, as `synthesize` returns them."""
+  `library` (the whole one: the search may have been offered a part, `context.library`) extended with
+  the winner, as `synthesize` returns them."""
   ranked = sorted(results, key=lambda r: _sort_key(r, estimates))
   if ranked and ranked[0].ok and ranked[0].restored:
     ranked[0] = _trained_again(ranked[0], context)
   added = None
   if ranked and ranked[0].ok:
     kind = getattr(getattr(task, "spec", None), "kind", None)
-    added = _extend(context.library, ranked[:keep], context, sequence or kind or "task", task.name, when)
+    added = _extend(library, ranked[:keep], context, sequence or kind or "task", task.name, when)
   out = _ranking(ranked, estimates, added, keep, search.equivalent)
   return SynthesisResult(
       task=task.name, strategy=strategy, ranked=tuple(out),
-      library=added.library if added is not None else context.library, added=added,
+      library=added.library if added is not None else library, added=added,
       search_seconds=search.seconds, compile_seconds=sum(r.compile_seconds for r in results),
       train_seconds=sum(r.train_seconds for r in results), eval_seconds=sum(r.eval_seconds for r in results),
       wall_seconds=time.perf_counter() - wall, candidates_trained=len(results),

@@ -233,3 +233,19 @@ def test_training_a_grid_program_on_its_prefix_table_equals_training_the_whole_p
   r_split = tune(split, make_frozen(split, lib.variables()), data._replace(table=table), grid_task.objective,
                  config)
   _assert_same_training(r_split, r_whole)
+
+
+def test_prefixes_of_one_structure_share_one_executable_and_give_each_functions_outputs(count_task):
+  import hx.compile.memo as memo
+
+  first, second = _library(0), _library(1)  # the same architecture, other weights, other names
+  specs = {n.replace("nn_t", "nn_u"): s for n, s in second.specs().items()}
+  variables = {n.replace("nn_t", "nn_u"): v for n, v in second.variables().items()}
+  table = count_task.table[:64]
+  memo._RUNS.clear()
+  a = np.asarray(apply_prefix(("nn_t_1", "nn_t_2"), first.specs(), first.variables(), table))
+  b = np.asarray(apply_prefix(("nn_u_1", "nn_u_2"), specs, variables, table))
+  assert len(memo._RUNS) == 1  # traced and compiled once
+  alone = np.asarray(apply_prefix(("nn_t_1", "nn_t_2"), second.specs(), second.variables(), table))
+  np.testing.assert_array_equal(b, alone)  # each call's own weights, whatever the names
+  assert not np.array_equal(a, b)

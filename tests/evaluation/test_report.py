@@ -152,7 +152,8 @@ def test_presets_and_their_checks():
   assert gs.space == paper_space(graphs=True) and "conv_g" in gs.space.combinators
   assert [b.candidates for b in EvalConfig.make("ls", preset="paper").budgets] == [50] * 9
   assert [b.candidates for b in EvalConfig.make("cs2", preset="paper").budgets] == [20] * 4
-  overridden = EvalConfig.make("ss", preset="paper", candidates=7, order="cost", authors_filter=False)
+  overridden = EvalConfig.make("ss", preset="paper", candidates=7,
+                               search={"order": "cost", "authors_filter": False})
   assert [b.candidates for b in overridden.budgets] == [7, 7]
   assert overridden.space.order == "cost" and not overridden.space.authors_filter
   custom = EvalConfig.make("cs1", methods=["llt", "houdini"], fractions=[1, 0.5, 0.5], tasks=2, epochs=1,

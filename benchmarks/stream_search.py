@@ -1,0 +1,106 @@
+"""The top-down search's cost along the long stream, on the libraries a run of it saved: the whole library
+(the paper's search) against the part `hx.synth.prior` offers (`SearchSpace.library_tasks`).
+
+    python benchmarks/stream_search.py                      # benchmarks/stream/length_100_seed_0
+    python benchmarks/stream_search.py --run /tmp/s30 --length 30 --library_tasks 8
+
+For each task i the run recorded (after the first), it loads HOUDINI's library saved after task i - 1
+(`houdini_topdown/seed_<s>/libraries/after_<i-1>`), builds task i (`hx.data.long_stream`, the run's seed
+and length), and times the search the run's configuration makes (its space and `--candidates`, the
+quick preset's module sizes; `hx.synth.topdown.enumerate_programs`) twice: on the whole library, and on
+`offered_library(library, task, K)` with the time of that choice (the probes' forward passes and fits)
+included. Nothing is trained. One row per task: the library's functions, the offered functions, both
+times and the expanded partial programs. A search still running after `--budget` seconds is printed as
+`>budget`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import hx
+from hx.data import Sources, StreamSettings, long_stream
+from hx.synth.library import Library
+from hx.synth.prior import offered_library
+from hx.synth.topdown import EnumerationStats, enumerate_programs
+
+_ROOT = Path(__file__).resolve().parent / "stream"
+
+
+class _OverBudget(Exception):
+  pass
+
+
+def _alarm(signum, frame):
+  raise _OverBudget()
+
+
+def _search(task, library, config, candidates: int, budget: float) -> tuple[float | None, int]:
+  """(seconds or None over `budget`, partial programs expanded) of one search."""
+  stats = EnumerationStats()
+  signal.signal(signal.SIGALRM, _alarm)
+  signal.setitimer(signal.ITIMER_REAL, budget)
+  start = time.perf_counter()
+  try:
+    for _ in enumerate_programs(task.type, library, space=config.space, config=config.module_config,
+                                limit=candidates, stats=stats):
+      pass
+    return time.perf_counter() - start, stats.expanded
+  except _OverBudget:
+    return None, stats.expanded
+  finally:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _seconds(s: float | None, budget: float) -> str:
+  return f">{budget:g}" if s is None else f"{s:.2f}"
+
+
+def main() -> int:
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--run", default=None, help="the stream run's directory (default "
+                      "benchmarks/stream/length_LENGTH_seed_SEED)")
+  parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--length", type=int, default=100)
+  parser.add_argument("--library_tasks", type=int, default=8, help="K of the bounded search")
+  parser.add_argument("--candidates", type=int, default=4, help="candidates the search yields")
+  parser.add_argument("--budget", type=float, default=300.0, help="seconds per search at most")
+  args = parser.parse_args()
+  run = Path(args.run) if args.run else _ROOT / f"length_{args.length}_seed_{args.seed}"
+  libraries = run / "houdini_topdown" / f"seed_{args.seed}" / "libraries"
+  if not libraries.is_dir():
+    print(f"error: {run} holds no HOUDINI libraries ({libraries} is missing)", file=sys.stderr)
+    return 1
+  stream = long_stream(args.seed, args.length, StreamSettings(), Sources())
+  config = hx.EvalConfig.make(stream, methods=["houdini"], fractions=[1.0], seeds=[args.seed])
+  tasks = stream.instance(args.seed)
+  print("task  functions  offered  whole_s  expanded  bounded_s  expanded")
+  rows = []
+  for i in range(2, len(tasks) + 1):
+    saved = libraries / f"after_{i - 1:02d}"
+    if not saved.exists():
+      break
+    library, task = Library.load(saved), tasks.build(i - 1)
+    whole, whole_expanded = _search(task, library, config, args.candidates, args.budget)
+    start = time.perf_counter()
+    offered = offered_library(library, task, args.library_tasks)
+    choice = time.perf_counter() - start
+    bounded, bounded_expanded = _search(task, offered, config, args.candidates, args.budget)
+    bounded = None if bounded is None else bounded + choice
+    rows.append((i, whole, bounded))
+    print(f"{i:4d}  {len(library):9d}  {len(offered):7d}  {_seconds(whole, args.budget):>7}  "
+          f"{whole_expanded:8d}  {_seconds(bounded, args.budget):>9}  {bounded_expanded:8d}", flush=True)
+  early = [b for i, _, b in rows if 10 <= i <= 20 and b is not None]
+  if early:
+    print(f"bounded search, median over tasks 10-20: {statistics.median(early):.2f} s; at task "
+          f"{rows[-1][0]}: {_seconds(rows[-1][2], args.budget)} s")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

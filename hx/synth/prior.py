@@ -1,0 +1,248 @@
+"""Which library functions a task's search is offered when the library has grown long: a data-driven prior.
+
+The top-down search's cost grows with the library: every hole a library function's type fits is filled
+with each of them, so at a hundred tasks a size-ordered enumeration reaches the useful programs later and
+later, and expands more and more partial programs first. `offered_library` keeps the search's library
+to the functions of a bounded number of earlier tasks, chosen on the new task's own data, after the
+data-driven prior of MNTDP (Veniat, Denoyer and Ranzato, ICLR 2021), which picks the earlier modules
+whose features serve the new task best:
+
+  1. Each earlier task that added functions (a *source*: the library entries of one provenance task)
+     is known by its winning program (`Provenance.program`). The per-image part of that program
+     (`hx.compile.distinct.element_split`: the whole program for an image task, the mapped function of
+     a list or graph task) is a chain of library functions; each input-end run of it (the CNN alone,
+     the CNN and the layer after it, ...) is a *probe* when its input is the new task's image type.
+  2. Each probe is applied, frozen, to the images of at most `sample` training and `sample` validation
+     examples of the new task, and a ridge regression (`hx.synth.schedules.estimate.ridge_fit`) from
+     its outputs to the new task's targets is fitted on the training ones and scored on the validation
+     ones: the mean squared error relative to predicting the training mean (0 perfect, 1 no better than
+     the mean). A list example's features are the sum and the mean of its elements' (a count or a sum
+     is then linear in them); a task with one target per list element or graph node regresses those
+     node by node. Class targets are regressed as one-hot vectors.
+  3. A source scores the best of its probes; the `tasks` best sources (ties: the later first) are
+     offered, with every library function their winning programs call (so each of their programs can be
+     built again), in the library's order.
+
+A source whose program has no probe of the new task's image type (another image size, a graph
+convolution at the input end) scores nothing and is offered only after every scored source; when the
+task's inputs are not images (values, not indices into an image table) no source can be probed and the
+latest `tasks` sources are offered. The functions not offered stay in the library: later tasks may be
+offered them, and the library that the task's winner extends, saves and reports is the whole one.
+
+Why a probe of the earlier task's own program: its functions were trained together, and a later task
+that repeats it (less data, new data of the same distribution, a relabelling) is predicted best by the
+very features its earlier instance learned; a task of another domain by none of them. The probe costs
+one frozen forward pass of a few hundred images per distinct probe (probes shared by several sources are
+run once), and it never trains.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from hx.lang import parse
+from hx.lang import program as P
+from hx.lang import values as V
+from hx.lang.types import FunctionType, GraphType, ListType, TensorType, Type
+
+__all__ = ["offered_library", "source_scores", "probe_error"]
+
+_ELEMENTS = (*V.ELEMENT_BATCHES, V.SharedGraphs)
+
+
+def offered_library(library: Any, task: Any, tasks: int | None, *, sample: int = 256,
+                    ridge: float = 1e-2) -> Any:
+  """The part of `library` (an `hx.Library`) a search for `task` is offered: the functions of the
+  `tasks` earlier tasks whose programs' per-image functions best predict `task`'s targets (see the
+  module docstring), and the library functions those programs call; `library` itself when it holds
+  functions of `tasks` earlier tasks or fewer, or `tasks` is None.
+
+  Args:
+    task: an `hx.Task` (or any value with `type`, `train`, `val`, `table` and `objective`).
+    tasks: how many earlier tasks' functions to offer (>= 1), or None: all.
+    sample: examples of each split probed at most (the first ones: a split's examples are drawn at
+      random already).
+    ridge: the ridge regression's penalty, relative to the features' mean squared norm.
+
+  Returns:
+    An `hx.Library` of the offered entries (their names, specs, variables and provenance unchanged) and
+    the library's counters, so that names given after it continue the whole library's numbering.
+  """
+  if tasks is None:
+    return library
+  if tasks < 1:
+    raise ValueError(f"the search must be offered the functions of at least 1 earlier task, got {tasks}")
+  sources = _sources(library)
+  if len(sources) <= tasks:
+    return library
+  scores = source_scores(library, task, sample=sample, ridge=ridge)
+  order = sorted(range(len(sources)), key=lambda i: (_rank_key(scores[sources[i][0]]), -i))
+  keep: set[str] = set()
+  for i in order[:tasks]:
+    key, names = sources[i]
+    keep.update(names)
+    keep.update(_called(library[names[0]].provenance.program))
+  return type(library)(tuple(e for e in library.entries if e.name in keep), library.counters)
+
+
+def _rank_key(score: float | None) -> tuple[int, float]:
+  """Scored sources first (lower error first), then unscored ones."""
+  return (1, 0.0) if score is None or not math.isfinite(score) else (0, score)
+
+
+def _sources(library: Any) -> list[tuple[str, tuple[str, ...]]]:
+  """(source key, its entries' names) per earlier task that added functions, in the library's order."""
+  out: dict[str, list[str]] = {}
+  for e in library.entries:
+    out.setdefault(f"{e.provenance.sequence}/{e.provenance.task}", []).append(e.name)
+  return [(k, tuple(v)) for k, v in out.items()]
+
+
+def _called(program_text: str) -> tuple[str, ...]:
+  """Every library function a provenance program names (its own, written bare, and earlier ones')."""
+  p = parse(program_text)
+  return tuple(P.fresh_names(p)) + tuple(P.library_names(p))
+
+
+def _image_type(task_type: Type) -> TensorType | None:
+  """The image type of a task's input elements (the input itself, or a list's or graph's element)."""
+  arg = task_type.arg if isinstance(task_type, FunctionType) else None
+  if isinstance(arg, (ListType, GraphType)):
+    arg = arg.elem
+  return arg if isinstance(arg, TensorType) and len(arg.shape) == 3 else None
+
+
+def _probes(library: Any, program_text: str, image: TensorType, elements: bool) -> list[tuple[str, ...]]:
+  """The input-end runs of a provenance program's per-image chain whose input is `image`, as library
+  names outermost first (`hx.compile.memo.apply_prefix`'s order), shortest first."""
+  from hx.compile.distinct import element_split
+
+  split = element_split(_as_library(parse(program_text)), elements)
+  if split is None:
+    return []
+  chain = P.chain(split[0])
+  run: list[str] = []
+  for f in reversed(chain):  # from the input end
+    if not isinstance(f, P.Lib) or f.name not in library:
+      break
+    run.insert(0, f.name)
+  if not run or library[run[-1]].type.arg != image:
+    return []
+  return [tuple(run[-k:]) for k in range(1, len(run) + 1)]
+
+
+def _as_library(p: P.Program) -> P.Program:
+  """`p` with its fresh functions written as library functions (a provenance program names its own
+  functions bare)."""
+  if isinstance(p, P.Fresh):
+    return P.Lib(p.name)
+  kids = P.children(p)
+  return P.with_children(p, tuple(_as_library(k) for k in kids)) if kids else p
+
+
+def source_scores(library: Any, task: Any, *, sample: int = 256, ridge: float = 1e-2
+                  ) -> dict[str, float | None]:
+  """Per source of `library` (its key, "sequence/task"), its probes' best error on `task`
+  (`probe_error`), or None where it has no probe of the task's image type or the task's inputs are not
+  image indices."""
+  sources = _sources(library)
+  image = _image_type(task.type)
+  train, val = _head(task.train, sample), _head(task.val, sample)
+  if image is None or task.table is None or not _indexed(train.inputs) or not _indexed(val.inputs):
+    return {key: None for key, _ in sources}
+  elements = isinstance(train.inputs, _ELEMENTS)
+  per_element = bool(getattr(task.objective, "per_element", False))
+  rows = np.unique(np.concatenate([_indices(train.inputs).reshape(-1), _indices(val.inputs).reshape(-1)]))
+  errors: dict[tuple[str, ...], float] = {}
+  out: dict[str, float | None] = {}
+  for key, names in sources:
+    best = None
+    for probe in _probes(library, library[names[0]].provenance.program, image, elements):
+      if probe not in errors:
+        outputs = _outputs(library, probe, task.table, rows)
+        errors[probe] = probe_error(outputs, train, val, per_element=per_element, ridge=ridge)
+      e = errors[probe]
+      best = e if best is None or e < best else best
+    out[key] = best
+  return out
+
+
+def _head(split: Any, n: int) -> Any:
+  """The first `n` examples of a split (inputs and targets cut alike)."""
+  import jax
+
+  return jax.tree.map(lambda a: np.asarray(a)[:n], split)
+
+
+def _indexed(inputs: Any) -> bool:
+  return np.issubdtype(_indices(inputs).dtype, np.integer)
+
+
+def _indices(inputs: Any) -> np.ndarray:
+  return np.asarray(inputs.values if isinstance(inputs, _ELEMENTS) else inputs)
+
+
+def _mask(inputs: Any) -> np.ndarray:
+  """(n, L or N) bool: the real elements of a list or graph batch."""
+  if isinstance(inputs, V.SharedGraphs):
+    return np.asarray(inputs.layouts.mask, bool)[np.asarray(inputs.layout)]
+  return np.asarray(inputs.mask, bool)
+
+
+def _outputs(library: Any, probe: tuple[str, ...], table: Any, rows: np.ndarray) -> np.ndarray:
+  """(table rows, d) float64: the probe applied, frozen, to the table's `rows` (other rows 0)."""
+  from hx.compile.memo import apply_prefix
+
+  out = np.asarray(apply_prefix(probe, library.specs(), library.variables(), table, rows=rows))
+  return out.reshape(out.shape[0], -1).astype(np.float64)
+
+
+def probe_error(outputs: np.ndarray, train: Any, val: Any, *, per_element: bool, ridge: float) -> float:
+  """The validation error of a ridge regression from a probe's outputs to a task's targets, relative to
+  predicting the training targets' mean: mean((prediction - y)^2) / mean((train mean - y)^2) over `val`
+  (0 perfect, 1 no better than the mean; inf where the validation targets do not vary).
+
+  Args:
+    outputs: (table rows, d) the probe's output per table row.
+    train, val: `hx.compile.Split`s whose inputs index the table (an index array, a ListBatch, a graph
+      batch); targets as `hx.compile.Split` holds them.
+    per_element: the targets are per list element or graph node (regressed element by element).
+  """
+  from hx.synth.schedules.estimate import ridge_fit
+
+  classes = _classes(train.targets, val.targets)
+  h_train, y_train = _design(outputs, train, per_element, classes)
+  h_val, y_val = _design(outputs, val, per_element, classes)
+  w, b = ridge_fit(h_train, y_train, ridge)
+  base = float(np.mean((y_train.mean(0) - y_val) ** 2))
+  if not base > 0:
+    return math.inf
+  return float(np.mean((h_val @ w + b - y_val) ** 2)) / base
+
+
+def _classes(*targets: Any) -> int | None:
+  """The number of classes when the targets are class indices ((n,) integers), else None."""
+  arrays = [np.asarray(t) for t in targets]
+  if all(a.ndim == 1 and np.issubdtype(a.dtype, np.integer) for a in arrays):
+    return int(max(a.max(initial=0) for a in arrays)) + 1
+  return None
+
+
+def _design(outputs: np.ndarray, split: Any, per_element: bool, classes: int | None
+            ) -> tuple[np.ndarray, np.ndarray]:
+  """(features (m, d'), targets (m, k)) of a split: one row per example, or per real element."""
+  idx = _indices(split.inputs).astype(np.int64)
+  targets = np.asarray(split.targets)
+  y = np.eye(classes)[targets] if classes is not None else targets.astype(np.float64)
+  if not isinstance(split.inputs, _ELEMENTS):
+    return outputs[idx], y.reshape(len(idx), -1)
+  mask = _mask(split.inputs)
+  if per_element:
+    return outputs[idx[mask]], y[mask].reshape(int(mask.sum()), -1)
+  h = outputs[idx] * mask[..., None]
+  count = np.maximum(mask.sum(1, keepdims=True), 1)
+  return np.concatenate([h.sum(1), h.sum(1) / count], axis=1), y.reshape(len(idx), -1)
+
