@@ -177,7 +177,7 @@ def test_a_context_crosses_to_another_process_with_its_library():
   back, frozen, prefixes = _restore(pickle.loads(pickle.dumps(_portable(context))))
   assert back.library == first.library and back.library.version == first.library.version
   assert set(frozen) == set(first.library.names)
-  np.testing.assert_array_equal(np.asarray(back.data.train.targets), np.asarray(task.train.targets))
+  np.testing.assert_array_equal(np.asarray(back.ready.data.train.targets), np.asarray(task.train.targets))
   # A job trains the same there as here.
   candidate = first.ranked[0]
   from hx.synth.space import Candidate

@@ -441,7 +441,7 @@ class _Heads:
 
     context = self.context
     table = self._table(names)
-    config = seeded(context, seed)
+    config = seeded(context.ready, seed)
     variables = initial_variables(compiled, config, context.ready.objective, self.train.targets)
     frozen = make_frozen(compiled, context.library.variables())
     fitted = fit_head(compiled, variables, frozen, self.train, table, context.ready.objective,
