@@ -36,6 +36,7 @@ import numpy as np
 
 from hx import atomic
 from hx.compile.modules import ModuleConfig, ModuleSpec, cnn_features, init_module, module_spec
+from hx.jsonread import Invalid, JsonFileError, array, integer, nullable, obj, read_json, text
 from hx.lang import program as P
 from hx.lang.parser import parse
 from hx.lang.types import (
@@ -260,50 +261,127 @@ def load_network(path: os.PathLike | str, config: ModuleConfig, template: Mappin
     path: the network's directory.
     config: module sizes.
     template: the variables' structure when it is not the architecture's plain modules (a progressive
-      column with adapters: `hx.baselines.pnn.column_template`); default `architecture.init`.
+      column with adapters: `hx.baselines.pnn.column_template`); default `architecture.init`'s.
 
   Raises:
     NetworkError: the directory or a file in it is missing, is not a saved network, is truncated or
       altered (the variables' size and sha256 are checked before they are decoded), or does not fit the
-      architecture.
+      architecture (every array's shape and dtype are checked). Its `path` is the file concerned (the
+      directory for a file of another format or version), and its message names the field of network.json
+      that is wrong ("architecture.kind: expected one of 'image', 'list', 'graph', got 3").
   """
-  import flax.serialization
   import jax
 
   path = Path(path)
+  meta = _read_meta(path)
+  data = _read_variables(path, meta)
+  arch = _rebuilt_architecture(path / _META, meta["architecture"], config)
+  if template is None:
+    # Shapes only: the arrays come from the file, and a network.json whose architecture is damaged into
+    # an enormous one is refused by the comparison below rather than allocated.
+    template = jax.eval_shape(arch.init, jax.random.key(0))
+  if sorted(meta["roles"]) != sorted(template):
+    raise NetworkError(path / _META, f"roles: {sorted(meta['roles'])} where the {arch.kind} architecture "
+                                     f"has {sorted(template)}")
+  modules = _decoded(path / _VARIABLES, data, dict(template), arch)
+  return Network(meta["method"], meta["task"], arch, modules, meta.get("column"))
+
+
+def _sha256(value: Any, where: str) -> None:
+  if not (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
+    raise Invalid(where, f"expected a sha256 (64 lowercase hex digits), got {value!r:.70}")
+
+
+_META_SCHEMA = obj({
+    "format": text(), "format_version": integer(), "method": text(nonempty=True), "task": text(nonempty=True),
+    "architecture": obj({"kind": text(ARCHITECTURE_KINDS), "task_type": text(nonempty=True),
+                         "element": text(nonempty=True)}),
+    "roles": array(text(nonempty=True), min_size=1), "bytes": integer(minimum=0), "sha256": _sha256,
+}, optional={"column": nullable(integer(minimum=0))})
+"""What network.json holds (`save_network`), as `load_network` reads it."""
+
+
+def _read_meta(path: Path) -> dict:
+  """network.json of the network at `path`, checked: its format, its version, then every field."""
   try:
-    meta = json.loads((path / _META).read_bytes().decode("utf-8"))
+    meta = read_json(path / _META)
+  except JsonFileError as err:
+    raise NetworkError(err.path, err.problem) from None
+  try:
+    obj({"format": text((_FORMAT,))})(meta, "")
+  except Invalid as err:
+    raise NetworkError(path, f"{_META} is not a saved baseline network's ({err})") from None
+  version = meta.get("format_version")
+  if type(version) is not int or version != _FORMAT_VERSION:  # type: 2.0 and true are not versions
+    raise NetworkError(path, f"{_META} has format version {version!r:.40}; this hx reads version "
+                             f"{_FORMAT_VERSION} (with checksums) only")
+  try:
+    _META_SCHEMA(meta, "")
+  except Invalid as err:
+    raise NetworkError(path / _META, str(err)) from None
+  return meta
+
+
+def _read_variables(path: Path, meta: dict) -> bytes:
+  """The variables file's bytes, refused unless their size and sha256 are those network.json records."""
+  try:
     data = (path / _VARIABLES).read_bytes()
   except OSError as err:
-    raise NetworkError(err.filename or path, err.strerror or str(err)) from None
-  except (UnicodeDecodeError, json.JSONDecodeError) as err:
-    raise NetworkError(path / _META, f"not valid JSON ({err})") from None
-  if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-    raise NetworkError(path, f"{_META} is not a saved baseline network's")
-  if meta.get("format_version") != _FORMAT_VERSION:
-    raise NetworkError(path, f"{_META} has format version {meta.get('format_version')!r}; this hx reads "
-                             f"version {_FORMAT_VERSION} (with checksums) only")
-  if len(data) != meta.get("bytes"):
-    raise NetworkError(path / _VARIABLES, f"{len(data)} bytes where {_META} records {meta.get('bytes')}: "
+    raise NetworkError(err.filename or path / _VARIABLES, err.strerror or str(err)) from None
+  if len(data) != meta["bytes"]:
+    raise NetworkError(path / _VARIABLES, f"{len(data)} bytes where {_META} records {meta['bytes']}: "
                                           "truncated or altered")
   digest = hashlib.sha256(data).hexdigest()
-  if digest != meta.get("sha256"):
+  if digest != meta["sha256"]:
     raise NetworkError(path / _VARIABLES, f"altered: its sha256 is {digest}, {_META} records "
-                                          f"{meta.get('sha256')}")
+                                          f"{meta['sha256']}")
+  return data
+
+
+def _rebuilt_architecture(meta_path: Path, saved: dict, config: ModuleConfig) -> Architecture:
+  """The architecture network.json's "architecture" ({"kind", "task_type", "element"}) describes, rebuilt
+  from its types; NetworkError naming the field that does not describe it."""
+  types = {}
+  for field in ("task_type", "element"):
+    try:
+      types[field] = parse_type(saved[field])
+    except ValueError as err:  # hx.ParseError, with an excerpt on further lines
+      raise NetworkError(meta_path, f"architecture.{field}: {str(err).splitlines()[0]}") from None
   try:
-    a = meta["architecture"]
-    arch = architecture(parse_type(a["task_type"]), config, parse_type(a["element"]))
-  except (KeyError, TypeError, ValueError) as err:
-    raise NetworkError(path, f"{_META} does not describe an architecture ({type(err).__name__}: {err})"
-                       ) from None
-  if arch.kind != a["kind"]:
-    raise NetworkError(path, f"saved as a {a['kind']} network, rebuilt as {arch.kind}")
-  if template is None:
-    template = arch.init(jax.random.key(0))
+    arch = architecture(types["task_type"], config, types["element"])
+  except (ValueError, TypeError) as err:  # a type no baseline handles, an element no module takes
+    raise NetworkError(meta_path, f"architecture.task_type: {str(err).splitlines()[0]}") from None
+  if arch.kind != saved["kind"]:
+    raise NetworkError(meta_path, f"architecture.kind: {saved['kind']!r}, but its task type "
+                                  f"{types['task_type']} makes the {arch.kind!r} kind")
+  if arch.element != types["element"]:
+    raise NetworkError(meta_path, f"architecture.element: {types['element']}, where the {arch.kind} "
+                                  f"architecture of type {types['task_type']} has {arch.element}")
+  return arch
+
+
+def _decoded(path: Path, data: bytes, template: dict, arch: Architecture) -> dict:
+  """The variables in `data` (flax msgpack) as host arrays in `template`'s structure; NetworkError (naming
+  the variables file and the array) unless every array of `template` is there with its shape and dtype, and
+  nothing else."""
+  import flax.serialization
+  import jax
+  from flax.traverse_util import flatten_dict
+
   try:
-    modules = flax.serialization.from_bytes(dict(template), data)
-  except Exception as err:  # noqa: BLE001 -- flax raises many kinds; the checksum matched anyway
-    raise NetworkError(path / _VARIABLES, f"does not fit the architecture ({type(err).__name__}: {err})"
-                       ) from None
-  modules = jax.tree.map(np.asarray, modules)
-  return Network(meta["method"], meta["task"], arch, modules, meta.get("column"))
+    state = flax.serialization.msgpack_restore(data)
+    want = flatten_dict(flax.serialization.to_state_dict(template), sep="/")
+    got = flatten_dict(state, sep="/") if isinstance(state, dict) else {}
+  except Exception as err:  # noqa: BLE001 -- msgpack raises many kinds; the checksum matched anyway
+    raise NetworkError(path, f"does not fit the architecture ({type(err).__name__}: {err})") from None
+  for name in sorted(set(want) | set(got)):
+    if name not in got or name not in want:
+      where = "missing" if name not in got else "not in the architecture"
+      raise NetworkError(path, f"{name}: {where}: {_META}'s {arch.kind} architecture has {len(want)} "
+                               f"arrays, this file {len(got)}")
+    a, b = np.asarray(got[name]), want[name]
+    if a.shape != tuple(b.shape) or a.dtype != np.dtype(b.dtype):
+      raise NetworkError(path, f"{name}: {a.dtype}{list(a.shape)} where {_META}'s {arch.kind} architecture "
+                               f"has {np.dtype(b.dtype)}{list(b.shape)}: saved with other module sizes, or "
+                               "altered")
+  return jax.tree.map(np.asarray, flax.serialization.from_state_dict(template, state))

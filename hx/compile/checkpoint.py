@@ -20,7 +20,9 @@ A checkpoint file is one NumPy `.npz` archive (loaded with `allow_pickle=False`,
 code): the arrays of the state, and a JSON text with everything else, including `Checkpoint.key`. The key
 says what was trained (the program, its settings, the data): a file whose key differs is refused with
 both keys in the message, as is a file whose arrays do not fit the program's variables (with the first
-that differs), or a file that is not a checkpoint (with its path). Files are written atomically (a
+that differs) or what its JSON text says it holds, a JSON text with a field missing, of another type or
+out of range (with the field: "meta.epoch: expected an integer >= 0, got -1"), or a file that is not a
+checkpoint; each as one `CheckpointError` naming the file. Files are written atomically (a
 temporary file in the same directory, synced, then renamed): a reader finds the previous checkpoint or
 the new one, never a part of one.
 """
@@ -32,8 +34,10 @@ import hashlib
 import json
 import math
 import os
+import struct
 import time
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +56,24 @@ from hx.compile.tuning import (
   resolve_objective,
   tune,
 )
+from hx.jsonread import (
+  Invalid,
+  JsonFileError,
+  array,
+  boolean,
+  integer,
+  nullable,
+  number,
+  obj,
+  parse_json,
+  row,
+  score,
+  text,
+)
 
 __all__ = ["Checkpoint", "CheckpointError", "checkpoint_in", "describe_checkpoint", "fingerprint",
-           "history_from_rows", "history_rows", "load_checkpoint", "save_checkpoint", "tune_checkpointed"]
+           "HISTORY_ROW", "history_from_rows", "history_rows", "load_checkpoint", "save_checkpoint",
+           "tune_checkpointed"]
 
 _FORMAT = "hx-tune-checkpoint/1"
 
@@ -121,15 +140,21 @@ def _to_host(tree: Any) -> list[np.ndarray]:
   return [np.asarray(x) for x in jax.tree.leaves(jax.device_get(tree))]
 
 
-def _fill(path: Path, group: str, target: Any, arrays: dict[str, np.ndarray]) -> Any:
-  """`target`'s tree with the group's arrays as leaves; CheckpointError at the first that does not fit."""
+def _fill(path: Path, group: str, target: Any, arrays: dict[str, np.ndarray], flag: str | None = None) -> Any:
+  """`target`'s tree with the group's arrays ("group/0", "group/1", ...) as leaves; CheckpointError at the
+  first that does not fit. `flag`: the meta field that says the file holds the group ("has_best")."""
   leaves, treedef = jax.tree.flatten(target)
-  stored = sorted((k for k in arrays if k.startswith(group + "/")), key=lambda k: int(k.split("/")[1]))
+  stored = {k for k in arrays if k.startswith(group + "/")}
   if len(stored) != len(leaves):
-    raise CheckpointError(path, f"{group} holds {len(stored)} arrays where the program's has {len(leaves)}: "
-                                "saved for another program")
+    why = f"meta.{flag} is true, but " if flag and not stored else ""
+    raise CheckpointError(path, f"{why}{group} holds {len(stored)} arrays where the program's has "
+                                f"{len(leaves)}: saved for another program, or altered")
+  names = [f"{group}/{i}" for i in range(len(leaves))]
+  if stored != set(names):
+    raise CheckpointError(path, f"{group} holds arrays {sorted(stored - set(names))} where the program's are "
+                                f"{group}/0 to {group}/{len(leaves) - 1}: not a Tune checkpoint's")
   out = []
-  for i, (name, want) in enumerate(zip(stored, leaves)):
+  for i, (name, want) in enumerate(zip(names, leaves)):
     got = arrays[name]
     if got.shape != tuple(want.shape) or got.dtype != np.dtype(want.dtype):
       where = jax.tree_util.keystr(jax.tree_util.tree_flatten_with_path(target)[0][i][0])
@@ -156,6 +181,11 @@ def history_rows(history: Any) -> list[list]:
   (a non-finite score as its text)."""
   return [[r.epoch, r.train_loss, _float(r.val_score), _float(r.val_loss), r.train_seconds, r.val_seconds]
           for r in history]
+
+
+HISTORY_ROW = row(integer(minimum=1), score, score, score, number(minimum=0), number(minimum=0))
+"""The schema of one row of `history_rows` (`hx.jsonread`): the epoch from 1, the training loss and the
+validation score and loss as scores (a non-finite one as its text, or a NaN literal), the seconds >= 0."""
 
 
 def history_from_rows(rows: list) -> list[EpochRecord]:
@@ -210,70 +240,140 @@ def save_checkpoint(path: os.PathLike | str, key: str, run: TuneState | TuneResu
   _write_npz(path, arrays)
 
 
-def _read(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
-  """(meta, arrays) of a checkpoint file; CheckpointError if it is not one."""
+# What a checkpoint's JSON text holds (`save_checkpoint`), per kind: what `load_checkpoint` and
+# `describe_checkpoint` read, each field of its type and in its range. "seconds" is missing from files
+# written before it was kept.
+_COUNT = integer(minimum=0)
+_COMMON = {"format": text(), "key": text(), "best_epoch": _COUNT, "history": array(HISTORY_ROW),
+           "steps_run": _COUNT}
+_SAVED_SECONDS = {"seconds": obj({}, optional={name: number(minimum=0) for name in _SECONDS})}
+_META = {
+    "paused": obj({**_COMMON, "kind": text(), "epoch": _COUNT, "step": _COUNT, "loss_sum": score,
+                   "score": score, "best_score": score, "has_best": boolean, "since_best": _COUNT,
+                   "seed": integer(), "batch_size": integer(minimum=1), "learning_rate": number(above=0),
+                   "steps_per_epoch": integer(minimum=1)}, optional=_SAVED_SECONDS),
+    "finished": obj({**_COMMON, "kind": text(), "val_score": score, "test_score": nullable(score),
+                     "epochs_run": _COUNT, "failed": nullable(text()), "has_variables": boolean},
+                    optional=_SAVED_SECONDS),
+}
+
+# What numpy and zipfile raise on a damaged or foreign archive (a cut file, altered bytes, a member that is
+# compressed, encrypted or not an array, a header claiming more than the file holds).
+_DAMAGED = (ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError,
+            RuntimeError, MemoryError, struct.error)
+
+
+def _read(path: Path, with_arrays: bool = True) -> tuple[dict, dict[str, np.ndarray]]:
+  """(meta, arrays) of a checkpoint file, the meta checked against its kind's schema and the arrays' names
+  against the meta; CheckpointError naming the file (and the field, or the array) if it is not one.
+  Without `with_arrays` only the meta is read (arrays {})."""
+  again = "; delete it to start this training again"
   try:
-    with np.load(path, allow_pickle=False) as f:
-      arrays = {k: f[k] for k in f.files}
-    meta = json.loads(str(arrays.pop("meta")))
-  except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:  # truncated, altered, other
-    raise CheckpointError(path, f"not a Tune checkpoint ({type(err).__name__}: {err}); delete it to start "
-                                "this training again") from None
+    loaded = np.load(path, allow_pickle=False)
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+      raise ValueError("one NumPy array, not an .npz archive of them")
+    with loaded as f:
+      names = [k for k in f.files if k != "meta"]
+      text_ = f["meta"] if "meta" in f.files else None
+      arrays = {k: f[k] for k in names} if with_arrays else {}
+  except OSError as err:
+    raise CheckpointError(path, f"cannot be read ({err.strerror or err})") from None
+  except _DAMAGED as err:
+    raise CheckpointError(path, f"not a Tune checkpoint ({type(err).__name__}: {err}){again}") from None
+  meta = _meta(path, text_)
+  _check_names(path, meta, names)
+  for name, a in arrays.items():
+    if not isinstance(a, np.ndarray):  # a member without .npy: its bytes
+      raise CheckpointError(path, f"array {name!r} is not a NumPy array (.npy){again}")
+  return meta, arrays
+
+
+def _meta(path: Path, value: Any) -> dict:
+  """The checkpoint's JSON text (the "meta" array) as a value that fits its kind's schema."""
+  if value is None:
+    raise CheckpointError(path, "not a Tune checkpoint (no meta array)")
+  if not (isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind == "U"):
+    got = f"{value.dtype}{list(value.shape)}" if isinstance(value, np.ndarray) else type(value).__name__
+    raise CheckpointError(path, f"meta: expected a JSON text (a 0-d str array), got {got}")
+  try:
+    meta = parse_json(str(value), path)
+  except JsonFileError as err:
+    raise CheckpointError(path, f"meta {err.problem}") from None
   if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
     found = meta.get("format") if isinstance(meta, dict) else None
-    raise CheckpointError(path, f"not a Tune checkpoint (format {found!r}, expected {_FORMAT!r})")
-  if meta.get("kind") not in ("paused", "finished"):
-    raise CheckpointError(path, f"kind {meta.get('kind')!r} is neither 'paused' nor 'finished'")
-  return meta, arrays
+    raise CheckpointError(path, f"not a Tune checkpoint (format {found!r:.80}, expected {_FORMAT!r})")
+  try:
+    text(tuple(_META))(meta.get("kind"), "meta.kind")
+    _META[meta["kind"]](meta, "meta")
+  except Invalid as err:
+    raise CheckpointError(path, str(err)) from None
+  return meta
+
+
+def _check_names(path: Path, meta: dict, names: list[str]) -> None:
+  """Refuses an array that is in none of the groups the meta's run has (a paused run's params,
+  collections, opt_state and, where it has one, best; a finished run's variables if it has them)."""
+  if meta["kind"] == "paused":
+    flag = "has_best"
+    groups = ("params", "collections", "opt_state") + (("best",) if meta["has_best"] else ())
+  else:
+    flag, groups = "has_variables", ("variables",) if meta["has_variables"] else ()
+  for name in names:
+    group, _, index = name.partition("/")
+    if group not in groups or not index.isdigit() or index != str(int(index)):
+      raise CheckpointError(path, f"array {name!r:.80} is none of a {meta['kind']} run's with meta.{flag} "
+                                  f"{str(meta[flag]).lower()} ({', '.join(groups) or 'none'}): altered, or "
+                                  "not a Tune checkpoint's")
 
 
 def describe_checkpoint(path: os.PathLike | str) -> dict:
   """What a checkpoint file holds, without the program: {"key", "kind" ("paused" or "finished"),
   "epochs" (full epochs done), "val_history" (the validation score after each), "best_val",
   "best_epoch"}: how far a long run has come. CheckpointError if the file is not a checkpoint."""
-  meta, _ = _read(Path(path))
+  meta, _ = _read(Path(path), with_arrays=False)
   paused = meta["kind"] == "paused"
   # The best as Tune chose it (a pause inside an epoch may hold it), not recomputed from the history.
   best = _unfloat(meta["best_score"] if paused else meta["val_score"])
-  return {"key": meta.get("key"), "kind": meta["kind"],
+  return {"key": meta["key"], "kind": meta["kind"],
           "epochs": meta["epoch"] if paused else meta["epochs_run"],
-          "val_history": [float(r[2]) for r in meta.get("history", [])],
+          "val_history": [float(r[2]) for r in meta["history"]],
           "best_val": math.nan if best is None else best, "best_epoch": meta["best_epoch"]}
 
 
 def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
                     config: TuneConfig) -> TuneState | TuneResult | None:
   """The run saved at `path`: a `TuneState` to resume, a finished `TuneResult` (without `objective`), or
-  None if there is no file. CheckpointError if the file is not a checkpoint, was saved under another key,
-  or holds arrays that do not fit `compiled`'s variables (or Adam's state for them)."""
+  None if there is no file. CheckpointError naming the file if it is not a checkpoint (not an .npz
+  archive, no meta, a meta field missing, of another type or out of range: "checkpoint run.npz:
+  meta.epoch: expected an integer >= 0, got -1"), was saved under another key, or holds arrays that do not
+  fit `compiled`'s variables (or Adam's state for them) or what its meta says it holds."""
   path = Path(path)
   if not path.exists():
     return None
   meta, arrays = _read(path)
-  if meta.get("key") != key:
-    raise CheckpointError(path, f"saved for {meta.get('key')!r}, not for {key!r}")
+  if meta["key"] != key:
+    raise CheckpointError(path, f"saved for {meta['key']!r}, not for {key!r}")
   shapes = _group_shapes(compiled, config)
-  try:
-    if meta["kind"] == "finished":
-      variables = _fill(path, "variables", shapes["variables"], arrays) if meta["has_variables"] else None
-      return TuneResult(
-          variables=variables, val_score=float(meta["val_score"]), test_score=_unfloat(meta["test_score"]),
-          best_epoch=meta["best_epoch"], epochs_run=meta["epochs_run"],
-          history=history_from_rows(meta["history"]), failed=meta["failed"], steps_run=meta["steps_run"],
-          **_seconds(meta))
-    return TuneState(
-        params=_fill(path, "params", shapes["params"], arrays),
-        collections=_fill(path, "collections", shapes["collections"], arrays),
-        opt_state=_fill(path, "opt_state", shapes["opt_state"], arrays),
-        epoch=meta["epoch"], step=meta["step"], loss_sum=np.float32(meta["loss_sum"]),
-        score=float(meta["score"]),
-        best_variables=_fill(path, "best", shapes["variables"], arrays) if meta["has_best"] else None,
-        best_score=float(meta["best_score"]), best_epoch=meta["best_epoch"], since_best=meta["since_best"],
-        history=tuple(history_from_rows(meta["history"])), steps_run=meta["steps_run"], seed=meta["seed"],
-        batch_size=meta["batch_size"], learning_rate=meta["learning_rate"],
-        steps_per_epoch=meta["steps_per_epoch"])
-  except KeyError as err:
-    raise CheckpointError(path, f"field {err} is missing") from None
+  if meta["kind"] == "finished":
+    variables = (_fill(path, "variables", shapes["variables"], arrays, "has_variables")
+                 if meta["has_variables"] else None)
+    return TuneResult(
+        variables=variables, val_score=float(meta["val_score"]), test_score=_unfloat(meta["test_score"]),
+        best_epoch=meta["best_epoch"], epochs_run=meta["epochs_run"],
+        history=history_from_rows(meta["history"]), failed=meta["failed"], steps_run=meta["steps_run"],
+        **_seconds(meta))
+  params, collections, opt_state = (_fill(path, group, shapes[group], arrays)
+                                    for group in ("params", "collections", "opt_state"))
+  best = _fill(path, "best", shapes["variables"], arrays, "has_best") if meta["has_best"] else None
+  return TuneState(
+      params=params, collections=collections, opt_state=opt_state,
+      epoch=meta["epoch"], step=meta["step"], loss_sum=np.float32(meta["loss_sum"]),
+      score=float(meta["score"]),
+      best_variables=best,
+      best_score=float(meta["best_score"]), best_epoch=meta["best_epoch"], since_best=meta["since_best"],
+      history=tuple(history_from_rows(meta["history"])), steps_run=meta["steps_run"], seed=meta["seed"],
+      batch_size=meta["batch_size"], learning_rate=meta["learning_rate"],
+      steps_per_epoch=meta["steps_per_epoch"])
 
 
 def _seconds(meta: dict) -> dict[str, float]:
@@ -285,8 +385,7 @@ def _seconds(meta: dict) -> dict[str, float]:
 
 def _saved_seconds(path: os.PathLike | str) -> dict[str, float]:
   """`_seconds` of the checkpoint at `path`, reading its JSON text only."""
-  with np.load(path, allow_pickle=False) as f:
-    return _seconds(json.loads(str(f["meta"])))
+  return _seconds(_read(Path(path), with_arrays=False)[0])
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+import zipfile
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -50,6 +51,10 @@ __all__ = ["SequenceFile", "read_sequence_file", "save_task_arrays", "RUN_SETTIN
 RUN_SETTINGS = {"methods": list, "strategies": list, "fractions": list, "seeds": list, "candidates": int,
                 "epochs": int, "preset": str}
 """The run settings a sequence file may give, and the TOML type of each."""
+
+_LIST_ITEMS = {"methods": (str, "text"), "strategies": (str, "text"), "fractions": ((int, float), "numbers"),
+               "seeds": (int, "integers")}
+"""What the items of each list setting must be (their values are checked by `EvalConfig.make`)."""
 
 _TASK_KEYS = {"name", "type", "data", "training", "metric_component"}
 
@@ -88,22 +93,32 @@ def read_sequence_file(path: str | Path) -> SequenceFile:
   name = doc.get("name")
   if not isinstance(name, str):
     raise _bad(path, "name", "missing, or not text")
-  run = {}
-  for key, kind in RUN_SETTINGS.items():
-    if key in doc:
-      if not isinstance(doc[key], kind) or isinstance(doc[key], bool):
-        what = {list: "a list", int: "an integer", str: "text"}[kind]
-        raise _bad(path, key, f"must be {what}, got {doc[key]!r}")
-      run[key] = doc[key]
+  run = _run_settings(path, doc)
   entries = doc.get("tasks")
   if not isinstance(entries, list) or not entries:
     raise _bad(path, "tasks", "missing: give one [[tasks]] table per task")
   tasks = [_task(path, f"tasks[{i}]", entry) for i, entry in enumerate(entries)]
   try:
     stream = TaskStream(name, tuple(tasks))
-  except ValueError as err:
-    raise _bad(path, "name" if "name" in str(err) else "tasks", str(err)) from None
+  except ValueError as err:  # the sequence's name, or two tasks of one name
+    raise _bad(path, "name" if str(err).startswith("a sequence's name") else "tasks", str(err)) from None
   return SequenceFile(path, stream, run)
+
+
+def _run_settings(path: Path, doc: Mapping[str, Any]) -> dict[str, Any]:
+  """The run settings the file gives, each of its TOML type (lists of the items `_LIST_ITEMS` names)."""
+  run = {}
+  for key, kind in RUN_SETTINGS.items():
+    if key in doc:
+      if not isinstance(doc[key], kind) or isinstance(doc[key], bool):
+        what = {list: "a list", int: "an integer", str: "text"}[kind]
+        raise _bad(path, key, f"must be {what}, got {doc[key]!r}")
+      item, items = _LIST_ITEMS.get(key, (None, ""))
+      bad = [v for v in doc[key] if not isinstance(v, item) or isinstance(v, bool)] if item else []
+      if bad:
+        raise _bad(path, key, f"must be a list of {items}, got {bad[0]!r} in {doc[key]!r}")
+      run[key] = doc[key]
+  return run
 
 
 def _bad(path: Path, entry: str, problem: str) -> DataFormatError:
@@ -125,22 +140,38 @@ def _task(path: Path, where: str, entry: Any) -> Task:
     t = parse_type(entry["type"])
   except ParseError as err:
     raise _bad(path, f"{where}.type", str(err)) from None
-  data = path.parent / entry["data"]
-  if not data.is_file():
-    raise DataNotFoundError("sequence file", f"{path}: {where}.data: {data} does not exist", [data],
-                            "--sequence_file")
+  args, _ = function_parts(t)
+  if len(args) != 1:  # the arrays are read by the argument's kind
+    raise _bad(path, f"{where}.type", f"{t} must take exactly one argument (an example's input), not "
+                                      f"{len(args)}")
+  component = entry.get("metric_component")
+  if component is not None and (not isinstance(component, int) or isinstance(component, bool)):
+    raise _bad(path, f"{where}.metric_component", f"must be an integer, got {component!r}")
   training = entry.get("training", {})
   if not isinstance(training, dict):
     raise _bad(path, f"{where}.training", "must be a table, e.g. { epochs = 5 }")
+  data = _data_file(path, f"{where}.data", entry["data"])
   try:
     splits = _load_splits(data, t)
   except (OSError, ValueError, KeyError) as err:
     raise _bad(path, f"{where}.data", f"{data}: {err}") from None
   try:
-    return task_from_arrays(entry["name"], t, *splits, training=training,
-                            metric_component=entry.get("metric_component"), dataset=Path(entry["data"]).stem)
+    return task_from_arrays(entry["name"], t, *splits, training=training, metric_component=component,
+                            dataset=Path(entry["data"]).stem)
   except ValueError as err:
     raise _bad(path, where, str(err)) from None
+
+
+def _data_file(path: Path, where: str, name: str) -> Path:
+  """The `.npz` file an entry names, relative to the sequence file `path`, checked to be one."""
+  data = path.parent / name
+  if not data.exists():
+    raise DataNotFoundError("sequence file", f"{path}: {where}: {data} does not exist", [data],
+                            "--sequence_file")
+  if not data.is_file() or not zipfile.is_zipfile(data):  # np.savez writes a zip archive
+    what = "a directory" if data.is_dir() else "a file that np.savez did not write"
+    raise _bad(path, where, f"{data} is {what}, not an .npz file (save_task_arrays writes one)")
+  return data
 
 
 def _load_splits(data: Path, t: Any) -> list[tuple[Any, Any]]:

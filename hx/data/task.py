@@ -62,8 +62,10 @@ class Task:
       "count_toy(2) [synthetic: smallnorb-synthetic]".
     type: its program type.
     loss, metric, metric_component: see `KINDS`; `objective` combines them for training.
-    table: float32 (m, C, H, W) normalized images the splits' inputs index.
-    train, val, test: the splits (`hx.lang.values.Split`).
+    table: float32 (m, *element shape) the splits' inputs index: a paper task's normalized images
+      (m, C, H, W), a user's task its elements as given.
+    train, val, test: the splits (`hx.lang.values.Split`), whose integer inputs index `table`'s rows
+      (checked when the task is made: a gather would clamp an index past the table's end).
     datasets: names of the image sets used, e.g. ("mnist-5k",) or ("gtsrb-synthetic",).
     synthetic: True if any image comes from a rendered stand-in.
     fraction: the share of the full training split this task trains on.
@@ -81,6 +83,10 @@ class Task:
   datasets: tuple[str, ...]
   synthetic: bool
   fraction: float = 1.0
+
+  def __post_init__(self):
+    for split in SPLITS:
+      _check_indices(f"task {self.name!r}, {split} split", getattr(self, split).inputs, len(self.table))
 
   @classmethod
   def from_arrays(cls, name: str, type: str | Type, train: tuple[Any, Any], val: tuple[Any, Any],
@@ -129,6 +135,16 @@ class Task:
             f"table {tuple(self.table.shape)} from {', '.join(self.datasets)}")
 
 
+def _check_indices(at: str, inputs: Any, size: int) -> None:
+  """Refuses integer inputs (or a batch's `values`) outside 0..size-1: the table's rows."""
+  index = np.asarray(getattr(inputs, "values", inputs))
+  if not np.issubdtype(index.dtype, np.integer):
+    raise ValueError(f"{at}: inputs must be integer row indices into the task's table, got {index.dtype}")
+  if index.size and (index.min() < 0 or index.max() >= size):
+    raise ValueError(f"{at}: inputs index rows {index.min()}..{index.max()} of a table of {size} rows "
+                     f"(0..{size - 1})")
+
+
 def _num_examples(split: Split) -> int:
   return len(split.targets)
 
@@ -136,16 +152,6 @@ def _num_examples(split: Split) -> int:
 def _take(split: Split, k: int) -> Split:
   """The first k examples (graphs keep sharing their layouts)."""
   return Split(rows(split.inputs, slice(0, k)), split.targets[:k])
-
-
-def _num_examples(split: Split) -> int:
-  return len(split.targets)
-
-
-def _take(split: Split, k: int) -> Split:
-  """The first k examples (graphs keep sharing their layouts)."""
-  return Split(rows(split.inputs, slice(0, k)), split.targets[:k])
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,37 +218,12 @@ def task_from_arrays(name: str, type: str | Type, train: tuple[Any, Any], val: t
     hx.ParseError: the type's text does not parse (with line and column).
     ValueError: anything else that cannot work, in one line naming the split, the array and the problem.
   """
-  t = parse_type(type) if isinstance(type, str) else type
   where = f"task {name!r}"
   if not isinstance(name, str) or not name.strip():
     raise ValueError(f"a task needs a non-empty name, got {name!r}")
-  args, output = function_parts(t)
-  if type_variables(t):
-    raise ValueError(f"{where}: the type {t} has type variables; give a concrete type")
-  if len(args) != 1:
-    raise ValueError(f"{where}: the type {t} must take exactly one argument (an example's input), not "
-                     f"{len(args)}")
-  (arg,) = args
-  for role, x in (("input", arg), ("output", output)):
-    elem = x.elem if isinstance(x, (ListType, GraphType)) else x
-    if not isinstance(elem, TensorType):
-      raise ValueError(f"{where}: the {role} type {x} is not a tensor, a List of tensors or a Graph of "
-                       "tensors")
-  if isinstance(output, (ListType, GraphType)) and output.__class__ is not arg.__class__:
-    raise ValueError(f"{where}: a {output} output needs a {output.__class__.__name__[:-4]} input (one "
-                     f"target per element), got {arg}")
-  objective = objective_for_type(output, metric_component=metric_component)
-  for what, given, derived in (("loss", loss, objective.loss), ("metric", metric, objective.metric)):
-    if given is not None and given != derived:
-      raise ValueError(f"{where}: {what} {given!r} does not fit the output type {output} (its {what} is "
-                       f"{derived!r})")
-  elem_out = output.elem if isinstance(output, (ListType, GraphType)) else output
-  if metric_component is not None and not 0 <= metric_component < elem_out.shape[-1]:
-    raise ValueError(f"{where}: metric_component {metric_component} is not a component of {elem_out}")
-  training = dict(training or {})
-  if not all(isinstance(k, str) for k in training):
-    raise ValueError(f"{where}: training settings are named by text (TuneConfig fields), got "
-                     f"{sorted(map(str, training))}")
+  t, arg, output = _task_type(where, type)
+  objective = _objective(where, output, metric_component, loss, metric)
+  training = _training(where, training)
 
   pairs = {"train": train, "val": val, "test": test}
   encoded, offset = [], 0
@@ -263,10 +244,65 @@ def task_from_arrays(name: str, type: str | Type, train: tuple[Any, Any], val: t
     table[row:row + len(piece)] = piece
     row += len(piece)
   splits = [Split(index, targets) for _, index, targets in encoded]
-  spec = ArrayTaskSpec(name, t, objective.loss, objective.metric, metric_component,
-                       tuple(sorted(training.items())))
-  return Task(spec, name, t, objective.loss, objective.metric, metric_component, table, *splits,
+  component = objective.metric_component  # an int, however the caller gave it
+  spec = ArrayTaskSpec(name, t, objective.loss, objective.metric, component, tuple(sorted(training.items())))
+  return Task(spec, name, t, objective.loss, objective.metric, component, table, *splits,
               datasets=(dataset,), synthetic=False)
+
+
+def _task_type(where: str, type: str | Type) -> tuple[Type, Type, Type]:
+  """(the task's type, its argument, its result), checked to be one a task of arrays can have."""
+  if not isinstance(type, (str, *Type.__args__)):
+    raise ValueError(f"{where}: the type must be text or an hx.Type, got {_describe(type)}")
+  t = parse_type(type) if isinstance(type, str) else type
+  args, output = function_parts(t)
+  if type_variables(t):
+    raise ValueError(f"{where}: the type {t} has type variables; give a concrete type")
+  if len(args) != 1:
+    raise ValueError(f"{where}: the type {t} must take exactly one argument (an example's input), not "
+                     f"{len(args)}")
+  (arg,) = args
+  for role, x in (("input", arg), ("output", output)):
+    elem = x.elem if isinstance(x, (ListType, GraphType)) else x
+    if not isinstance(elem, TensorType):
+      raise ValueError(f"{where}: the {role} type {x} is not a tensor, a List of tensors or a Graph of "
+                       "tensors")
+  if isinstance(output, (ListType, GraphType)) and output.__class__ is not arg.__class__:
+    raise ValueError(f"{where}: a {output} output needs a {output.__class__.__name__[:-4]} input (one "
+                     f"target per element), got {arg}")
+  return t, arg, output
+
+
+def _objective(where: str, output: Type, metric_component: Any, loss: str | None, metric: str | None) -> Any:
+  """The output type's objective, checked against the `loss`, `metric` and `metric_component` given."""
+  elem_out = output.elem if isinstance(output, (ListType, GraphType)) else output
+  if metric_component is not None:
+    if not isinstance(metric_component, (int, np.integer)) or isinstance(metric_component, bool):
+      raise ValueError(f"{where}: metric_component must be an integer (a component of {elem_out}), got "
+                       f"{metric_component!r}")
+    if not 0 <= metric_component < elem_out.shape[-1]:
+      raise ValueError(f"{where}: metric_component {metric_component} is not a component of {elem_out}")
+    metric_component = int(metric_component)
+  objective = objective_for_type(output, metric_component=metric_component)
+  for what, given, derived in (("loss", loss, objective.loss), ("metric", metric, objective.metric)):
+    if given is not None and given != derived:
+      raise ValueError(f"{where}: {what} {given!r} does not fit the output type {output} (its {what} is "
+                       f"{derived!r})")
+  return objective
+
+
+def _training(where: str, training: Any) -> dict[str, Any]:
+  """The training settings as a dict of TuneConfig field names (their values are checked where the
+  TuneConfig is built, `hx.presets.task_tune_config`)."""
+  try:
+    out = dict(training or {})
+  except (TypeError, ValueError):
+    raise ValueError(f"{where}: training settings must be a mapping of TuneConfig fields, e.g. "
+                     f"{{'epochs': 5}}, got {_describe(training)}") from None
+  if not all(isinstance(k, str) for k in out):
+    raise ValueError(f"{where}: training settings are named by text (TuneConfig fields), got "
+                     f"{sorted(map(str, out))}")
+  return out
 
 
 def _describe(x: Any) -> str:
@@ -279,25 +315,34 @@ def _count(index: Any) -> int:
   return len(index.mask) if isinstance(index, (ListBatch, EdgeGraphBatch)) else len(index)
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _array(at: str, what: str, x: Any) -> np.ndarray:
-  """x as a finite numeric array."""
+  """x as a numeric array whose every value is finite in float32 (the precision hx trains in)."""
   try:
     a = np.asarray(x)
   except ValueError as err:  # ragged nested sequences
     raise ValueError(f"{at}: {what} is not an array ({err})") from None
+  if np.iscomplexobj(a):
+    raise ValueError(f"{at}: {what} has dtype {a.dtype}; give real numbers (float, int or bool)")
   if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
     raise ValueError(f"{at}: {what} has dtype {a.dtype}; give numbers (float, int or bool)")
-  if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
-    bad = np.argwhere(~np.isfinite(a))[0]
-    raise ValueError(f"{at}: {what} holds {a[tuple(bad)]} at index {tuple(int(i) for i in bad)}; every value "
-                     "must be finite")
+  # min and max: NaN propagates through both and they make no temporary array the size of the data.
+  floats = np.issubdtype(a.dtype, np.floating) and a.size
+  if floats and not -_FLOAT32_MAX <= a.min() <= a.max() <= _FLOAT32_MAX:
+    bad = np.argwhere(~(np.abs(a) <= _FLOAT32_MAX))[0]
+    value = a[tuple(bad)]
+    why = "every value must be finite" if not np.isfinite(value) else (
+        f"every value must be finite in float32 (|x| <= {_FLOAT32_MAX:.3g}), the precision hx trains in")
+    raise ValueError(f"{at}: {what} holds {value} at index {tuple(int(i) for i in bad)}; {why}")
   return a
 
 
-def _examples(at: str, what: str, a: np.ndarray) -> np.ndarray:
-  """`a`, refused if it is a single value rather than one row per example."""
+def _examples(at: str, what: str, a: np.ndarray, per: str = "example") -> np.ndarray:
+  """`a`, refused if it is a single value rather than one row per example (or `per` element)."""
   if a.ndim == 0:
-    raise ValueError(f"{at}: {what} is a single value ({a.item()!r}); give one per example")
+    raise ValueError(f"{at}: {what} is a single value ({a.item()!r}); give one per {per}")
   return a
 
 
@@ -408,25 +453,39 @@ def _graph_items(at: str, elem: TensorType, inputs: Any) -> list[tuple[np.ndarra
     _element_shape(at, f"{what}'s nodes", nodes, elem, "N")
     if len(nodes) == 0:
       raise ValueError(f"{at}: {what} has no node")
-    if "edges" in g:
-      edges = _array(at, f"{what}'s edges", g["edges"])
-      if edges.size == 0:
-        edges = edges.reshape(0, 2)
-      if edges.ndim != 2 or edges.shape[1] != 2 or not np.issubdtype(edges.dtype, np.integer):
-        raise ValueError(f"{at}: {what}'s edges must be integer (E, 2) (sender, receiver) pairs, got "
-                         f"{edges.dtype} {edges.shape}")
-    else:
-      neighbours = g["neighbours"]
-      if len(neighbours) != len(nodes):
-        raise ValueError(f"{at}: {what} has {len(nodes)} nodes but {len(neighbours)} neighbour lists")
-      pairs = [(int(v), u) for u, vs in enumerate(neighbours) for v in vs]
-      edges = np.asarray(pairs, np.int64).reshape(-1, 2)
+    edges = _edges(at, what, g, len(nodes))
     bad = np.flatnonzero((edges < 0).any(axis=1) | (edges >= len(nodes)).any(axis=1))
     if bad.size:
       raise ValueError(f"{at}: {what}'s edge {bad[0]} {tuple(int(x) for x in edges[bad[0]])} names a node "
                        f"outside 0..{len(nodes) - 1}")
-    out.append((nodes, edges.astype(np.int64)))
+    out.append((nodes, edges))
   return out
+
+
+def _edges(at: str, what: str, graph: Mapping, n: int) -> np.ndarray:
+  """A graph's (E, 2) int64 (sender, receiver) pairs from its "edges" or its "neighbours" lists (not yet
+  checked against its `n` nodes)."""
+  if "edges" in graph:
+    edges = _array(at, f"{what}'s edges", graph["edges"])
+    if edges.size == 0:  # no edge: `[]` is a float array to NumPy
+      return np.zeros((0, 2), np.int64)
+    if edges.ndim != 2 or edges.shape[1] != 2 or not np.issubdtype(edges.dtype, np.integer):
+      raise ValueError(f"{at}: {what}'s edges must be integer (E, 2) (sender, receiver) pairs, got "
+                       f"{edges.dtype} {edges.shape}")
+    return edges.astype(np.int64)
+  neighbours = graph["neighbours"]
+  if isinstance(neighbours, (str, Mapping)) or not hasattr(neighbours, "__len__"):
+    raise ValueError(f"{at}: {what}'s neighbours must be one list per node, got {_describe(neighbours)}")
+  if len(neighbours) != n:
+    raise ValueError(f"{at}: {what} has {n} nodes but {len(neighbours)} neighbour lists")
+  pairs = []
+  for u, vs in enumerate(neighbours):
+    v = _array(at, f"{what}'s neighbours of node {u}", vs)
+    if v.size and (v.ndim != 1 or not np.issubdtype(v.dtype, np.integer)):
+      raise ValueError(f"{at}: {what}'s neighbours of node {u} must be a list of node numbers (integers), "
+                       f"got {v.dtype} {v.shape}")
+    pairs += [(int(x), u) for x in v.reshape(-1)]
+  return np.asarray(pairs, np.int64).reshape(-1, 2)
 
 
 def _targets(at: str, output: Type, targets: Any, lengths: np.ndarray | None, n: int) -> np.ndarray:
@@ -443,7 +502,8 @@ def _targets(at: str, output: Type, targets: Any, lengths: np.ndarray | None, n:
                          f"({int(lengths.max())}), got shape {a.shape}; or give one array per example")
       items = [a[i, :k] for i, k in enumerate(lengths)]
     elif isinstance(targets, (list, tuple, np.ndarray)):
-      items = [_examples(at, f"targets of example {i}", _array(at, f"targets of example {i}", v))
+      per = "list element" if isinstance(output, ListType) else "node"
+      items = [_examples(at, f"targets of example {i}", _array(at, f"targets of example {i}", v), per)
                for i, v in enumerate(targets)]
     else:
       raise ValueError(f"{at}: targets of a {output} output must be one array per example, got "
