@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from hx.compile.batching import num_examples
+from hx.process_memory import process_memory
 from hx.synth.jsonfiles import read_record, write_json
 from hx.synth.run_directory import RECORD_VERSION, fraction_file, task_dir
 
@@ -87,6 +88,7 @@ def baseline_record(result: Any, task: Any, *, method: str, sequence: str, insta
       "network_version": network_version(result.network),
       "seconds": {"compile": result.compile_seconds, "train": result.train_seconds,
                   "eval": result.eval_seconds, "wall": result.seconds},
+      "process_memory": process_memory(),  # this process's, once the network is trained (`hx.process_memory`)
       "ranked": [{"rank": 1, "program": result.description, "named": result.description,
                   **result.reported()}],
   }

@@ -46,8 +46,8 @@ from hx.evaluation.config import method_label
 from hx.evaluation.records import load_records, record_path, work_seconds
 
 __all__ = ["TaskRow", "LibraryPoint", "MemoryPoint", "Rescored", "Forgetting", "MethodSummary",
-           "task_rows", "library_growth", "network_growth", "memory_growth", "rescore_winners",
-           "summary", "plot_stream", "stream_section", "write_stream_report"]
+           "task_rows", "process_memory_after", "library_growth", "network_growth", "memory_growth",
+           "rescore_winners", "summary", "plot_stream", "stream_section", "write_stream_report"]
 
 
 def _finite(x: Any) -> bool:
@@ -79,6 +79,8 @@ class TaskRow:
     parameters: a baseline's trained parameters; None for HOUDINI (its library's are in `library_growth`).
     program: the winning program (HOUDINI's named form) or the network's description.
     same_as: a baseline whose record is another's (LLT on a first task: "standalone"); else None.
+    rss_bytes: the resident memory of the process that wrote the record, once it was done
+      (`hx.process_memory`); None in records written before it was recorded.
   """
   index: int
   task: str
@@ -93,6 +95,7 @@ class TaskRow:
   parameters: int | None
   program: str | None
   same_as: str | None = None
+  rss_bytes: int | None = None
 
 
 def _largest(records: Sequence[dict]) -> float:
@@ -128,7 +131,8 @@ def task_rows(records: Sequence[dict], instance: int | None = None) -> list[Task
         candidates=len(r.get("ranked", [])) if houdini else 1,
         trained=int(r.get("candidates_trained", 0)) if houdini else 1,
         parameters=None if houdini else int(r.get("parameters", 0)),
-        program=best.get("named") or best.get("program"), same_as=r.get("same_as")))
+        program=best.get("named") or best.get("program"), same_as=r.get("same_as"),
+        rss_bytes=(r.get("process_memory") or {}).get("rss_bytes")))
   return rows
 
 
@@ -521,6 +525,30 @@ def _ratio(x: float | None) -> str:
   return "-" if x is None else f"{x:.2f}"
 
 
+def process_memory_after(rows: Sequence[TaskRow]) -> dict[int, int]:
+  """Task index -> the resident bytes of the run's process after the task (the largest of its methods'
+  records; tasks whose records hold none left out)."""
+  out: dict[int, int] = {}
+  for r in rows:
+    if r.rss_bytes is not None:
+      out[r.index] = max(out.get(r.index, 0), r.rss_bytes)
+  return out
+
+
+def _process_memory_lines(rows: Sequence[TaskRow], early: int = 20) -> list[str]:
+  """The process's resident memory after task `early` (or the first recorded past it) and after the last
+  task, with their ratio: whether a long run's memory stays bounded. A run resumed in a new process starts
+  its memory afresh, so the ratio is of one process's only where no resumption falls between them."""
+  after = process_memory_after(rows)
+  if not after:
+    return []
+  last = max(after)
+  first = min((i for i in after if i >= early), default=min(after))
+  return ["### Memory of the process", "",
+          f"Resident memory of the run's process after task {first}: {after[first] / 1e6:.0f} MB; after task "
+          f"{last}: {after[last] / 1e6:.0f} MB (**{after[last] / after[first]:.2f}x**).", ""]
+
+
 def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
                    library: Sequence[LibraryPoint] = (), plan: Sequence[Any] | None = None,
                    forgetting: Forgetting | None = None) -> list[str]:
@@ -563,6 +591,7 @@ def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
               f"{forgetting.after} (its functions frozen): {len(forgetting.rows)} programs, largest change "
               f"of a test score **{forgetting.largest_change:.3g}**; every function they use has the "
               f"version it had after its task: **{'yes' if forgetting.all_unchanged else 'no'}**.", ""]
+  lines += _process_memory_lines(rows)
   lines += ["![scores](plots/stream_scores.png)", "", "![cost](plots/stream_cost.png)", "",
             "![memory](plots/stream_memory.png)", "", "### Per task", ""]
   relation = {t.index: (t.relation + (f" of {t.of}" if t.of else "")) for t in plan or ()}

@@ -44,6 +44,7 @@ from absl import logging
 
 from hx.atomic import hold_directory
 from hx.compile.fitting import score_json
+from hx.process_memory import process_memory
 from hx.synth.evolution import EvolutionConfig
 from hx.synth.jsonfiles import jsonable, read_record, write_json
 from hx.synth.run_directory import (
@@ -106,6 +107,8 @@ def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fra
       **({} if result.offered is None else {"library_offered": list(result.offered)}),
       "seconds": {"search": result.search_seconds, "compile": result.compile_seconds,
                   "train": result.train_seconds, "eval": result.eval_seconds, "wall": result.wall_seconds},
+      # This process's memory once the task is done: a long sequence's memory must stay bounded.
+      "process_memory": process_memory(),
       "ranked": [{
           "rank": r.rank, "program": str(r.program), "named": None if r.named is None else str(r.named),
           "fresh_types": {n: str(t) for n, t in r.fresh_types.items()}, **r.reported(),

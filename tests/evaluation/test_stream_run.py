@@ -9,6 +9,7 @@ from hx.evaluation import load_records
 from hx.evaluation.stream_metrics import (
   library_growth,
   memory_growth,
+  process_memory_after,
   rescore_winners,
   summary,
   task_rows,
@@ -38,6 +39,9 @@ def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
   assert [r.task for r in rows[::2]] == [t.name for t in plan]
   assert all(r.test is not None and r.transfer is not None for r in rows)
   assert all(1 <= r.trained <= r.candidates <= 2 for r in rows if r.method == "houdini_topdown")
+  # Every record holds the process's resident memory once its work was done (this one process's).
+  assert all(r.rss_bytes is not None and 50e6 < r.rss_bytes < 24e9 for r in rows)
+  assert sorted(process_memory_after(rows)) == [1, 2, 3, 4]
 
   # Forgetting: every winner on the library after task 4 scores what it scored when learned.
   forgetting = rescore_winners(config, directory)
@@ -53,6 +57,8 @@ def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
 
   text = write_stream_report(config, directory, plan).read_text()
   assert "largest change of a test score **0**" in text and "| less_data | 1 |" in text
+  after = process_memory_after(rows)
+  assert f"after task 4: {after[4] / 1e6:.0f} MB (**{after[4] / after[1]:.2f}x**)" in text
   for name in ("stream_scores.png", "stream_cost.png", "stream_memory.png"):
     assert (directory / "plots" / name).stat().st_size > 0
 
