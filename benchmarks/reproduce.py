@@ -54,6 +54,7 @@ import sys
 import time
 from pathlib import Path
 
+from hx.atomic import DirectoryInUse
 from hx.baselines import NetworkError
 from hx.bin.checks import module_overrides
 from hx.compile.checkpoint import CheckpointError
@@ -206,7 +207,7 @@ def main() -> int:
       # Every directory checked before anything trains: a mismatch is not found hours later. (Not for
       # --library_after, which must not start a run where there is none: it checks for itself.)
       if args.library_after is None:
-        check_directory(config, out / config.sequence)
+        check_directory(config, out / config.sequence, write=False)
   except (ConfigError, ValueError) as err:
     print(f"error: {err}", file=sys.stderr)
     return 1
@@ -221,8 +222,9 @@ def main() -> int:
     print(f"{config.sequence}: running into {out / config.sequence}", flush=True)
     try:
       outcome = run(config, out / config.sequence, time_budget=left, progress=lambda s: print(s, flush=True))
-    except (ConfigError, DataError, CheckpointError, LibraryError, NetworkError) as err:
-      # A data file that cannot be read, or a damaged file of an interrupted run (the message says which).
+    except (ConfigError, DataError, CheckpointError, LibraryError, NetworkError, DirectoryInUse) as err:
+      # A data file that cannot be read, a damaged file of an interrupted run (the message says which), or
+      # another process running in the directory.
       print(f"error: {err}", file=sys.stderr)
       return 1
     print(f"{config.sequence}: {'finished' if outcome.finished else 'stopped: ' + str(outcome.stopped)}; "
@@ -237,7 +239,7 @@ def _rebuild_libraries(configs: list[EvalConfig], out: Path, after: int) -> int:
   for config in configs:
     try:
       paths = rebuild_libraries(config, out / config.sequence, after)
-    except (ConfigError, DataError, CheckpointError, LibraryError) as err:
+    except (ConfigError, DataError, CheckpointError, LibraryError, DirectoryInUse) as err:
       print(f"error: {err}", file=sys.stderr)
       return 1
     for path in paths:

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import hx
+from hx.atomic import DirectoryInUse, hold_directory
 from hx.data import DataError, Sources, StreamSettings, long_stream, stream_plan
 from hx.evaluation import ConfigError, load_records
 from hx.evaluation.stream_metrics import task_rows, write_stream_report
@@ -113,7 +114,7 @@ def main() -> int:
     try:
       outcome = hx.evaluate(config, out, time_budget=args.time_budget,
                             progress=lambda line: print(line, flush=True))
-    except (ConfigError, DataError) as err:
+    except (ConfigError, DataError, DirectoryInUse) as err:
       print(f"error: {err}", file=sys.stderr)
       return 1
     state = "finished" if outcome.finished else f"stopped: {outcome.stopped}"
@@ -122,9 +123,10 @@ def main() -> int:
     print(f"error: {out} holds no run", file=sys.stderr)
     return 1
   try:
-    path = write_stream_report(config, out, stream_plan(args.seed, args.length, settings),
-                               rescore=not args.no_rescore)
-  except ValueError as err:
+    with hold_directory(out):  # not while a run writes there
+      path = write_stream_report(config, out, stream_plan(args.seed, args.length, settings),
+                                 rescore=not args.no_rescore)
+  except (ValueError, DirectoryInUse) as err:
     print(f"error: {err}", file=sys.stderr)
     return 1
   print(f"metrics: {path}")

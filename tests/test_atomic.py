@@ -1,6 +1,7 @@
 """hx.atomic: a file or directory is the old one or the new one, and what a killed write left goes."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +90,73 @@ def test_a_second_evaluation_on_a_held_directory_is_one_line(tmp_path):
   assert out.returncode == 1
   (line,) = out.stderr.strip().splitlines()
   assert "is being written by another hx run" in line and "Traceback" not in out.stderr
+
+
+def test_an_evaluation_refused_on_a_held_directory_writes_nothing_there(tmp_path):
+  """More instantiations of a run rewrite its settings.json (`check_directory`): not from a process the
+  lock refuses."""
+  from hx.atomic import DirectoryInUse
+  from hx.evaluation import EvalConfig
+  from hx.evaluation.runner import check_directory, run
+
+  check_directory(EvalConfig.make("cs1", seeds=(0,)), tmp_path / "out")
+  before = (tmp_path / "out" / "settings.json").read_bytes()
+  proc = _holder(tmp_path / "out")
+  try:
+    with pytest.raises(DirectoryInUse, match=f"process {proc.pid}"):
+      run(EvalConfig.make("cs1", seeds=(0, 1)), tmp_path / "out")
+  finally:
+    proc.kill()
+    proc.wait()
+  assert (tmp_path / "out" / "settings.json").read_bytes() == before
+  assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".hx-lock", "settings.json"]
+
+
+def test_a_sequence_refused_on_a_held_directory_writes_nothing_there(tmp_path):
+  import numpy as np
+
+  import hx
+  from hx.atomic import DirectoryInUse
+
+  rng = np.random.default_rng(0)
+  split = lambda n: (rng.normal(size=(n, 3)).astype(np.float32), rng.normal(size=(n, 1)))  # noqa: E731
+  task = hx.Task.from_arrays("v", "Tensor<real>[3] -> Tensor<real>[1]", split(8), split(4), split(4))
+  proc = _holder(tmp_path / "seq")
+  try:
+    with pytest.raises(DirectoryInUse, match=f"process {proc.pid}"):
+      hx.run_sequence(hx.Sequence.of("mine", [task]), tmp_path / "seq", budget=hx.Budget(candidates=1))
+  finally:
+    proc.kill()
+    proc.wait()
+  assert [p.name for p in (tmp_path / "seq").iterdir()] == [".hx-lock"]
+
+
+@pytest.mark.parametrize("script, args", [
+    ("stream.py", ["--length=2", "--output_dir={OUT}"]),
+    ("stream.py", ["--length=2", "--output_dir={OUT}", "--metrics_only"]),
+    ("reproduce.py", ["--sequences=cs1", "--seeds=0", "--fractions=0.02", "--methods=standalone",
+                      "--output_dir={OUT}"]),
+])
+def test_the_benchmarks_refuse_a_held_directory_in_one_line(tmp_path, script, args):
+  import subprocess
+  import sys
+
+  root = Path(__file__).resolve().parent.parent
+  out = tmp_path / "out"
+  held = out / "cs1" if script == "reproduce.py" else out
+  proc = _holder(held)
+  if "--metrics_only" in args:  # a run's directory (its settings are not read before the lock)
+    (out / "settings.json").write_text("{}")
+  try:
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / script),
+                           *[a.replace("{OUT}", str(out)) for a in args]], capture_output=True, text=True,
+                          timeout=300, cwd=root)
+  finally:
+    proc.kill()
+    proc.wait()
+  assert done.returncode == 1, done.stderr[-2000:]
+  assert "Traceback" not in done.stderr, done.stderr[-2000:]
+  (line,) = [x for x in done.stderr.strip().splitlines() if x.startswith("error: ")]
+  assert f"is being written by another hx run (process {proc.pid})" in line
+  assert sorted(p.name for p in held.iterdir()) == sorted([".hx-lock"] + ["settings.json"] * ("--metrics_only"
+                                                                                              in args))

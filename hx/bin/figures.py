@@ -22,7 +22,7 @@ from pathlib import Path
 
 from absl import app, flags, logging
 
-from hx.bin.checks import FlagError, refuse, writable_directory
+from hx.bin.checks import FlagError, parse_flags, refuse, writable_directory
 
 _OUTPUT = flags.DEFINE_string("output_dir", None, "Where the PNGs go (default ROOT/figures).")
 _TABLES = flags.DEFINE_boolean("tables", False, "Print the headline tables (markdown); write nothing.")
@@ -61,8 +61,8 @@ def main(argv: list[str]) -> int:
 
 def console() -> None:
   """The hx-figures console script."""
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)

@@ -4,8 +4,8 @@ r"""Rebuilds an evaluation's report and plots from its records alone.
 
 Writes DIR/report.md, DIR/programs.md and DIR/plots/*.png from DIR/<method>/seed_<S>/records/ (see
 `hx.evaluation.report`), and prints each task's scores. A DIR that does not exist or is not a directory,
-holds no record, or holds a record that cannot be read (the line names it and its field) is one line and
-exit status 1, with nothing written.
+holds no record, or holds a record that cannot be read (the line names it and its field), or is being
+written by a run (`hx.atomic.hold_directory`), is one line and exit status 1, with nothing written.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 
 from absl import app, logging
 
+from hx.atomic import hold_directory
 from hx.bin.checks import existing_path, parse_flags, refuse
 from hx.evaluation import build_report, load_records, summary_lines
 
@@ -28,7 +29,8 @@ def main(argv: list[str]) -> int:
   if problem is not None:
     return refuse(problem)
   try:
-    path = build_report(directory)
+    with hold_directory(directory):  # not while a run writes there (DirectoryInUse, an OSError)
+      path = build_report(directory)
   except (FileNotFoundError, ValueError, OSError) as err:  # OSError: a report path that cannot be written
     return refuse(err)
   for line in summary_lines(load_records(directory)):

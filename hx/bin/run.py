@@ -297,7 +297,7 @@ def main(argv: list[str]) -> int:
   except (ValueError, ImportError, ConnectionError) as err:  # bad worker settings, no Ray, no cluster
     return refuse(err if isinstance(err, FlagError) else f"--executor: {err}")
   try:
-    check_directory(config, directory)
+    check_directory(config, directory, write=False)  # refused here before any work; `run` writes it
     print(f"hx: {config.sequence.upper()}, preset {config.preset}; methods "
           f"{', '.join(method_label(m) for m in config.methods)}; training fractions "
           f"{', '.join(f'{100 * f:g}%' for f in config.fractions)}; instantiations (seeds) "

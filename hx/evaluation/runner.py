@@ -110,17 +110,19 @@ def check_data(config: EvalConfig) -> None:
     read_data_sets(config.instance(config.seeds[0]).tasks[:config.tasks], config.sources)
 
 
-def check_directory(config: EvalConfig, directory: Path) -> None:
+def check_directory(config: EvalConfig, directory: Path, *, write: bool = True) -> None:
   """Refuses a directory that holds another run, or other files; writes settings.json to a new one
-  (`hx.synth.run_directory.open_settings`). A run that differs only in its instantiations (`seeds`) is
-  the same run with more of them: accepted, and the directory's settings then name them all.
+  (`hx.synth.run_directory.open_settings`) unless `write` is False (a check before the run, which writes
+  only once it holds the directory: `hx.atomic.hold_directory`). A run that differs only in its
+  instantiations (`seeds`) is the same run with more of them: accepted, and the directory's settings then
+  name them all.
 
   Raises:
     ConfigError: the directory holds a run with other settings (the message names them), or is not
       empty and holds no run.
   """
   open_settings(directory, settings_json(config), what="hx evaluation", merge=_more_seeds, error=ConfigError,
-                resume_hint="use another --output_dir, or the same flags to resume it")
+                resume_hint="use another --output_dir, or the same flags to resume it", write=write)
 
 
 def _more_seeds(saved: dict, asked: dict) -> dict | None:
@@ -407,8 +409,8 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
   """
   directory = Path(directory)
   check_data(config)
-  check_directory(config, directory)
-  with hold_directory(directory):
+  with hold_directory(directory):  # before settings.json is written: a refused process writes nothing
+    check_directory(config, directory)
     return _run_held(config, directory, time_budget, progress, report, executor, bars)
 
 
@@ -467,6 +469,7 @@ def rebuild_libraries(config: EvalConfig, directory: Any, after: int) -> list[Pa
     ConfigError: `directory` holds no run or another one; `after` outside 1..tasks; a task up to `after`
       not recorded at every fraction (the record's place named); a later library saved where this one is
       not (`run_sequence` resumes from the latest: the message says which to move away).
+    hx.atomic.DirectoryInUse: another process is running in the directory.
   """
   directory = Path(directory)
   if not (directory / SETTINGS_FILE).exists():
@@ -474,7 +477,13 @@ def rebuild_libraries(config: EvalConfig, directory: Any, after: int) -> list[Pa
   if not 1 <= after <= config.tasks:
     raise ConfigError(f"the library after task {after}: the run has tasks 1-{config.tasks}")
   check_data(config)
-  check_directory(config, directory)
+  with hold_directory(directory):  # it writes libraries into the run: not while a run writes there
+    check_directory(config, directory)
+    return _rebuild_held(config, directory, after)
+
+
+def _rebuild_held(config: EvalConfig, directory: Path, after: int) -> list[Path]:
+  """`rebuild_libraries`, in a directory this process holds."""
   runner = _Runner(config, directory, None, lambda line: None)
   wanted = []
   for instance in config.seeds:

@@ -42,6 +42,7 @@ from hx.jsonread import (
   score,
   text,
 )
+from hx.lang.objectives import METRICS
 
 __all__ = [
     "jsonable", "write_json", "JsonFileError", "read_json", "Invalid", "Check", "check", "integer", "number",
@@ -82,7 +83,7 @@ RECORD = obj({
     "sequence": text(),
     "task_index": integer(minimum=1),
     "task": text(nonempty=True),
-    "metric": text(),
+    "metric": text(METRICS),
     "fraction": number(above=0, maximum=1),
     "data": obj({"datasets": array(text()), "synthetic": boolean},
                 optional={"train": integer(0), "val": integer(0), "test": integer(0)}),
@@ -98,6 +99,7 @@ RECORD = obj({
     "parameters": integer(0), "frozen_parameters": nullable(integer(0)),
     "candidates_trained": nullable(integer(0)), "same_as": nullable(text()), "epochs_run": integer(0),
     "best_epoch": integer(0),
+    "process_memory": obj({"rss_bytes": nullable(integer(0)), "peak_rss_bytes": integer(0)}),
 })
 """A record's schema: the fields every reader of records needs, with their types and ranges."""
 

@@ -206,8 +206,8 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
   configs = _tune_configs(sequence, preset, tune_configs)
   directory = Path(directory)
   settings = _settings(sequence, strategy, fractions, budget, space, module_config, configs, evolution, keep)
-  started = open_settings(directory, settings)
-  with hold_directory(directory):  # one process writes a run directory
+  with hold_directory(directory):  # one process writes a run directory; a refused one writes nothing
+    started = open_settings(directory, settings)
     plan = _Plan(sequence, directory, started, strategy, fractions, budgets, space, module_config, configs,
                  evolution, keep, progress, checkpoints)
     library, done = _saved_library(directory, len(sequence))

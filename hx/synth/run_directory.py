@@ -81,7 +81,7 @@ def training_seed(instance: int, index: int, fraction: float) -> int:
 def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resume_hint: str =
                   "use another directory, or the same settings to resume it",
                   merge: Callable[[dict, dict], dict | None] | None = None,
-                  error: type[Exception] = SettingsMismatch) -> str:
+                  error: type[Exception] = SettingsMismatch, write: bool = True) -> str | None:
   """Writes DIR/settings.json for a new run, or checks it against `settings` for a resumed one.
 
   Args:
@@ -92,9 +92,11 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
     merge: (saved, asked) -> the settings to save instead, when a run that differs from the saved one is
       the same run (an evaluation with more instantiations); None: they differ.
     error: the exception raised.
+    write: False to check only, writing nothing (a binary's early refusal, before the process holds the
+      directory: `hx.atomic.hold_directory`; the run writes once it holds it).
 
   Returns:
-    the run's start time (ISO 8601, UTC, seconds), as first saved.
+    the run's start time (ISO 8601, UTC, seconds), as first saved; None for a new run checked only.
 
   Raises:
     `error`: the directory holds a run with other settings (the message names the differing keys), a
@@ -114,11 +116,13 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
       diff = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
       raise error(f"{directory} holds a run with other settings (differing: {', '.join(diff)}); "
                   f"{resume_hint}")
-    if merged != saved:
+    if merged != saved and write:
       write_json(path, {"settings": merged, "started": started})
     return started
   if directory.exists() and (not directory.is_dir() or any(p.name != LOCK_FILE for p in directory.iterdir())):
     raise error(f"{directory} is not empty and holds no {what} (no {SETTINGS_FILE})")
+  if not write:
+    return None
   started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
   write_json(path, {"settings": settings, "started": started})
   return started

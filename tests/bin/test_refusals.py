@@ -8,7 +8,7 @@ Each binary's `main` runs on all of its command lines in one process through abs
 (`tests.bin.refusals`), so a family costs one start of Python and JAX. Placeholders in the command lines:
 {OUT} an output directory of the case's own (which must not come to exist), {FILE} an existing file,
 {DIR} an existing directory, {TOML} an existing sequence file, {BAD_RECORDS} / {GARBLED_RECORDS} run
-directories whose one record is damaged.
+directories whose one record is damaged, {BAD_SETTINGS} a run directory whose settings.json is.
 """
 
 from __future__ import annotations
@@ -124,6 +124,17 @@ REPORT = [
     (["--verbosty=1", "{DIR}"], "Unknown command line flag 'verbosty'"),
 ]
 
+FIGURES = [
+    ([], "usage: python -m hx.bin.figures ROOT"),
+    (["{DIR}/none"], "{DIR}/none is not a directory"),
+    (["{FILE}"], "{FILE} is not a directory"),
+    (["{DIR}"], "{DIR} holds no run directory with records"),
+    (["{DIR}", "--tables", "--output_dir={OUT}"], "--tables writes nothing: leave out --output_dir"),
+    (["{BAD_SETTINGS}"], "settings.json: not an evaluation's settings (is not valid JSON"),
+    (["{BAD_SETTINGS}", "--tables"], "settings.json: not an evaluation's settings (is not valid JSON"),
+    (["--bogus=1", "{DIR}"], "Unknown command line flag 'bogus'"),
+]
+
 # The flag each binary writes under, appended to every case (report's DIR is an argument of its own).
 OUTPUT_FLAG = {"hx.bin.run": "--output_dir", "hx.bin.train": "--checkpoint_dir"}
 
@@ -137,11 +148,12 @@ def places(tmp_path_factory):
   for name, text in (("bad", json.dumps({"sequence": "cs1", "task_index": 1, "task": "t", "metric": "error",
                                           "fraction": 1, "data": {"datasets": [], "synthetic": False},
                                           "ranked": 3, "seconds": {"wall": 1}})),
-                     ("garbled", '{"sequence": ')):
+                     ("garbled", '{"sequence": '), ("badsettings", '{"sequence": ')):
     record = base / name / "houdini_topdown" / "seed_0" / "records" / "01_t" / "fraction_1.json"
     record.parent.mkdir(parents=True)
     record.write_text(text)
-  return {"{DIR}": str(base / "dir"), "{FILE}": str(base / "file"), "{TOML}": str(base / "seq.toml"),
+  (base / "badsettings" / "settings.json").write_text('{"settings": ')
+  return {"{DIR}": str(base / "dir"), "{BAD_SETTINGS}": str(base / "badsettings"), "{FILE}": str(base / "file"), "{TOML}": str(base / "seq.toml"),
           "{BAD_RECORDS}": str(base / "bad"), "{GARBLED_RECORDS}": str(base / "garbled"), "base": base}
 
 
@@ -194,6 +206,12 @@ def test_typecheck_refuses_bad_flags_in_one_line(places):
 
 def test_sequences_refuses_bad_flags_in_one_line(places):
   _refusals("hx.bin.sequences", SEQUENCES, places)
+
+
+def test_figures_refuses_a_bad_root_in_one_line_and_writes_nothing(places):
+  _refusals("hx.bin.figures", FIGURES, places)
+  for name in ("dir", "badsettings"):
+    assert not (places["base"] / name / "figures").exists()
 
 
 @pytest.mark.slow
