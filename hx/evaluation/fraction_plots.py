@@ -265,8 +265,9 @@ def collect_figures(root: Path | str, runs: Iterable[Path] | None = None) -> dic
     for rec in load_records(run):
       path = f"{where}/{rec['path']}"
       if rec["sequence"] != sequence or rec["fraction"] not in settings["fractions"]:
-        raise ValueError(f"{run / rec['path']}: a record of {rec['sequence']} at fraction {rec['fraction']:g}, but its "
-                         f"run's settings name {sequence} at {settings['fractions']}")
+        raise ValueError(f"{run / rec['path']}: a record of {rec['sequence']} at fraction "
+                         f"{rec['fraction']:g}, but its run's settings name {sequence} at "
+                         f"{settings['fractions']}")
       key = (sequence, rec["task_index"], rec["method"], variant)
       got = cells.setdefault(key, {}).setdefault(rec["fraction"], {})
       if rec["instance"] in got:

@@ -153,8 +153,10 @@ def places(tmp_path_factory):
     record.parent.mkdir(parents=True)
     record.write_text(text)
   (base / "badsettings" / "settings.json").write_text('{"settings": ')
-  return {"{DIR}": str(base / "dir"), "{BAD_SETTINGS}": str(base / "badsettings"), "{FILE}": str(base / "file"), "{TOML}": str(base / "seq.toml"),
-          "{BAD_RECORDS}": str(base / "bad"), "{GARBLED_RECORDS}": str(base / "garbled"), "base": base}
+  return {"{DIR}": str(base / "dir"), "{BAD_SETTINGS}": str(base / "badsettings"),
+          "{FILE}": str(base / "file"),
+          "{TOML}": str(base / "seq.toml"), "{BAD_RECORDS}": str(base / "bad"),
+          "{GARBLED_RECORDS}": str(base / "garbled"), "base": base}
 
 
 def _fill(text: str, places: dict, out: str) -> str:
