@@ -186,7 +186,7 @@ class Network:
   method: str
   task: str
   architecture: Architecture
-  modules: Mapping[str, Any]
+  modules: Mapping[str, Any] = dataclasses.field(repr=False)  # arrays: a network prints as what it is
   column: int | None = None
 
 

@@ -59,7 +59,8 @@ class Outcome:
   reason: str | None
   val_score: float = math.nan
   test_score: float | None = None
-  variables: Any = None
+  # Arrays and curves stay out of the repr: a result prints as its scores, not as its weights.
+  variables: Any = dataclasses.field(default=None, repr=False)
   epochs_run: int = 0
   best_epoch: int = 0
   steps_run: int = 0
@@ -67,8 +68,8 @@ class Outcome:
   train_seconds: float = 0.0
   eval_seconds: float = 0.0
   seconds: float = 0.0
-  state: Any = None
-  history: tuple[EpochRecord, ...] = ()
+  state: Any = dataclasses.field(default=None, repr=False)
+  history: tuple[EpochRecord, ...] = dataclasses.field(default=(), repr=False)
 
   @property
   def ok(self) -> bool:

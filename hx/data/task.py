@@ -85,15 +85,35 @@ class Task:
   fraction: float = 1.0
 
   def __post_init__(self):
+    # A task made by hand (not through `from_arrays`) is held to the same layout: what Tune would
+    # otherwise broadcast, clamp or fail on deep inside a trace.
+    args, output = function_parts(self.type)
+    elem = args[0].elem if len(args) == 1 and isinstance(args[0], (ListType, GraphType)) else (
+        args[0] if len(args) == 1 else None)
+    if isinstance(elem, TensorType) and tuple(self.table.shape[1:]) != elem.shape:
+      raise ValueError(f"task {self.name!r}: its table holds elements of shape "
+                       f"{tuple(self.table.shape[1:])}, but its type {self.type} takes {elem}")
     for split in SPLITS:
-      _check_indices(f"task {self.name!r}, {split} split", getattr(self, split).inputs, len(self.table))
+      at = f"task {self.name!r}, {split} split"
+      inputs = getattr(self, split).inputs
+      if len(args) == 1:
+        _check_input_kind(at, args[0], inputs)
+      _check_indices(at, inputs, len(self.table))
+      if isinstance(output, TensorType):
+        _check_tensor_targets(at, output, getattr(self, split).targets, _count(inputs))
 
   @classmethod
   def from_arrays(cls, name: str, type: str | Type, train: tuple[Any, Any], val: tuple[Any, Any],
                   test: tuple[Any, Any], **options: Any) -> Task:
-    """A task on a user's own arrays: `task_from_arrays`, whose docstring gives the layout
-    of the (inputs, targets) of each split per type and the `options` (metric_component, loss, metric,
-    training, dataset).
+    """A task on a user's own arrays: `task_from_arrays`, whose docstring gives the `options`
+    (metric_component, loss, metric, training, dataset); this module's, the layout in full.
+
+    Each split is (inputs, targets) of n examples; by the type `A -> B`: inputs (n, m1, ..., mk) for a
+    tensor A (images channel first, (n, C, H, W)); n arrays (L_i, m..) of any lengths for a `List<...>`;
+    n dicts {"nodes": (N_i, m..), "edges": (E_i, 2) or "neighbours": lists} for a `Graph<...>`. Targets
+    float (n, m..) for `Tensor<real>[m..]` ((n,) read as (n, 1) for `Tensor<real>[1]`); 0/1 labels (n,)
+    or (n, 1) for `Tensor<bool>[1]`; class indices (n,) for `Tensor<bool>[k]`; per element / node arrays
+    for a list or graph output.
 
         task = hx.Task.from_arrays("is_three", "Tensor<real>[1][8][8] -> Tensor<bool>[1]",
                                    (x_train, y_train), (x_val, y_val), (x_test, y_test))
@@ -133,6 +153,34 @@ class Task:
     sizes = "/".join(str(_num_examples(s)) for s in (self.train, self.val, self.test))
     return (f"{self.name} : {self.type}; loss {self.loss}, metric {self.metric}; train/val/test {sizes}; "
             f"table {tuple(self.table.shape)} from {', '.join(self.datasets)}")
+
+
+def _check_input_kind(at: str, arg: Type, inputs: Any) -> None:
+  """Refuses inputs of another kind than the argument type `arg` takes: (n,) row indices for a tensor, a
+  `ListBatch` for a list, a graph batch for a graph."""
+  if isinstance(arg, ListType) and not isinstance(inputs, ListBatch):
+    raise ValueError(f"{at}: a {arg} argument takes a hx.lang.values.ListBatch of row indices (values (n, "
+                     f"L), mask (n, L)), got {_describe(inputs)}")
+  if isinstance(arg, GraphType) and isinstance(inputs, (np.ndarray, ListBatch)):
+    raise ValueError(f"{at}: a {arg} argument takes a graph batch of row indices, got {_describe(inputs)}")
+  if isinstance(arg, TensorType) and (not isinstance(inputs, np.ndarray) or inputs.ndim != 1):
+    raise ValueError(f"{at}: a {arg} argument takes (n,) row indices into the table, got {_describe(inputs)}")
+
+
+def _check_tensor_targets(at: str, output: TensorType, targets: Any, n: int) -> None:
+  """Refuses targets that are not one per example in the layout Tune scores `output` with: float (n,
+  *shape) for real and Tensor<bool>[1] outputs (0/1 labels), integer class indices (n,) for
+  Tensor<bool>[k]."""
+  t = np.asarray(targets)
+  classes = output.atom == "bool" and output.shape != (1,)
+  want = (n,) if classes else (n, *output.shape)
+  if t.shape != want:
+    raise ValueError(f"{at}: targets have shape {t.shape}, not {want} as {output} needs for {n} examples"
+                     + ("; (n,) targets of a Tensor<...>[1] are read as (n, 1) by Task.from_arrays"
+                        if t.shape == (n,) and output.shape == (1,) else ""))
+  if classes and not np.issubdtype(t.dtype, np.integer):
+    raise ValueError(f"{at}: targets of {output} are class indices (integers in 0..{output.shape[-1] - 1}), "
+                     f"got {t.dtype}")
 
 
 def _check_indices(at: str, inputs: Any, size: int) -> None:

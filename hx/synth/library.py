@@ -378,7 +378,7 @@ class Trained:
     test: its test score, or None.
   """
   compiled: CompiledProgram
-  variables: Mapping[str, Any]
+  variables: Mapping[str, Any] = dataclasses.field(repr=False)  # arrays
   validation: float | None = None
   test: float | None = None
 

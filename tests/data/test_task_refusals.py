@@ -221,3 +221,27 @@ def test_the_users_data_is_copied_once_into_the_table(dtype):
   peak, task = _peak_bytes(lambda: hx.Task.from_arrays(
       "l", "List<Tensor<real>[1][28][28]> -> Tensor<real>[1]", *list_splits))
   assert peak < 1.1 * task.table.nbytes, (peak, task.table.nbytes)
+
+
+def test_a_task_made_by_hand_is_held_to_the_layout_its_type_needs():
+  """The failures a hand-made task once met only inside a trace (a list task's plain indices: an
+  AttributeError on a tracer; (n,) targets: broadcast against (n, 1) outputs and trained silently wrong;
+  images of another shape than the type's: an XLA shape error) are one ValueError when it is made."""
+  listed = hx.Task.from_arrays("l", LIST, *[([np.ones((2, 2), np.float32)] * 3, np.ones(3))] * 3)
+  with pytest.raises(ValueError, match=r"task 'l', train split: a List<Tensor<real>\[2\]> argument takes a "
+                                       r"hx.lang.values.ListBatch"):
+    dataclasses.replace(listed, train=Split(np.zeros(3, np.int32), listed.train.targets))
+  task = vector_task()
+  flat = task.train.targets[:, 0]
+  with pytest.raises(ValueError, match=r"task 'v', train split: targets have shape \(4,\), not \(4, 1\) as "
+                                       r"Tensor<real>\[1\] needs for 4 examples; \(n,\) targets"):
+    dataclasses.replace(task, train=Split(task.train.inputs, flat))
+  with pytest.raises(ValueError, match=r"task 'v': its table holds elements of shape \(3, 1\), but its type"):
+    dataclasses.replace(task, table=task.table[:, :, None])
+  with pytest.raises(ValueError, match=r"task 'v', val split: a Tensor<real>\[3\] argument takes \(n,\) row "
+                                       "indices"):
+    dataclasses.replace(task, val=Split(task.val.inputs[:, None], task.val.targets))
+  labelled = (vectors(4)[0], [0, 1, 2, 1])
+  classes = hx.Task.from_arrays("c", "Tensor<real>[3] -> Tensor<bool>[3]", labelled, labelled, labelled)
+  with pytest.raises(ValueError, match=r"targets of Tensor<bool>\[3\] are class indices"):
+    dataclasses.replace(classes, test=Split(classes.test.inputs, classes.test.targets.astype(np.float32)))

@@ -33,6 +33,11 @@ def test_an_8x8_task_trains_a_small_cnn_and_prints_a_summary():
   assert text.startswith("SynthesisResult(bright8: topdown, 1 candidates in ") and "best nn_bright8_1" in text
   assert len(text) < 200 and "Array" not in str(result)
   assert "Array" not in repr(SequenceRun("d", (), result.library, 0))
+  # Nor does any part of it a user may print or echo in a notebook: the ranks, the winner, its outcome.
+  for part in (result.ranked, best, best.outcome):
+    shown = repr(part)
+    assert "Array" not in shown and "array(" not in shown and len(shown) < 1000, shown
+  assert "val_score=" in repr(best.outcome) and f"rank=1, program={best.program!r}" in repr(best)
 
 
 def test_a_task_no_module_can_build_says_why():
