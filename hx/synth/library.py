@@ -670,6 +670,8 @@ class Library:
       raise
     except (KeyError, TypeError, ValueError) as err:
       detail = f"missing key {err}" if isinstance(err, KeyError) else str(err)
+      # One line, whatever the file holds: a character that breaks lines is shown escaped.
+      detail = "".join(c if c.isprintable() else repr(c)[1:-1] for c in detail)
       raise LibraryError(path, f"{MANIFEST} is malformed or inconsistent: {detail}") from None
     except RecursionError:  # a "structure" nested deeper than its walks go
       raise LibraryError(path, f"{MANIFEST} is malformed: an entry's structure nests too deep") from None
@@ -718,6 +720,9 @@ def _load_entries(path: Path, manifest: dict) -> Library:
     p = record["provenance"]
     if not isinstance(p, dict):
       raise TypeError(f"the provenance of {name} must be an object")
+    unknown = sorted(set(p) - {f.name for f in dataclasses.fields(Provenance)})
+    if unknown:
+      raise ValueError(f"the provenance of {name} has no field {unknown[0]!r}")
     provenance = Provenance(**p)
     entry = Entry(name, spec, provenance, _canonical_json(record["structure"]), leaves)
     if entry.version != record["version"]:

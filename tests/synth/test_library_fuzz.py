@@ -61,6 +61,19 @@ def test_library_json_with_one_field_mutated_loads_or_is_refused_with_the_path(s
   _load_or_refuse(_copy(saved, tmp_path_factory, json.dumps(data.draw(mutated(saved[1])))))
 
 
+@pytest.mark.parametrize("key", ["\x85", "line\nbreak", "notes"])
+def test_a_provenance_field_it_does_not_have_is_one_line_naming_it(saved, tmp_path_factory, key):
+  # Found by the fuzz above: a key holding a line-breaking character ('\x85' is one to str.splitlines).
+  manifest = json.loads(json.dumps(saved[1]))
+  manifest["entries"][0]["provenance"][key] = 1
+  path = _copy(saved, tmp_path_factory, json.dumps(manifest))
+  with pytest.raises(LibraryError) as info:
+    Library.load(path)
+  message = str(info.value)
+  assert len(message.splitlines()) == 1 and str(path) in message, message
+  assert f"the provenance of nn_t_1 has no field {key!r}" in message, message
+
+
 @pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, "1" * 5000])
 def test_library_json_nested_too_deep_or_with_a_huge_number_is_refused(saved, tmp_path_factory, text):
   path = _copy(saved, tmp_path_factory, text)
