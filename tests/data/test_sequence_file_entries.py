@@ -13,6 +13,7 @@ import pytest
 import hx
 from hx.data import DataError, DataFormatError
 from hx.data.sequence_file import read_sequence_file, save_task_arrays
+from tests.user_data import bright_images, bright_lists
 
 IMAGE = "Tensor<real>[1][4][4] -> Tensor<bool>[1]"
 
@@ -101,25 +102,13 @@ training = { epochs = 1, batch_size = 16 }
 """
 
 
-def _bright(rng, n):
-  x = rng.normal(0, 0.3, size=(n, 1, 6, 6)).astype(np.float32)
-  y = rng.integers(0, 2, n)
-  x[y == 1, 0, 1:5, 1:5] += 1.5
-  return x, y
-
-
-def _counts(rng, n):
-  items = [_bright(rng, int(rng.integers(1, 4))) for _ in range(n)]
-  return [x for x, _ in items], np.array([y.sum() for _, y in items], np.float32)
-
-
 @pytest.mark.slow
 def test_a_files_sequence_stops_resumes_and_reports_as_the_papers_do(tmp_path):
   rng = np.random.default_rng(0)
   save_task_arrays(tmp_path / "bright.npz", "Tensor<real>[1][6][6] -> Tensor<bool>[1]",
-                   _bright(rng, 64), _bright(rng, 16), _bright(rng, 16))
+                   bright_images(rng, 64), bright_images(rng, 16), bright_images(rng, 16))
   save_task_arrays(tmp_path / "count.npz", "List<Tensor<real>[1][6][6]> -> Tensor<real>[1]",
-                   _counts(rng, 32), _counts(rng, 8), _counts(rng, 8))
+                   bright_lists(rng, 32), bright_lists(rng, 8), bright_lists(rng, 8))
   (tmp_path / "seq.toml").write_text(FILE)
   filed = read_sequence_file(tmp_path / "seq.toml")
   config = hx.EvalConfig.make(filed.stream, **filed.run)

@@ -11,28 +11,19 @@ import pytest
 import hx
 from hx.evaluation import ConfigError, EvalConfig, run
 from hx.evaluation.runner import check_directory
+from tests.user_data import bright_images, bright_lists
 
 TRAINING = {"epochs": 1, "batch_size": 16}
-
-
-def bright(rng, n):
-  x = rng.normal(0, 0.3, size=(n, 1, 6, 6)).astype(np.float32)
-  y = rng.integers(0, 2, n)
-  x[y == 1, 0, 1:5, 1:5] += 1.5
-  return x, y
-
-
-def lists(rng, n):
-  items = [bright(rng, int(rng.integers(1, 4))) for _ in range(n)]
-  return [x for x, _ in items], np.array([y.sum() for _, y in items], np.float32)
 
 
 def tasks(seed: int) -> list[hx.Task]:
   rng = np.random.default_rng(seed)
   return [hx.Task.from_arrays("is_bright", "Tensor<real>[1][6][6] -> Tensor<bool>[1]",
-                              bright(rng, 64), bright(rng, 16), bright(rng, 16), training=TRAINING),
+                              bright_images(rng, 64), bright_images(rng, 16), bright_images(rng, 16),
+                              training=TRAINING),
           hx.Task.from_arrays("count_bright", "List<Tensor<real>[1][6][6]> -> Tensor<real>[1]",
-                              lists(rng, 32), lists(rng, 8), lists(rng, 8), training=TRAINING)]
+                              bright_lists(rng, 32), bright_lists(rng, 8), bright_lists(rng, 8),
+                              training=TRAINING)]
 
 
 @pytest.mark.slow

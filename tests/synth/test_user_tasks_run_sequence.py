@@ -8,22 +8,16 @@ import numpy as np
 import pytest
 
 import hx
+from tests.user_data import bright_images
 
 TRAINING = {"epochs": 1, "batch_size": 16}
 
 
-def _bright(rng, n):
-  x = rng.normal(0, 0.3, size=(n, 1, 6, 6)).astype(np.float32)
-  y = rng.integers(0, 2, n)
-  x[y == 1, 0, 1:5, 1:5] += 1.5
-  return x, y
-
-
 def _sequence() -> hx.Sequence:
   rng = np.random.default_rng(0)
-  first = hx.Task.from_arrays("bright", "Tensor<real>[1][6][6] -> Tensor<bool>[1]", _bright(rng, 48),
-                              _bright(rng, 16), _bright(rng, 16), training=TRAINING)
-  dark = [(x, 1 - y) for x, y in (_bright(rng, 48), _bright(rng, 16), _bright(rng, 16))]
+  first = hx.Task.from_arrays("bright", "Tensor<real>[1][6][6] -> Tensor<bool>[1]", bright_images(rng, 48),
+                              bright_images(rng, 16), bright_images(rng, 16), training=TRAINING)
+  dark = [(x, 1 - y) for x, y in (bright_images(rng, 48), bright_images(rng, 16), bright_images(rng, 16))]
   second = hx.Task.from_arrays("dark", "Tensor<real>[1][6][6] -> Tensor<bool>[1]", *dark, training=TRAINING)
   return hx.Sequence.of("mine", [first, second])
 
