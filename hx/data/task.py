@@ -88,16 +88,16 @@ class Task:
     # A task made by hand (not through `from_arrays`) is held to the same layout: what Tune would
     # otherwise broadcast, clamp or fail on deep inside a trace.
     args, output = function_parts(self.type)
-    elem = args[0].elem if len(args) == 1 and isinstance(args[0], (ListType, GraphType)) else (
-        args[0] if len(args) == 1 else None)
+    arg = args[0] if len(args) == 1 else None
+    elem = arg.elem if isinstance(arg, (ListType, GraphType)) else arg
     if isinstance(elem, TensorType) and tuple(self.table.shape[1:]) != elem.shape:
       raise ValueError(f"task {self.name!r}: its table holds elements of shape "
                        f"{tuple(self.table.shape[1:])}, but its type {self.type} takes {elem}")
     for split in SPLITS:
       at = f"task {self.name!r}, {split} split"
       inputs = getattr(self, split).inputs
-      if len(args) == 1:
-        _check_input_kind(at, args[0], inputs)
+      if arg is not None:
+        _check_input_kind(at, arg, inputs)
       _check_indices(at, inputs, len(self.table))
       if isinstance(output, TensorType):
         _check_tensor_targets(at, output, getattr(self, split).targets, _count(inputs))
