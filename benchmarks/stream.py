@@ -54,7 +54,10 @@ def _default_dir(length: int, seed: int) -> Path:
 
 
 def _config(stream: hx.TaskStream, args: argparse.Namespace) -> hx.EvalConfig:
-  search = {"library_tasks": args.library_tasks} if args.library_tasks else None
+  search = {"library_tasks": args.library_tasks} if args.library_tasks else {}
+  if args.order is not None:
+    search["order"] = args.order  # checked by EvalConfig.make (a ConfigError naming the orders)
+  search = search or None
   return hx.EvalConfig.make(stream, methods=[m for m in args.methods.split(",") if m], fractions=[1.0],
                             seeds=[args.seed], candidates=args.candidates, search=search)
 
@@ -91,6 +94,8 @@ def main() -> int:
   parser.add_argument("--library_tasks", type=int, default=LIBRARY_TASKS,
                       help="HOUDINI's search is offered the functions of this many earlier tasks, chosen by "
                            f"hx.synth.prior (default {LIBRARY_TASKS}; 0: the whole library, the paper's)")
+  parser.add_argument("--order", default=None, help="HOUDINI's search order, hx.synth.space.ORDERS "
+                      "(default the quick preset's, cost)")
   parser.add_argument("--output_dir", default=None,
                       help="the run's directory (default benchmarks/stream/length_LENGTH_seed_SEED)")
   parser.add_argument("--time_budget", type=float, default=None, help="stop starting new work after this "
