@@ -24,8 +24,9 @@ from hx.compile.batching import signature
 from hx.compile.losses import Objective, item_loss, item_metric
 from hx.lang.values import ELEMENT_BATCHES, gather, take
 
-__all__ = ["TrainState", "tune_stats", "clear_tune_caches", "cached_executables", "executable",
-           "resolve_objective", "apply_for", "make_train_step", "make_eval", "make_per_image", "gathered"]
+__all__ = ["TrainState", "tune_stats", "clear_tune_caches", "release_unused_executables",
+           "cached_executables", "executable", "resolve_objective", "apply_for", "make_train_step",
+           "make_eval", "make_per_image", "gathered"]
 
 
 class TrainState(NamedTuple):
@@ -70,6 +71,8 @@ _TRACES: collections.Counter[str] = collections.Counter()
 _COMPILES: collections.Counter[str] = collections.Counter()
 _MAX_EXECUTABLES = 256
 _EXECUTABLES: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+_USED: set[tuple] = set()
+"""The keys of the executables used since the last `release_unused_executables`."""
 
 
 def tune_stats() -> dict[str, dict[str, int]]:
@@ -86,14 +89,29 @@ def cached_executables(name: str) -> list[Any]:
 def clear_tune_caches() -> None:
   """Forgets the cached executables and resets `tune_stats()`."""
   _EXECUTABLES.clear()
+  _USED.clear()
   _TRACES.clear()
   _COMPILES.clear()
+
+
+def release_unused_executables() -> int:
+  """Forgets the cached executables not used since the last call (or since the process began), and
+  returns how many. Called between the tasks of a long run (`hx.compile.release.release_between_tasks`):
+  a task's executables stay for the next task, which may train programs of the same structure, and those
+  of tasks before it go, so that the cache holds one task's working set rather than the last 256 of a
+  stream's."""
+  unused = [key for key in _EXECUTABLES if key not in _USED]
+  for key in unused:
+    del _EXECUTABLES[key]
+  _USED.clear()
+  return len(unused)
 
 
 def executable(name: str, cache_key: tuple, make: Callable[[], Callable], donate: tuple[int, ...],
                args: tuple) -> tuple[Any, float]:
   """The compiled executable of `make()` for `args`' shapes, compiling it on a miss; (exe, seconds)."""
   key = (name, cache_key, signature(args))
+  _USED.add(key)
   exe = _EXECUTABLES.get(key)
   if exe is not None:
     _EXECUTABLES.move_to_end(key)

@@ -44,6 +44,7 @@ from absl import logging
 from hx import baselines
 from hx.atomic import hold_directory
 from hx.compile.fitting import Outcome
+from hx.compile.release import release_between_tasks
 from hx.data import read_data_sets
 from hx.evaluation.config import ConfigError, EvalConfig
 from hx.evaluation.records import baseline_record, network_version, record_path, write_json
@@ -435,6 +436,7 @@ def _run_held(config: EvalConfig, directory: Path, time_budget: float | None, pr
         elif not (method == "standalone_with_fold" and index == 0):
           for f in config.fractions:
             runner.baseline(method, instance, seq, index, f)
+      release_between_tasks()  # what only this task's candidates and networks used
       if stopped:
         break
     if stopped:
