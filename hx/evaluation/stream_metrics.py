@@ -183,9 +183,9 @@ def library_growth(directory: Any, method: str = "houdini_topdown", instance: in
     ValueError: a manifest that is not readable JSON (its path named).
   """
   out = []
-  for folder in sorted((Path(directory) / method / f"seed_{instance}" / "libraries").glob("after_*")):
-    if not folder.name[6:].isdigit():
-      continue
+  folders = [f for f in (Path(directory) / method / f"seed_{instance}" / "libraries").glob("after_*")
+             if f.name[6:].isdigit()]
+  for folder in sorted(folders, key=lambda f: int(f.name[6:])):  # after_100 after after_99, not after_10
     path = folder / "library.json"
     try:
       manifest = json.loads(path.read_text("utf-8"))

@@ -157,3 +157,12 @@ def test_no_record_is_refused(tmp_path):
   with pytest.raises(ValueError, match="holds no saved library"):
     rescore_winners(config, tmp_path)
   assert json.loads("[]") == [] and library_growth(tmp_path) == []
+
+
+def test_the_library_growth_is_in_task_order_past_task_99(tmp_path):
+  # Folders are after_TT with two digits at least: after_100 sorts between after_10 and after_11 by name.
+  for index in (9, 10, 11, 100):
+    folder = tmp_path / "houdini_topdown" / "seed_0" / "libraries" / f"after_{index:02d}"
+    folder.mkdir(parents=True)
+    (folder / "library.json").write_text(json.dumps({"entries": []}))
+  assert [p.index for p in library_growth(tmp_path)] == [9, 10, 11, 100]
