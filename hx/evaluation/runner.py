@@ -9,10 +9,13 @@ time across methods, so a run stopped by its time budget has every method on the
 
 What the baselines carry from task to task is the network each trained on the largest fraction (saved
 in `<method>/seed_S/networks/after_TT/`): low-level transfer starts from the earlier networks, a
-progressive network adds a column beside the earlier columns, and the graph standalone baseline maps the
-regressor learned on the sequence's first task. On a sequence's first task there is nothing to transfer:
-low-level transfer with no earlier network, and a progressive network of one column, are the standalone
-network, so when the standalone baseline runs too its record is theirs (marked "same_as").
+progressive network adds a column beside the earlier columns. A graph task's baselines start from the
+regressor learned on the sequence's first task, HOUDINI's where a HOUDINI method runs (the paper "shared
+the regressors learned for the first tasks across the competing methods"): the standalone network maps it
+frozen, low-level transfer fine-tunes it (`_Runner.regressor`). On a sequence's first task there is
+nothing to transfer: low-level transfer with no earlier network, and a progressive network of one column,
+are the standalone network, so when the standalone baseline runs too its record is theirs (marked
+"same_as").
 
 Every seed derives from the instance, the task's position and the fraction, never from the clock, and
 every record is written atomically once its training is done, so a run started again on the same
@@ -213,6 +216,53 @@ class _Runner:
                                      "command again to train it anew") from None
     return cache[index]
 
+  def regressor(self, instance: int, seq: Any) -> Any:
+    """The regressor a graph task's baselines start from (an `hx.baselines.Network` of the first task's
+    image architecture): the regression network HOUDINI's program learned on the sequence's first task,
+    where a HOUDINI method runs and its winner there is one (`compose(MLP, CNN)` of the standalone
+    architecture's types), so that every method's graph task maps the same regressor, the paper's
+    protocol ("shared the regressors learned for the first tasks across the competing methods"); else
+    the standalone network's own first task's network.
+
+    Raises:
+      RuntimeError: neither exists.
+    """
+    key = ("regressor", instance)
+    if key not in self.networks:
+      shared = self.houdini_regressor(self.config.houdini[0], instance, seq) if self.config.houdini else None
+      if shared is None:
+        shared = self.network("standalone", instance, 0, seq)
+      if shared is None:
+        raise RuntimeError(f"the graph baselines of {seq.name} need the regressor of the sequence's first "
+                           f"task, and {self.network_path('standalone', instance, 0)} is missing")
+      self.networks[key] = {0: shared}
+    return self.networks[key][0]
+
+  def houdini_regressor(self, method: str, instance: int, seq: Any) -> Any | None:
+    """HOUDINI's (`method`'s) first task's winner at the largest fraction as a network of the first
+    task's standalone image architecture, or None where the winner is not of that shape."""
+    from hx.lang import parse
+    from hx.lang import program as P
+    from hx.synth.library import Library
+
+    saved = self.method_dir(method, instance) / "libraries" / "after_01"
+    if not saved.exists():
+      self.houdini_sequence(method, instance, seq, 1)  # searched, or rebuilt from its record
+    arch = self.architecture(seq.tasks[0])
+    library = Library.load(saved)
+    first = [e for e in library.entries if e.provenance.task == seq.build(0).name]
+    program = parse(first[0].provenance.program) if first else None
+    if (arch.kind != "image" or not isinstance(program, P.Compose)
+        or not all(isinstance(f, (P.Fresh, P.Lib)) for f in (program.f, program.g))):
+      logging.info("%s's first program is not an MLP over a CNN: the graph baselines map the standalone "
+                   "network's regressor", method)
+      return None
+    mlp, cnn = (library[f.name] for f in (program.f, program.g))
+    if (cnn.type, mlp.type) != (arch.spec(baselines.CNN).type, arch.spec(baselines.MLP).type):
+      return None
+    return baselines.Network(method=method, task=first[0].provenance.task, architecture=arch,
+                             modules={baselines.CNN: cnn.variables, baselines.MLP: mlp.variables})
+
   def keep_network(self, method: str, instance: int, index: int, network: Any) -> None:
     baselines.save_network(network, self.network_path(method, instance, index))
     self.networks.setdefault((method, instance), {})[index] = network
@@ -318,19 +368,17 @@ class _Runner:
     def source(network: Any) -> dict:
       return {"task": network.task, "method": network.method, "version": network_version(network)}
 
+    graph = self.architecture(full.spec).kind == "graph"
     if method == "standalone":
-      regressor = None
-      if self.architecture(full.spec).kind == "graph":
-        regressor = self.network("standalone", instance, 0, seq)
-        if regressor is None:
-          raise RuntimeError(f"the standalone graph baseline of {full.name} needs the regressor of the "
-                             f"sequence's first task, and {self.network_path('standalone', instance, 0)} "
-                             "is missing")
+      regressor = self.regressor(instance, seq) if graph else None
       result = baselines.standalone(task, c.module_config, tune_config, seed=seed, element=element,
                                     regressor=regressor, checkpoint_dir=saving)
       return result, [] if regressor is None else [source(regressor)], {}
     if method == "llt":
-      history = [n for j in range(index) if (n := self.network("llt", instance, j, seq)) is not None]
+      # On a graph task the first task's network is the shared regressor (`regressor`).
+      history = [n for j in range(index)
+                 if (n := self.regressor(instance, seq) if graph and j == 0
+                     else self.network("llt", instance, j, seq)) is not None]
       result = baselines.llt(task, history, c.module_config, tune_config, seed=seed, element=element,
                              checkpoint_dir=saving)
       used = {s for _, s in result.sources if not s.startswith("fresh")}

@@ -1,14 +1,20 @@
 """The runner on the sequences the binary's end-to-end test does not cover: a graph sequence (the
-standalone baseline maps the first task's regressor, LLT fine-tunes it) and SS (standalone_with_fold
+standalone baseline maps HOUDINI's first task's regressor, LLT fine-tunes it) and SS (standalone_with_fold
 trains HOUDINI's program from scratch). Tiny data and modules; slow all the same."""
 
 import dataclasses
 import json
 
+import jax
+import numpy as np
 import pytest
 
+from hx.baselines.networks import CNN, MLP, Network, architecture, load_network
 from hx.data import Sources, TaskSizes
 from hx.evaluation import ConfigError, EvalConfig, run
+from hx.evaluation.records import network_version
+from hx.lang.types import parse_type
+from hx.synth.library import Library
 
 TINY_MODULES = {"mlp_hidden": 16, "cnn_channels": (4, 8), "lstm_hidden": 8, "graph_hidden": 8,
                 "graph_message": 4}
@@ -30,12 +36,24 @@ def test_a_graph_sequence_shares_the_first_tasks_regressor(tmp_path):
   assert outcome.finished and outcome.ran == 6 and len(lines) == 6
   standalone, llt = _records(tmp_path, "standalone"), _records(tmp_path, "llt")
   path = [k for k in standalone if k.startswith("02_")][0]
-  regressor = standalone[[k for k in standalone if k.startswith("01_")][0]]
-  assert standalone[path]["starts_from"] == [{"task": regressor["task"], "method": "standalone",
-                                              "version": regressor["network_version"]}]
+  first = standalone[[k for k in standalone if k.startswith("01_")][0]]
+  # Both baselines' graph task start from HOUDINI's first program, compose(MLP, CNN), as a regressor.
+  houdini_first = _records(tmp_path, "houdini_topdown")[[k for k in standalone if k.startswith("01_")][0]]
+  assert houdini_first["ranked"][0]["named"] == "compose(nn_gs1_1, nn_gs1_2)"
+  library = Library.load(tmp_path / "houdini_topdown" / "seed_0" / "libraries" / "after_01")
+  arch = architecture(parse_type(first["type"]), config.module_config)
+  shared = Network("houdini_topdown", first["task"], arch,
+                   {CNN: library["nn_gs1_2"].variables, MLP: library["nn_gs1_1"].variables})
+  source = {"task": first["task"], "method": "houdini_topdown", "version": network_version(shared)}
+  assert source["version"] != first["network_version"]  # not the standalone network's own regressor
+  assert standalone[path]["starts_from"] == [source] and llt[path]["starts_from"] == [source]
+  kept = load_network(tmp_path / "standalone" / "seed_0" / "networks" / "after_02", config.module_config)
+  for role in (CNN, MLP):  # frozen: the standalone network's regressor is HOUDINI's, unchanged
+    for got, want in zip(jax.tree.leaves(kept.modules[role]), jax.tree.leaves(shared.modules[role])):
+      np.testing.assert_array_equal(got, want)
   assert standalone[path]["ranked"][0]["program"] == "lstm_rows(map_g(compose(nn_mlp, nn_cnn)))"
   assert standalone[path]["frozen_parameters"] > 0 and llt[path]["frozen_parameters"] == 0
-  assert dict(map(tuple, llt[path]["transfer"]))["nn_mlp.out"] == regressor["task"]
+  assert dict(map(tuple, llt[path]["transfer"]))["nn_mlp.out"] == first["task"]
   assert llt[[k for k in llt if k.startswith("01_")][0]]["same_as"] == "standalone"
   assert standalone[path]["data"]["synthetic"] and "[synthetic: gtsrb-synthetic]" in standalone[path]["task"]
   report = outcome.report.read_text()
