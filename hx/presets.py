@@ -324,17 +324,18 @@ def training_settings(kind: str, preset: str = "paper") -> TrainingSettings:
       val_every=val_every)
 
 
-def task_tune_config(spec: Any, preset: str = "paper", **changes: Any) -> Any:
-  """The `hx.compile.TuneConfig` a task trains with under `preset`, with `changes`: a paper task's
-  (`hx.data.TaskSpec`) from `training_settings` of its kind, a task of a user's arrays
-  (`hx.data.ArrayTaskSpec`) from its own settings (`preset` does not apply to it); imports JAX.
+def task_tune_config(spec: Any, preset: str = "paper") -> Any:
+  """The `hx.compile.TuneConfig` a task trains with under `preset`: a paper task's (`hx.data.TaskSpec`)
+  from `training_settings` of its kind, a task of a user's arrays (`hx.data.ArrayTaskSpec`) from its own
+  settings (`preset` does not apply to it); imports JAX. A run's changes (`--epochs`, ...) are applied
+  where the run is configured (`hx.evaluation.EvalConfig.make`), not here.
 
   Raises:
     ValueError: a user's task names a setting TuneConfig does not have, or a value it refuses (the
       message names the task).
   """
   if isinstance(spec, TaskSpec):
-    return training_settings(spec.kind, preset).tune_config(**changes)
+    return training_settings(spec.kind, preset).tune_config()
   from hx.compile.tuning import TuneConfig
 
   fields = {f.name for f in dataclasses.fields(TuneConfig)}
@@ -343,7 +344,7 @@ def task_tune_config(spec: Any, preset: str = "paper", **changes: Any) -> Any:
     raise ValueError(f"task {spec.name!r}: unknown training setting(s) {', '.join(unknown)}; the settings "
                      f"are {', '.join(sorted(fields))}")
   try:
-    return TuneConfig(**{**dict(spec.training), **changes})
+    return TuneConfig(**dict(spec.training))
   except (TypeError, ValueError) as err:
     raise ValueError(f"task {spec.name!r}: training settings: {err}") from None
 

@@ -164,7 +164,8 @@ class EvalConfig:
       patience: `TuneConfig.patience` of every task and method (None, the paper's: every epoch; N: stop
         a training after N epochs without a better validation score).
       search: `SearchSpace` fields of HOUDINI's search to change from the preset's (`SEARCH_KEYS`:
-        "order", "authors_filter", "library_tasks"), e.g. {"order": "cost", "library_tasks": 8}.
+        "order", "authors_filter", "library_tasks", "probed_tasks"), e.g. {"order": "cost",
+        "library_tasks": 8}.
 
     Raises:
       ConfigError: anything that cannot work, in one line naming the setting.
@@ -267,7 +268,7 @@ def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None,
   return budget, budgets
 
 
-SEARCH_KEYS = ("order", "authors_filter", "library_tasks")
+SEARCH_KEYS = ("order", "authors_filter", "library_tasks", "probed_tasks")
 """The `SearchSpace` fields a run may change from its preset's (`EvalConfig.make(search=...)`, hx-run's
 --search)."""
 
@@ -322,9 +323,9 @@ def _tune_configs(p: Preset, specs: Sequence[Any], epochs: int | None, bias_from
       changes["patience"] = patience
     if paper and p.min_steps and epochs is None:  # epochs the caller names are trained as named
       changes["min_steps"] = p.min_steps
-    try:
-      configs.append((kind, task_tune_config(spec, p.training, **changes)))
-    except ValueError as err:  # a user's task's own settings
+    try:  # the changes applied here, the one point where a run's training settings are filled in
+      configs.append((kind, dataclasses.replace(task_tune_config(spec, p.training), **changes)))
+    except ValueError as err:  # a user's task's own settings, or a change TuneConfig refuses
       raise ConfigError(str(err)) from None
   return tuple(configs)
 
