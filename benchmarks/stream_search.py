@@ -3,6 +3,7 @@
 
     python benchmarks/stream_search.py                      # benchmarks/stream/length_100_seed_0
     python benchmarks/stream_search.py --run /tmp/s30 --length 30 --library_tasks 8
+    python benchmarks/stream_search.py --probed_tasks 16    # probing only the 16 most recently used
 
 For each task i the run recorded (after the first), it loads HOUDINI's library saved after task i - 1
 (`houdini_topdown/seed_<s>/libraries/after_<i-1>`), builds task i (`hx.data.long_stream`, the run's seed
@@ -68,6 +69,8 @@ def main() -> int:
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--length", type=int, default=100)
   parser.add_argument("--library_tasks", type=int, default=8, help="K of the bounded search")
+  parser.add_argument("--probed_tasks", type=int, default=None, help="earlier tasks probed to choose the K "
+                      "(hx.synth.prior.probed_sources; default: every one)")
   parser.add_argument("--candidates", type=int, default=4, help="candidates the search yields")
   parser.add_argument("--budget", type=float, default=300.0, help="seconds per search at most")
   args = parser.parse_args()
@@ -88,7 +91,7 @@ def main() -> int:
     library, task = Library.load(saved), tasks.build(i - 1)
     whole, whole_expanded = _search(task, library, config, args.candidates, args.budget)
     start = time.perf_counter()
-    offered = offered_library(library, task, args.library_tasks)
+    offered = offered_library(library, task, args.library_tasks, probed=args.probed_tasks)
     choice = time.perf_counter() - start
     bounded, bounded_expanded = _search(task, offered, config, args.candidates, args.budget)
     bounded = None if bounded is None else bounded + choice

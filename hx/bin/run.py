@@ -93,7 +93,8 @@ _PATIENCE = flags.DEFINE_integer(
     "less time, benchmarks/RESULTS.md, \"Synthesis\").")
 _SEARCH = flags.DEFINE_string(
     "search", None, "HOUDINI's top-down order (authors, cost), authors_filter=true|false, library_tasks=N, "
-    "e.g. cost,library_tasks=8 (default: the preset's; BUILD.md, \"Executors and schedules\").")
+    "probed_tasks=N, e.g. cost,library_tasks=8 (default: the preset's; BUILD.md, \"Executors and "
+    "schedules\").")
 _OUTPUT = flags.DEFINE_string("output_dir", None, "Where to write (default: runs/<sequence>-<preset>).")
 _TIME_BUDGET = flags.DEFINE_float("time_budget", None, "Stop starting new work after this many seconds; run "
                                   "again to continue.")
@@ -177,13 +178,13 @@ def parse_search(text: str | None) -> dict[str, Any]:
       if value.lower() not in ("true", "false"):
         raise ValueError(f"authors_filter={value}: expected true or false")
       out["authors_filter"] = value.lower() == "true"
-    elif key == "library_tasks":
+    elif key in ("library_tasks", "probed_tasks"):
       if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"library_tasks={value}: expected an integer >= 1")
-      out["library_tasks"] = int(value)
+        raise ValueError(f"{key}={value}: expected an integer >= 1")
+      out[key] = int(value)
     else:
-      raise ValueError(f"unknown key {key!r}; the keys are order (or an order alone), authors_filter and "
-                       "library_tasks")
+      raise ValueError(f"unknown key {key!r}; the keys are order (or an order alone), authors_filter, "
+                       "library_tasks and probed_tasks")
   return out
 
 

@@ -23,6 +23,12 @@ whose features serve the new task best:
      offered, with every library function their winning programs call (so each of their programs can be
      built again), in the library's order.
 
+Each probe costs a forward pass and a ridge fit, so probing every earlier task makes the choice itself
+grow with the library. With `probed` only that many sources are probed: those a winner used most
+recently (`probed_sources`, read from the library's provenance); the others are offered last, after
+every probed one, and come back into the probed set as soon as a later winner calls one of their
+functions.
+
 A source whose program has no probe of the new task's image type (another image size, a graph
 convolution at the input end) scores nothing and is offered only after every scored source; when the
 task's inputs are not images (values, not indices into an image table) no source can be probed and the
@@ -48,13 +54,13 @@ from hx.lang import program as P
 from hx.lang import values as V
 from hx.lang.types import FunctionType, GraphType, ListType, TensorType, Type
 
-__all__ = ["offered_library", "source_scores", "probe_error"]
+__all__ = ["offered_library", "probed_sources", "source_scores", "probe_error"]
 
 _ELEMENTS = (*V.ELEMENT_BATCHES, V.SharedGraphs)
 
 
-def offered_library(library: Any, task: Any, tasks: int | None, *, sample: int = 256,
-                    ridge: float = 1e-2) -> Any:
+def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int | None = None,
+                    sample: int = 256, ridge: float = 1e-2) -> Any:
   """The part of `library` (an `hx.Library`) a search for `task` is offered: the functions of the
   `tasks` earlier tasks whose programs' per-image functions best predict `task`'s targets (see the
   module docstring), and the library functions those programs call; `library` itself when it holds
@@ -63,6 +69,8 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, sample: int =
   Args:
     task: an `hx.Task` (or any value with `type`, `train`, `val`, `table` and `objective`).
     tasks: how many earlier tasks' functions to offer (>= 1), or None: all.
+    probed: how many earlier tasks to probe at most (>= `tasks`), the most recently reused
+      (`probed_sources`); None: every one.
     sample: examples of each split probed at most (the first ones: a split's examples are drawn at
       random already).
     ridge: the ridge regression's penalty, relative to the features' mean squared norm.
@@ -75,11 +83,16 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, sample: int =
     return library
   if tasks < 1:
     raise ValueError(f"the search must be offered the functions of at least 1 earlier task, got {tasks}")
+  if probed is not None and probed < tasks:
+    raise ValueError(f"the prior must probe at least the {tasks} earlier tasks it offers, got {probed}")
   sources = _sources(library)
   if len(sources) <= tasks:
     return library
-  scores = source_scores(library, task, sample=sample, ridge=ridge)
-  order = sorted(range(len(sources)), key=lambda i: (_rank_key(scores[sources[i][0]]), -i))
+  probe = probed_sources(library, probed)
+  scores = source_scores(library, task, sample=sample, ridge=ridge, only=probe)
+  # Unprobed sources last: retired until a winner reuses them.
+  order = sorted(range(len(sources)), key=lambda i: (sources[i][0] not in probe,
+                                                     _rank_key(scores[sources[i][0]]), -i))
   keep: set[str] = set()
   for i in order[:tasks]:
     key, names = sources[i]
@@ -99,6 +112,30 @@ def _sources(library: Any) -> list[tuple[str, tuple[str, ...]]]:
   for e in library.entries:
     out.setdefault(f"{e.provenance.sequence}/{e.provenance.task}", []).append(e.name)
   return [(k, tuple(v)) for k, v in out.items()]
+
+
+def probed_sources(library: Any, limit: int | None) -> frozenset[str]:
+  """The keys of the at most `limit` sources (every one when None) of `library` that were used most
+  recently: a source is used by its own task and by every later task whose winning program calls one of
+  its functions, and sources of equal last use are taken the later first.
+
+  Why: probing every earlier task costs a forward pass and a ridge fit each, so the choice of what to
+  offer grows with the library even when the search it bounds does not. A source no winner has reused
+  for `limit` sources is retired from probing: it stays in the library (saved, and offered by the paper's
+  whole-library search), and becomes probed again as soon as a winner calls one of its functions. The
+  choice reads the library's provenance only, so a resumed run makes the same one.
+  """
+  sources = _sources(library)
+  if limit is None or len(sources) <= limit:
+    return frozenset(k for k, _ in sources)
+  owner = {name: i for i, (_, names) in enumerate(sources) for name in names}
+  last = list(range(len(sources)))
+  for i, (_, names) in enumerate(sources):
+    for name in _called(library[names[0]].provenance.program):
+      if name in owner:
+        last[owner[name]] = max(last[owner[name]], i)
+  order = sorted(range(len(sources)), key=lambda i: (last[i], i), reverse=True)
+  return frozenset(sources[i][0] for i in order[:limit])
 
 
 def _called(program_text: str) -> tuple[str, ...]:
@@ -143,11 +180,11 @@ def _as_library(p: P.Program) -> P.Program:
   return P.with_children(p, tuple(_as_library(k) for k in kids)) if kids else p
 
 
-def source_scores(library: Any, task: Any, *, sample: int = 256, ridge: float = 1e-2
-                  ) -> dict[str, float | None]:
+def source_scores(library: Any, task: Any, *, sample: int = 256, ridge: float = 1e-2,
+                  only: frozenset[str] | None = None) -> dict[str, float | None]:
   """Per source of `library` (its key, "sequence/task"), its probes' best error on `task`
-  (`probe_error`), or None where it has no probe of the task's image type or the task's inputs are not
-  image indices."""
+  (`probe_error`), or None where it has no probe of the task's image type, the task's inputs are not
+  image indices, or the source is not among `only` (None: every source is probed)."""
   sources = _sources(library)
   image = _image_type(task.type)
   train, val = _head(task.train, sample), _head(task.val, sample)
@@ -160,7 +197,8 @@ def source_scores(library: Any, task: Any, *, sample: int = 256, ridge: float = 
   out: dict[str, float | None] = {}
   for key, names in sources:
     best = None
-    for probe in _probes(library, library[names[0]].provenance.program, image, elements):
+    probes = _probes(library, library[names[0]].provenance.program, image, elements)
+    for probe in probes if only is None or key in only else ():
       if probe not in errors:
         outputs = _outputs(library, probe, task.table, rows)
         errors[probe] = probe_error(outputs, train, val, per_element=per_element, ridge=ridge)

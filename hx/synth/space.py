@@ -164,6 +164,10 @@ class SearchSpace:
       programs' per-image functions best predict the task's targets in closed form
       (`hx.synth.prior.offered_library`), so that its cost stays bounded as the library grows; None
       (the paper's): the whole library.
+    probed_tasks: with `library_tasks`, probe at most this many earlier tasks' functions to choose them,
+      those most recently reused (`hx.synth.prior.probed_sources`), so that the choice's own cost (a
+      forward pass and a ridge fit per earlier task) stays bounded too; the others stay in the library
+      and come back when a winner reuses them. None: probe every earlier task.
   """
   intermediate_types: tuple[Type, ...] = (parse_type("Tensor<bool>[1]"), parse_type("Tensor<real>[1]"))
   image_features: bool = True
@@ -179,6 +183,7 @@ class SearchSpace:
   order: str = "authors"
   authors_filter: bool = False
   library_tasks: int | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
+  probed_tasks: int | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
 
   def __post_init__(self):
     if self.order not in ORDERS:
@@ -195,6 +200,11 @@ class SearchSpace:
     if self.library_tasks is not None and (not isinstance(self.library_tasks, int)
                                            or isinstance(self.library_tasks, bool) or self.library_tasks < 1):
       raise ValueError(f"library_tasks must be an integer >= 1 or None, got {self.library_tasks!r}")
+    if self.probed_tasks is not None and (not isinstance(self.probed_tasks, int)
+                                          or isinstance(self.probed_tasks, bool)
+                                          or self.probed_tasks < (self.library_tasks or 1)):
+      raise ValueError(f"probed_tasks must be an integer >= library_tasks ({self.library_tasks}) or None, "
+                       f"got {self.probed_tasks!r}")
 
 
 @dataclasses.dataclass(frozen=True)

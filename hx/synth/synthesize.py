@@ -299,7 +299,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   _check_arguments(strategy, budget, keep)
   wall = time.perf_counter()
   library = library if library is not None else Library()
-  offered = offered_library(library, task, space.library_tasks)
+  offered = offered_library(library, task, space.library_tasks, probed=space.probed_tasks)
   prior_seconds = time.perf_counter() - wall
   context = task_context(task, offered, module_config, _tune_config(task, tune_config),
                          checkpoint_dir=checkpoint_dir, scores_dir=scores_dir)

@@ -3,6 +3,7 @@ on tasks trained for real, the earlier task a repeat relates to offered first.""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 
@@ -10,7 +11,7 @@ import hx
 from hx.compile.values import ListBatch, Split
 from hx.evaluation.config import ConfigError
 from hx.synth.jsonfiles import jsonable
-from hx.synth.prior import offered_library, probe_error, source_scores
+from hx.synth.prior import offered_library, probe_error, probed_sources, source_scores
 from hx.synth.space import SearchSpace
 
 
@@ -128,7 +129,7 @@ def test_the_bound_is_a_search_setting_left_out_of_settings_at_its_default():
   config = hx.EvalConfig.make("cs1", search={"library_tasks": 3, "order": "cost"})
   assert config.space.library_tasks == 3 and config.space.order == "cost"
   with pytest.raises(ConfigError, match="unknown search setting.*the settings are order, authors_filter, "
-                                        "library_tasks"):
+                                        "library_tasks, probed_tasks"):
     hx.EvalConfig.make("cs1", search={"libary_tasks": 3})
   with pytest.raises(ConfigError, match="search: library_tasks must be"):
     hx.EvalConfig.make("cs1", search={"library_tasks": 0})
@@ -142,3 +143,57 @@ def test_the_binary_reads_the_bound_from_its_search_flag():
   for bad in ("library_tasks=0", "library_tasks=x"):
     with pytest.raises(ValueError, match="library_tasks=.*expected an integer >= 1"):
       parse_search(bad)
+
+
+def _grown(programs):
+  """A library grown by one task per program (frozen, untrained functions): each program's fresh
+  functions are nn_1 (image -> Tensor<bool>[1], or Tensor<bool>[1] -> Tensor<bool>[1] after a library
+  function) and may call the earlier tasks' functions."""
+  from hx.compile import ModuleConfig, compile_program
+  from hx.synth.library import Library, Trained
+
+  config = ModuleConfig(mlp_hidden=8, cnn_channels=(2, 4), lstm_hidden=8)
+  library = Library()
+  for i, text in enumerate(programs):
+    program = hx.lang.parse(text)
+    arg = "Tensor<bool>[1]" if hx.lang.program.library_names(program) else "Tensor<real>[1][28][28]"
+    compiled = compile_program(program, {"nn_1": hx.lang.types.parse_type(f"{arg} -> Tensor<bool>[1]")},
+                               config, library.specs())
+    variables = compiled.init(jax.random.key(i))
+    library = library.add(Trained(compiled, variables), sequence="t", task=f"task_{i + 1}",
+                          when="2026-01-01T00:00:00").library
+  return library
+
+
+def test_the_probed_sources_are_those_a_winner_used_most_recently():
+  # Task 4's winner calls task 1's function: task 1 was used at task 4, after tasks 2 and 3.
+  library = _grown(["nn_1", "nn_1", "nn_1", "compose(nn_1, lib.nn_t_1)", "nn_1"])
+  assert probed_sources(library, 3) == {"t/task_5", "t/task_4", "t/task_1"}
+  assert probed_sources(library, 2) == {"t/task_5", "t/task_4"}  # equal last use: the later first
+  assert probed_sources(library, None) == probed_sources(library, 5) == {f"t/task_{i}" for i in range(1, 6)}
+
+
+def test_a_retired_source_is_not_probed_and_is_offered_after_the_probed_ones(two_tasks):
+  library = two_tasks
+  top_again = _task("is_top_again", "top", 8)
+  # Probing only the latest task: is_top (the one that predicts the task) is retired, not scored.
+  assert source_scores(library, top_again, only=probed_sources(library, 1))["sq/is_top"] is None
+  assert offered_library(library, top_again, 1, probed=1).names == ("nn_sq_2",)
+  assert offered_library(library, top_again, 1, probed=2).names == ("nn_sq_1",)
+  with pytest.raises(ValueError, match="must probe at least the 1 earlier tasks"):
+    offered_library(library, top_again, 1, probed=0)
+
+
+def test_the_probe_bound_is_a_search_setting():
+  from hx.bin.run import parse_search
+
+  assert "probed_tasks" not in jsonable(SearchSpace(library_tasks=8))
+  assert jsonable(SearchSpace(library_tasks=8, probed_tasks=24))["probed_tasks"] == 24
+  for bad in (4, 0, 2.5, True):
+    with pytest.raises(ValueError, match="probed_tasks must be an integer >= library_tasks"):
+      SearchSpace(library_tasks=8, probed_tasks=bad)
+  config = hx.EvalConfig.make("cs1", search={"library_tasks": 3, "probed_tasks": 6})
+  assert config.space.probed_tasks == 6
+  assert parse_search("library_tasks=8,probed_tasks=24") == {"library_tasks": 8, "probed_tasks": 24}
+  with pytest.raises(ValueError, match="probed_tasks=x: expected an integer >= 1"):
+    parse_search("probed_tasks=x")
