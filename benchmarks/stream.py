@@ -11,7 +11,8 @@ candidates=...)` under the quick preset's module sizes (`hx.presets`, "quick": M
 channels 8 and 16, LSTM 32), the authors' search order (`--order`, `ORDER`: fresh functions before
 library ones), `--candidates` programs per task (4 by default), offered the library functions of
 `--library_tasks` earlier tasks (`hx.synth.prior`, 8 by default: `SearchSpace.library_tasks`, so that its
-cost stays that of the stream's first tasks; 0 gives it the whole library, as the paper's search): one
+cost stays that of the stream's first tasks; 0 gives it the whole library, as the paper's search), chosen
+by probing at most `--probed_tasks` of them (16 by default, `SearchSpace.probed_tasks`): one
 training fraction, 100%, since the stream's less_data relation is its small-data test; its instantiation
 SEED is the stream's seed (`long_stream(SEED)`), so the records are under seed_SEED. It
 resumes by its records (`hx.evaluation.run`): started again on the same directory with the same flags it
@@ -48,6 +49,11 @@ LIBRARY_TASKS = 8
 (`hx.synth.prior.offered_library`): about the library of the stream's tenth task, so that the search
 costs at task 100 what it costs there."""
 
+PROBED_TASKS = 16
+"""How many earlier tasks the prior probes at most to choose the `LIBRARY_TASKS` it offers (0: every one):
+twice as many, those a winner used most recently (`hx.synth.prior.probed_sources`), so that the choice
+costs at task 100 about what it costs by the stream's tenth task, where every earlier task is probed."""
+
 
 def _default_dir(length: int, seed: int) -> Path:
   return _ROOT / f"length_{length}_seed_{seed}"
@@ -55,6 +61,8 @@ def _default_dir(length: int, seed: int) -> Path:
 
 def _config(stream: hx.TaskStream, args: argparse.Namespace) -> hx.EvalConfig:
   search = {"library_tasks": args.library_tasks} if args.library_tasks else {}
+  if args.probed_tasks:
+    search["probed_tasks"] = args.probed_tasks
   search["order"] = args.order  # checked by EvalConfig.make (a ConfigError naming the orders)
   search = search or None
   return hx.EvalConfig.make(stream, methods=[m for m in args.methods.split(",") if m], fractions=[1.0],
@@ -100,6 +108,10 @@ def main() -> int:
   parser.add_argument("--library_tasks", type=int, default=LIBRARY_TASKS,
                       help="HOUDINI's search is offered the functions of this many earlier tasks, chosen by "
                            f"hx.synth.prior (default {LIBRARY_TASKS}; 0: the whole library, the paper's)")
+  parser.add_argument("--probed_tasks", type=int, default=PROBED_TASKS,
+                      help="with --library_tasks, probe at most this many earlier tasks to choose them, "
+                           "those a winner used most recently (hx.synth.prior.probed_sources; default "
+                           f"{PROBED_TASKS}; 0: every one)")
   parser.add_argument("--order", default=ORDER, help="HOUDINI's search order, hx.synth.space.ORDERS "
                       f"(default {ORDER})")
   parser.add_argument("--output_dir", default=None,

@@ -45,9 +45,10 @@ from typing import Any, Iterable, Sequence
 from hx.evaluation.config import method_label
 from hx.evaluation.records import load_records, record_path, work_seconds
 
-__all__ = ["TaskRow", "LibraryPoint", "MemoryPoint", "Rescored", "Forgetting", "MethodSummary",
-           "task_rows", "process_memory_after", "library_growth", "network_growth", "memory_growth",
-           "rescore_winners", "summary", "plot_stream", "stream_section", "write_stream_report"]
+__all__ = ["TaskRow", "LibraryPoint", "MemoryPoint", "Rescored", "Forgetting", "MethodSummary", "Reuse",
+           "REPEATS", "reuse_on_repeats", "task_rows", "process_memory_after", "library_growth",
+           "network_growth", "memory_growth", "rescore_winners", "summary", "plot_stream", "stream_section",
+           "write_stream_report"]
 
 
 def _finite(x: Any) -> bool:
@@ -81,6 +82,8 @@ class TaskRow:
     same_as: a baseline whose record is another's (LLT on a first task: "standalone"); else None.
     rss_bytes: the resident memory of the process that wrote the record, once it was done
       (`hx.process_memory`); None in records written before it was recorded.
+    search_seconds: HOUDINI's search (the record's "search": the prior's choice of library and the
+      enumeration, no training); None for a baseline.
   """
   index: int
   task: str
@@ -96,6 +99,7 @@ class TaskRow:
   program: str | None
   same_as: str | None = None
   rss_bytes: int | None = None
+  search_seconds: float | None = None
 
 
 def _largest(records: Sequence[dict]) -> float:
@@ -132,7 +136,8 @@ def task_rows(records: Sequence[dict], instance: int | None = None) -> list[Task
         trained=int(r.get("candidates_trained", 0)) if houdini else 1,
         parameters=None if houdini else int(r.get("parameters", 0)),
         program=best.get("named") or best.get("program"), same_as=r.get("same_as"),
-        rss_bytes=(r.get("process_memory") or {}).get("rss_bytes")))
+        rss_bytes=(r.get("process_memory") or {}).get("rss_bytes"),
+        search_seconds=float(r["seconds"]["search"]) if houdini and "search" in r["seconds"] else None))
   return rows
 
 
@@ -376,6 +381,49 @@ class MethodSummary:
   work_seconds: float
 
 
+REPEATS = ("less_data", "new_data", "new_output", "new_input")
+"""The relations of a task to an earlier one whose functions it may reuse (`hx.data.streams.RELATIONS`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Reuse:
+  """What a HOUDINI method's winners reuse on the stream's repeated tasks (`REPEATS`).
+
+  Attributes:
+    method: the HOUDINI method's id.
+    repeats: the repeated tasks recorded (index, the index of the task it repeats).
+    calls_library: those whose winner calls a library function.
+    calls_earlier: those whose winner calls a function that the repeated task's winner computes with
+      (one it trained, or a library function it called).
+  """
+  method: str
+  repeats: tuple[tuple[int, int], ...]
+  calls_library: tuple[int, ...]
+  calls_earlier: tuple[int, ...]
+
+
+def reuse_on_repeats(rows: Sequence[TaskRow], plan: Sequence[Any], method: str) -> Reuse:
+  """`Reuse` of `method`'s winners (their named programs: a function they trained written bare, a
+  library one as lib.<name>) on the tasks `plan` marks as repeats of an earlier one."""
+  from hx.lang import parse
+  from hx.lang import program as P
+
+  programs = {r.index: parse(r.program) for r in rows
+              if r.method == method and r.program and r.test is not None}
+  repeats, library, earlier = [], [], []
+  for t in plan:
+    if t.relation not in REPEATS or t.of is None or t.index not in programs:
+      continue
+    repeats.append((t.index, t.of))
+    called = set(P.library_names(programs[t.index]))
+    if called:
+      library.append(t.index)
+    first = programs.get(t.of)
+    if first is not None and called & (set(P.fresh_names(first)) | set(P.library_names(first))):
+      earlier.append(t.index)
+  return Reuse(method, tuple(repeats), tuple(library), tuple(earlier))
+
+
 def _mean(values: Iterable[float | None]) -> float | None:
   got = [v for v in values if v is not None]
   return statistics.fmean(got) if got else None
@@ -549,11 +597,47 @@ def _process_memory_lines(rows: Sequence[TaskRow], early: int = 20) -> list[str]
           f"{last}: {after[last] / 1e6:.0f} MB (**{after[last] / after[first]:.2f}x**).", ""]
 
 
+def _search_lines(rows: Sequence[TaskRow], early: tuple[int, int] = (10, 20)) -> list[str]:
+  """A HOUDINI method's search seconds and wall seconds per task: the median over tasks `early`, the
+  median over as many last tasks, and the last task's, each against the early median."""
+  mine = sorted((r for r in rows if r.search_seconds is not None), key=lambda r: r.index)
+  first = [r for r in mine if early[0] <= r.index <= early[1]]
+  if not first or mine[-1].index <= early[1]:
+    return []
+  last = mine[-len(first):]
+
+  def row(what: str, get: Any) -> str:
+    a, b, c = (statistics.median(get(r) for r in first), statistics.median(get(r) for r in last),
+               get(mine[-1]))
+    times = "" if a <= 0 else f" ({b / a:.2f}x; {c / a:.2f}x)"
+    return f"| {what} | {a:.2f} | {b:.2f} | {c:.2f}{times} |"
+
+  return ["### Cost per task as the library grows", "",
+          f"{method_label(mine[0].method)}'s seconds per task: median over tasks {early[0]}-{early[1]}, "
+          f"median over tasks {last[0].index}-{last[-1].index}, and task {mine[-1].index} (each ÷ the "
+          "first).", "",
+          "| seconds | early | late | last |", "|---|---|---|---|",
+          row("search (the prior's choice and the enumeration)", lambda r: r.search_seconds),
+          row("wall (search, training, scoring)", lambda r: r.wall_seconds), ""]
+
+
+def _reuse_lines(reuse: Reuse | None) -> list[str]:
+  if reuse is None or not reuse.repeats:
+    return []
+  n = len(reuse.repeats)
+  return ["### Reuse on the repeated tasks", "",
+          f"Of the {n} tasks that repeat an earlier one ({', '.join(REPEATS)}), "
+          f"{method_label(reuse.method)}'s winner calls a library function on "
+          f"**{len(reuse.calls_library)}**, and a function the repeated task's winner computes with on "
+          f"**{len(reuse.calls_earlier)}** (tasks {', '.join(map(str, reuse.calls_earlier)) or 'none'}).", ""]
+
+
 def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
                    library: Sequence[LibraryPoint] = (), plan: Sequence[Any] | None = None,
                    forgetting: Forgetting | None = None) -> list[str]:
   """The markdown section of a stream's metrics: the summary per method, transfer per relation,
-  forgetting, the plots and one line per task."""
+  forgetting, the process's memory, the cost per task as the library grows, reuse on the repeated tasks,
+  the plots and one line per task."""
   methods = [s.method for s in summaries]
   lines = ["## The stream: CTrL's summary figures", "",
            "Per method over the stream's tasks (largest training fraction): the average final test score "
@@ -592,6 +676,9 @@ def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
               f"of a test score **{forgetting.largest_change:.3g}**; every function they use has the "
               f"version it had after its task: **{'yes' if forgetting.all_unchanged else 'no'}**.", ""]
   lines += _process_memory_lines(rows)
+  lines += _search_lines(rows)
+  houdini = next((m for m in methods if m.startswith("houdini_")), None)
+  lines += _reuse_lines(reuse_on_repeats(rows, plan, houdini) if plan and houdini else None)
   lines += ["![scores](plots/stream_scores.png)", "", "![cost](plots/stream_cost.png)", "",
             "![memory](plots/stream_memory.png)", "", "### Per task", ""]
   relation = {t.index: (t.relation + (f" of {t.of}" if t.of else "")) for t in plan or ()}
@@ -599,7 +686,6 @@ def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
   head = "| # | task | relation | " + " | ".join(method_label(m) for m in methods)
   head += " | transfer | wall s | candidates (trained) | library: functions / parameters / KB |"
   lines += [head, "|---|---|---|" + "---|" * len(methods) + "---|---|---|---|"]
-  houdini = next((m for m in methods if m.startswith("houdini_")), None)
   for index in sorted({r.index for r in rows}):
     mine = {r.method: r for r in rows if r.index == index}
     first = next(iter(mine.values()))
