@@ -17,11 +17,13 @@ from hx.evaluation.stream_metrics import (
   Forgetting,
   LibraryPoint,
   Rescored,
+  TaskRow,
   library_growth,
   memory_growth,
   network_growth,
   plot_stream,
   rescore_winners,
+  reuse_on_repeats,
   stream_section,
   summary,
   task_rows,
@@ -166,3 +168,32 @@ def test_the_library_growth_is_in_task_order_past_task_99(tmp_path):
     folder.mkdir(parents=True)
     (folder / "library.json").write_text(json.dumps({"entries": []}))
   assert [p.index for p in library_growth(tmp_path)] == [9, 10, 11, 100]
+
+
+def _row(index, method, program, search=None, wall=1.0, test=1.0):
+  return TaskRow(index=index, task=f"t{index}", method=method, metric="error", test=test, transfer=None,
+                 wall_seconds=wall, work_seconds=wall, candidates=1, trained=1, parameters=None,
+                 program=program, search_seconds=search)
+
+
+def test_reuse_counts_calls_of_the_repeated_tasks_functions():
+  plan = stream_plan(0, 12)  # 3 repeats 2, 7 repeats 5, 8 repeats 4, 12 repeats 4
+  programs = {2: "nn_long_2", 4: "compose(nn_long_5, map_l(lib.nn_long_2))", 5: "nn_long_7",
+              3: "compose(nn_long_3, lib.nn_long_2)",  # calls task 2's own function
+              7: "compose(nn_long_9, lib.nn_long_4)",  # a library function, not task 5's
+              8: "compose(nn_long_10, map_l(lib.nn_long_2))",  # task 4 called nn_long_2 too
+              12: "nn_long_11"}
+  rows = [_row(i, "houdini_topdown", p) for i, p in programs.items()]
+  reuse = reuse_on_repeats(rows, plan, "houdini_topdown")
+  assert reuse.repeats == ((3, 2), (7, 5), (8, 4), (12, 4))
+  assert reuse.calls_library == (3, 7, 8) and reuse.calls_earlier == (3, 8)
+
+
+def test_the_cost_section_compares_late_tasks_with_tasks_10_to_20():
+  rows = [_row(i, "houdini_topdown", "nn_long_1", search=0.1 * i, wall=2.0) for i in range(1, 31)]
+  lines = stream_section(rows, summary(rows))
+  (search,) = [line for line in lines if line.startswith("| search")]
+  # Tasks 10-20 (11 tasks): median search 1.5 s; the last 11 (20-30): 2.5 s; task 30: 3.0 s.
+  assert search.endswith("| 1.50 | 2.50 | 3.00 (1.67x; 2.00x) |")
+  assert "median over tasks 20-30, and task 30" in "\n".join(lines)
+  assert not any(line.startswith("| search") for line in stream_section(rows[:20], summary(rows[:20])))

@@ -11,6 +11,7 @@ from hx.evaluation.stream_metrics import (
   memory_growth,
   process_memory_after,
   rescore_winners,
+  reuse_on_repeats,
   summary,
   task_rows,
   write_stream_report,
@@ -55,7 +56,17 @@ def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
   assert by["houdini_topdown"].final_bytes == growth[-1].bytes and by["standalone"].final_bytes > 0
   assert {r for r, *_ in by["houdini_topdown"].transfer_by_relation} == {"new", "less_data"}
 
+  # HOUDINI's search seconds are its records'; reuse is counted on task 3, the repeat of task 2.
+  search = {r["task_index"]: r["seconds"]["search"] for r in records if r["method"] == "houdini_topdown"}
+  assert {r.index: r.search_seconds for r in rows if r.method == "houdini_topdown"} == search
+  assert all(r.search_seconds is None for r in rows if r.method == "standalone")
+  reuse = reuse_on_repeats(rows, plan, "houdini_topdown")
+  assert reuse.repeats == ((3, 2),) and set(reuse.calls_earlier) <= set(reuse.calls_library) <= {3}
+  three = next(r for r in rows if r.index == 3 and r.method == "houdini_topdown")
+  assert (3 in reuse.calls_library) == ("lib." in three.program)
+
   text = write_stream_report(config, directory, plan).read_text()
+  assert f"winner calls a library function on **{len(reuse.calls_library)}**" in text
   assert "largest change of a test score **0**" in text and "| less_data | 1 |" in text
   after = process_memory_after(rows)
   assert f"after task 4: {after[4] / 1e6:.0f} MB (**{after[4] / after[1]:.2f}x**)" in text
