@@ -12,7 +12,7 @@ channels 8 and 16, LSTM 32), the authors' search order (`--order`, `ORDER`: fres
 library ones), `--candidates` programs per task (4 by default), offered the library functions of
 `--library_tasks` earlier tasks (`hx.synth.prior`, 8 by default: `SearchSpace.library_tasks`, so that its
 cost stays that of the stream's first tasks; 0 gives it the whole library, as the paper's search), chosen
-by probing at most `--probed_tasks` of them (16 by default, `SearchSpace.probed_tasks`): one
+by probing at most `--probed_tasks` of them (12 by default, `SearchSpace.probed_tasks`): one
 training fraction, 100%, since the stream's less_data relation is its small-data test; its instantiation
 SEED is the stream's seed (`long_stream(SEED)`), so the records are under seed_SEED. It
 resumes by its records (`hx.evaluation.run`): started again on the same directory with the same flags it
@@ -49,10 +49,10 @@ LIBRARY_TASKS = 8
 (`hx.synth.prior.offered_library`): about the library of the stream's tenth task, so that the search
 costs at task 100 what it costs there."""
 
-PROBED_TASKS = 16
+PROBED_TASKS = 12
 """How many earlier tasks the prior probes at most to choose the `LIBRARY_TASKS` it offers (0: every one):
-twice as many, those a winner used most recently (`hx.synth.prior.probed_sources`), so that the choice
-costs at task 100 about what it costs by the stream's tenth task, where every earlier task is probed."""
+those a winner used most recently (`hx.synth.prior.probed_sources`), about as many as the stream's tasks
+10-20 can probe, so that the choice costs at task 100 about what it costs there."""
 
 
 def _default_dir(length: int, seed: int) -> Path:

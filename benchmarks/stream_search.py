@@ -10,9 +10,10 @@ For each task i the run recorded (after the first), it loads HOUDINI's library s
 and length), and times the search the run's configuration makes (its space and `--candidates`, the
 quick preset's module sizes; `hx.synth.topdown.enumerate_programs`) twice: on the whole library, and on
 `offered_library(library, task, K)` with the time of that choice (the probes' forward passes and fits)
-included. Nothing is trained. One row per task: the library's functions, the offered functions, both
-times and the expanded partial programs. A search still running after `--budget` seconds is printed as
-`>budget`.
+included. Nothing is trained. Before each task JAX's caches are cleared (`hx.compile.release`), and the
+persistent compilation cache is on, as in the run. One row per task: the library's functions, the offered
+functions, both times and the expanded partial programs. A search still running after `--budget` seconds
+is printed as `>budget`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import time
 from pathlib import Path
 
 import hx
+from hx.compile.cache import ensure_compilation_cache
+from hx.compile.release import release_between_tasks
 from hx.data import Sources, StreamSettings, long_stream
 from hx.synth.library import Library
 from hx.synth.prior import offered_library
@@ -79,6 +82,7 @@ def main() -> int:
   if not libraries.is_dir():
     print(f"error: {run} holds no HOUDINI libraries ({libraries} is missing)", file=sys.stderr)
     return 1
+  ensure_compilation_cache()  # as training does: traces made again load their executables from disk
   stream = long_stream(args.seed, args.length, StreamSettings(), Sources())
   config = hx.EvalConfig.make(stream, methods=["houdini"], fractions=[1.0], seeds=[args.seed])
   tasks = stream.instance(args.seed)
@@ -89,6 +93,7 @@ def main() -> int:
     if not saved.exists():
       break
     library, task = Library.load(saved), tasks.build(i - 1)
+    release_between_tasks()  # as the run does after each task: the probes' traces are made again
     whole, whole_expanded = _search(task, library, config, args.candidates, args.budget)
     start = time.perf_counter()
     offered = offered_library(library, task, args.library_tasks, probed=args.probed_tasks)

@@ -129,7 +129,11 @@ def apply_prefix(names: tuple[str, ...], specs: Mapping[str, ModuleSpec], variab
 
   canonical, compiled, run = _prefix_run(names, specs)
   frozen = make_frozen(compiled, {c: variables[n] for c, n in zip(canonical, names)})
-  table = jnp.asarray(table)
+  # A host (NumPy) table is gathered, padded and placed in NumPy, so that the jitted prefix is the only
+  # compiled call: each eager JAX operation is an executable of its own, compiled again once
+  # `hx.compile.release` has cleared JAX's caches. A device table stays on the device. Same values.
+  xp = np if isinstance(table, np.ndarray) else jnp
+  table = xp.asarray(table)
   m = table.shape[0]
   wanted = None if rows is None else np.unique(np.asarray(rows, np.int64).reshape(-1))
   if wanted is not None and wanted.size and (wanted[0] < 0 or wanted[-1] >= m):
@@ -141,14 +145,18 @@ def apply_prefix(names: tuple[str, ...], specs: Mapping[str, ModuleSpec], variab
     x = table[start:start + chunk] if wanted is None else table[wanted[start:start + chunk]]
     real = x.shape[0]
     if real < chunk:
-      x = jnp.concatenate([x, jnp.zeros((chunk - real,) + x.shape[1:], x.dtype)])
-    parts.append(run(frozen, x)[:real])
+      x = xp.concatenate([x, xp.zeros((chunk - real,) + x.shape[1:], x.dtype)])
+    parts.append(xp.asarray(run(frozen, x))[:real])
   if not parts:  # no row wanted: the output's shape from the prefix applied to one image
     out = run(frozen, table[:1])
     return jnp.zeros((m,) + out.shape[1:], jnp.float32)
-  out = jnp.concatenate(parts).astype(jnp.float32)
+  out = xp.concatenate(parts).astype(np.float32)
   if wanted is None:
-    return out
+    return jnp.asarray(out)
+  if xp is np:
+    full = np.zeros((m,) + out.shape[1:], np.float32)
+    full[wanted] = out
+    return jnp.asarray(full)
   return jnp.zeros((m,) + out.shape[1:], jnp.float32).at[wanted].set(out)
 
 

@@ -21,9 +21,7 @@ whose features serve the new task best:
      node by node. Class targets are regressed as one-hot vectors.
   3. A source scores the best of its probes; the `tasks` best sources (ties: the later first) are
      offered, with every library function their winning programs call (so each of their programs can be
-     built again), the best source's first: the top-down search fills a hole with library functions in
-     the offered library's order, so among programs of one size it tries the best-predicting task's
-     functions first.
+     built again), in the library's order.
 
 Each probe costs a forward pass and a ridge fit, so probing every earlier task makes the choice itself
 grow with the library. With `probed` only that many sources are probed: those a winner used most
@@ -95,14 +93,12 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int |
   # Unprobed sources last: retired until a winner reuses them.
   order = sorted(range(len(sources)), key=lambda i: (sources[i][0] not in probe,
                                                      _rank_key(scores[sources[i][0]]), -i))
-  # Best source first (within one, the library's order): the search tries library functions in the
-  # offered library's order, so among programs of one size the best-predicting task's come first.
-  keep: dict[str, None] = {}
+  keep: set[str] = set()
   for i in order[:tasks]:
     key, names = sources[i]
-    wanted = set(names) | set(_called(library[names[0]].provenance.program))
-    keep.update(dict.fromkeys(e.name for e in library.entries if e.name in wanted))
-  return type(library)(tuple(library[n] for n in keep), library.counters)
+    keep.update(names)
+    keep.update(_called(library[names[0]].provenance.program))
+  return type(library)(tuple(e for e in library.entries if e.name in keep), library.counters)
 
 
 def _rank_key(score: float | None) -> tuple[int, float]:
@@ -241,7 +237,7 @@ def _outputs(library: Any, probe: tuple[str, ...], table: Any, rows: np.ndarray)
   # The probe's own functions only: the whole library's variables would cost a pass over every entry.
   specs = {n: library[n].spec for n in probe}
   variables = {n: library[n].variables for n in probe}
-  out = np.asarray(apply_prefix(probe, specs, variables, table, rows=rows))
+  out = np.asarray(apply_prefix(probe, specs, variables, np.asarray(table), rows=rows))
   return out.reshape(out.shape[0], -1).astype(np.float64)
 
 

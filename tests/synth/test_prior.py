@@ -198,17 +198,3 @@ def test_the_probe_bound_is_a_search_setting():
   with pytest.raises(ValueError, match="probed_tasks=x: expected an integer >= 1"):
     parse_search("probed_tasks=x")
 
-
-def test_the_offered_library_lists_the_best_predicting_task_first():
-  library = _grown(["nn_1", "nn_1", "nn_1", "nn_1"])
-  rng = np.random.default_rng(5)
-
-  def split(n):
-    return rng.normal(size=(n, 1, 28, 28)).astype(np.float32), rng.integers(0, 2, n)
-
-  task = hx.Task.from_arrays("random", "Tensor<real>[1][28][28] -> Tensor<bool>[1]", split(60), split(30),
-                             split(30))
-  scores = source_scores(library, task)
-  best = sorted(scores, key=lambda k: scores[k])[:2]
-  offered = offered_library(library, task, 2)
-  assert [offered[n].provenance.task for n in offered.names] == [k.split("/")[1] for k in best]
