@@ -38,8 +38,9 @@ offered them, and the library that the task's winner extends, saves and reports 
 Why a probe of the earlier task's own program: its functions were trained together, and a later task
 that repeats it (less data, new data of the same distribution, a relabelling) is predicted best by the
 very features its earlier instance learned; a task of another domain by none of them. The probe costs
-one frozen forward pass of a few hundred images per distinct probe (probes shared by several sources are
-run once), and it never trains.
+one frozen forward pass of a few hundred images per distinct function at a probe's input end (a CNN that
+several sources' programs reuse runs once, and each longer probe applies only its outermost function to
+the shorter one's outputs), a ridge fit per distinct probe, and it never trains.
 """
 
 from __future__ import annotations
@@ -194,14 +195,16 @@ def source_scores(library: Any, task: Any, *, sample: int = 256, ridge: float = 
   per_element = bool(getattr(task.objective, "per_element", False))
   rows = np.unique(np.concatenate([_indices(train.inputs).reshape(-1), _indices(val.inputs).reshape(-1)]))
   errors: dict[tuple[str, ...], float] = {}
+  outputs: dict[tuple[str, ...], np.ndarray] = {}
   out: dict[str, float | None] = {}
   for key, names in sources:
     best = None
     probes = _probes(library, library[names[0]].provenance.program, image, elements)
     for probe in probes if only is None or key in only else ():
       if probe not in errors:
-        outputs = _outputs(library, probe, task.table, rows)
-        errors[probe] = probe_error(outputs, train, val, per_element=per_element, ridge=ridge)
+        h = _outputs(library, probe, np.asarray(task.table), rows, outputs)
+        errors[probe] = probe_error(h.reshape(h.shape[0], -1).astype(np.float64), train, val,
+                                    per_element=per_element, ridge=ridge)
       e = errors[probe]
       best = e if best is None or e < best else best
     out[key] = best
@@ -230,15 +233,20 @@ def _mask(inputs: Any) -> np.ndarray:
   return np.asarray(inputs.mask, bool)
 
 
-def _outputs(library: Any, probe: tuple[str, ...], table: Any, rows: np.ndarray) -> np.ndarray:
-  """(table rows, d) float64: the probe applied, frozen, to the table's `rows` (other rows 0)."""
+def _outputs(library: Any, probe: tuple[str, ...], table: np.ndarray, rows: np.ndarray,
+             done: dict[tuple[str, ...], np.ndarray]) -> np.ndarray:
+  """(table rows, *out) float32: the probe applied, frozen, to the table's `rows` (other rows 0), kept in
+  `done`. A probe's input-end run (its tail: `_probes` lists the shorter first) is taken from `done` and
+  only its outermost function applied: sources that reuse one CNN share its forward pass."""
   from hx.compile.memo import apply_prefix
 
-  # The probe's own functions only: the whole library's variables would cost a pass over every entry.
-  specs = {n: library[n].spec for n in probe}
-  variables = {n: library[n].variables for n in probe}
-  out = np.asarray(apply_prefix(probe, specs, variables, np.asarray(table), rows=rows))
-  return out.reshape(out.shape[0], -1).astype(np.float64)
+  if probe not in done:
+    head, tail = probe[:1], probe[1:]
+    inputs = _outputs(library, tail, table, rows, done) if tail else table
+    # The probe's own function only: the whole library's variables would cost a pass over every entry.
+    done[probe] = np.asarray(apply_prefix(head, {head[0]: library[head[0]].spec},
+                                          {head[0]: library[head[0]].variables}, inputs, rows=rows))
+  return done[probe]
 
 
 def probe_error(outputs: np.ndarray, train: Any, val: Any, *, per_element: bool, ridge: float) -> float:
