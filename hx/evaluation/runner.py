@@ -249,9 +249,8 @@ class _Runner:
     if not saved.exists():
       self.houdini_sequence(method, instance, seq, 1)  # searched, or rebuilt from its record
     arch = self.architecture(seq.tasks[0])
-    library = Library.load(saved)
-    first = [e for e in library.entries if e.provenance.task == seq.build(0).name]
-    program = parse(first[0].provenance.program) if first else None
+    library = Library.load(saved)  # after the first task: its winner's functions only
+    program = parse(library.entries[0].provenance.program) if library.entries else None
     if (arch.kind != "image" or not isinstance(program, P.Compose)
         or not all(isinstance(f, (P.Fresh, P.Lib)) for f in (program.f, program.g))):
       logging.info("%s's first program is not an MLP over a CNN: the graph baselines map the standalone "
@@ -260,7 +259,7 @@ class _Runner:
     mlp, cnn = (library[f.name] for f in (program.f, program.g))
     if (cnn.type, mlp.type) != (arch.spec(baselines.CNN).type, arch.spec(baselines.MLP).type):
       return None
-    return baselines.Network(method=method, task=first[0].provenance.task, architecture=arch,
+    return baselines.Network(method=method, task=library.entries[0].provenance.task, architecture=arch,
                              modules={baselines.CNN: cnn.variables, baselines.MLP: mlp.variables})
 
   def keep_network(self, method: str, instance: int, index: int, network: Any) -> None:
