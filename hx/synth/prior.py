@@ -199,8 +199,8 @@ def source_scores(library: Any, task: Any, *, sample: int = 256, ridge: float = 
   out: dict[str, float | None] = {}
   for key, names in sources:
     best = None
-    probes = _probes(library, library[names[0]].provenance.program, image, elements)
-    for probe in probes if only is None or key in only else ():
+    unprobed = only is not None and key not in only
+    for probe in () if unprobed else _probes(library, library[names[0]].provenance.program, image, elements):
       if probe not in errors:
         h = _outputs(library, probe, np.asarray(task.table), rows, outputs)
         errors[probe] = probe_error(h.reshape(h.shape[0], -1).astype(np.float64), train, val,
