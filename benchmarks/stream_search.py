@@ -77,6 +77,10 @@ def main() -> int:
   parser.add_argument("--candidates", type=int, default=4, help="candidates the search yields")
   parser.add_argument("--budget", type=float, default=300.0, help="seconds per search at most")
   args = parser.parse_args()
+  if args.probed_tasks is not None and args.probed_tasks < args.library_tasks:
+    print(f"error: --probed_tasks {args.probed_tasks}: the prior must probe at least the --library_tasks "
+          f"{args.library_tasks} earlier tasks it offers", file=sys.stderr)
+    return 1
   run = Path(args.run) if args.run else _ROOT / f"length_{args.length}_seed_{args.seed}"
   libraries = run / "houdini_topdown" / f"seed_{args.seed}" / "libraries"
   if not libraries.is_dir():

@@ -32,3 +32,11 @@ def test_the_order_given_is_the_one_houdini_searches_in(tmp_path):
   assert done.returncode == 0, done.stderr[-2000:]
   settings = json.loads((out / "settings.json").read_text())["settings"]
   assert settings["space"]["order"] == "authors", settings["space"]
+
+
+def test_stream_search_refuses_fewer_probed_than_offered_tasks_in_one_line(tmp_path):
+  out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "stream_search.py"), "--run", str(tmp_path),
+                        "--probed_tasks", "3"], capture_output=True, text=True, timeout=120)
+  assert out.returncode == 1 and out.stdout == ""
+  assert out.stderr.strip().splitlines() == ["error: --probed_tasks 3: the prior must probe at least the "
+                                             "--library_tasks 8 earlier tasks it offers"]
