@@ -13,7 +13,9 @@ quick preset's module sizes; `hx.synth.topdown.enumerate_programs`) twice: on th
 included. Nothing is trained. Before each task JAX's caches are cleared (`hx.compile.release`), and the
 persistent compilation cache is on, as in the run. One row per task: the library's functions, the offered
 functions, both times and the expanded partial programs. A search still running after `--budget` seconds
-is printed as `>budget`.
+is printed as `>budget`. At the end, the medians of both searches' seconds and expansions over tasks 10-20
+against the last 10 tasks, over every task and per task kind (`summary_lines`): the whole library's
+search grows where a hole takes many library functions (a count's mapped recogniser), not on every kind.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import hx
 from hx.compile.cache import ensure_compilation_cache
 from hx.compile.release import release_between_tasks
-from hx.data import Sources, StreamSettings, long_stream
+from hx.data import Sources, StreamSettings, long_stream, stream_plan
 from hx.synth.library import Library
 from hx.synth.prior import offered_library
 from hx.synth.topdown import EnumerationStats, enumerate_programs
@@ -61,6 +64,45 @@ def _search(task, library, config, candidates: int, budget: float) -> tuple[floa
     signal.setitimer(signal.ITIMER_REAL, 0)
 
 
+class _Row(NamedTuple):
+  """One task's searches: its index and kind, the whole library's seconds (None: over the budget) and
+  expanded partial programs, the bounded search's (the prior's choice included)."""
+  index: int
+  kind: str
+  whole: float | None
+  whole_expanded: int
+  bounded: float | None
+  bounded_expanded: int
+
+
+def summary_lines(rows: list[_Row], budget: float, early: tuple[int, int] = (10, 20),
+                  late: int = 10) -> list[str]:
+  """Medians over tasks `early` (inclusive) against the last `late` tasks searched, of both searches'
+  seconds and expanded partial programs: over every task, then per task kind (the whole library's
+  search grows on some kinds only). A median over a search past the budget is printed `>budget`."""
+  last = rows[-1].index if rows else 0
+
+  def median(values: list[float | None], digits: int) -> str:
+    if not values:
+      return "-"
+    return f">{budget:g}" if None in values else f"{statistics.median(values):.{digits}f}"
+
+  def line(what: str, chosen: list[_Row]) -> str:
+    a = [r for r in chosen if early[0] <= r.index <= early[1]]
+    b = [r for r in chosen if r.index > last - late]
+    cols = []
+    for name, get, digits in (("whole library s", lambda r: r.whole, 2),
+                              ("expanded", lambda r: r.whole_expanded, 0),
+                              ("bounded s", lambda r: r.bounded, 2),
+                              ("expanded", lambda r: r.bounded_expanded, 0)):
+      cols.append(f"{name} {median([get(r) for r in a], digits)} -> {median([get(r) for r in b], digits)}")
+    return f"{what} ({len(a)} / {len(b)} tasks): " + "; ".join(cols)
+  lines = [f"medians over tasks {early[0]}-{early[1]} -> tasks {max(last - late + 1, 1)}-{last}:",
+           line("every task", rows)]
+  lines += [line(kind, [r for r in rows if r.kind == kind]) for kind in sorted({r.kind for r in rows})]
+  return lines
+
+
 def _seconds(s: float | None, budget: float) -> str:
   return f">{budget:g}" if s is None else f"{s:.2f}"
 
@@ -90,6 +132,7 @@ def main() -> int:
   stream = long_stream(args.seed, args.length, StreamSettings(), Sources())
   config = hx.EvalConfig.make(stream, methods=["houdini"], fractions=[1.0], seeds=[args.seed])
   tasks = stream.instance(args.seed)
+  plan = stream_plan(args.seed, args.length, StreamSettings())
   print("task  functions  offered  whole_s  expanded  bounded_s  expanded")
   rows = []
   for i in range(2, len(tasks) + 1):
@@ -104,13 +147,11 @@ def main() -> int:
     choice = time.perf_counter() - start
     bounded, bounded_expanded = _search(task, offered, config, args.candidates, args.budget)
     bounded = None if bounded is None else bounded + choice
-    rows.append((i, whole, bounded))
+    rows.append(_Row(i, plan[i - 1].kind, whole, whole_expanded, bounded, bounded_expanded))
     print(f"{i:4d}  {len(library):9d}  {len(offered):7d}  {_seconds(whole, args.budget):>7}  "
           f"{whole_expanded:8d}  {_seconds(bounded, args.budget):>9}  {bounded_expanded:8d}", flush=True)
-  early = [b for i, _, b in rows if 10 <= i <= 20 and b is not None]
-  if early:
-    print(f"bounded search, median over tasks 10-20: {statistics.median(early):.2f} s; at task "
-          f"{rows[-1][0]}: {_seconds(rows[-1][2], args.budget)} s")
+  for line in summary_lines(rows, args.budget):
+    print(line)
   return 0
 
 
