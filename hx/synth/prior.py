@@ -21,7 +21,11 @@ whose features serve the new task best:
      node by node. Class targets are regressed as one-hot vectors.
   3. A source scores the best of its probes; the `tasks` best sources (ties: the later first) are
      offered, with every library function their winning programs call (so each of their programs can be
-     built again), in the library's order.
+     built again).
+  4. The offered functions are listed best first: a function that is the outermost of a probe by the
+     error of its best such probe, the others after every scored one, in the library's order. The
+     search fills a hole with library functions in that order, so a small budget of candidates reuses
+     the function whose features predicted the task best, not the oldest one of the hole's type.
 
 Each probe costs a forward pass and a ridge fit, so probing every earlier task makes the choice itself
 grow with the library. With `probed` only that many sources are probed: those a winner used most
@@ -55,7 +59,7 @@ from hx.lang import program as P
 from hx.lang import values as V
 from hx.lang.types import FunctionType, GraphType, ListType, TensorType, Type
 
-__all__ = ["offered_library", "probed_sources", "source_scores", "probe_error"]
+__all__ = ["offered_library", "probed_sources", "source_scores", "probe_errors", "probe_error"]
 
 _ELEMENTS = (*V.ELEMENT_BATCHES, V.SharedGraphs)
 
@@ -64,8 +68,8 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int |
                     sample: int = 256, ridge: float = 1e-2) -> Any:
   """The part of `library` (an `hx.Library`) a search for `task` is offered: the functions of the
   `tasks` earlier tasks whose programs' per-image functions best predict `task`'s targets (see the
-  module docstring), and the library functions those programs call; `library` itself when it holds
-  functions of `tasks` earlier tasks or fewer, or `tasks` is None.
+  module docstring), and the library functions those programs call, best first; `library` itself when
+  `tasks` is None.
 
   Args:
     task: an `hx.Task` (or any value with `type`, `train`, `val`, `table` and `objective`).
@@ -77,8 +81,10 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int |
     ridge: the ridge regression's penalty, relative to the features' mean squared norm.
 
   Returns:
-    An `hx.Library` of the offered entries (their names, specs, variables and provenance unchanged) and
-    the library's counters, so that names given after it continue the whole library's numbering.
+    An `hx.Library` of the offered entries (their names, specs, variables and provenance unchanged),
+    best first (module docstring), and the library's counters, so that names given after it continue
+    the whole library's numbering. A library of `tasks` earlier tasks or fewer is offered whole, in
+    that order.
   """
   if tasks is None:
     return library
@@ -87,10 +93,8 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int |
   if probed is not None and probed < tasks:
     raise ValueError(f"the prior must probe at least the {tasks} earlier tasks it offers, got {probed}")
   sources = _sources(library)
-  if len(sources) <= tasks:
-    return library
   probe = probed_sources(library, probed)
-  scores = source_scores(library, task, sample=sample, ridge=ridge, only=probe)
+  scores, errors = _probed(library, task, sample, ridge, probe)
   # Unprobed sources last: retired until a winner reuses them.
   order = sorted(range(len(sources)), key=lambda i: (sources[i][0] not in probe,
                                                      _rank_key(scores[sources[i][0]]), -i))
@@ -99,7 +103,13 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int |
     key, names = sources[i]
     keep.update(names)
     keep.update(_called(library[names[0]].provenance.program))
-  return type(library)(tuple(e for e in library.entries if e.name in keep), library.counters)
+  best: dict[str, float] = {}
+  for run, e in errors.items():
+    best[run[0]] = min(e, best.get(run[0], math.inf))
+  position = {e.name: i for i, e in enumerate(library.entries)}
+  kept = sorted((e for e in library.entries if e.name in keep),
+                key=lambda e: (_rank_key(best.get(e.name)), position[e.name]))
+  return type(library)(tuple(kept), library.counters)
 
 
 def _rank_key(score: float | None) -> tuple[int, float]:
@@ -186,11 +196,25 @@ def source_scores(library: Any, task: Any, *, sample: int = 256, ridge: float = 
   """Per source of `library` (its key, "sequence/task"), its probes' best error on `task`
   (`probe_error`), or None where it has no probe of the task's image type, the task's inputs are not
   image indices, or the source is not among `only` (None: every source is probed)."""
+  return _probed(library, task, sample, ridge, only)[0]
+
+
+def probe_errors(library: Any, task: Any, *, sample: int = 256, ridge: float = 1e-2,
+                 only: frozenset[str] | None = None) -> dict[tuple[str, ...], float]:
+  """Every probe of the sources of `library` among `only` (None: every one) on `task`: the probe (its
+  library names, outermost first) -> its error (`probe_error`); empty where the task's inputs are not
+  indices into an image table of a type some probe takes."""
+  return _probed(library, task, sample, ridge, only)[1]
+
+
+def _probed(library: Any, task: Any, sample: int, ridge: float, only: frozenset[str] | None
+            ) -> tuple[dict[str, float | None], dict[tuple[str, ...], float]]:
+  """(`source_scores`, `probe_errors`) of one pass over the probes."""
   sources = _sources(library)
   image = _image_type(task.type)
   train, val = _head(task.train, sample), _head(task.val, sample)
   if image is None or task.table is None or not _indexed(train.inputs) or not _indexed(val.inputs):
-    return {key: None for key, _ in sources}
+    return {key: None for key, _ in sources}, {}
   elements = isinstance(train.inputs, _ELEMENTS)
   per_element = bool(getattr(task.objective, "per_element", False))
   rows = np.unique(np.concatenate([_indices(train.inputs).reshape(-1), _indices(val.inputs).reshape(-1)]))
@@ -208,7 +232,7 @@ def source_scores(library: Any, task: Any, *, sample: int = 256, ridge: float = 
       e = errors[probe]
       best = e if best is None or e < best else best
     out[key] = best
-  return out
+  return out, errors
 
 
 def _head(split: Any, n: int) -> Any:

@@ -11,7 +11,7 @@ import hx
 from hx.compile.values import ListBatch, Split
 from hx.evaluation.config import ConfigError
 from hx.synth.jsonfiles import jsonable
-from hx.synth.prior import offered_library, probe_error, probed_sources, source_scores
+from hx.synth.prior import offered_library, probe_error, probe_errors, probed_sources, source_scores
 from hx.synth.space import SearchSpace
 
 
@@ -92,10 +92,29 @@ def test_a_repeated_task_is_offered_its_earlier_instance_first(two_tasks):
   offered = offered_library(library, top_again, 1)
   assert offered.counters == library.counters  # names given after it continue the whole library's
   assert offered["nn_sq_1"] == library["nn_sq_1"]
-  assert offered_library(library, top_again, 2) is library
   assert offered_library(library, top_again, None) is library
   with pytest.raises(ValueError, match="at least 1 earlier task"):
     offered_library(library, top_again, 0)
+
+
+def test_the_offered_functions_are_listed_best_first_and_the_search_tries_them_so(two_tasks):
+  from hx.synth.topdown import enumerate_programs
+
+  library = two_tasks
+  left_again, top_again = _task("is_left_again", "left", 7), _task("is_top_again", "top", 8)
+  assert library.names == ("nn_sq_1", "nn_sq_2")
+  # Both tasks offered: the function whose features predict the task comes first, whatever its age.
+  assert offered_library(library, left_again, 2).names == ("nn_sq_2", "nn_sq_1")
+  assert offered_library(library, top_again, 2).names == ("nn_sq_1", "nn_sq_2")
+  errors = probe_errors(library, left_again)
+  assert set(errors) == {("nn_sq_1",), ("nn_sq_2",)} and errors[("nn_sq_2",)] < errors[("nn_sq_1",)]
+
+  def first_reused(offered):
+    for c in enumerate_programs(left_again.type, offered, space=SearchSpace(order="authors"), limit=8):
+      if hx.lang.program.library_names(c.program):
+        return hx.lang.program.library_names(c.program)
+  assert first_reused(library) == ("nn_sq_1",)  # the library's order: the oldest first
+  assert first_reused(offered_library(library, left_again, 2)) == ("nn_sq_2",)
 
 
 def test_a_bounded_search_extends_the_whole_library_and_says_what_it_was_offered(two_tasks):
