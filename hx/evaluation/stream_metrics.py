@@ -46,9 +46,9 @@ from hx.evaluation.config import method_label
 from hx.evaluation.records import load_records, record_path, work_seconds
 
 __all__ = ["TaskRow", "LibraryPoint", "MemoryPoint", "Rescored", "Forgetting", "MethodSummary", "Reuse",
-           "REPEATS", "reuse_on_repeats", "task_rows", "process_memory_after", "library_growth",
-           "network_growth", "memory_growth", "rescore_winners", "summary", "plot_stream", "stream_section",
-           "write_stream_report"]
+           "REPEATS", "reuse_on_repeats", "Growth", "growth_by_relation", "task_rows", "process_memory_after",
+           "library_growth", "network_growth", "memory_growth", "rescore_winners", "summary", "plot_stream",
+           "stream_section", "write_stream_report"]
 
 
 def _finite(x: Any) -> bool:
@@ -424,6 +424,51 @@ def reuse_on_repeats(rows: Sequence[TaskRow], plan: Sequence[Any], method: str) 
   return Reuse(method, tuple(repeats), tuple(library), tuple(earlier))
 
 
+@dataclasses.dataclass(frozen=True)
+class Growth:
+  """What HOUDINI's library gained, per relation of the task to the stream (`hx.data.streams.RELATIONS`).
+
+  Attributes:
+    relation: the relation.
+    tasks: its tasks with a library saved before and after them.
+    added: the bytes each of them added (library after it minus library before), in task order.
+    nothing: how many added no function.
+  """
+  relation: str
+  tasks: tuple[int, ...]
+  added: tuple[int, ...]
+  nothing: int
+
+  @property
+  def mean(self) -> float:
+    """Bytes added per task."""
+    return statistics.fmean(self.added) if self.added else 0.0
+
+  def halves(self) -> tuple[float, float] | None:
+    """Bytes added per task over the relation's first half of tasks and over its second half (its
+    growth is sub-linear in its tasks when the second is the smaller); None under 4 tasks."""
+    n = len(self.added)
+    if n < 4:
+      return None
+    return statistics.fmean(self.added[:n // 2]), statistics.fmean(self.added[n // 2:])
+
+
+def growth_by_relation(library: Sequence[LibraryPoint], plan: Sequence[Any]) -> list[Growth]:
+  """`Growth` per relation present in `plan` (in order of first appearance), from the library after each
+  task (`library_growth`); the first task counts from an empty library."""
+  after = {p.index: p for p in library}
+  by: dict[str, list[tuple[int, int, bool]]] = {}
+  for t in plan:
+    if t.index not in after or (t.index > 1 and t.index - 1 not in after):
+      continue
+    before = after.get(t.index - 1, LibraryPoint(0, 0, 0, 0))
+    now = after[t.index]
+    added = (t.index, now.bytes - before.bytes, now.functions == before.functions)
+    by.setdefault(t.relation, []).append(added)
+  return [Growth(r, tuple(i for i, _, _ in v), tuple(b for _, b, _ in v), sum(n for _, _, n in v))
+          for r, v in by.items()]
+
+
 def _mean(values: Iterable[float | None]) -> float | None:
   got = [v for v in values if v is not None]
   return statistics.fmean(got) if got else None
@@ -632,12 +677,29 @@ def _reuse_lines(reuse: Reuse | None) -> list[str]:
           f"**{len(reuse.calls_earlier)}** (tasks {', '.join(map(str, reuse.calls_earlier)) or 'none'}).", ""]
 
 
+def _growth_lines(growth: Sequence[Growth]) -> list[str]:
+  if not growth:
+    return []
+  lines = ["### The library's growth per relation", "",
+           "KB HOUDINI's library gained per task of each relation (its arrays' bytes after the task minus "
+           "before), the tasks that added no function, and KB per task over the relation's first half of "
+           "tasks against its second half (sub-linear growth: the second smaller).", "",
+           "| relation | tasks | KB per task | added nothing | first half | second half |",
+           "|---|---|---|---|---|---|"]
+  for g in growth:
+    halves = g.halves()
+    cells = ("-", "-") if halves is None else (f"{halves[0] / 1e3:.1f}", f"{halves[1] / 1e3:.1f}")
+    lines.append(f"| {g.relation} | {len(g.tasks)} | {g.mean / 1e3:.1f} | {g.nothing} | {cells[0]} | "
+                 f"{cells[1]} |")
+  return lines + [""]
+
+
 def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
                    library: Sequence[LibraryPoint] = (), plan: Sequence[Any] | None = None,
                    forgetting: Forgetting | None = None) -> list[str]:
   """The markdown section of a stream's metrics: the summary per method, transfer per relation,
-  forgetting, the process's memory, the cost per task as the library grows, reuse on the repeated tasks,
-  the plots and one line per task."""
+  forgetting, the process's memory, the library's growth per relation, the cost per task as the library
+  grows, reuse on the repeated tasks, the plots and one line per task."""
   methods = [s.method for s in summaries]
   lines = ["## The stream: CTrL's summary figures", "",
            "Per method over the stream's tasks (largest training fraction): the average final test score "
@@ -676,6 +738,7 @@ def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
               f"of a test score **{forgetting.largest_change:.3g}**; every function they use has the "
               f"version it had after its task: **{'yes' if forgetting.all_unchanged else 'no'}**.", ""]
   lines += _process_memory_lines(rows)
+  lines += _growth_lines(growth_by_relation(library, plan) if plan else [])
   lines += _search_lines(rows)
   houdini = next((m for m in methods if m.startswith("houdini_")), None)
   lines += _reuse_lines(reuse_on_repeats(rows, plan, houdini) if plan and houdini else None)

@@ -15,9 +15,11 @@ from hx.data import Sources, StreamSettings, long_stream, stream_plan
 from hx.evaluation import load_records
 from hx.evaluation.stream_metrics import (
   Forgetting,
+  Growth,
   LibraryPoint,
   Rescored,
   TaskRow,
+  growth_by_relation,
   library_growth,
   memory_growth,
   network_growth,
@@ -197,3 +199,29 @@ def test_the_cost_section_compares_late_tasks_with_tasks_10_to_20():
   assert search.endswith("| 1.50 | 2.50 | 3.00 (1.67x; 2.00x) |")
   assert "median over tasks 20-30, and task 30" in "\n".join(lines)
   assert not any(line.startswith("| search") for line in stream_section(rows[:20], summary(rows[:20])))
+
+
+def test_the_library_growth_per_relation_is_the_bytes_each_task_added():
+  plan = stream_plan(0, 12)  # relations: 1, 2 new; 3 less_data; ...; 7 new_output; 8 new_input; 12 new_data
+  sizes = {1: 100, 2: 300, 3: 300, 4: 700, 5: 900, 6: 1000, 7: 1100, 8: 1150, 9: 1400, 10: 1500, 11: 1900,
+           12: 1910}
+  library = [LibraryPoint(i, functions=i if i != 3 else 2, parameters=0, bytes=b) for i, b in sizes.items()]
+  growth = {g.relation: g for g in growth_by_relation(library, plan)}
+  assert growth["less_data"].tasks == (3,) and growth["less_data"].added == (0,)
+  assert growth["less_data"].nothing == 1 and growth["less_data"].halves() is None
+  new = growth["new"]
+  assert new.tasks[:2] == (1, 2) and new.added[:2] == (100, 200)
+  assert new.mean == sum(sizes[i] - sizes.get(i - 1, 0) for i in new.tasks) / len(new.tasks)
+  assert growth["new_data"].added == (10,)
+  # A task whose library before it was not saved is left out.
+  assert 5 not in growth_by_relation([p for p in library if p.index != 4], plan)[0].tasks
+  rows = [_row(i, "houdini_topdown", "nn_long_1") for i in range(1, 13)]
+  lines = stream_section(rows, summary(rows), library, plan)
+  text = "\n".join(lines)
+  assert "### The library's growth per relation" in text
+  assert "| less_data | 1 | 0.0 | 1 | - | - |" in text
+
+
+def test_halves_compare_the_first_and_second_half_of_a_relations_tasks():
+  g = Growth("new_data", (1, 2, 3, 4, 5), (100, 300, 50, 50, 20), 0)
+  assert g.halves() == (200.0, 40.0)
