@@ -9,9 +9,11 @@ whose features serve the new task best:
 
   1. Each earlier task that added functions (a *source*: the library entries of one provenance task)
      is known by its winning program (`Provenance.program`). The per-image part of that program
-     (`hx.compile.distinct.element_split`: the whole program for an image task, the mapped function of
-     a list or graph task) is a chain of library functions; each input-end run of it (the CNN alone,
-     the CNN and the layer after it, ...) is a *probe* when its input is the new task's image type.
+     (`hx.compile.distinct.element_split`: the mapped function of a program that maps its input list
+     or graph, else the whole program) is a chain of library functions; each input-end run of it (the
+     CNN alone, the CNN and the layer after it, ...) is a *probe* when its input is the new task's image
+     type, whether the new task takes one image or a list or graph of them: a recogniser's features
+     may serve a count, a count's mapped function a recogniser.
   2. Each probe is applied, frozen, to the images of at most `sample` training and `sample` validation
      examples of the new task, and a ridge regression (`hx.synth.schedules.estimate.ridge_fit`) from
      its outputs to the new task's targets is fitted on the training ones and scored on the validation
@@ -22,10 +24,11 @@ whose features serve the new task best:
   3. A source scores the best of its probes; the `tasks` best sources (ties: the later first) are
      offered, with every library function their winning programs call (so each of their programs can be
      built again).
-  4. The offered functions are listed best first: a function that is the outermost of a probe by the
-     error of its best such probe, the others after every scored one, in the library's order. The
-     search fills a hole with library functions in that order, so a small budget of candidates reuses
-     the function whose features predicted the task best, not the oldest one of the hole's type.
+  4. The offered functions are listed best first: a function in a probe by the error of the best probe
+     it is in (a CNN and the layer after it both by their run's), the others after every scored one, in
+     the library's order. The search fills a hole with library functions in that order, so a small
+     budget of candidates reuses the functions whose features predicted the task best, not the oldest
+     ones of the hole's type.
 
 Each probe costs a forward pass and a ridge fit, so probing every earlier task makes the choice itself
 grow with the library. With `probed` only that many sources are probed: those a winner used most
@@ -105,7 +108,8 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int |
     keep.update(_called(library[names[0]].provenance.program))
   best: dict[str, float] = {}
   for run, e in errors.items():
-    best[run[0]] = min(e, best.get(run[0], math.inf))
+    for name in run:
+      best[name] = min(e, best.get(name, math.inf))
   position = {e.name: i for i, e in enumerate(library.entries)}
   kept = sorted((e for e in library.entries if e.name in keep),
                 key=lambda e: (_rank_key(best.get(e.name)), position[e.name]))
@@ -163,14 +167,14 @@ def _image_type(task_type: Type) -> TensorType | None:
   return arg if isinstance(arg, TensorType) and len(arg.shape) == 3 else None
 
 
-def _probes(library: Any, program_text: str, image: TensorType, elements: bool) -> list[tuple[str, ...]]:
-  """The input-end runs of a provenance program's per-image chain whose input is `image`, as library
-  names outermost first (`hx.compile.memo.apply_prefix`'s order), shortest first."""
+def _probes(library: Any, program_text: str, image: TensorType) -> list[tuple[str, ...]]:
+  """The input-end runs of a provenance program's per-image chain (its mapped function where its input
+  end maps a list or graph, else the whole program) whose input is `image`, as library names outermost
+  first (`hx.compile.memo.apply_prefix`'s order), shortest first."""
   from hx.compile.distinct import element_split
 
-  split = element_split(_as_library(parse(program_text)), elements)
-  if split is None:
-    return []
+  program = _as_library(parse(program_text))
+  split = element_split(program, True) or (program, None)
   chain = P.chain(split[0])
   run: list[str] = []
   for f in reversed(chain):  # from the input end
@@ -215,7 +219,6 @@ def _probed(library: Any, task: Any, sample: int, ridge: float, only: frozenset[
   train, val = _head(task.train, sample), _head(task.val, sample)
   if image is None or task.table is None or not _indexed(train.inputs) or not _indexed(val.inputs):
     return {key: None for key, _ in sources}, {}
-  elements = isinstance(train.inputs, _ELEMENTS)
   per_element = bool(getattr(task.objective, "per_element", False))
   rows = np.unique(np.concatenate([_indices(train.inputs).reshape(-1), _indices(val.inputs).reshape(-1)]))
   errors: dict[tuple[str, ...], float] = {}
@@ -224,7 +227,7 @@ def _probed(library: Any, task: Any, sample: int, ridge: float, only: frozenset[
   for key, names in sources:
     best = None
     unprobed = only is not None and key not in only
-    for probe in () if unprobed else _probes(library, library[names[0]].provenance.program, image, elements):
+    for probe in () if unprobed else _probes(library, library[names[0]].provenance.program, image):
       if probe not in errors:
         h = _outputs(library, probe, np.asarray(task.table), rows, outputs)
         errors[probe] = probe_error(h.reshape(h.shape[0], -1).astype(np.float64), train, val,

@@ -217,3 +217,21 @@ def test_the_probe_bound_is_a_search_setting():
   with pytest.raises(ValueError, match="probed_tasks=x: expected an integer >= 1"):
     parse_search("probed_tasks=x")
 
+
+
+def test_a_list_task_probes_image_level_programs_and_every_function_of_a_probe_is_ranked_by_it():
+  from hx.data import Sources, StreamSettings, long_stream
+
+  # Task 1 recognises from its own CNN; task 2 reads task 1's CNN output through a layer of its own.
+  library = _grown(["nn_1", "compose(nn_1, lib.nn_t_1)", "nn_1"])
+  count = long_stream(0, 4, StreamSettings(), Sources()).instance(0).build(3)  # count_digit(7): a list task
+  assert str(count.type).startswith("List<Tensor<real>[1][28][28]>")
+  errors = probe_errors(library, count)
+  # Image-level sources probe a list task element by element (their whole program is the per-image part).
+  assert set(errors) == {("nn_t_1",), ("nn_t_2", "nn_t_1"), ("nn_t_3",)}
+  offered = offered_library(library, count, 3)
+  position = {n: i for i, n in enumerate(library.names)}
+  best = {n: min(e for run, e in errors.items() if n in run) for n in library.names}
+  assert offered.names == tuple(sorted(library.names, key=lambda n: (best[n], position[n])))
+  # nn_t_1 ranks by the better of its own probe and the run through task 2's layer.
+  assert best["nn_t_1"] == min(errors[("nn_t_1",)], errors[("nn_t_2", "nn_t_1")])
