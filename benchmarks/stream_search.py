@@ -79,7 +79,8 @@ def summary_lines(rows: list[_Row], budget: float, early: tuple[int, int] = (10,
                   late: int = 10) -> list[str]:
   """Medians over tasks `early` (inclusive) against the last `late` tasks searched, of both searches'
   seconds and expanded partial programs: over every task, then per task kind (the whole library's
-  search grows on some kinds only). A median over a search past the budget is printed `>budget`."""
+  search grows on some kinds only; a kind with no task in either window is left out). A median over a
+  search past the budget is printed `>budget`."""
   last = rows[-1].index if rows else 0
 
   def median(values: list[float | None], digits: int) -> str:
@@ -99,7 +100,10 @@ def summary_lines(rows: list[_Row], budget: float, early: tuple[int, int] = (10,
     return f"{what} ({len(a)} / {len(b)} tasks): " + "; ".join(cols)
   lines = [f"medians over tasks {early[0]}-{early[1]} -> tasks {max(last - late + 1, 1)}-{last}:",
            line("every task", rows)]
-  lines += [line(kind, [r for r in rows if r.kind == kind]) for kind in sorted({r.kind for r in rows})]
+  for kind in sorted({r.kind for r in rows}):
+    mine = [r for r in rows if r.kind == kind]
+    if any(early[0] <= r.index <= early[1] or r.index > last - late for r in mine):
+      lines.append(line(kind, mine))
   return lines
 
 
