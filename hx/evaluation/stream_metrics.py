@@ -677,6 +677,30 @@ def _reuse_lines(reuse: Reuse | None) -> list[str]:
           f"**{len(reuse.calls_earlier)}** (tasks {', '.join(map(str, reuse.calls_earlier)) or 'none'}).", ""]
 
 
+def _transfer_lines(summaries: Sequence[MethodSummary]) -> list[str]:
+  """Transfer per relation: per method, the mean score ÷ standalone's and ÷ its own on the task repeated."""
+  if not any(s.transfer_by_relation for s in summaries):
+    return []
+  methods = [s.method for s in summaries]
+  lines = ["### Transfer per relation", "",
+           "Mean over the tasks of each relation: the score ÷ the standalone network's, and ÷ the "
+           "method's own score on the task it repeats (CTrL's S^- is less_data, S^in new_input, S^out "
+           "new_output, S^pl distractor).", "",
+           "| relation | tasks | " + " | ".join(f"{method_label(m)} ÷ standalone | ÷ own earlier"
+                                               for m in methods) + " |",
+           "|---|---|" + "---|---|" * len(methods)]
+  relations = list(dict.fromkeys(r for s in summaries for r, *_ in s.transfer_by_relation))
+  for relation in relations:
+    cells, count = [], 0
+    for s in summaries:
+      got = {r: (a, b, n) for r, a, b, n in s.transfer_by_relation}.get(relation, (None, None, 0))
+      count = max(count, got[2])
+      cells.append(f"{_ratio(got[0])} | {_ratio(got[1])}")
+    lines.append(f"| {relation} | {count} | " + " | ".join(cells) + " |")
+  lines.append("")
+  return lines
+
+
 def _growth_lines(growth: Sequence[Growth]) -> list[str]:
   if not growth:
     return []
@@ -714,23 +738,7 @@ def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
                  f"{_score('rmse', s.mean_rmse)} | {_ratio(s.mean_transfer)} | {memory} | {per} | "
                  f"{s.wall_seconds:.0f} | {s.work_seconds:.0f} |")
   lines.append("")
-  if any(s.transfer_by_relation for s in summaries):
-    lines += ["### Transfer per relation", "",
-              "Mean over the tasks of each relation: the score ÷ the standalone network's, and ÷ the "
-              "method's own score on the task it repeats (CTrL's S^- is less_data, S^in new_input, S^out "
-              "new_output, S^pl distractor).", "",
-              "| relation | tasks | " + " | ".join(f"{method_label(m)} ÷ standalone | ÷ own earlier"
-                                                  for m in methods) + " |",
-              "|---|---|" + "---|---|" * len(methods)]
-    relations = list(dict.fromkeys(r for s in summaries for r, *_ in s.transfer_by_relation))
-    for relation in relations:
-      cells, count = [], 0
-      for s in summaries:
-        got = {r: (a, b, n) for r, a, b, n in s.transfer_by_relation}.get(relation, (None, None, 0))
-        count = max(count, got[2])
-        cells.append(f"{_ratio(got[0])} | {_ratio(got[1])}")
-      lines.append(f"| {relation} | {count} | " + " | ".join(cells) + " |")
-    lines.append("")
+  lines += _transfer_lines(summaries)
   if forgetting is not None:
     lines += ["### Forgetting", "",
               f"Every winner of {method_label(forgetting.method)} re-scored on the library saved after task "
