@@ -31,10 +31,10 @@ whose features serve the new task best:
      ones of the hole's type.
 
 Each probe costs a forward pass and a ridge fit, so probing every earlier task makes the choice itself
-grow with the library. With `probed` only that many sources are probed: those a winner used most
-recently (`probed_sources`, read from the library's provenance); the others are offered last, after
-every probed one, and come back into the probed set as soon as a later winner calls one of their
-functions.
+grow with the library. With `probed` only that many sources are probed: half of them those of the new
+task's type a winner used most recently, the others those of any type a winner used most recently
+(`probed_sources`, read from the library's provenance); the others are offered last, after every probed
+one, and come back into the probed set as soon as a later winner calls one of their functions.
 
 A source whose program has no probe of the new task's image type (another image size, a graph
 convolution at the input end) scores nothing and is offered only after every scored source; when the
@@ -77,8 +77,8 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int |
   Args:
     task: an `hx.Task` (or any value with `type`, `train`, `val`, `table` and `objective`).
     tasks: how many earlier tasks' functions to offer (>= 1), or None: all.
-    probed: how many earlier tasks to probe at most (>= `tasks`), the most recently reused
-      (`probed_sources`); None: every one.
+    probed: how many earlier tasks to probe at most (>= `tasks`), the most recently reused, half of
+      them of the task's type (`probed_sources`); None: every one.
     sample: examples of each split probed at most (the first ones: a split's examples are drawn at
       random already).
     ridge: the ridge regression's penalty, relative to the features' mean squared norm.
@@ -96,7 +96,7 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int |
   if probed is not None and probed < tasks:
     raise ValueError(f"the prior must probe at least the {tasks} earlier tasks it offers, got {probed}")
   sources = _sources(library)
-  probe = probed_sources(library, probed)
+  probe = probed_sources(library, probed, task.type)
   scores, errors = _probed(library, task, sample, ridge, probe)
   # Unprobed sources last: retired until a winner reuses them.
   order = sorted(range(len(sources)), key=lambda i: (sources[i][0] not in probe,
@@ -129,16 +129,21 @@ def _sources(library: Any) -> list[tuple[str, tuple[str, ...]]]:
   return [(k, tuple(v)) for k, v in out.items()]
 
 
-def probed_sources(library: Any, limit: int | None) -> frozenset[str]:
+def probed_sources(library: Any, limit: int | None, task_type: Type | None = None) -> frozenset[str]:
   """The keys of the at most `limit` sources (every one when None) of `library` that were used most
   recently: a source is used by its own task and by every later task whose winning program calls one of
-  its functions, and sources of equal last use are taken the later first.
+  its functions, and sources of equal last use are taken the later first. With `task_type` (the new
+  task's), half of them (rounded up) are the most recently used of the sources whose winning program has
+  that type, the rest the most recently used of the others.
 
   Why: probing every earlier task costs a forward pass and a ridge fit each, so the choice of what to
   offer grows with the library even when the search it bounds does not. A source no winner has reused
   for `limit` sources is retired from probing: it stays in the library (saved, and offered by the paper's
   whole-library search), and becomes probed again as soon as a winner calls one of its functions. The
-  choice reads the library's provenance only, so a resumed run makes the same one.
+  choice reads the library's provenance only, so a resumed run makes the same one. Why half by type: a
+  task that repeats an earlier one (less data, new data, a relabelling, a new input domain of the same
+  shape) has that task's type, and may come long after any winner last used it; the other half keeps the
+  functions of other kinds that recent winners reuse (a recogniser's CNN for a count).
   """
   sources = _sources(library)
   if limit is None or len(sources) <= limit:
@@ -150,7 +155,25 @@ def probed_sources(library: Any, limit: int | None) -> frozenset[str]:
       if name in owner:
         last[owner[name]] = max(last[owner[name]], i)
   order = sorted(range(len(sources)), key=lambda i: (last[i], i), reverse=True)
-  return frozenset(sources[i][0] for i in order[:limit])
+  if task_type is None:
+    return frozenset(sources[i][0] for i in order[:limit])
+  types = library.types()
+  same = [i for i in order if _program_type(library[sources[i][1][0]].provenance.program, types) == task_type]
+  chosen = same[:(limit + 1) // 2]
+  chosen += [i for i in order if i not in chosen][:limit - len(chosen)]
+  return frozenset(sources[i][0] for i in chosen)
+
+
+def _program_type(program_text: str, types: dict[str, Type]) -> Type | None:
+  """The type of a provenance program over the library's `types`; None where it does not type there (a
+  library whose entries were edited by hand)."""
+  from hx.lang.errors import HxTypeError
+  from hx.lang.infer import infer
+
+  try:
+    return infer(_as_library(parse(program_text)), types).type
+  except HxTypeError:
+    return None
 
 
 def _called(program_text: str) -> tuple[str, ...]:

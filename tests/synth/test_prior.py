@@ -164,10 +164,10 @@ def test_the_binary_reads_the_bound_from_its_search_flag():
       parse_search(bad)
 
 
-def _grown(programs):
+def _grown(programs, outputs=None):
   """A library grown by one task per program (frozen, untrained functions): each program's fresh
   functions are nn_1 (image -> Tensor<bool>[1], or Tensor<bool>[1] -> Tensor<bool>[1] after a library
-  function) and may call the earlier tasks' functions."""
+  function; `outputs[i]` another output type for program i) and may call the earlier tasks' functions."""
   from hx.compile import ModuleConfig, compile_program
   from hx.synth.library import Library, Trained
 
@@ -176,7 +176,8 @@ def _grown(programs):
   for i, text in enumerate(programs):
     program = hx.lang.parse(text)
     arg = "Tensor<bool>[1]" if hx.lang.program.library_names(program) else "Tensor<real>[1][28][28]"
-    compiled = compile_program(program, {"nn_1": hx.lang.types.parse_type(f"{arg} -> Tensor<bool>[1]")},
+    out = outputs[i] if outputs else "Tensor<bool>[1]"
+    compiled = compile_program(program, {"nn_1": hx.lang.types.parse_type(f"{arg} -> {out}")},
                                config, library.specs())
     variables = compiled.init(jax.random.key(i))
     library = library.add(Trained(compiled, variables), sequence="t", task=f"task_{i + 1}",
@@ -190,6 +191,20 @@ def test_the_probed_sources_are_those_a_winner_used_most_recently():
   assert probed_sources(library, 3) == {"t/task_5", "t/task_4", "t/task_1"}
   assert probed_sources(library, 2) == {"t/task_5", "t/task_4"}  # equal last use: the later first
   assert probed_sources(library, None) == probed_sources(library, 5) == {f"t/task_{i}" for i in range(1, 6)}
+
+
+def test_half_the_probed_sources_have_the_new_tasks_type():
+  # Task 1 recognises (-> Tensor<bool>[1]); tasks 2-5 classify (-> Tensor<bool>[5]), used later.
+  five = "Tensor<bool>[5]"
+  library = _grown(["nn_1"] * 5, ["Tensor<bool>[1]", five, five, five, five])
+  recognise = hx.lang.types.parse_type("Tensor<real>[1][28][28] -> Tensor<bool>[1]")
+  classify = hx.lang.types.parse_type(f"Tensor<real>[1][28][28] -> {five}")
+  assert probed_sources(library, 2) == {"t/task_5", "t/task_4"}
+  # A repeat of task 1 probes it, however long ago it was used, and the most recent other task.
+  assert probed_sources(library, 2, recognise) == {"t/task_1", "t/task_5"}
+  assert probed_sources(library, 3, recognise) == {"t/task_1", "t/task_5", "t/task_4"}
+  assert probed_sources(library, 2, classify) == {"t/task_5", "t/task_4"}
+  assert probed_sources(library, None, recognise) == {f"t/task_{i}" for i in range(1, 6)}
 
 
 def test_a_retired_source_is_not_probed_and_is_offered_after_the_probed_ones(two_tasks):
