@@ -51,8 +51,9 @@ costs at task 100 what it costs there."""
 
 PROBED_TASKS = 12
 """How many earlier tasks the prior probes at most to choose the `LIBRARY_TASKS` it offers (0: every one):
-those a winner used most recently (`hx.synth.prior.probed_sources`), about as many as the stream's tasks
-10-20 can probe, so that the choice costs at task 100 about what it costs there."""
+those a winner used most recently, half of them of the task's type (`hx.synth.prior.probed_sources`),
+about as many as the stream's tasks 10-20 can probe, so that the choice costs at task 100 about what it
+costs there."""
 
 
 def _default_dir(length: int, seed: int) -> Path:
@@ -110,7 +111,8 @@ def main() -> int:
                            f"hx.synth.prior (default {LIBRARY_TASKS}; 0: the whole library, the paper's)")
   parser.add_argument("--probed_tasks", type=int, default=PROBED_TASKS,
                       help="with --library_tasks, probe at most this many earlier tasks to choose them, "
-                           "those a winner used most recently (hx.synth.prior.probed_sources; default "
+                           "those a winner used most recently, half of the task's type "
+                           "(hx.synth.prior.probed_sources; default "
                            f"{PROBED_TASKS}; 0: every one)")
   parser.add_argument("--order", default=ORDER, help="HOUDINI's search order, hx.synth.space.ORDERS "
                       f"(default {ORDER})")

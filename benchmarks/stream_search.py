@@ -3,7 +3,7 @@
 
     python benchmarks/stream_search.py                      # benchmarks/stream/length_100_seed_0
     python benchmarks/stream_search.py --run /tmp/s30 --length 30 --library_tasks 8
-    python benchmarks/stream_search.py --probed_tasks 16    # probing only the 16 most recently used
+    python benchmarks/stream_search.py --probed_tasks 16    # probing only 16 (hx.synth.prior.probed_sources)
 
 For each task i the run recorded (after the first), it loads HOUDINI's library saved after task i - 1
 (`houdini_topdown/seed_<s>/libraries/after_<i-1>`), builds task i (`hx.data.long_stream`, the run's seed

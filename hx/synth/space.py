@@ -165,9 +165,10 @@ class SearchSpace:
       (`hx.synth.prior.offered_library`), so that its cost stays bounded as the library grows; None
       (the paper's): the whole library.
     probed_tasks: with `library_tasks`, probe at most this many earlier tasks' functions to choose them,
-      those most recently reused (`hx.synth.prior.probed_sources`), so that the choice's own cost (a
-      forward pass and a ridge fit per earlier task) stays bounded too; the others stay in the library
-      and come back when a winner reuses them. None: probe every earlier task.
+      those most recently reused, half of them of the task's type (`hx.synth.prior.probed_sources`),
+      so that the choice's own cost (a forward pass and a ridge fit per earlier task) stays bounded
+      too; the others stay in the library and come back when a winner reuses them. None: probe every
+      earlier task.
   """
   intermediate_types: tuple[Type, ...] = (parse_type("Tensor<bool>[1]"), parse_type("Tensor<real>[1]"))
   image_features: bool = True
