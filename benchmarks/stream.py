@@ -44,6 +44,10 @@ from hx.evaluation.stream_metrics import task_rows, write_stream_report
 
 _ROOT = Path(__file__).resolve().parent / "stream"
 METHODS = "houdini,standalone,llt"
+CANDIDATES = 6
+"""HOUDINI's candidates trained per task: the best earlier program of the task's type with one function
+fresh (two) and four of the enumeration's (`REUSED_PROGRAMS`: the earlier programs scored as they are come
+on top)."""
 LIBRARY_TASKS = 8
 """HOUDINI's search on the stream is offered the functions of this many earlier tasks
 (`hx.synth.prior.offered_library`): about the library of the stream's tenth task, so that the search
@@ -64,11 +68,26 @@ def _config(stream: hx.TaskStream, args: argparse.Namespace) -> hx.EvalConfig:
   search = {"library_tasks": args.library_tasks} if args.library_tasks else {}
   if args.probed_tasks:
     search["probed_tasks"] = args.probed_tasks
+  if args.reused_programs:
+    search["reused_programs"] = args.reused_programs
+  if args.reuse_tolerance:
+    search["reuse_tolerance"] = args.reuse_tolerance
   search["order"] = args.order  # checked by EvalConfig.make (a ConfigError naming the orders)
   search = search or None
   return hx.EvalConfig.make(stream, methods=[m for m in args.methods.split(",") if m], fractions=[1.0],
                             seeds=[args.seed], candidates=args.candidates, search=search)
 
+
+REUSED_PROGRAMS = LIBRARY_TASKS
+"""HOUDINI's search on the stream first scores, as they are, the winning programs of the offered earlier
+tasks of the new task's type (at most this many; nothing trained), then trains the best one with its
+outermost function fresh and with its input-end function fresh, then `--candidates` programs in all with
+its enumeration's (`hx.synth.prior.reused_programs`, `one_fresh`)."""
+
+REUSE_TOLERANCE = 0.1
+"""HOUDINI's winner on the stream: the candidate with the fewest fresh functions among those within 10% of
+the best validation score (`SearchSpace.reuse_tolerance`), so that a repeated task that its earlier
+program or functions serve within that margin adds little or nothing to the library."""
 
 ORDER = "authors"
 """HOUDINI's search order on the stream: the authors' (by size, fresh functions before library ones), not
@@ -104,7 +123,8 @@ def main() -> int:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--seed", type=int, default=0, help="the stream's instantiation")
   parser.add_argument("--length", type=int, default=100, help="tasks: the first LENGTH of the stream")
-  parser.add_argument("--candidates", type=int, default=4, help="HOUDINI's candidate programs per task")
+  parser.add_argument("--candidates", type=int, default=CANDIDATES,
+                      help=f"HOUDINI's candidate programs trained per task (default {CANDIDATES})")
   parser.add_argument("--methods", default=METHODS, help=f"methods (default {METHODS})")
   parser.add_argument("--library_tasks", type=int, default=LIBRARY_TASKS,
                       help="HOUDINI's search is offered the functions of this many earlier tasks, chosen by "
@@ -114,6 +134,14 @@ def main() -> int:
                            "those a winner used most recently, half of the task's type "
                            "(hx.synth.prior.probed_sources; default "
                            f"{PROBED_TASKS}; 0: every one)")
+  parser.add_argument("--reused_programs", type=int, default=REUSED_PROGRAMS,
+                      help="with --library_tasks, score first, as they are, the winning programs of at most "
+                           "this many offered earlier tasks of the task's type, then train the best one with "
+                           "a function fresh (hx.synth.prior.reused_programs, one_fresh; default "
+                           f"{REUSED_PROGRAMS}; 0: none)")
+  parser.add_argument("--reuse_tolerance", type=float, default=REUSE_TOLERANCE,
+                      help="the winner: the fewest fresh functions within this fraction of the best validation "
+                           f"score (SearchSpace.reuse_tolerance; default {REUSE_TOLERANCE}; 0: the best score)")
   parser.add_argument("--order", default=ORDER, help="HOUDINI's search order, hx.synth.space.ORDERS "
                       f"(default {ORDER})")
   parser.add_argument("--output_dir", default=None,

@@ -164,8 +164,9 @@ class EvalConfig:
       patience: `TuneConfig.patience` of every task and method (None, the paper's: every epoch; N: stop
         a training after N epochs without a better validation score).
       search: `SearchSpace` fields of HOUDINI's search to change from the preset's (`SEARCH_KEYS`:
-        "order", "authors_filter", "library_tasks", "probed_tasks"), e.g. {"order": "cost",
-        "library_tasks": 8}.
+        "order", "authors_filter", "library_tasks", "probed_tasks", "reused_programs", "reuse_tolerance"),
+        e.g.
+        {"order": "cost", "library_tasks": 8}.
 
     Raises:
       ConfigError: anything that cannot work, in one line naming the setting.
@@ -268,7 +269,8 @@ def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None,
   return budget, budgets
 
 
-SEARCH_KEYS = ("order", "authors_filter", "library_tasks", "probed_tasks")
+SEARCH_KEYS = ("order", "authors_filter", "library_tasks", "probed_tasks", "reused_programs",
+               "reuse_tolerance")
 """The `SearchSpace` fields a run may change from its preset's (`EvalConfig.make(search=...)`, hx-run's
 --search)."""
 

@@ -308,9 +308,13 @@ def build_report(directory: Any) -> Path:
   table = _Table(records)
   plots = plot_tasks(directory, table)
   programs = _programs_md(table)
+  tolerance = ((_settings(directory) or {}).get("settings", {}).get("space") or {}).get("reuse_tolerance")
+  ranking = ("ranked by validation score" if not tolerance else
+             f"the winner first (the fewest fresh functions within {100 * tolerance:g}% of the best "
+             "validation score), the others by validation score")
   (directory / "programs.md").write_text(
       "\n".join([f"# {table.sequence.upper()}: HOUDINI's top programs", "",
-                 "The top 3 programs per task, ranked by validation score, with their test scores, as the "
+                 f"The top 3 programs per task, {ranking}, with their test scores, as the "
                  "paper's appendix tables print them. Functions named nn_* were trained for the task; lib.* "
                  "are frozen library functions learned on earlier tasks.", ""] + programs), "utf-8")
   lines = _header_lines(directory, table, records) + _scores_lines(table) + _transfer_lines(table)

@@ -29,6 +29,11 @@ whose features serve the new task best:
      the library's order. The search fills a hole with library functions in that order, so a small
      budget of candidates reuses the functions whose features predicted the task best, not the oldest
      ones of the hole's type.
+  5. With `SearchSpace.reused_programs`, the top-down search first scores the winning programs of the
+     best offered sources of the task's type as they are (`reused_programs`: every function frozen,
+     nothing trained), then trains the best-scoring one with its outermost function fresh and with its
+     input-end function fresh (`one_fresh`, after MNTDP's paths: an earlier task's modules, one of them
+     new), and then its enumeration's candidates.
 
 Each probe costs a forward pass and a ridge fit, so probing every earlier task makes the choice itself
 grow with the library. With `probed` only that many sources are probed: half of them those of the new
@@ -53,7 +58,7 @@ the shorter one's outputs), a ridge fit per distinct probe, and it never trains.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -62,9 +67,22 @@ from hx.lang import program as P
 from hx.lang import values as V
 from hx.lang.types import FunctionType, GraphType, ListType, TensorType, Type
 
-__all__ = ["offered_library", "probed_sources", "source_scores", "probe_errors", "probe_error"]
+__all__ = ["Offer", "offer", "offered_library", "reused_programs", "one_fresh", "probed_sources",
+           "source_scores", "probe_errors", "probe_error"]
 
 _ELEMENTS = (*V.ELEMENT_BATCHES, V.SharedGraphs)
+
+
+class Offer(NamedTuple):
+  """What the prior offers a task's search.
+
+  Attributes:
+    library: the offered part of the library (`offered_library`), best first.
+    sources: the keys ("sequence/task") of the earlier tasks whose functions it holds, best first (the
+      order `reused_programs` takes their programs in); () when the whole library is offered unranked.
+  """
+  library: Any
+  sources: tuple[str, ...]
 
 
 def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int | None = None,
@@ -72,7 +90,7 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int |
   """The part of `library` (an `hx.Library`) a search for `task` is offered: the functions of the
   `tasks` earlier tasks whose programs' per-image functions best predict `task`'s targets (see the
   module docstring), and the library functions those programs call, best first; `library` itself when
-  `tasks` is None.
+  `tasks` is None. `offer(...).library`.
 
   Args:
     task: an `hx.Task` (or any value with `type`, `train`, `val`, `table` and `objective`).
@@ -89,8 +107,14 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int |
     the whole library's numbering. A library of `tasks` earlier tasks or fewer is offered whole, in
     that order.
   """
+  return offer(library, task, tasks, probed=probed, sample=sample, ridge=ridge).library
+
+
+def offer(library: Any, task: Any, tasks: int | None, *, probed: int | None = None, sample: int = 256,
+          ridge: float = 1e-2) -> Offer:
+  """The offered library (`offered_library`, the same arguments) and its sources, best first."""
   if tasks is None:
-    return library
+    return Offer(library, ())
   if tasks < 1:
     raise ValueError(f"the search must be offered the functions of at least 1 earlier task, got {tasks}")
   if probed is not None and probed < tasks:
@@ -113,7 +137,63 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int |
   position = {e.name: i for i, e in enumerate(library.entries)}
   kept = sorted((e for e in library.entries if e.name in keep),
                 key=lambda e: (_rank_key(best.get(e.name)), position[e.name]))
-  return type(library)(tuple(kept), library.counters)
+  return Offer(type(library)(tuple(kept), library.counters), tuple(sources[i][0] for i in order[:tasks]))
+
+
+def reused_programs(offered: Offer, task_type: Type, count: int, completer: Any) -> list[Any]:
+  """The winning programs of the `count` best offered sources whose program has `task_type`, each as it
+  is (every function frozen: nothing to train, an evaluation each), those the search space admits and
+  the compiler builds, as `hx.synth.space.Candidate`s, best source first.
+
+  Why: a task that repeats an earlier one (less data, new data of its distribution) is best served by
+  that task's own program, and the size-ordered enumeration over a library of many tasks reaches the
+  program with every one of its functions reused late, or never within a budget of a few candidates.
+  The probes rank sources by their per-image features, which several sources share (a count and a sum
+  over one digit CNN probe alike); the program as it is tells their heads apart.
+
+  Args:
+    offered: the prior's `Offer` (its library holds every function the sources' programs call).
+    task_type: the new task's type.
+    count: how many sources' programs at most (the best first; sources of another type are skipped).
+    completer: the search's `hx.synth.space.Completer` over `offered.library` (space and module sizes).
+  """
+  library, out = offered.library, []
+  types = library.types()
+  for key in offered.sources:
+    if len(out) >= count:
+      break
+    names = [e.name for e in library.entries if f"{e.provenance.sequence}/{e.provenance.task}" == key]
+    text = library[names[0]].provenance.program
+    if _program_type(text, types) == task_type:
+      out += _buildable(_as_library(parse(text)), {}, task_type, completer, {c.key for c in out})
+  return out
+
+
+def one_fresh(program: P.Program, task_type: Type, completer: Any) -> list[Any]:
+  """`program` (every function a library one) with its outermost library function trained afresh (a new
+  head over the earlier features), then with its input-end one trained afresh (new features under the
+  earlier head), after MNTDP's paths (an earlier task's modules, one of them new): those the search
+  space admits and the compiler builds, as `hx.synth.space.Candidate`s (one for a program of one
+  function)."""
+  types = completer.library_types
+  called = [(pos, t.name) for pos, t in P.subterms(program) if isinstance(t, P.Lib)]
+  out: list[Any] = []
+  for pos, name in dict.fromkeys(called[:1] + called[-1:]):
+    out += _buildable(P.replace(program, pos, P.Fresh("nn_1")), {"nn_1": types[name]}, task_type, completer,
+                      {c.key for c in out})
+  return out
+
+
+def _buildable(program: P.Program, fresh: dict[str, Type], task_type: Type, completer: Any,
+               seen: set[tuple]) -> list[Any]:
+  """The candidate of `program` with these fresh types, if it has `task_type`, the completer builds it
+  and its equivalence class is not in `seen`; else none."""
+  from hx.synth.space import check_candidate, program_cost
+
+  if not check_candidate(program, fresh, completer.library_types, task_type):
+    return []
+  return [c for c in completer.complete(program, fresh, program_cost(program, completer.space.costs))
+          if c.key not in seen]
 
 
 def _rank_key(score: float | None) -> tuple[int, float]:

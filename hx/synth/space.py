@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from typing import Any, Iterator, Mapping, Sequence
 
 from hx.defaults import OMIT_DEFAULT
@@ -131,7 +132,7 @@ class Costs:
 
 @dataclasses.dataclass(frozen=True)
 class SearchSpace:
-  """What programs a search may build.
+  """What programs a search may build, and which of those it trains wins.
 
   Attributes:
     intermediate_types: the types an open type variable may take (other than a CNN's features).
@@ -169,6 +170,16 @@ class SearchSpace:
       so that the choice's own cost (a forward pass and a ridge fit per earlier task) stays bounded
       too; the others stay in the library and come back when a winner reuses them. None: probe every
       earlier task.
+    reused_programs: with `library_tasks`, the top-down search first scores, as they are, the winning
+      programs of at most this many of the best offered earlier tasks of the new task's type (every
+      function frozen: nothing trained; on top of the budget's candidates), then trains the
+      best-scoring one with its outermost function fresh and with its input-end function fresh, then
+      its enumeration (`hx.synth.prior.reused_programs`, `one_fresh`: MNTDP's reuse of an earlier
+      task's modules, one of them new). 0 (the paper's): the enumeration alone.
+    reuse_tolerance: the winner is the candidate with the fewest fresh functions among those whose
+      validation score is at most the best one's plus this fraction of it (the better score among
+      them first), so that a task whose earlier program or functions serve it within that margin adds
+      little or nothing to the library. 0 (the paper's): the best validation score wins.
   """
   intermediate_types: tuple[Type, ...] = (parse_type("Tensor<bool>[1]"), parse_type("Tensor<real>[1]"))
   image_features: bool = True
@@ -185,6 +196,8 @@ class SearchSpace:
   authors_filter: bool = False
   library_tasks: int | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
   probed_tasks: int | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
+  reused_programs: int = dataclasses.field(default=0, metadata={OMIT_DEFAULT: True})
+  reuse_tolerance: float = dataclasses.field(default=0.0, metadata={OMIT_DEFAULT: True})
 
   def __post_init__(self):
     if self.order not in ORDERS:
@@ -206,6 +219,15 @@ class SearchSpace:
                                           or self.probed_tasks < (self.library_tasks or 1)):
       raise ValueError(f"probed_tasks must be an integer >= library_tasks ({self.library_tasks}) or None, "
                        f"got {self.probed_tasks!r}")
+    if not isinstance(self.reused_programs, int) or isinstance(self.reused_programs, bool) \
+       or self.reused_programs < 0:
+      raise ValueError(f"reused_programs must be an integer >= 0, got {self.reused_programs!r}")
+    if isinstance(self.reuse_tolerance, bool) or not isinstance(self.reuse_tolerance, (int, float)) \
+       or not 0 <= self.reuse_tolerance < math.inf:
+      raise ValueError(f"reuse_tolerance must be a number >= 0, got {self.reuse_tolerance!r}")
+    if self.reused_programs and self.library_tasks is None:
+      raise ValueError("reused_programs needs library_tasks: the programs reused are those of the earlier "
+                       "tasks the prior ranks best (hx.synth.prior)")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,9 +18,10 @@ and the library's extension follow.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from hx.lang.types import Type
 from hx.synth.evolution import Evolution, EvolutionConfig
@@ -63,36 +64,64 @@ class Strategy(Protocol):
 
 
 class TopDown:
-  """The top-down strategy: `hx.synth.topdown.enumerate_programs` as one proposal, in its order.
+  """The top-down strategy: `hx.synth.topdown.enumerate_programs` as one proposal, in its order; with
+  `first`, a proposal of those candidates before it.
 
   Args:
     task_type, library, space, module_config: as `enumerate_programs` takes them.
-    limit: candidates at most (None: until the space is exhausted).
+    limit: candidates at most (None: until the space is exhausted), `first` not counted.
     max_expanded: partial programs to expand at most (None: no bound).
     batch: candidates handed to the executor at once (`Strategy.batch`).
+    first: candidates proposed on their own before the enumeration (`hx.synth.prior.reused_programs`:
+      earlier programs scored as they are).
+    then: given the best-scoring of `first` (none when every one failed), the candidates proposed ahead
+      of the enumeration, counted in `limit` (`hx.synth.prior.one_fresh`: that program with one function
+      new). The enumeration's candidates equivalent to one proposed before are not proposed again.
   """
 
   def __init__(self, task_type: Type, library: Any, *, space: SearchSpace = SearchSpace(),
                module_config: Any = None, limit: int | None = None, max_expanded: int | None = None,
-               batch: int | None = None):
+               batch: int | None = None, first: Sequence[Candidate] = (),
+               then: Callable[[Candidate], Sequence[Candidate]] | None = None):
     self._task_type, self._library = task_type, library
     self._space, self._module_config = space, module_config
     self._limit, self._max_expanded = limit, max_expanded
     self.batch = batch
     self._stats = EnumerationStats()
-    self._proposed = False
+    self._first, self._then = tuple(first), then
+    self._then_seconds = 0.0
+    self._proposals = 0
 
   def propose(self, scores: Mapping[tuple, float]) -> Iterable[Candidate] | None:
-    """The enumeration at first (lazy: a candidate is enumerated when the schedule takes it); then None."""
-    if self._proposed:
+    """`first` (when given), then `then`'s candidates and the enumeration (lazy: a candidate is enumerated
+    when the schedule takes it); then None."""
+    self._proposals += 1
+    if self._first and self._proposals == 1:
+      return iter(self._first)
+    if self._proposals > (2 if self._first else 1):
       return None
-    self._proposed = True
+    ahead: list[Candidate] = []
+    if self._then is not None:
+      start = time.perf_counter()
+      ranked = sorted((c for c in self._first if math.isfinite(scores.get(c.key, math.inf))),
+                      key=lambda c: scores[c.key])
+      ahead = list(self._then(ranked[0]))[:self._limit] if ranked else []
+      self._then_seconds += time.perf_counter() - start
+    if not self._first and not ahead:
+      return self._enumeration(self._limit)
+    keys = {c.key for c in (*self._first, *ahead)}
+    rest = (c for c in self._enumeration(None) if c.key not in keys)
+    left = None if self._limit is None else self._limit - len(ahead)
+    return itertools.chain(ahead, rest if left is None else itertools.islice(rest, left))
+
+  def _enumeration(self, limit: int | None) -> Iterator[Candidate]:
     return enumerate_programs(self._task_type, self._library, space=self._space, config=self._module_config,
-                              limit=self._limit, max_expanded=self._max_expanded, stats=self._stats)
+                              limit=limit, max_expanded=self._max_expanded, stats=self._stats)
 
   @property
   def seconds(self) -> float:
-    return self._stats.seconds  # the enumeration's own time, not its consumer's
+    # The enumeration's own time (not its consumer's), and choosing what goes ahead of it.
+    return self._stats.seconds + self._then_seconds
 
   @property
   def enumeration(self) -> EnumerationStats:
@@ -187,7 +216,8 @@ class Evolutionary:
 def make_strategy(name: str, task_type: Type, library: Any, *, space: SearchSpace = SearchSpace(),
                   module_config: Any = None, limit: int | None = None, max_expanded: int | None = None,
                   batch: int | None = None, evolution: EvolutionConfig = EvolutionConfig(), seed: int = 0,
-                  stop: Callable[[], bool] = lambda: False) -> Strategy:
+                  stop: Callable[[], bool] = lambda: False, first: Sequence[Candidate] = (),
+                  then: Callable[[Candidate], Sequence[Candidate]] | None = None) -> Strategy:
   """The strategy `name` ("topdown" or "evolutionary") for programs of `task_type` over `library`.
 
   Args:
@@ -195,15 +225,20 @@ def make_strategy(name: str, task_type: Type, library: Any, *, space: SearchSpac
     limit: candidates at most (None: no bound).
     max_expanded: top-down only: partial programs to expand at most.
     batch: top-down only: candidates handed to the executor at once (`Strategy.batch`).
+    first, then: top-down only: candidates proposed before the enumeration, and after the best of them
+      (`TopDown`).
     evolution, seed, stop: evolution only: its settings, its seed, and the budget it checks before each
       generation.
 
   Raises:
-    ValueError: an unknown name.
+    ValueError: an unknown name, or `first` candidates for the evolutionary search.
   """
   if name == "topdown":
     return TopDown(task_type, library, space=space, module_config=module_config, limit=limit,
-                   max_expanded=max_expanded, batch=batch)
+                   max_expanded=max_expanded, batch=batch, first=first, then=then)
+  if first and name == "evolutionary":
+    raise ValueError("candidates proposed first (SearchSpace.reused_programs) are for the top-down "
+                     "strategy; the evolutionary search draws its own initial population")
   if name == "evolutionary":
     return Evolutionary(task_type, library, space=space, module_config=module_config, config=evolution,
                         seed=seed, limit=limit, stop=stop)

@@ -32,7 +32,7 @@ from hx.synth.executors import Executor, make_executor
 from hx.synth.jobs import Job, JobResult, TaskContext, job_seed, run_job
 from hx.synth.progress import Progress
 from hx.synth.schedules import Schedule, Scored, ToEnd
-from hx.synth.space import Candidate, SearchSpace
+from hx.synth.space import Candidate, Completer, SearchSpace
 from hx.synth.strategies import STRATEGIES, Strategy, make_strategy
 from hx.synth.topdown import EnumerationStats
 
@@ -215,6 +215,18 @@ def _sort_key(r: JobResult, estimates: dict[int, Scored]) -> tuple:
   return (2, math.inf, r.job.index)
 
 
+def _winner_first(ranked: list[JobResult], tolerance: float) -> list[JobResult]:
+  """`ranked` (`_sort_key`'s order) with the winner first (`SearchSpace.reuse_tolerance`): among the
+  trained candidates whose validation score is at most the best one's plus `tolerance` times its size,
+  the one with the fewest fresh functions, the better score first; the others in their order."""
+  if not tolerance or not ranked or not ranked[0].ok:
+    return ranked
+  best = ranked[0].val_score
+  near = [r for r in ranked if r.ok and r.val_score <= best + tolerance * abs(best)]
+  pick = min(near, key=lambda r: len(r.candidate.types))  # the first of the fewest: the better score
+  return [pick] + [r for r in ranked if r is not pick]
+
+
 def task_context(task: Any, library: Any = None, module_config: Any = None, tune_config: Any = None, *,
                  checkpoint_dir: os.PathLike | str | None = None,
                  checkpoint_seconds: float = 120.0,
@@ -294,28 +306,36 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     A `SynthesisResult`.
   """
   from hx.synth.library import Library
-  from hx.synth.prior import offered_library
+  from hx.synth.prior import offer, one_fresh, reused_programs
 
-  _check_arguments(strategy, budget, keep)
+  _check_arguments(strategy, budget, keep, space)
   wall = time.perf_counter()
   library = library if library is not None else Library()
-  offered = offered_library(library, task, space.library_tasks, probed=space.probed_tasks)
-  prior_seconds = time.perf_counter() - wall
+  prior = offer(library, task, space.library_tasks, probed=space.probed_tasks)
+  offered = prior.library
   context = task_context(task, offered, module_config, _tune_config(task, tune_config),
                          checkpoint_dir=checkpoint_dir, scores_dir=scores_dir)
+  first, then = (), None
+  if space.reused_programs:
+    completer = Completer(offered, space, context.module_config)
+    first = reused_programs(prior, task.type, space.reused_programs, completer)
+    def then(best: Candidate) -> list[Candidate]:  # the best-scoring earlier program, one function new
+      return one_fresh(best.program, task.type, completer)
+  prior_seconds = time.perf_counter() - wall
   owned = executor is None or isinstance(executor, str)
   executor = make_executor(executor)
-  show = Progress(f"{task.name} @ {100 * getattr(task, 'fraction', 1.0):g}%", budget.candidates, progress)
+  total = None if budget.candidates is None else budget.candidates + len(first)
+  show = Progress(f"{task.name} @ {100 * getattr(task, 'fraction', 1.0):g}%", total, progress)
   try:
     with show.watching():  # the epochs of candidates that train in this process move the bar
       search, results, estimates = _search_and_train(task.type, context, executor, show, strategy=strategy,
                                                      budget=budget, space=space, evolution=evolution,
-                                                     seed=seed, wall=wall)
+                                                     seed=seed, wall=wall, first=first, then=then)
   finally:
     show.close()
     if owned:
       executor.close()
-  result = _ranked_and_added(task, context, library, strategy, search, results, estimates, keep=keep,
+  result = _ranked_and_added(task, context, library, strategy, search, results, estimates, space, keep=keep,
                              sequence=sequence, when=when, wall=wall)
   if offered is library:
     return result
@@ -323,10 +343,13 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
                              search_seconds=result.search_seconds + prior_seconds)
 
 
-def _check_arguments(strategy: str, budget: Budget, keep: int) -> None:
-  """ValueError for a strategy, a keep or a schedule `synthesize` cannot run."""
+def _check_arguments(strategy: str, budget: Budget, keep: int, space: SearchSpace) -> None:
+  """ValueError for a strategy, a keep, a schedule or a space `synthesize` cannot run."""
   if strategy not in STRATEGIES:
     raise ValueError(f"unknown strategy {strategy!r}; the strategies are {', '.join(STRATEGIES)}")
+  if space.reused_programs and strategy != "topdown":
+    raise ValueError("SearchSpace.reused_programs proposes earlier programs before the top-down "
+                     "enumeration; the evolutionary search draws its own initial population")
   if keep < 1:
     raise ValueError(f"keep must be >= 1, got {keep}")
   if budget.schedule is not None and strategy != "topdown":
@@ -336,10 +359,12 @@ def _check_arguments(strategy: str, budget: Budget, keep: int) -> None:
 
 def _search_and_train(task_type: Type, context: TaskContext, executor: Executor, show: Progress, *,
                       strategy: str, budget: Budget, space: SearchSpace, evolution: EvolutionConfig,
-                      seed: int, wall: float) -> tuple[Strategy, list[JobResult], dict[int, Scored]]:
+                      seed: int, wall: float, first: Sequence[Candidate] = (), then: Any = None
+                      ) -> tuple[Strategy, list[JobResult], dict[int, Scored]]:
   """The strategy proposes, the schedule trains, until the strategy stops or the budget runs out: the
   strategy, every candidate's result in the order of their jobs, and the estimates of those the schedule
-  stopped before the end (by job index)."""
+  stopped before the end (by job index). `first` and `then`: `TopDown`'s (`first` on top of the budget's
+  candidates)."""
   deadline = None if budget.seconds is None else wall + budget.seconds
   results: list[JobResult] = []
   estimates: dict[int, Scored] = {}
@@ -348,7 +373,7 @@ def _search_and_train(task_type: Type, context: TaskContext, executor: Executor,
     return deadline is not None and time.perf_counter() >= deadline
 
   def out_of_budget() -> bool:
-    return (budget.candidates is not None and len(results) >= budget.candidates) or out_of_time()
+    return (budget.candidates is not None and len(results) >= budget.candidates + len(first)) or out_of_time()
 
   parallelism = max(1, int(getattr(executor, "parallelism", 1)))
   # In the search's order, candidates go to the executor in batches it can run at once; without a time
@@ -357,7 +382,7 @@ def _search_and_train(task_type: Type, context: TaskContext, executor: Executor,
   search = make_strategy(strategy, task_type, context.library, space=space,
                          module_config=context.module_config, limit=budget.candidates,
                          max_expanded=budget.enumerated, batch=batch, evolution=evolution, seed=seed,
-                         stop=out_of_budget)
+                         stop=out_of_budget, first=first, then=then)
   schedule = budget.training_schedule
   scores: dict[tuple, float] = {}
   while (proposed := search.propose(scores)) is not None:
@@ -371,12 +396,12 @@ def _search_and_train(task_type: Type, context: TaskContext, executor: Executor,
 
 
 def _ranked_and_added(task: Any, context: TaskContext, library: Any, strategy: str, search: Strategy,
-                      results: list[JobResult], estimates: dict[int, Scored], *, keep: int,
-                      sequence: str | None, when: str | None, wall: float) -> SynthesisResult:
+                      results: list[JobResult], estimates: dict[int, Scored], space: SearchSpace, *,
+                      keep: int, sequence: str | None, when: str | None, wall: float) -> SynthesisResult:
   """The candidates ranked (the winner trained again where its outcome was kept without variables), the
   `library` (the whole one: the search may have been offered a part, `context.library`) extended with
   the winner, as `synthesize` returns them."""
-  ranked = sorted(results, key=lambda r: _sort_key(r, estimates))
+  ranked = _winner_first(sorted(results, key=lambda r: _sort_key(r, estimates)), space.reuse_tolerance)
   if ranked and ranked[0].ok and ranked[0].restored:
     ranked[0] = _trained_again(ranked[0], context)
   added = None

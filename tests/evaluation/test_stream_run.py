@@ -3,6 +3,8 @@ standalone network, then its metrics (`hx.evaluation.stream_metrics`), forgettin
 
 from __future__ import annotations
 
+import re
+
 import hx
 from hx.data import Sources, StreamSettings, long_stream, stream_plan
 from hx.evaluation import load_records
@@ -27,8 +29,11 @@ SOURCES = Sources(standin_per_class=(20, 6, 6))
 def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
   stream = long_stream(0, 4, TINY, SOURCES)
   plan = stream_plan(0, 4, TINY)
+  # HOUDINI's search as benchmarks/stream.py runs it: a bounded library, earlier programs of the task's
+  # type scored as they are first, the fewest fresh functions within 10% of the best winning.
   config = hx.EvalConfig.make(stream, methods=["houdini", "standalone"], fractions=[1.0], seeds=[0],
-                              candidates=2)
+                              candidates=2, search={"library_tasks": 8, "reused_programs": 8,
+                                                    "reuse_tolerance": 0.1})
   directory = tmp_path / "run"
   out = hx.evaluate(config, directory)
   assert out.finished and out.ran == 4 * 2 and (directory / "report.md").exists()
@@ -39,7 +44,12 @@ def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
                                                                                        "standalone")]
   assert [r.task for r in rows[::2]] == [t.name for t in plan]
   assert all(r.test is not None and r.transfer is not None for r in rows)
-  assert all(1 <= r.trained <= r.candidates <= 2 for r in rows if r.method == "houdini_topdown")
+  # Task 3 repeats task 2 (the only earlier task of its type): its winner as it is comes on top.
+  assert [r.trained for r in rows if r.method == "houdini_topdown"] == [2, 2, 3, 2]
+  by_index = {r["task_index"]: r for r in records if r["method"] == "houdini_topdown"}
+  two = next(c for c in by_index[2]["ranked"] if c["rank"] == 1)["named"]
+  as_it_is = re.sub(r"(?<!lib\.)\b(nn_long_\d+)", r"lib.\1", two)
+  assert as_it_is in [c["program"] for c in by_index[3]["ranked"]]
   # Every record holds the process's resident memory once its work was done (this one process's).
   assert all(r.rss_bytes is not None and 50e6 < r.rss_bytes < 24e9 for r in rows)
   assert sorted(process_memory_after(rows)) == [1, 2, 3, 4]
@@ -70,6 +80,8 @@ def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
   assert "largest change of a test score **0**" in text and "| less_data | 1 |" in text
   after = process_memory_after(rows)
   assert f"after task 4: {after[4] / 1e6:.0f} MB (**{after[4] / after[1]:.2f}x**)" in text
+  assert "the winner first (the fewest fresh functions within 10% of the best validation score)" in (
+      directory / "programs.md").read_text()
   for name in ("stream_scores.png", "stream_cost.png", "stream_memory.png"):
     assert (directory / "plots" / name).stat().st_size > 0
 

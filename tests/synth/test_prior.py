@@ -3,6 +3,8 @@ on tasks trained for real, the earlier task a repeat relates to offered first.""
 
 from __future__ import annotations
 
+import math
+
 import jax
 import numpy as np
 import pytest
@@ -250,3 +252,98 @@ def test_a_list_task_probes_image_level_programs_and_every_function_of_a_probe_i
   assert offered.names == tuple(sorted(library.names, key=lambda n: (best[n], position[n])))
   # nn_t_1 ranks by the better of its own probe and the run through task 2's layer.
   assert best["nn_t_1"] == min(errors[("nn_t_1",)], errors[("nn_t_2", "nn_t_1")])
+
+
+def test_earlier_programs_of_the_tasks_type_are_reused_as_they_are_and_with_one_function_fresh():
+  from hx.compile import ModuleConfig
+  from hx.data import Sources, StreamSettings, long_stream
+  from hx.synth.prior import offer, one_fresh, reused_programs
+  from hx.synth.space import Completer
+
+  # Task 2's program reads task 1's CNN through a layer of its own; task 3 is a lone network; task 4
+  # classifies into five (another type).
+  library = _grown(["nn_1", "compose(nn_1, lib.nn_t_1)", "nn_1", "nn_1"],
+                   ["Tensor<bool>[1]"] * 3 + ["Tensor<bool>[5]"])
+  recognise = long_stream(0, 4, StreamSettings(), Sources()).instance(0).build(1)  # recognise_digit(7)
+  prior = offer(library, recognise, 4)
+  assert sorted(prior.sources) == ["t/task_1", "t/task_2", "t/task_3", "t/task_4"]
+  config = ModuleConfig(mlp_hidden=8, cnn_channels=(2, 4), lstm_hidden=8)
+  completer = Completer(prior.library, SearchSpace(), config)
+  ranked = prior._replace(sources=("t/task_4", "t/task_2", "t/task_1", "t/task_3"))
+  # In the prior's order, those of the task's type only, nothing fresh.
+  assert [str(c) for c in reused_programs(ranked, recognise.type, 4, completer)] == [
+      "compose(lib.nn_t_2, lib.nn_t_1)", "lib.nn_t_1", "lib.nn_t_3"]
+  assert [str(c) for c in reused_programs(ranked, recognise.type, 2, completer)] == [
+      "compose(lib.nn_t_2, lib.nn_t_1)", "lib.nn_t_1"]
+  two = hx.lang.parse("compose(lib.nn_t_2, lib.nn_t_1)")
+  assert [str(c) for c in one_fresh(two, recognise.type, completer)] == [
+      "compose(nn_1, lib.nn_t_1)  [nn_1 : Tensor<bool>[1] -> Tensor<bool>[1]]",
+      "compose(lib.nn_t_2, nn_1)  [nn_1 : Tensor<real>[1][28][28] -> Tensor<bool>[1]]"]
+  assert [str(c) for c in one_fresh(hx.lang.parse("lib.nn_t_3"), recognise.type, completer)] == [
+      "nn_1  [nn_1 : Tensor<real>[1][28][28] -> Tensor<bool>[1]]"]
+  # A count task's type is none of these programs': nothing to reuse as it is.
+  count = long_stream(0, 4, StreamSettings(), Sources()).instance(0).build(3)
+  assert reused_programs(offer(library, count, 4), count.type, 4, completer) == []
+
+
+def test_a_search_scores_earlier_programs_as_they_are_then_trains_the_best_with_one_function_fresh(two_tasks):
+  library = two_tasks
+  space = SearchSpace(library_tasks=2, reused_programs=2)
+  result = hx.synthesize(_task("is_left_again", "left", 7), library, budget=hx.Budget(candidates=2),
+                         space=space, sequence="sq")
+  ranked = sorted(result.ranked, key=lambda r: r.order)
+  # Both earlier programs as they are (nothing trained, on top of the budget), is_left's (it predicts
+  # its repeat, is_top's not) with its network fresh, then the enumeration's first not seen (by size:
+  # a fresh network, then the library's, then a CNN and an MLP).
+  assert [str(r.program) for r in ranked] == ["lib.nn_sq_2", "lib.nn_sq_1", "nn_1", "compose(nn_1, nn_2)"]
+  assert ranked[0].val_score < ranked[1].val_score
+  assert result.candidates_trained == 4
+  with pytest.raises(ValueError, match="reused_programs proposes earlier programs before the top-down"):
+    hx.synthesize(_task("is_left_again", "left", 7), library, strategy="evolutionary", space=space)
+
+
+def test_within_the_reuse_tolerance_the_fewest_fresh_functions_win(two_tasks):
+  library, task = two_tasks, _task("is_left_again", "left", 7)
+  budget = hx.Budget(candidates=2)
+  strict = hx.synthesize(task, library, budget=budget, space=SearchSpace(library_tasks=2, reused_programs=1),
+                         sequence="sq")
+  best = min(r.val_score for r in strict.trained)
+  assert strict.best.val_score == best and strict.best.fresh_types  # is_left's network afresh wins
+  assert len(strict.library) == len(library) + 1
+  # The earlier network as it is trains nothing: within a wide tolerance it wins, the library unchanged.
+  loose = hx.synthesize(task, library, budget=budget,
+                        space=SearchSpace(library_tasks=2, reused_programs=1, reuse_tolerance=10.0),
+                        sequence="sq")
+  assert str(loose.best.program) == "lib.nn_sq_2" and loose.best.rank == 1
+  assert best < loose.best.val_score <= best * 11
+  assert loose.library.names == library.names
+  # The others keep their order by validation score.
+  rest = [r.val_score for r in loose.trained[1:]]
+  assert rest == sorted(rest)
+
+
+def test_reused_programs_is_a_search_setting_that_needs_the_prior():
+  from hx.bin.run import parse_search
+
+  assert "reused_programs" not in jsonable(SearchSpace(library_tasks=8))
+  assert jsonable(SearchSpace(library_tasks=8, reused_programs=1))["reused_programs"] == 1
+  for bad in (-1, 1.5, True):
+    with pytest.raises(ValueError, match="reused_programs must be an integer >= 0"):
+      SearchSpace(library_tasks=8, reused_programs=bad)
+  with pytest.raises(ValueError, match="reused_programs needs library_tasks"):
+    SearchSpace(reused_programs=1)
+  config = hx.EvalConfig.make("cs1", search={"library_tasks": 3, "reused_programs": 2})
+  assert config.space.reused_programs == 2
+  assert parse_search("library_tasks=8,reused_programs=1") == {"library_tasks": 8, "reused_programs": 1}
+  with pytest.raises(ValueError, match="reused_programs=x: expected an integer >= 0"):
+    parse_search("reused_programs=x")
+  assert "reuse_tolerance" not in jsonable(SearchSpace())
+  assert jsonable(SearchSpace(reuse_tolerance=0.1))["reuse_tolerance"] == 0.1
+  for bad in (-0.1, math.inf, True, "0.1"):
+    with pytest.raises(ValueError, match="reuse_tolerance must be a number >= 0"):
+      SearchSpace(reuse_tolerance=bad)
+  assert parse_search("reuse_tolerance=0.25") == {"reuse_tolerance": 0.25}
+  for bad in ("reuse_tolerance=x", "reuse_tolerance=-1", "reuse_tolerance=inf"):
+    with pytest.raises(ValueError, match="reuse_tolerance=.*expected a number >= 0"):
+      parse_search(bad)
+  assert hx.EvalConfig.make("cs1", search={"reuse_tolerance": 0.2}).space.reuse_tolerance == 0.2

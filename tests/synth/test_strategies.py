@@ -69,3 +69,30 @@ def test_an_unknown_strategy_is_one_line():
   assert STRATEGIES == ("topdown", "evolutionary")
   with pytest.raises(ValueError, match="unknown strategy 'random'; the strategies are topdown, evolutionary"):
     make_strategy("random", task_type("sum_digits"), SS_LIB)
+
+
+def test_topdown_proposes_its_first_candidates_then_those_after_the_best_and_the_rest_within_the_limit():
+  t = task_type("sum_digits")
+  whole = list(enumerate_programs(t, SS_LIB, limit=8))
+  first = [whole[5], whole[2]]  # two of the enumeration's, proposed on their own
+  after = {}
+
+  def then(best):
+    after["best"] = best
+    return [whole[0], whole[6]]
+
+  search = make_strategy("topdown", t, SS_LIB, limit=4, first=first, then=then)
+  assert [c.key for c in search.propose({})] == [whole[5].key, whole[2].key]
+  second = list(search.propose({whole[5].key: 3.0, whole[2].key: 1.0}))
+  assert after["best"] is whole[2]  # the lower score
+  # The best's followers, then the enumeration without any proposed before, 4 in all (first apart).
+  assert [c.key for c in second] == [c.key for c in (whole[0], whole[6], whole[1], whole[3])]
+  assert search.propose({}) is None
+  failed = make_strategy("topdown", t, SS_LIB, limit=2, first=first, then=then)
+  list(failed.propose({}))
+  assert [c.key for c in failed.propose({c.key: math.inf for c in first})] == [whole[0].key, whole[1].key]
+  unbounded = make_strategy("topdown", t, SS_LIB, first=first)
+  assert len(list(unbounded.propose({}))) == 2
+  assert len(list(unbounded.propose({}))) == len(list(enumerate_programs(t, SS_LIB))) - 2  # none twice
+  with pytest.raises(ValueError, match="top-down strategy"):
+    make_strategy("evolutionary", t, SS_LIB, first=first)
