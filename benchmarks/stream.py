@@ -9,10 +9,13 @@ and low-level transfer, task by task, resumable, then the stream's metrics.
 The run is `hx.evaluate` of `hx.EvalConfig.make(stream, methods=..., fractions=[1.0], seeds=[SEED],
 candidates=...)` under the quick preset's module sizes (`hx.presets`, "quick": MLPs 64 wide, CNN
 channels 8 and 16, LSTM 32), the authors' search order (`--order`, `ORDER`: fresh functions before
-library ones), `--candidates` programs per task (4 by default), offered the library functions of
+library ones), `--candidates` programs trained per task (6 by default), offered the library functions of
 `--library_tasks` earlier tasks (`hx.synth.prior`, 8 by default: `SearchSpace.library_tasks`, so that its
 cost stays that of the stream's first tasks; 0 gives it the whole library, as the paper's search), chosen
-by probing at most `--probed_tasks` of them (12 by default, `SearchSpace.probed_tasks`): one
+by probing at most `--probed_tasks` of them (12 by default, `SearchSpace.probed_tasks`); the offered
+earlier programs of the task's type scored first as they are, the best one trained with one function
+fresh (`--reused_programs`, `SearchSpace.reused_programs`), and the winner the fewest fresh functions
+within `--reuse_tolerance` (10%) of the best validation score (`SearchSpace.reuse_tolerance`): one
 training fraction, 100%, since the stream's less_data relation is its small-data test; its instantiation
 SEED is the stream's seed (`long_stream(SEED)`), so the records are under seed_SEED. It
 resumes by its records (`hx.evaluation.run`): started again on the same directory with the same flags it
@@ -140,8 +143,9 @@ def main() -> int:
                            "a function fresh (hx.synth.prior.reused_programs, one_fresh; default "
                            f"{REUSED_PROGRAMS}; 0: none)")
   parser.add_argument("--reuse_tolerance", type=float, default=REUSE_TOLERANCE,
-                      help="the winner: the fewest fresh functions within this fraction of the best validation "
-                           f"score (SearchSpace.reuse_tolerance; default {REUSE_TOLERANCE}; 0: the best score)")
+                      help="the winner: the fewest fresh functions within this fraction of the best "
+                           f"validation score (SearchSpace.reuse_tolerance; default {REUSE_TOLERANCE}; 0: "
+                           "the best score)")
   parser.add_argument("--order", default=ORDER, help="HOUDINI's search order, hx.synth.space.ORDERS "
                       f"(default {ORDER})")
   parser.add_argument("--output_dir", default=None,
