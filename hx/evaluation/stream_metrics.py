@@ -46,7 +46,8 @@ from hx.evaluation.config import method_label
 from hx.evaluation.records import load_records, record_path, work_seconds
 
 __all__ = ["TaskRow", "LibraryPoint", "MemoryPoint", "Rescored", "Forgetting", "MethodSummary", "Reuse",
-           "REPEATS", "reuse_on_repeats", "Growth", "growth_by_relation", "task_rows", "process_memory_after",
+           "REPEATS", "reuse_on_repeats", "Growth", "growth_by_relation", "repeats_growth", "task_rows",
+           "process_memory_after",
            "library_growth", "network_growth", "memory_growth", "rescore_winners", "summary", "plot_stream",
            "stream_section", "write_stream_report"]
 
@@ -469,6 +470,17 @@ def growth_by_relation(library: Sequence[LibraryPoint], plan: Sequence[Any]) -> 
           for r, v in by.items()]
 
 
+def repeats_growth(growth: Sequence[Growth]) -> Growth | None:
+  """The `Growth` of every task that repeats an earlier one (`REPEATS`' relations together, in task
+  order), labelled "every repeat"; None where the stream has none. Its halves say whether the library
+  grows sub-linearly in the tasks where the stream repeats a domain."""
+  got = sorted((i, b) for g in growth if g.relation in REPEATS for i, b in zip(g.tasks, g.added))
+  if not got:
+    return None
+  nothing = sum(g.nothing for g in growth if g.relation in REPEATS)
+  return Growth("every repeat", tuple(i for i, _ in got), tuple(b for _, b in got), nothing)
+
+
 def _mean(values: Iterable[float | None]) -> float | None:
   got = [v for v in values if v is not None]
   return statistics.fmean(got) if got else None
@@ -710,7 +722,8 @@ def _growth_lines(growth: Sequence[Growth]) -> list[str]:
            "tasks against its second half (sub-linear growth: the second smaller).", "",
            "| relation | tasks | KB per task | added nothing | first half | second half |",
            "|---|---|---|---|---|---|"]
-  for g in growth:
+  every = repeats_growth(growth)
+  for g in [*growth, *([every] if every is not None else [])]:
     halves = g.halves()
     cells = ("-", "-") if halves is None else (f"{halves[0] / 1e3:.1f}", f"{halves[1] / 1e3:.1f}")
     lines.append(f"| {g.relation} | {len(g.tasks)} | {g.mean / 1e3:.1f} | {g.nothing} | {cells[0]} | "

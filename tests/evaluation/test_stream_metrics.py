@@ -24,6 +24,7 @@ from hx.evaluation.stream_metrics import (
   memory_growth,
   network_growth,
   plot_stream,
+  repeats_growth,
   rescore_winners,
   reuse_on_repeats,
   stream_section,
@@ -220,8 +221,22 @@ def test_the_library_growth_per_relation_is_the_bytes_each_task_added():
   text = "\n".join(lines)
   assert "### The library's growth per relation" in text
   assert "| less_data | 1 | 0.0 | 1 | - | - |" in text
+  # less_data 3 (0), new_output 7 (100), new_input 8 (50), new_data 12 (10): halves 50 and 30 bytes.
+  assert "| every repeat | 4 | 0.0 | 1 | 0.1 | 0.0 |" in text
 
 
 def test_halves_compare_the_first_and_second_half_of_a_relations_tasks():
   g = Growth("new_data", (1, 2, 3, 4, 5), (100, 300, 50, 50, 20), 0)
   assert g.halves() == (200.0, 40.0)
+
+
+def test_every_repeat_together_is_the_repeat_relations_tasks_in_task_order():
+  growth = [Growth("new", (1, 2), (100, 200), 0), Growth("less_data", (3, 9), (0, 40), 1),
+            Growth("new_data", (5, 7), (30, 0), 1), Growth("distractor", (4,), (500,), 0)]
+  every = repeats_growth(growth)
+  assert every == Growth("every repeat", (3, 5, 7, 9), (0, 30, 0, 40), 2)
+  assert every.halves() == (15.0, 20.0)
+  assert repeats_growth(growth[:1] + growth[3:]) is None
+  lines = stream_section([_row(1, "houdini_topdown", "nn_long_1")], summary([_row(1, "houdini_topdown",
+                                                                               "nn_long_1")]))
+  assert not any("every repeat" in line for line in lines)
