@@ -222,5 +222,13 @@ def obj(required: Mapping[str, Check], optional: Mapping[str, Check] | None = No
     for k, v in value.items():
       schema = required.get(k) or optional.get(k) or values
       if schema is not None:
-        schema(v, f"{where}.{k}" if where else k)
+        schema(v, _member(where, k))
   return check_obj
+
+
+def _member(where: str, key: str) -> str:
+  """Where an object's member is: `where.key`, or `where["key"]` (JSON-quoted, on one line) for a key that
+  is not a plain name (empty, or with spaces, dots or line breaks: any key a user's file may hold)."""
+  if key.isidentifier():
+    return f"{where}.{key}" if where else key
+  return f"{where}[{json.dumps(key)}]"
