@@ -165,8 +165,7 @@ class EvalConfig:
         a training after N epochs without a better validation score).
       search: `SearchSpace` fields of HOUDINI's search to change from the preset's (`SEARCH_KEYS`:
         "order", "authors_filter", "library_tasks", "probed_tasks", "reused_programs", "reuse_tolerance"),
-        e.g.
-        {"order": "cost", "library_tasks": 8}.
+        e.g. {"order": "cost", "library_tasks": 8}.
 
     Raises:
       ConfigError: anything that cannot work, in one line naming the setting.
