@@ -313,15 +313,18 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   library = library if library is not None else Library()
   prior = offer(library, task, space.library_tasks, probed=space.probed_tasks)
   offered = prior.library
+  prior_seconds = time.perf_counter() - wall
   context = task_context(task, offered, module_config, _tune_config(task, tune_config),
                          checkpoint_dir=checkpoint_dir, scores_dir=scores_dir)
   first, then = (), None
   if space.reused_programs:
+    start = time.perf_counter()
     completer = Completer(offered, space, context.module_config)
     first = reused_programs(prior, task.type, space.reused_programs, completer)
+    prior_seconds += time.perf_counter() - start
+
     def then(best: Candidate) -> list[Candidate]:  # the best-scoring earlier program, one function new
       return one_fresh(best.program, task.type, completer)
-  prior_seconds = time.perf_counter() - wall
   owned = executor is None or isinstance(executor, str)
   executor = make_executor(executor)
   total = None if budget.candidates is None else budget.candidates + len(first)
