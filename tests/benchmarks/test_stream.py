@@ -24,6 +24,14 @@ def test_an_unknown_order_is_one_line_and_nothing_is_written(tmp_path):
   assert not (tmp_path / "out").exists()
 
 
+def test_a_negative_reuse_tolerance_is_one_line_and_nothing_is_written(tmp_path):
+  done = _stream("--reuse_tolerance=-0.5", "--length=2", f"--output_dir={tmp_path / 'out'}")
+  assert done.returncode == 1
+  assert done.stderr.strip().splitlines() == [
+      "error: search: reuse_tolerance must be a number >= 0, got -0.5"]
+  assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 def test_the_order_given_is_the_one_houdini_searches_in(tmp_path):
   out = tmp_path / "out"
@@ -32,6 +40,8 @@ def test_the_order_given_is_the_one_houdini_searches_in(tmp_path):
   assert done.returncode == 0, done.stderr[-2000:]
   settings = json.loads((out / "settings.json").read_text())["settings"]
   assert settings["space"]["order"] == "authors", settings["space"]
+  # The stream's search: earlier programs scored as they are, the fewest fresh functions within 10%.
+  assert settings["space"]["reused_programs"] == 8 and settings["space"]["reuse_tolerance"] == 0.1
 
 
 def test_stream_search_refuses_fewer_probed_than_offered_tasks_in_one_line(tmp_path):
