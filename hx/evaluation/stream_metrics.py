@@ -678,15 +678,20 @@ def _search_lines(rows: Sequence[TaskRow], early: tuple[int, int] = (10, 20)) ->
           row("wall (search, training, scoring)", lambda r: r.wall_seconds), ""]
 
 
-def _reuse_lines(reuse: Reuse | None) -> list[str]:
+def _reuse_lines(reuse: Reuse | None, plan: Sequence[Any] = ()) -> list[str]:
   if reuse is None or not reuse.repeats:
     return []
   n = len(reuse.repeats)
+  relation = {t.index: t.relation for t in plan}
+  per = [f"{r} {sum(relation.get(i) == r for i in reuse.calls_earlier)} of "
+         f"{sum(relation.get(i) == r for i, _ in reuse.repeats)}"
+         for r in REPEATS if any(relation.get(i) == r for i, _ in reuse.repeats)]
   return ["### Reuse on the repeated tasks", "",
           f"Of the {n} tasks that repeat an earlier one ({', '.join(REPEATS)}), "
           f"{method_label(reuse.method)}'s winner calls a library function on "
           f"**{len(reuse.calls_library)}**, and a function the repeated task's winner computes with on "
-          f"**{len(reuse.calls_earlier)}** (tasks {', '.join(map(str, reuse.calls_earlier)) or 'none'}).", ""]
+          f"**{len(reuse.calls_earlier)}** (tasks {', '.join(map(str, reuse.calls_earlier)) or 'none'})"
+          + (f"; per relation: {', '.join(per)}." if per else "."), ""]
 
 
 def _transfer_lines(summaries: Sequence[MethodSummary]) -> list[str]:
@@ -762,7 +767,7 @@ def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
   lines += _growth_lines(growth_by_relation(library, plan) if plan else [])
   lines += _search_lines(rows)
   houdini = next((m for m in methods if m.startswith("houdini_")), None)
-  lines += _reuse_lines(reuse_on_repeats(rows, plan, houdini) if plan and houdini else None)
+  lines += _reuse_lines(reuse_on_repeats(rows, plan, houdini) if plan and houdini else None, plan or ())
   lines += ["![scores](plots/stream_scores.png)", "", "![cost](plots/stream_cost.png)", "",
             "![memory](plots/stream_memory.png)", "", "### Per task", ""]
   relation = {t.index: (t.relation + (f" of {t.of}" if t.of else "")) for t in plan or ()}

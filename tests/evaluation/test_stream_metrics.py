@@ -190,6 +190,10 @@ def test_reuse_counts_calls_of_the_repeated_tasks_functions():
   reuse = reuse_on_repeats(rows, plan, "houdini_topdown")
   assert reuse.repeats == ((3, 2), (7, 5), (8, 4), (12, 4))
   assert reuse.calls_library == (3, 7, 8) and reuse.calls_earlier == (3, 8)
+  # The section counts them per relation: 3 less_data, 7 new_output, 8 new_input, 12 new_data.
+  text = "\n".join(stream_section(rows, summary(rows), plan=plan))
+  assert ("and a function the repeated task's winner computes with on **2** (tasks 3, 8); per relation: "
+          "less_data 1 of 1, new_data 0 of 1, new_output 0 of 1, new_input 1 of 1.") in text
 
 
 def test_the_cost_section_compares_late_tasks_with_tasks_10_to_20():
