@@ -71,7 +71,7 @@ def _config(stream: hx.TaskStream, args: argparse.Namespace) -> hx.EvalConfig:
   search = {"library_tasks": args.library_tasks} if args.library_tasks else {}
   if args.probed_tasks:
     search["probed_tasks"] = args.probed_tasks
-  if args.reused_programs:
+  if args.reused_programs and args.library_tasks:  # the programs reused are those the prior ranks
     search["reused_programs"] = args.reused_programs
   if args.reuse_tolerance:
     search["reuse_tolerance"] = args.reuse_tolerance
@@ -138,10 +138,10 @@ def main() -> int:
                            "(hx.synth.prior.probed_sources; default "
                            f"{PROBED_TASKS}; 0: every one)")
   parser.add_argument("--reused_programs", type=int, default=REUSED_PROGRAMS,
-                      help="with --library_tasks, score first, as they are, the winning programs of at most "
-                           "this many offered earlier tasks of the task's type, then train the best one with "
-                           "a function fresh (hx.synth.prior.reused_programs, one_fresh; default "
-                           f"{REUSED_PROGRAMS}; 0: none)")
+                      help="with --library_tasks (not 0), score first, as they are, the winning programs "
+                           "of at most this many offered earlier tasks of the task's type, then train the "
+                           "best one with a function fresh (hx.synth.prior.reused_programs, one_fresh; "
+                           f"default {REUSED_PROGRAMS}; 0: none)")
   parser.add_argument("--reuse_tolerance", type=float, default=REUSE_TOLERANCE,
                       help="the winner: the fewest fresh functions within this fraction of the best "
                            f"validation score (SearchSpace.reuse_tolerance; default {REUSE_TOLERANCE}; 0: "

@@ -32,6 +32,13 @@ def test_a_negative_reuse_tolerance_is_one_line_and_nothing_is_written(tmp_path)
   assert not (tmp_path / "out").exists()
 
 
+def test_the_whole_library_runs_without_the_reused_programs_that_need_the_prior(tmp_path):
+  # --library_tasks 0 (the paper's search) makes a configuration: only the empty directory is refused.
+  done = _stream("--library_tasks=0", "--length=2", "--metrics_only", f"--output_dir={tmp_path}")
+  assert done.returncode == 1
+  assert done.stderr.strip().splitlines() == [f"error: {tmp_path} holds no run"]
+
+
 @pytest.mark.slow
 def test_the_order_given_is_the_one_houdini_searches_in(tmp_path):
   out = tmp_path / "out"
