@@ -308,7 +308,8 @@ def build_report(directory: Any) -> Path:
   table = _Table(records)
   plots = plot_tasks(directory, table)
   programs = _programs_md(table)
-  tolerance = ((_settings(directory) or {}).get("settings", {}).get("space") or {}).get("reuse_tolerance")
+  settings = _settings(directory)
+  tolerance = ((settings or {}).get("settings", {}).get("space") or {}).get("reuse_tolerance")
   ranking = ("ranked by validation score" if not tolerance else
              f"the winner first (the fewest fresh functions within {100 * tolerance:g}% of the best "
              "validation score), the others by validation score")
@@ -317,7 +318,7 @@ def build_report(directory: Any) -> Path:
                  f"The top 3 programs per task, {ranking}, with their test scores, as the "
                  "paper's appendix tables print them. Functions named nn_* were trained for the task; lib.* "
                  "are frozen library functions learned on earlier tasks.", ""] + programs), "utf-8")
-  lines = _header_lines(directory, table, records) + _scores_lines(table) + _transfer_lines(table)
+  lines = _header_lines(settings, table, records) + _scores_lines(table) + _transfer_lines(table)
   for index in sorted(table.tasks):
     lines += _task_lines(directory, table, index, plots[index])
   lines += _time_lines(table, records) + _FILES_LINES + ["## HOUDINI's programs", ""] + programs
@@ -326,9 +327,9 @@ def build_report(directory: Any) -> Path:
   return path
 
 
-def _header_lines(directory: Path, table: _Table, records: list[dict]) -> list[str]:
-  """The report's title, its synthetic-data warning, the run's settings and whether it is finished."""
-  settings = _settings(directory)
+def _header_lines(settings: dict | None, table: _Table, records: list[dict]) -> list[str]:
+  """The report's title, its synthetic-data warning, the run's settings (`_settings`) and whether it is
+  finished."""
   lines = [f"# {table.sequence.upper()}: HOUDINI and the baselines", ""]
   if any(table.datasets(i)[1] for i in table.tasks):
     lines += ["**Some tasks below ran on SYNTHETIC stand-in data (rendered images standing in for a data set "

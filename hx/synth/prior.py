@@ -158,12 +158,11 @@ def reused_programs(offered: Offer, task_type: Type, count: int, completer: Any)
     completer: the search's `hx.synth.space.Completer` over `offered.library` (space and module sizes).
   """
   library, out = offered.library, []
-  types = library.types()
+  types, names = library.types(), dict(_sources(library))
   for key in offered.sources:
     if len(out) >= count:
       break
-    names = [e.name for e in library.entries if f"{e.provenance.sequence}/{e.provenance.task}" == key]
-    text = library[names[0]].provenance.program
+    text = library[names[key][0]].provenance.program
     if _program_type(text, types) == task_type:
       out += _buildable(_as_library(parse(text)), {}, task_type, completer, {c.key for c in out})
   return out
