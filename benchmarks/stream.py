@@ -15,7 +15,8 @@ cost stays that of the stream's first tasks; 0 gives it the whole library, as th
 by probing at most `--probed_tasks` of them (12 by default, `SearchSpace.probed_tasks`); the offered
 earlier programs of the task's type scored first as they are, the best one trained with one function
 fresh (`--reused_programs`, `SearchSpace.reused_programs`), and the winner the fewest fresh functions
-within `--reuse_tolerance` (10%) of the best validation score (`SearchSpace.reuse_tolerance`): one
+within `--reuse_tolerance` (10%) or `--reuse_standard_errors` (2) of the best validation score, whichever is
+wider, the prior's best-ranked functions first among equally few (`SearchSpace.reuse_tolerance`): one
 training fraction, 100%, since the stream's less_data relation is its small-data test; its instantiation
 SEED is the stream's seed (`long_stream(SEED)`), so the records are under seed_SEED. It
 resumes by its records (`hx.evaluation.run`): started again on the same directory with the same flags it
@@ -75,6 +76,8 @@ def _config(stream: hx.TaskStream, args: argparse.Namespace) -> hx.EvalConfig:
     search["reused_programs"] = args.reused_programs
   if args.reuse_tolerance:
     search["reuse_tolerance"] = args.reuse_tolerance
+  if args.reuse_standard_errors:
+    search["reuse_standard_errors"] = args.reuse_standard_errors
   search["order"] = args.order  # checked by EvalConfig.make (a ConfigError naming the orders)
   search = search or None
   return hx.EvalConfig.make(stream, methods=[m for m in args.methods.split(",") if m], fractions=[1.0],
@@ -91,6 +94,13 @@ REUSE_TOLERANCE = 0.1
 """HOUDINI's winner on the stream: the candidate with the fewest fresh functions among those within 10% of
 the best validation score (`SearchSpace.reuse_tolerance`), so that a repeated task that its earlier
 program or functions serve within that margin adds little or nothing to the library."""
+
+REUSE_STANDARD_ERRORS = 2.0
+"""The same rule's margin in standard errors of the best validation score, where that is wider
+(`SearchSpace.reuse_standard_errors`): two standard errors, about what separates scores that a
+validation split of the stream's size tells apart (100 examples: a 2% error's margin is 2.8 points,
+where 10% of it is 0.2). Read off the committed run's recorded candidates before the run
+(benchmarks/notes/2026-12-05-stream.md)."""
 
 ORDER = "authors"
 """HOUDINI's search order on the stream: the authors' (by size, fresh functions before library ones), not
@@ -146,6 +156,10 @@ def main() -> int:
                       help="the winner: the fewest fresh functions within this fraction of the best "
                            f"validation score (SearchSpace.reuse_tolerance; default {REUSE_TOLERANCE}; 0: "
                            "the best score)")
+  parser.add_argument("--reuse_standard_errors", type=float, default=REUSE_STANDARD_ERRORS,
+                      help="the same rule's margin in standard errors of the best validation score where "
+                           "that is wider (SearchSpace.reuse_standard_errors; default "
+                           f"{REUSE_STANDARD_ERRORS}; 0: none)")
   parser.add_argument("--order", default=ORDER, help="HOUDINI's search order, hx.synth.space.ORDERS "
                       f"(default {ORDER})")
   parser.add_argument("--output_dir", default=None,

@@ -93,8 +93,8 @@ _PATIENCE = flags.DEFINE_integer(
     "less time, benchmarks/RESULTS.md, \"Synthesis\").")
 _SEARCH = flags.DEFINE_string(
     "search", None, "HOUDINI's top-down order (authors, cost), authors_filter=true|false, library_tasks=N, "
-    "probed_tasks=N, reused_programs=N, reuse_tolerance=X, e.g. cost,library_tasks=8 (default: the "
-    "preset's; BUILD.md, \"Executors and schedules\").")
+    "probed_tasks=N, reused_programs=N, reuse_tolerance=X, reuse_standard_errors=K, e.g. "
+    "cost,library_tasks=8 (default: the preset's; BUILD.md, \"Executors and schedules\").")
 _OUTPUT = flags.DEFINE_string("output_dir", None, "Where to write (default: runs/<sequence>-<preset>).")
 _TIME_BUDGET = flags.DEFINE_float("time_budget", None, "Stop starting new work after this many seconds; run "
                                   "again to continue.")
@@ -186,7 +186,7 @@ def parse_search(text: str | None) -> dict[str, Any]:
       if not value.isdigit():
         raise ValueError(f"{key}={value}: expected an integer >= 0")
       out[key] = int(value)
-    elif key == "reuse_tolerance":
+    elif key in ("reuse_tolerance", "reuse_standard_errors"):
       try:
         out[key] = float(value)
       except ValueError:
@@ -195,7 +195,8 @@ def parse_search(text: str | None) -> dict[str, Any]:
         raise ValueError(f"{key}={value}: expected a number >= 0")
     else:
       raise ValueError(f"unknown key {key!r}; the keys are order (or an order alone), authors_filter, "
-                       "library_tasks, probed_tasks, reused_programs and reuse_tolerance")
+                       "library_tasks, probed_tasks, reused_programs, reuse_tolerance and "
+                       "reuse_standard_errors")
   return out
 
 

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from hx.lang.objectives import LOSSES, METRICS, Objective, objective_for_type
 
 __all__ = ["LOSSES", "METRICS", "Objective", "objective_for_type", "item_loss", "item_metric",
-           "finish_metric"]
+           "finish_metric", "standard_error"]
 
 # Probabilities are clipped this far from 0 and 1 before the log of the cross-entropies when the program
 # outputs probabilities (not logits): log(0) would turn the loss infinite for one confident mistake.
@@ -94,3 +94,18 @@ def finish_metric(objective: Objective, total: float, count: float) -> float:
   if objective.metric == "rmse":
     return float((total / count) ** 0.5)
   return float(100.0 * total / count)
+
+
+def standard_error(metric: str, score: float, examples: int) -> float:
+  """The standard error of a `metric` score over `examples` independent examples, from the score alone:
+  "error" (a percentage p): 100 * sqrt(q (1 - q) / n), q = p / 100 but at least 1 / n (a perfect score
+  is known to about one example, not exactly); "rmse" (r): r / sqrt(2 n), the standard error of a
+  standard deviation under normal residuals. NaN for no examples or a score that is not finite."""
+  if examples <= 0 or not math.isfinite(score):
+    return float("nan")
+  if metric == "rmse":
+    return float(abs(score) / math.sqrt(2.0 * examples))
+  if metric != "error":
+    raise ValueError(f"unknown metric {metric!r}; the metrics are {', '.join(METRICS)}")
+  q = min(max(score / 100.0, 1.0 / examples), 1.0)
+  return float(100.0 * math.sqrt(q * (1.0 - q) / examples))

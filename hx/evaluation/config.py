@@ -164,7 +164,8 @@ class EvalConfig:
       patience: `TuneConfig.patience` of every task and method (None, the paper's: every epoch; N: stop
         a training after N epochs without a better validation score).
       search: `SearchSpace` fields of HOUDINI's search to change from the preset's (`SEARCH_KEYS`:
-        "order", "authors_filter", "library_tasks", "probed_tasks", "reused_programs", "reuse_tolerance"),
+        "order", "authors_filter", "library_tasks", "probed_tasks", "reused_programs", "reuse_tolerance",
+        "reuse_standard_errors"),
         e.g. {"order": "cost", "library_tasks": 8}.
 
     Raises:
@@ -269,7 +270,7 @@ def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None,
 
 
 SEARCH_KEYS = ("order", "authors_filter", "library_tasks", "probed_tasks", "reused_programs",
-               "reuse_tolerance")
+               "reuse_tolerance", "reuse_standard_errors")
 """The `SearchSpace` fields a run may change from its preset's (`EvalConfig.make(search=...)`, hx-run's
 --search)."""
 

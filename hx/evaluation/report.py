@@ -309,10 +309,15 @@ def build_report(directory: Any) -> Path:
   plots = plot_tasks(directory, table)
   programs = _programs_md(table)
   settings = _settings(directory)
-  tolerance = ((settings or {}).get("settings", {}).get("space") or {}).get("reuse_tolerance")
-  ranking = ("ranked by validation score" if not tolerance else
-             f"the winner first (the fewest fresh functions within {100 * tolerance:g}% of the best "
-             "validation score), the others by validation score")
+  space = (settings or {}).get("settings", {}).get("space") or {}
+  tolerance, errors = space.get("reuse_tolerance"), space.get("reuse_standard_errors")
+  margin = " or ".join(([f"{100 * tolerance:g}%"] if tolerance else [])
+                       + ([f"{errors:g} standard errors"] if errors else []))
+  ranking = ("ranked by validation score" if not margin else
+             f"the winner first (the fewest fresh functions within {margin} of the best validation score"
+             + (", whichever is wider" if tolerance and errors else "")
+             + (", the prior's best-ranked library functions first among equally few"
+                if space.get("library_tasks") else "") + "), the others by validation score")
   (directory / "programs.md").write_text(
       "\n".join([f"# {table.sequence.upper()}: HOUDINI's top programs", "",
                  f"The top 3 programs per task, {ranking}, with their test scores, as the "

@@ -177,9 +177,21 @@ class SearchSpace:
       its enumeration (`hx.synth.prior.reused_programs`, `one_fresh`: MNTDP's reuse of an earlier
       task's modules, one of them new). 0 (the paper's): the enumeration alone.
     reuse_tolerance: the winner is the candidate with the fewest fresh functions among those whose
-      validation score is at most the best one's plus this fraction of it (the better score among
-      them first), so that a task whose earlier program or functions serve it within that margin adds
-      little or nothing to the library. 0 (the paper's): the best validation score wins.
+      validation score is at most the best one's plus a margin, this fraction of it (or
+      `reuse_standard_errors`' margin where that is wider), so that a task whose earlier program or
+      functions serve it within that margin adds little or nothing to the library. Among equally few
+      fresh functions the better score goes first; with the prior (`library_tasks`), first the
+      candidate whose library functions the prior ranks best (its worst-ranked one earliest in the
+      offered order): of two programs over interchangeable earlier functions, the one over the
+      functions of the earlier tasks most like the new one. 0 (the paper's), with
+      `reuse_standard_errors` 0: the best validation score wins.
+    reuse_standard_errors: the winner rule's margin (`reuse_tolerance`) in standard errors of the best
+      validation score: for an error rate p over n validation examples 100 * sqrt(q (1 - q) / n), q =
+      p / 100 but at least 1 / n (a perfect score is known to about one example); for an RMSE r,
+      r / sqrt(2 n) (a standard deviation's standard error under normal residuals). n counts examples,
+      not list elements (a list's elements share their example's draw). Why: a relative margin is blind
+      to how many examples a score rests on (10% of a 2% error is a fifth of one example in 100), and
+      candidates a few validation examples apart are not told apart by them. 0: no such margin.
   """
   intermediate_types: tuple[Type, ...] = (parse_type("Tensor<bool>[1]"), parse_type("Tensor<real>[1]"))
   image_features: bool = True
@@ -198,6 +210,7 @@ class SearchSpace:
   probed_tasks: int | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
   reused_programs: int = dataclasses.field(default=0, metadata={OMIT_DEFAULT: True})
   reuse_tolerance: float = dataclasses.field(default=0.0, metadata={OMIT_DEFAULT: True})
+  reuse_standard_errors: float = dataclasses.field(default=0.0, metadata={OMIT_DEFAULT: True})
 
   def __post_init__(self):
     if self.order not in ORDERS:
@@ -222,9 +235,10 @@ class SearchSpace:
     if not isinstance(self.reused_programs, int) or isinstance(self.reused_programs, bool) \
        or self.reused_programs < 0:
       raise ValueError(f"reused_programs must be an integer >= 0, got {self.reused_programs!r}")
-    if isinstance(self.reuse_tolerance, bool) or not isinstance(self.reuse_tolerance, (int, float)) \
-       or not 0 <= self.reuse_tolerance < math.inf:
-      raise ValueError(f"reuse_tolerance must be a number >= 0, got {self.reuse_tolerance!r}")
+    for name in ("reuse_tolerance", "reuse_standard_errors"):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
     if self.reused_programs and self.library_tasks is None:
       raise ValueError("reused_programs needs library_tasks: the programs reused are those of the earlier "
                        "tasks the prior ranks best (hx.synth.prior)")

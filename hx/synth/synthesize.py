@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 from absl import logging
 
+from hx.compile.batching import num_examples
 from hx.compile.fitting import HoldsOutcome, Outcome
 from hx.lang import program as P
 from hx.lang.types import Type
@@ -215,15 +216,31 @@ def _sort_key(r: JobResult, estimates: dict[int, Scored]) -> tuple:
   return (2, math.inf, r.job.index)
 
 
-def _winner_first(ranked: list[JobResult], tolerance: float) -> list[JobResult]:
-  """`ranked` (`_sort_key`'s order) with the winner first (`SearchSpace.reuse_tolerance`): among the
-  trained candidates whose validation score is at most the best one's plus `tolerance` times its size,
-  the one with the fewest fresh functions, the better score first; the others in their order."""
-  if not tolerance or not ranked or not ranked[0].ok:
+def _winner_first(ranked: list[JobResult], space: SearchSpace, metric: str, examples: int,
+                  offered: Sequence[str] | None) -> list[JobResult]:
+  """`ranked` (`_sort_key`'s order) with the winner first (`SearchSpace.reuse_tolerance` and
+  `reuse_standard_errors`): among the trained candidates whose validation score is at most the best one's
+  plus the margin, the one with the fewest fresh functions; among those, where `offered` (the prior's
+  library, best first) is given, the one whose worst-ranked library function comes earliest in it
+  (a program of no library function after every one that has some), then the better score; the others
+  in their order. `metric` and `examples`: the validation score's and how many examples it rests on."""
+  from hx.compile.losses import standard_error
+
+  tolerance, errors = space.reuse_tolerance, space.reuse_standard_errors
+  if not (tolerance or errors) or not ranked or not ranked[0].ok:
     return ranked
   best = ranked[0].val_score
-  near = [r for r in ranked if r.ok and r.val_score <= best + tolerance * abs(best)]
-  pick = min(near, key=lambda r: len(r.candidate.types))  # the first of the fewest: the better score
+  margin = max(tolerance * abs(best), errors * standard_error(metric, best, examples) if errors else 0.0)
+  near = [r for r in ranked if r.ok and r.val_score <= best + margin]
+  position = {name: i for i, name in enumerate(offered or ())}
+
+  def prior_rank(r: JobResult) -> int:
+    called = [position.get(t.name, len(position)) for _, t in P.subterms(r.candidate.program)
+              if isinstance(t, P.Lib)]
+    return max(called) if called else len(position) + 1
+
+  # min is stable: among equal keys the first in `ranked`, the better score.
+  pick = min(near, key=lambda r: (len(r.candidate.types), prior_rank(r) if offered is not None else 0))
   return [pick] + [r for r in ranked if r is not pick]
 
 
@@ -404,7 +421,9 @@ def _ranked_and_added(task: Any, context: TaskContext, library: Any, strategy: s
   """The candidates ranked (the winner trained again where its outcome was kept without variables), the
   `library` (the whole one: the search may have been offered a part, `context.library`) extended with
   the winner, as `synthesize` returns them."""
-  ranked = _winner_first(sorted(results, key=lambda r: _sort_key(r, estimates)), space.reuse_tolerance)
+  ranked = _winner_first(sorted(results, key=lambda r: _sort_key(r, estimates)), space,
+                         context.ready.objective.metric, num_examples(context.ready.data.val),
+                         context.library.names if space.library_tasks is not None else None)
   if ranked and ranked[0].ok and ranked[0].restored:
     ranked[0] = _trained_again(ranked[0], context)
   added = None

@@ -47,8 +47,10 @@ def test_the_order_given_is_the_one_houdini_searches_in(tmp_path):
   assert done.returncode == 0, done.stderr[-2000:]
   settings = json.loads((out / "settings.json").read_text())["settings"]
   assert settings["space"]["order"] == "authors", settings["space"]
-  # The stream's search: earlier programs scored as they are, the fewest fresh functions within 10%.
+  # The stream's search: earlier programs scored as they are, the fewest fresh functions within 10% or 2
+  # standard errors.
   assert settings["space"]["reused_programs"] == 8 and settings["space"]["reuse_tolerance"] == 0.1
+  assert settings["space"]["reuse_standard_errors"] == 2.0
 
 
 def test_stream_search_refuses_fewer_probed_than_offered_tasks_in_one_line(tmp_path):

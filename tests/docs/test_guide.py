@@ -38,6 +38,20 @@ def test_the_guide_has_no_unwritten_section_and_its_blocks_are_fenced():
   assert sum(lang == "python" for lang, _, _ in found) >= 8
 
 
+def test_the_search_settings_the_guide_shows_for_a_long_sequence_are_accepted():
+  import ast
+
+  import hx
+
+  text = " ".join(GUIDE.read_text("utf-8").split())
+  shown = re.search(r"search=(\{[^}]*\})", text)
+  assert shown, "the guide shows a long sequence's search settings"
+  search = ast.literal_eval(shown.group(1))
+  assert set(search) >= {"library_tasks", "reused_programs", "reuse_tolerance", "reuse_standard_errors"}
+  space = hx.EvalConfig.make("cs1", search=search).space
+  assert {k: getattr(space, k) for k in search} == search
+
+
 @pytest.mark.slow
 def test_every_block_of_the_guide_runs(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)

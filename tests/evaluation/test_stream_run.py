@@ -30,10 +30,11 @@ def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
   stream = long_stream(0, 4, TINY, SOURCES)
   plan = stream_plan(0, 4, TINY)
   # HOUDINI's search as benchmarks/stream.py runs it: a bounded library, earlier programs of the task's
-  # type scored as they are first, the fewest fresh functions within 10% of the best winning.
+  # type scored as they are first, the fewest fresh functions within 10% or 2 standard errors of the best
+  # winning.
   config = hx.EvalConfig.make(stream, methods=["houdini", "standalone"], fractions=[1.0], seeds=[0],
                               candidates=2, search={"library_tasks": 8, "reused_programs": 8,
-                                                    "reuse_tolerance": 0.1})
+                                                    "reuse_tolerance": 0.1, "reuse_standard_errors": 2.0})
   directory = tmp_path / "run"
   out = hx.evaluate(config, directory)
   assert out.finished and out.ran == 4 * 2 and (directory / "report.md").exists()
@@ -80,8 +81,9 @@ def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
   assert "largest change of a test score **0**" in text and "| less_data | 1 |" in text
   after = process_memory_after(rows)
   assert f"after task 4: {after[4] / 1e6:.0f} MB (**{after[4] / after[1]:.2f}x**)" in text
-  assert "the winner first (the fewest fresh functions within 10% of the best validation score)" in (
-      directory / "programs.md").read_text()
+  assert ("the winner first (the fewest fresh functions within 10% or 2 standard errors of the best "
+          "validation score, whichever is wider, the prior's best-ranked library functions first among "
+          "equally few), the others by validation score") in (directory / "programs.md").read_text()
   for name in ("stream_scores.png", "stream_cost.png", "stream_memory.png"):
     assert (directory / "plots" / name).stat().st_size > 0
 

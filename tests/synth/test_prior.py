@@ -3,6 +3,7 @@ on tasks trained for real, the earlier task a repeat relates to offered first.""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -347,3 +348,39 @@ def test_reused_programs_is_a_search_setting_that_needs_the_prior():
     with pytest.raises(ValueError, match="reuse_tolerance=.*expected a number >= 0"):
       parse_search(bad)
   assert hx.EvalConfig.make("cs1", search={"reuse_tolerance": 0.2}).space.reuse_tolerance == 0.2
+
+
+def test_within_standard_errors_of_the_best_the_fewest_fresh_functions_win(two_tasks):
+  from hx.compile.losses import standard_error
+
+  library, task = two_tasks, _task("is_left_again", "left", 7)
+  budget, space = hx.Budget(candidates=2), SearchSpace(library_tasks=2, reused_programs=1)
+  strict = hx.synthesize(task, library, budget=budget, space=space, sequence="sq")
+  best = strict.best.val_score
+  as_is = next(r.val_score for r in strict.trained if str(r.program) == "lib.nn_sq_2")
+  assert as_is > best and strict.best.fresh_types
+  # How many standard errors of the best score (100 validation examples) the earlier network is away.
+  k = (as_is - best) / standard_error("error", best, 100)
+  wide = hx.synthesize(task, library, budget=budget, sequence="sq",
+                       space=dataclasses.replace(space, reuse_standard_errors=k * 1.01))
+  assert str(wide.best.program) == "lib.nn_sq_2" and wide.library.names == library.names
+  narrow = hx.synthesize(task, library, budget=budget, sequence="sq",
+                         space=dataclasses.replace(space, reuse_standard_errors=k * 0.99))
+  assert str(narrow.best.program) == str(strict.best.program)
+
+
+def test_reuse_standard_errors_is_a_search_setting():
+  from hx.bin.run import parse_search
+
+  assert "reuse_standard_errors" not in jsonable(SearchSpace())
+  assert jsonable(SearchSpace(reuse_standard_errors=2.0))["reuse_standard_errors"] == 2.0
+  for bad in (-1.0, math.inf, True, "2"):
+    with pytest.raises(ValueError, match="reuse_standard_errors must be a number >= 0"):
+      SearchSpace(reuse_standard_errors=bad)
+  assert parse_search("reuse_standard_errors=2") == {"reuse_standard_errors": 2.0}
+  with pytest.raises(ValueError, match="reuse_standard_errors=-2: expected a number >= 0"):
+    parse_search("reuse_standard_errors=-2")
+  config = hx.EvalConfig.make("cs1", search={"reuse_standard_errors": 1.5})
+  assert config.space.reuse_standard_errors == 1.5
+  with pytest.raises(ConfigError, match="search: reuse_standard_errors must be a number >= 0, got -1"):
+    hx.EvalConfig.make("cs1", search={"reuse_standard_errors": -1})

@@ -378,3 +378,45 @@ def test_a_fold_step_without_batch_norm_learns_to_sum():
     scores[norm] = r.test_score
   assert scores[False] < 0.1 * trivial_rmse(task.test)
   assert scores[False] < 0.25 * scores[True]
+
+
+def _results(*rows):
+  """JobResults of (program, fresh count, validation score), in the given (validation score) order."""
+  from hx.lang import parse
+  from hx.synth.jobs import Job
+  from hx.synth.space import Candidate
+
+  t = parse_type("Tensor<real>[4] -> Tensor<real>[4]")
+  return [JobResult(job=Job(i, Candidate(parse(text), tuple((f"nn_{k + 1}", t) for k in range(fresh)), 1.0,
+                                          (i,)), 0),
+                    outcome=Outcome(status="trained", reason=None, val_score=val, test_score=val))
+          for i, (text, fresh, val) in enumerate(rows)]
+
+
+def test_the_winner_rule_counts_fresh_functions_within_the_margin_then_the_priors_rank_then_the_score():
+  from hx.synth.synthesize import _winner_first
+
+  ranked = _results(("compose(nn_1, lib.f_old)", 1, 2.0),   # the best score
+                    ("compose(nn_1, nn_2)", 2, 2.5),
+                    ("compose(nn_1, lib.f_new)", 1, 3.0),   # over the function the prior ranks first
+                    ("nn_1", 1, 3.0),                       # no library function
+                    ("compose(lib.g, lib.f_old)", 0, 9.0))  # nothing fresh, far from the best
+  offered = ("f_new", "g", "f_old")
+
+  def pick(space, metric="error", offered=offered, examples=100):
+    return str(_winner_first(ranked, space, metric, examples, offered)[0].candidate.program)
+
+  assert pick(SearchSpace()) == "compose(nn_1, lib.f_old)"  # no margin: the paper's rule
+  # 2 standard errors of a 2% error over 100 examples: 2.8 points, up to 4.8.
+  assert pick(SearchSpace(reuse_standard_errors=2.0)) == "compose(nn_1, lib.f_new)"
+  assert pick(SearchSpace(reuse_standard_errors=2.0), offered=None) == "compose(nn_1, lib.f_old)"  # no prior
+  assert pick(SearchSpace(reuse_tolerance=0.6)) == "compose(nn_1, lib.f_new)"  # 1.2 points: up to 3.2
+  assert pick(SearchSpace(reuse_tolerance=0.2)) == "compose(nn_1, lib.f_old)"  # up to 2.4
+  # The wider of the two margins counts; 9.0 is within 5 standard errors (7 points) and trains nothing.
+  assert pick(SearchSpace(reuse_tolerance=0.1, reuse_standard_errors=5.0)) == "compose(lib.g, lib.f_old)"
+  # The others keep their order.
+  got = _winner_first(ranked, SearchSpace(reuse_standard_errors=2.0), "error", 100, offered)
+  assert [r.job.index for r in got] == [2, 0, 1, 3, 4]
+  # An RMSE's standard error: r / sqrt(2n), 2.0 / 10 at n = 50: 2 of them reach 2.4, not 3.0.
+  assert pick(SearchSpace(reuse_standard_errors=2.0), "rmse", examples=50) == "compose(nn_1, lib.f_old)"
+  assert pick(SearchSpace(reuse_standard_errors=5.0), "rmse", examples=50) == "compose(nn_1, lib.f_new)"
