@@ -338,16 +338,6 @@ def test_reused_programs_is_a_search_setting_that_needs_the_prior():
   assert parse_search("library_tasks=8,reused_programs=1") == {"library_tasks": 8, "reused_programs": 1}
   with pytest.raises(ValueError, match="reused_programs=x: expected an integer >= 0"):
     parse_search("reused_programs=x")
-  assert "reuse_tolerance" not in jsonable(SearchSpace())
-  assert jsonable(SearchSpace(reuse_tolerance=0.1))["reuse_tolerance"] == 0.1
-  for bad in (-0.1, math.inf, True, "0.1"):
-    with pytest.raises(ValueError, match="reuse_tolerance must be a number >= 0"):
-      SearchSpace(reuse_tolerance=bad)
-  assert parse_search("reuse_tolerance=0.25") == {"reuse_tolerance": 0.25}
-  for bad in ("reuse_tolerance=x", "reuse_tolerance=-1", "reuse_tolerance=inf"):
-    with pytest.raises(ValueError, match="reuse_tolerance=.*expected a number >= 0"):
-      parse_search(bad)
-  assert hx.EvalConfig.make("cs1", search={"reuse_tolerance": 0.2}).space.reuse_tolerance == 0.2
 
 
 def test_within_standard_errors_of_the_best_the_fewest_fresh_functions_win(two_tasks):
@@ -369,18 +359,19 @@ def test_within_standard_errors_of_the_best_the_fewest_fresh_functions_win(two_t
   assert str(narrow.best.program) == str(strict.best.program)
 
 
-def test_reuse_standard_errors_is_a_search_setting():
+@pytest.mark.parametrize("name", ["reuse_tolerance", "reuse_standard_errors"])
+def test_the_winner_rules_margins_are_search_settings_of_numbers_at_least_0(name):
   from hx.bin.run import parse_search
 
-  assert "reuse_standard_errors" not in jsonable(SearchSpace())
-  assert jsonable(SearchSpace(reuse_standard_errors=2.0))["reuse_standard_errors"] == 2.0
-  for bad in (-1.0, math.inf, True, "2"):
-    with pytest.raises(ValueError, match="reuse_standard_errors must be a number >= 0"):
-      SearchSpace(reuse_standard_errors=bad)
-  assert parse_search("reuse_standard_errors=2") == {"reuse_standard_errors": 2.0}
-  with pytest.raises(ValueError, match="reuse_standard_errors=-2: expected a number >= 0"):
-    parse_search("reuse_standard_errors=-2")
-  config = hx.EvalConfig.make("cs1", search={"reuse_standard_errors": 1.5})
-  assert config.space.reuse_standard_errors == 1.5
-  with pytest.raises(ConfigError, match="search: reuse_standard_errors must be a number >= 0, got -1"):
-    hx.EvalConfig.make("cs1", search={"reuse_standard_errors": -1})
+  assert name not in jsonable(SearchSpace())
+  assert jsonable(SearchSpace(**{name: 0.1}))[name] == 0.1
+  for bad in (-0.1, math.inf, True, "0.1"):
+    with pytest.raises(ValueError, match=f"{name} must be a number >= 0"):
+      SearchSpace(**{name: bad})
+  assert parse_search(f"{name}=2") == {name: 2.0}
+  for bad in ("x", "-1", "inf"):
+    with pytest.raises(ValueError, match=f"{name}={bad}: expected a number >= 0"):
+      parse_search(f"{name}={bad}")
+  assert getattr(hx.EvalConfig.make("cs1", search={name: 0.2}).space, name) == 0.2
+  with pytest.raises(ConfigError, match=f"search: {name} must be a number >= 0, got -1"):
+    hx.EvalConfig.make("cs1", search={name: -1})
