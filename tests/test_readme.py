@@ -182,6 +182,22 @@ def test_the_headline_parsers_read_a_results_table(tmp_path):
 # --- The Python example. -------------------------------------------------------------------------------
 
 @pytest.mark.slow
+def test_the_streams_figures_are_its_reports():
+  stream = (ROOT / "benchmarks" / "stream" / "length_100_seed_0" / "stream.md").read_text("utf-8")
+  row = r"^\| (HOUDINI \(top-down\)|standalone|low-level transfer) \| 100 \| ([\d.]+%) \| ([\d.]+) \|"
+  rows = {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(row, stream, re.M)}
+  assert len(rows) == 3, rows
+  text = " ".join(TEXT.split())
+  (h_err, h_rmse), (s_err, s_rmse), (l_err, l_rmse) = (rows[k] for k in ("HOUDINI (top-down)", "standalone",
+                                                                         "low-level transfer"))
+  assert (f"HOUDINI's mean test error is {h_err} (the standalone network {s_err}, low-level transfer "
+          f"{l_err}) and its mean RMSE {h_rmse} ({s_rmse}, {l_rmse})") in text
+  reuse = re.search(r"Of the (\d+) tasks that repeat an earlier one .*? a function the repeated task's "
+                    r"winner computes with on \*\*(\d+)\*\*", stream)
+  assert f"{reuse.group(2)} of the {reuse.group(1)} repeated tasks reuse the functions" in text
+  assert "largest change of a test score **0**" in stream and "with no forgetting" in text
+
+
 def test_the_python_example_runs(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
   (code,) = [code for lang, code in blocks(TEXT) if lang == "python"]
