@@ -26,6 +26,7 @@ from absl import logging
 
 from hx.compile.batching import num_examples
 from hx.compile.fitting import HoldsOutcome, Outcome
+from hx.compile.losses import standard_error
 from hx.lang import program as P
 from hx.lang.types import Type
 from hx.synth.evolution import EvolutionConfig
@@ -224,8 +225,6 @@ def _winner_first(ranked: list[JobResult], space: SearchSpace, metric: str, exam
   library, best first) is given, the one whose worst-ranked library function comes earliest in it
   (a program of no library function after every one that has some), then the better score; the others
   in their order. `metric` and `examples`: the validation score's and how many examples it rests on."""
-  from hx.compile.losses import standard_error
-
   tolerance, errors = space.reuse_tolerance, space.reuse_standard_errors
   if not (tolerance or errors) or not ranked or not ranked[0].ok:
     return ranked
