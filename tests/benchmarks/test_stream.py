@@ -24,11 +24,11 @@ def test_an_unknown_order_is_one_line_and_nothing_is_written(tmp_path):
   assert not (tmp_path / "out").exists()
 
 
-def test_a_negative_reuse_tolerance_is_one_line_and_nothing_is_written(tmp_path):
-  done = _stream("--reuse_tolerance=-0.5", "--length=2", f"--output_dir={tmp_path / 'out'}")
+@pytest.mark.parametrize("name", ["reuse_tolerance", "reuse_standard_errors"])
+def test_a_negative_margin_is_one_line_and_nothing_is_written(tmp_path, name):
+  done = _stream(f"--{name}=-0.5", "--length=2", f"--output_dir={tmp_path / 'out'}")
   assert done.returncode == 1
-  assert done.stderr.strip().splitlines() == [
-      "error: search: reuse_tolerance must be a number >= 0, got -0.5"]
+  assert done.stderr.strip().splitlines() == [f"error: search: {name} must be a number >= 0, got -0.5"]
   assert not (tmp_path / "out").exists()
 
 
