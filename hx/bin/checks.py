@@ -135,12 +135,43 @@ def parse_flags(argv: list[str]) -> list[str]:
   """absl's flag parsing, for `app.run(main, flags_parser=parse_flags)`: a flag absl refuses (an unknown
   name, a value not of its type or not one of its words, a check of `check_flag` or `check_flags`) is one
   line on stderr, `error: ...`, and exit status 1. (absl's own parser says "FATAL Flags parsing error"
-  and adds a line about --helpshort.) Returns what no flag took, the program first, as absl does."""
+  and adds a line about --helpshort.) Returns what no flag took, the program first, as absl does.
+
+  `--help` prints the binary's docstring and every flag hx defines in this process (`_help_lists_hx_flags`),
+  the same from a console script (`hx-run`, `hx-cs1`, `hx-report`) as from `python -m hx.bin.run`."""
+  _help_lists_hx_flags()
   try:
     return flags.FLAGS(argv)
   except flags.Error as err:
     print(f"error: {flag_error_line(err)}", file=sys.stderr, flush=True)
     sys.exit(1)
+
+
+def _help_lists_hx_flags() -> None:
+  """Makes absl's `--help` (its short help: the docstring of `__main__`, then the key flags of the module
+  `sys.argv[0]` names) show the binary's docstring and the flags of hx's modules (the binary's own, and
+  those it imports: `hx.bin.data_flags`, `hx.bin.executor_flags`), absl's own (--verbosity, ...) being
+  left to --helpfull. Without this a console script shows neither: its `__main__` is the script pip
+  wrote, which has no docstring and defines no flag, so absl printed only "Try --helpfull"."""
+  main = sys.modules.get("__main__")
+  binary = _calling_binary()
+  if binary is not None and main is not None and main is not binary and not getattr(main, "__doc__", None):
+    main.__doc__ = binary.__doc__
+  for module, defined in flags.FLAGS.flags_by_module_dict().items():
+    if module.startswith("hx.") or module == sys.argv[0]:
+      for flag in defined:
+        flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+
+def _calling_binary() -> Any:
+  """The module of `hx.bin` whose function called `parse_flags` (through absl's `app.run`), or None."""
+  frame = sys._getframe(1)
+  while frame is not None:
+    name = frame.f_globals.get("__name__", "")
+    if name.startswith("hx.bin.") and name != __name__:
+      return sys.modules.get(name)
+    frame = frame.f_back
+  return None
 
 
 def flag_error_line(err: BaseException) -> str:
