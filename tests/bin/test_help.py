@@ -6,8 +6,9 @@ import sys
 
 import pytest
 
-MAIN_FLAGS = ("--sequence", "--sequence_file", "--preset", "--methods", "--fractions", "--seeds", "--tasks",
-              "--candidates", "--epochs", "--output_dir", "--time_budget", "--executor", "--schedule", "--mnist")
+MAIN_FLAGS = ("--sequence", "--sequence_file", "--preset", "--methods", "--fractions", "--seeds",
+              "--tasks", "--candidates", "--epochs", "--output_dir", "--time_budget", "--executor",
+              "--schedule", "--mnist")
 
 
 def _help(code: str) -> str:
