@@ -82,7 +82,7 @@ def read_sequence_file(path: str | Path) -> SequenceFile:
   """
   path = Path(path)
   if not path.is_file():
-    raise DataNotFoundError("sequence file", f"{path} does not exist", [path], "--sequence_file")
+    raise DataNotFoundError("sequence file", f"{path} does not exist", [path])
   try:
     doc = tomllib.loads(path.read_text("utf-8"))
   except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
@@ -122,8 +122,9 @@ def _run_settings(path: Path, doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _bad(path: Path, entry: str, problem: str) -> DataFormatError:
-  return DataFormatError("sequence file", f"{path}{': ' + entry if entry else ''}: {problem}", (),
-                         "--sequence_file")
+  # No flag: the message names the file and its entry, which is what to mend; hx-run's --sequence_file
+  # only chooses which file is read (and `read_sequence_file` is called from Python too).
+  return DataFormatError("sequence file", f"{path}{': ' + entry if entry else ''}: {problem}")
 
 
 def _task(path: Path, where: str, entry: Any) -> Task:
@@ -166,8 +167,7 @@ def _data_file(path: Path, where: str, name: str) -> Path:
   """The `.npz` file an entry names, relative to the sequence file `path`, checked to be one."""
   data = path.parent / name
   if not data.exists():
-    raise DataNotFoundError("sequence file", f"{path}: {where}: {data} does not exist", [data],
-                            "--sequence_file")
+    raise DataNotFoundError("sequence file", f"{path}: {where}: {data} does not exist", [data])
   if not data.is_file() or not zipfile.is_zipfile(data):  # np.savez writes a zip archive
     what = "a directory" if data.is_dir() else "a file that np.savez did not write"
     raise _bad(path, where, f"{data} is {what}, not an .npz file (save_task_arrays writes one)")
@@ -215,8 +215,20 @@ def _pieces(flat: np.ndarray, counts: np.ndarray, counts_name: str, flat_name: s
 def save_task_arrays(path: str | Path, task_type: str | Any, train: tuple[Any, Any], val: tuple[Any, Any],
                      test: tuple[Any, Any]) -> None:
   """Writes the (inputs, targets) of each split as a sequence file's `.npz` (the module docstring's
-  layout), for a task of type `task_type`; the inverse of what `read_sequence_file` loads."""
+  layout), for a task of type `task_type` (text or an `hx.Type`); the inverse of what
+  `read_sequence_file` loads.
+
+  The splits are those `hx.Task.from_arrays` takes, checked by it before anything is written, so that a
+  file written here is one `read_sequence_file` accepts.
+
+  Raises:
+    hx.ParseError: the type's text does not parse.
+    ValueError: an array that does not fit the type (NaN or infinite values, a label outside the
+      output's range, the wrong width, ragged or empty splits ...), as `hx.Task.from_arrays` says it,
+      the task named after the file.
+  """
   t = parse_type(task_type) if isinstance(task_type, str) else task_type
+  task_from_arrays(Path(path).name.removesuffix(".npz"), t, train, val, test)  # raises what it cannot take
   (arg,), output = function_parts(t)
   arrays = {}
   for s, (inputs, targets) in zip(SPLITS, (train, val, test)):

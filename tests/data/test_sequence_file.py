@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hx.data import DataFormatError, DataNotFoundError
+from hx.data import DataFormatError, DataNotFoundError, Task
 from hx.data.sequence_file import read_sequence_file, save_task_arrays
 from hx.presets import task_tune_config
 
@@ -126,3 +126,52 @@ def test_a_list_file_whose_lengths_do_not_add_up_is_refused(tmp_path):
   path.write_text('name = "mine"\n[[tasks]]\nname="a"\ntype="' + LIST + '"\ndata="b.npz"\n')
   with pytest.raises(DataFormatError, match="val_lengths sums to 2 but val_inputs has 3 rows"):
     read_sequence_file(path)
+
+
+def test_the_errors_name_the_file_and_entry_and_no_flag(tmp_path):
+  # hx-run's --sequence_file only chooses the file; the mend is in the file (and Python has no flags).
+  bad = [write(tmp_path, 'name = "mine"\n[[tasks]]\nname="a"\ntype="' + IMAGE + '"\ndata="a.npz"\nepochs=3\n'),
+         write(tmp_path, 'name = "mine"\n[[tasks]]\nname="a"\ntype="' + IMAGE + '"\ndata="gone.npz"\n'),
+         tmp_path / "nowhere.toml"]
+  for path in bad:
+    with pytest.raises((DataFormatError, DataNotFoundError)) as info:
+      read_sequence_file(path)
+    assert "seq.toml" in str(info.value) or "nowhere.toml" in str(info.value)
+    assert "--sequence_file" not in str(info.value) and "comes from" not in str(info.value), str(info.value)
+
+
+def _with(splits, split: int, inputs=None, targets=None):
+  out = [tuple(s) for s in splits]
+  x, y = out[split]
+  out[split] = (x if inputs is None else inputs, y if targets is None else targets)
+  return out
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("nan", "holds nan"),
+    ("label", "7"),
+    ("width", "(6, 1, 4, 5)"),
+    ("ragged", "inputs"),
+    ("empty", "val"),
+])
+def test_save_task_arrays_refuses_what_from_arrays_refuses(tmp_path, kind, message):
+  splits = image_splits()
+  x, y = splits[0]
+  if kind == "nan":
+    x = x.copy()
+    x[2, 0, 1, 1] = np.nan
+    splits = _with(splits, 0, inputs=x)
+  elif kind == "label":
+    splits = _with(splits, 0, targets=np.where(np.arange(len(y)) == 3, 7, y))
+  elif kind == "width":
+    splits = _with(splits, 0, inputs=np.zeros((6, 1, 4, 5), np.float32))
+  elif kind == "ragged":
+    splits = _with(splits, 0, inputs=[np.zeros((1, 4, 4))] * 5 + [np.zeros((1, 4, 3))])
+  else:
+    splits = _with(splits, 1, inputs=np.zeros((0, 1, 4, 4), np.float32), targets=np.zeros(0, int))
+  with pytest.raises(ValueError) as saved:
+    save_task_arrays(tmp_path / "a.npz", IMAGE, *splits)
+  with pytest.raises(ValueError) as built:
+    Task.from_arrays("a", IMAGE, *splits)
+  assert str(saved.value) == str(built.value) and message in str(saved.value), str(saved.value)
+  assert not (tmp_path / "a.npz").exists()
