@@ -130,8 +130,8 @@ def test_a_list_file_whose_lengths_do_not_add_up_is_refused(tmp_path):
 
 def test_the_errors_name_the_file_and_entry_and_no_flag(tmp_path):
   # hx-run's --sequence_file only chooses the file; the mend is in the file (and Python has no flags).
-  bad = [write(tmp_path, 'name = "mine"\n[[tasks]]\nname="a"\ntype="' + IMAGE + '"\ndata="a.npz"\nepochs=3\n'),
-         write(tmp_path, 'name = "mine"\n[[tasks]]\nname="a"\ntype="' + IMAGE + '"\ndata="gone.npz"\n'),
+  task = 'name = "mine"\n[[tasks]]\nname="a"\ntype="' + IMAGE + '"\n'
+  bad = [write(tmp_path, task + 'data="a.npz"\nepochs=3\n'), write(tmp_path, task + 'data="gone.npz"\n'),
          tmp_path / "nowhere.toml"]
   for path in bad:
     with pytest.raises((DataFormatError, DataNotFoundError)) as info:
