@@ -82,6 +82,12 @@ __all__ = [
 _SUBPACKAGES = ("lang", "compile", "data", "presets", "synth", "baselines", "evaluation", "bin")
 
 
+def __dir__() -> list[str]:
+  """The module's names with the lazily loaded ones (`_LAZY`, the subpackages), which `__getattr__` gives
+  but Python's own `dir` (the module's `__dict__`) would omit until first use."""
+  return sorted({*globals(), *_LAZY, *_SUBPACKAGES})
+
+
 def __getattr__(name: str):
   if name in _LAZY:
     return getattr(importlib.import_module(_LAZY[name]), name)
