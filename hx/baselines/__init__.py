@@ -6,14 +6,17 @@
     r = baselines.pnn(task, columns, config, tune_config, seed=0)    # progressive neural networks
     r = baselines.from_scratch(task, program, types, lib_types, ...)  # standalone_with_fold
 
-The architectures (`networks`): MLP ∘ CNN for image tasks, RNN(map(MLP ∘ CNN)) for list tasks (both hx
-programs), and for graph tasks an LSTM over the row-wise flattened grid of a regressor's outputs
-(`graph`); low-level transfer is in `llt`, progressive networks in `pnn`. This layer knows nothing of
+The architectures (`networks`): MLP ∘ CNN for image tasks, MLP ∘ MLP for vector tasks, RNN(map(MLP ∘ E))
+for list tasks (hx programs; E the image's CNN or the vector's MLP), and for graph tasks an LSTM over
+the row-wise flattened grid of a regressor's outputs (`graph`); low-level transfer is in `llt`,
+progressive networks in `pnn`. `refusal` says, before anything trains, which task of a sequence a
+baseline cannot take. This layer knows nothing of
 search: standalone_with_fold is handed the program to train.
 """
 
 from hx.baselines.networks import (
   CNN,
+  ENC,
   MLP,
   RNN,
   Architecture,
@@ -25,10 +28,10 @@ from hx.baselines.networks import (
   load_network,
   save_network,
 )
-from hx.baselines.train import BASELINES, BaselineResult, from_scratch, llt, pnn, standalone
+from hx.baselines.train import BASELINES, BaselineResult, from_scratch, llt, pnn, refusal, standalone
 
 __all__ = [
-    "CNN", "MLP", "RNN", "Architecture", "Network", "NetworkError", "architecture", "count_parameters",
+    "CNN", "ENC", "MLP", "RNN", "Architecture", "Network", "NetworkError", "architecture", "count_parameters",
     "element_type", "load_network", "save_network", "BASELINES", "BaselineResult", "from_scratch", "llt",
-    "pnn", "standalone",
+    "pnn", "refusal", "standalone",
 ]

@@ -4,7 +4,9 @@ The paper, appendix C: "In the RNN baseline for the other tasks in the graph seq
 MLP ∘ CNN regression module to each image in the grid. Afterwards, we linearize the grid row-wise,
 converting it into a list, and then we process it using an LSTM (RNN) with hidden state of size 100."
 
-    node states   s_u = (nn_mlp ∘ nn_cnn)(image_u)           the regressor, on every node (map_g)
+    node states   s_u = (nn_mlp ∘ E)(x_u)                    the regressor, on every node (map_g); E the
+                                                              encoder: nn_cnn for images, nn_enc (an
+                                                              MLP) for vectors (ours)
     LSTM          h_1..h_N = LSTM(s_1, ..., s_N)              nodes in row-major order (hx.data.grids
                                                               numbers them so; padding nodes come last)
     output        y_u = Dense(h_u)                            one output per node, of the node type
@@ -17,6 +19,8 @@ a node's output depends on the nodes before it only: that is the baseline's hand
 Whether the regressor trains with the LSTM is the caller's choice (`trainable_regressor`): the
 standalone baseline keeps the regressor learned on the sequence's first task frozen ("shared the
 regressors learned for the first tasks across the competing methods"), low-level transfer fine-tunes it.
+Where no earlier task learned a regressor of the node type (a user's sequence that starts with a graph
+task), the standalone network trains its own along with the LSTM (ours).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 import jax.numpy as jnp
 
 from hx.baselines import layers
-from hx.baselines.networks import CNN, MLP, RNN, Architecture
+from hx.baselines.networks import MLP, RNN, Architecture
 from hx.compile.modules import apply_module
 from hx.lang.values import GraphBatch
 
@@ -36,11 +40,12 @@ __all__ = ["GraphRNN"]
 class GraphRNN:
   """The graph baseline as a `hx.compile.tuning.Tunable`.
 
-  variables: {"params": {role: ...}, "batch_stats": {role: ...}} of the trained modules (nn_rnn, and
-  nn_cnn and nn_mlp when the regressor trains); frozen: {nn_cnn: {"params", "batch_stats"}, nn_mlp: ...}
-  when it does not (else {}). apply(variables, frozen, x, *, train, rng=None, logits=False) takes a
-  GraphBatch of images x.values (B, N, C, H, W) and returns the GraphBatch of node outputs (B, N, *node),
-  and with train also {"batch_stats": ...}.
+  variables: {"params": {role: ...}, "batch_stats": {role: ...}} of the trained modules (nn_rnn, and the
+  encoder, nn_cnn or nn_enc, and nn_mlp when the regressor trains); frozen: {encoder: {"params",
+  "batch_stats"}, nn_mlp: ...} when it does not (else {}). apply(variables, frozen, x, *, train,
+  rng=None, logits=False) takes a GraphBatch of node values x.values (B, N, *node input: (C, H, W) images
+  or (n,) vectors) and returns the GraphBatch of node outputs (B, N, *node), and with train also
+  {"batch_stats": ...}.
   """
 
   def __init__(self, arch: Architecture, trainable_regressor: bool):
@@ -48,7 +53,8 @@ class GraphRNN:
       raise ValueError(f"GraphRNN needs a graph architecture, got {arch.kind}")
     self.arch = arch
     self.trainable_regressor = bool(trainable_regressor)
-    self.trainable = (CNN, MLP, RNN) if trainable_regressor else (RNN,)
+    self.regressor_roles = (arch.encoder, MLP)
+    self.trainable = (arch.encoder, MLP, RNN) if trainable_regressor else (RNN,)
     self.key = ("hx.baselines.graph.GraphRNN", arch.specs, self.trainable_regressor)
     self.output_activation = arch.spec(RNN).activation
 
@@ -63,7 +69,7 @@ class GraphRNN:
     if self.trainable_regressor:
       return {}
     return {r: {"params": regressor[r]["params"], "batch_stats": regressor[r]["batch_stats"]}
-            for r in (CNN, MLP)}
+            for r in self.regressor_roles}
 
   def apply(self, variables: Any, frozen: Any, x: GraphBatch, *, train: bool, rng: Any = None,
             logits: bool = False) -> Any:
@@ -77,7 +83,7 @@ class GraphRNN:
     params, stats = variables["params"], variables["batch_stats"]
     new_stats = dict(stats)
     h = images
-    for site, role in enumerate((CNN, MLP)):
+    for site, role in enumerate(self.regressor_roles):
       trains = train and self.trainable_regressor
       source = (params[role], stats[role]) if self.trainable_regressor else (
           frozen[role]["params"], frozen[role]["batch_stats"])

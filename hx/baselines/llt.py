@@ -6,13 +6,15 @@ network has the new task's standalone architecture (`hx.baselines.networks`); it
 follows, and then every weight is fine-tuned:
 
   layer                          starts from
-  nn_cnn (all of it)             the previous task's network
+  nn_cnn or nn_enc (all of it)   the previous task's network
   nn_mlp's hidden layer          the previous task's network (batch-norm statistics included)
   nn_mlp's output layer          the previous task's network, unless it was that network's output layer
   nn_rnn's recurrence            the most recent earlier network of the same kind (list / graph) with one
   the new output layer           fresh: never transferred
 
-and a layer whose shapes differ from its source's (a 10-way output after a 1-way one) is fresh. The
+and a layer whose shapes differ from its source's (a 10-way output after a 1-way one) is fresh, and so
+is the MLP after a network with another encoder (a vector task's after an image task's: it read other
+features; ours, as the vector networks are, `hx.baselines.networks`). The
 paper is silent on what "the previous task's network" means when the architectures differ (a counting
 network after a recognizer): the table is the authors' code's answer (`Baselines/CountingSeqLongSeq.py`,
 `get_model`: the image stack from the most recent task, the RNN from the most recent counting task,
@@ -20,7 +22,8 @@ neither output layer).
 
 One exception, from the paper's appendix C: "In GS2 - Task3, the low-level transfer baseline reuses the
 regression function learned in GS2 - Task1". A graph network maps a regressor of the node state to every
-cell, the very quantity the regression task predicted, so after a regression task (an image network) the
+cell, the very quantity the regression task predicted, so after a regression task (an image network, or
+a vector network for a graph of vectors) the
 graph network takes the whole regressor, its output layer included; the authors' graph baselines
 (`Baselines/GS1_sa.py`) initialise it so too.
 """
@@ -32,13 +35,14 @@ from typing import Any, Mapping, Sequence
 import jax
 import numpy as np
 
-from hx.baselines.networks import CNN, MLP, RNN, Architecture, Network
+from hx.baselines.networks import CNN, ENC, MLP, RNN, Architecture, Network
 
 __all__ = ["transfer"]
 
 # role -> layer -> (params keys, batch_stats keys)
 _LAYERS = {
     CNN: {"": (None, None)},  # None: all of the module's keys
+    ENC: {"": (None, None)},
     MLP: {"hidden": (("hidden", "bn"), ("bn",)), "out": (("out",), ())},
     RNN: {"recurrence": (("w_i", "w_h", "b"), ()), "out": (("out",), ())},
 }
@@ -86,8 +90,11 @@ def transfer(arch: Architecture, fresh: Mapping[str, Any], history: Sequence[Net
         continue
       src_arch = source.architecture
       if (role == src_arch.output_role and layer in ("out", "")
-          and not (arch.kind == "graph" and src_arch.kind == "image")):
+          and not (arch.kind == "graph" and src_arch.kind in ("image", "vector"))):
         sources.append((name, f"fresh: the output layer of {source.task}"))
+        continue
+      if role == MLP and src_arch.encoder != arch.encoder:
+        sources.append((name, f"fresh: {source.task}'s MLP read its {src_arch.encoder}'s features"))
         continue
       src, dst = source.modules[role], modules[role]
       got_p, got_s = _part(src["params"], pkeys), _part(src["batch_stats"], skeys)

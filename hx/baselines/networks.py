@@ -5,22 +5,30 @@ Every baseline network is built from the module templates HOUDINI's programs use
 names, so a later task can find the layers an earlier one trained:
 
   nn_cnn   image -> Tensor<real>[F]       the CNN (F its feature size; the paper's CNN has no output layer)
-  nn_mlp   Tensor<real>[F] -> element     the MLP on each image's features
+  nn_enc   vector -> Tensor<real>[H]      for vector inputs, an MLP in the CNN's place (H = mlp_hidden)
+  nn_mlp   Tensor<real>[F] -> element     the MLP on each input's features
   nn_rnn   List<element> -> output        the LSTM over a list (over a grid's nodes for graph tasks)
 
-and the paper's standalone architectures (section 4, appendix C) follow from the task's type:
+The encoder (`Architecture.encoder`) is nn_cnn for images and nn_enc for every other tensor (a vector,
+or a tensor of any other rank, which the MLP flattens). The paper's standalone architectures (section
+4, appendix C) follow from the task's type, with E the encoder:
 
   image task  Tensor<image> -> T        MLP ∘ CNN            compose(nn_mlp, nn_cnn)
-  list task   List<image> -> T          RNN(map(MLP ∘ CNN))  compose(nn_rnn, map_l(compose(nn_mlp, nn_cnn)))
-  graph task  Graph<image> -> Graph<T>  an LSTM over the row-wise flattened grid of a learned MLP ∘ CNN
+  vector task Tensor<vector> -> T       MLP ∘ MLP            compose(nn_mlp, nn_enc)
+  list task   List<x> -> T              RNN(map(MLP ∘ E))    compose(nn_rnn, map_l(compose(nn_mlp, E)))
+  graph task  Graph<x> -> Graph<T>      an LSTM over the row-wise flattened nodes of a learned MLP ∘ E
                                         regressor's outputs (`hx.baselines.graph`; the language has
                                         no combinator that flattens a graph into a list)
 
-The image and list architectures are hx programs, compiled by `hx.compile.compile_program` and trained
-by Tune like any HOUDINI candidate. What a list task's MLP passes to the LSTM (`element`) is a choice the
-paper leaves open; `element_type` makes the authors' (their `Baselines/CountingSeqLongSeq.py` and
-`Baselines/SummingSequence.py`): one sigmoid unit per image for counting, which is also the type the
-paper's counting programs pass on, and a 10-way softmax per digit for summing.
+The paper's baselines take images only; for vectors (ours) the encoder is an MLP where the paper has a
+CNN, with as many output features as the MLP's hidden layer (the paper's CNN gives 1,024 features on
+MNIST, its MLP's hidden width), so that a vector network is the image network with its CNN swapped.
+
+The image, vector and list architectures are hx programs, compiled by `hx.compile.compile_program` and
+trained by Tune like any HOUDINI candidate. What a list task's MLP passes to the LSTM (`element`) is a
+choice the paper leaves open; `element_type` makes the authors' (their `Baselines/CountingSeqLongSeq.py`
+and `Baselines/SummingSequence.py`): one sigmoid unit per element for counting, which is also the type
+the paper's counting programs pass on, and a 10-way softmax per digit for summing.
 """
 
 from __future__ import annotations
@@ -35,7 +43,14 @@ from typing import Any, Mapping
 import numpy as np
 
 from hx import atomic
-from hx.compile.modules import ModuleConfig, ModuleSpec, cnn_features, init_module, module_spec
+from hx.compile.modules import (
+  ModuleConfig,
+  ModuleSpec,
+  NoTemplateError,
+  cnn_features,
+  init_module,
+  module_spec,
+)
 from hx.jsonread import Invalid, JsonFileError, array, integer, nullable, obj, read_json, text
 from hx.lang import program as P
 from hx.lang.parser import parse
@@ -50,18 +65,21 @@ from hx.lang.types import (
   parse_type,
 )
 
-__all__ = ["CNN", "MLP", "RNN", "ARCHITECTURE_KINDS", "Architecture", "Network", "architecture",
-           "element_type",
-           "save_network", "load_network", "NetworkError", "count_parameters"]
+__all__ = ["CNN", "ENC", "MLP", "RNN", "ARCHITECTURE_KINDS", "ENCODERS", "Architecture", "Network",
+           "architecture", "element_type", "save_network", "load_network", "NetworkError", "count_parameters"]
 
-CNN, MLP, RNN = "nn_cnn", "nn_mlp", "nn_rnn"
-ARCHITECTURE_KINDS = ("image", "list", "graph")
+CNN, ENC, MLP, RNN = "nn_cnn", "nn_enc", "nn_mlp", "nn_rnn"
+ENCODERS = (CNN, ENC)
+"""The encoder roles: the CNN of an image, the MLP of any other tensor."""
+ARCHITECTURE_KINDS = ("image", "vector", "list", "graph")
+"""What a task takes: an image, another tensor (a vector), a list or a graph (of either)."""
 
 _PROGRAMS = {
-    "image": "compose(nn_mlp, nn_cnn)",
-    "list": "compose(nn_rnn, map_l(compose(nn_mlp, nn_cnn)))",
+    "image": "compose(nn_mlp, {e})",
+    "vector": "compose(nn_mlp, {e})",
+    "list": "compose(nn_rnn, map_l(compose(nn_mlp, {e})))",
 }
-_GRAPH_DESCRIPTION = "lstm_rows(map_g(compose(nn_mlp, nn_cnn)))"
+_GRAPH_DESCRIPTION = "lstm_rows(map_g(compose(nn_mlp, {e})))"
 
 
 def element_type(task_kind: str | None) -> Type:
@@ -75,11 +93,12 @@ class Architecture:
   """A baseline network's layout for one task type.
 
   Attributes:
-    kind: "image", "list" or "graph" (see the module docstring).
+    kind: "image", "vector", "list" or "graph" (`ARCHITECTURE_KINDS`; see the module docstring).
     task_type: the task's type.
-    element: the MLP's output type: the task's output (image tasks), what the LSTM reads per image (list
-      tasks), or a node's state (graph tasks: the regressor's output, the graph output's node type).
-    specs: (role, ModuleSpec) per module, in the order nn_cnn, nn_mlp[, nn_rnn].
+    element: the MLP's output type: the task's output (image and vector tasks), what the LSTM reads per
+      element (list tasks), or a node's state (graph tasks: the regressor's output, the graph output's
+      node type).
+    specs: (role, ModuleSpec) per module, in the order encoder (nn_cnn or nn_enc), nn_mlp[, nn_rnn].
     output_role: the module whose last layer is the network's output layer.
   """
   kind: str
@@ -91,6 +110,11 @@ class Architecture:
   @property
   def roles(self) -> tuple[str, ...]:
     return tuple(r for r, _ in self.specs)
+
+  @property
+  def encoder(self) -> str:
+    """The encoder's role: nn_cnn (an image's CNN) or nn_enc (another tensor's MLP)."""
+    return self.specs[0][0]
 
   def spec(self, role: str) -> ModuleSpec:
     for r, s in self.specs:
@@ -105,13 +129,13 @@ class Architecture:
   @property
   def program(self) -> P.Program | None:
     """The hx program (image and list kinds); None for graphs, which the language cannot say."""
-    return parse(_PROGRAMS[self.kind]) if self.kind in _PROGRAMS else None
+    return parse(self.description) if self.kind in _PROGRAMS else None
 
   @property
   def description(self) -> str:
     """The program's text, or for graphs a description in the same style (`lstm_rows`: the LSTM over
     the grid's nodes in row-major order, one output per node)."""
-    return _PROGRAMS.get(self.kind, _GRAPH_DESCRIPTION)
+    return _PROGRAMS.get(self.kind, _GRAPH_DESCRIPTION).format(e=self.encoder)
 
   def init(self, rng: Any) -> dict[str, dict]:
     """Fresh variables of every module: role -> {"params", "batch_stats"} (role i from fold_in(rng, i),
@@ -130,45 +154,58 @@ def architecture(task_type: Type, config: ModuleConfig = ModuleConfig(), element
   """The standalone architecture of a task of type `task_type` (see the module docstring).
 
   Args:
-    task_type: the task's type; its input must be an image, a list of images or a graph of images.
+    task_type: the task's type; its input must be a tensor (an image or a vector), a list of tensors or
+      a graph of tensors, its output a tensor (a graph of tensors for a graph input).
     config: module sizes (the same as HOUDINI's, so that every method trains the same modules).
-    element: a list task's per-image output type (default `Tensor<bool>[1]`; see `element_type`).
+    element: a list task's per-element output type (default `Tensor<bool>[1]`; see `element_type`).
 
   Raises:
-    ValueError: a type none of the paper's baselines handles.
+    ValueError: a type no baseline handles, naming the type and why.
   """
   args, out = function_parts(task_type)
   if len(args) != 1:
     raise ValueError(f"no baseline network for {task_type}: a task takes one input")
   (x,) = args
 
-  def features(image: TensorType) -> TensorType:
-    f = cnn_features(image, config)
-    if f == 0:
-      raise ValueError(f"image {image} is too small for the CNN of {config}")
-    return TensorType("real", (f,))
-
   def spec(role: str, text: Type) -> tuple[str, ModuleSpec]:
-    return role, module_spec(text, config, name=role)
+    try:
+      return role, module_spec(text, config, name=role)
+    except NoTemplateError as err:  # an output no template gives (an image), a type variable
+      raise ValueError(f"no baseline network for {task_type}: {err}") from None
 
-  if isinstance(x, TensorType) and is_image(x) and isinstance(out, TensorType):
-    f = features(x)
-    return Architecture("image", task_type, out,
-                        (spec(CNN, FunctionType(x, f)), spec(MLP, FunctionType(f, out))), MLP)
-  if isinstance(x, ListType) and is_image(x.elem) and isinstance(out, TensorType):
+  def encoder(t: Type) -> tuple[str, ModuleSpec]:
+    """The encoder of one input tensor `t` (an image's CNN, any other tensor's MLP)."""
+    if is_image(t):
+      f = cnn_features(t, config)
+      if f == 0:
+        raise ValueError(f"no baseline network for {task_type}: image {t} is too small for one 3x3 "
+                         f"convolution with {config.cnn_pool}x{config.cnn_pool} pooling")
+      return spec(CNN, FunctionType(t, TensorType("real", (f,))))
+    return spec(ENC, FunctionType(t, TensorType("real", (config.mlp_hidden,))))
+
+  def features(enc: tuple[str, ModuleSpec]) -> TensorType:
+    return enc[1].output
+
+  if isinstance(x, TensorType) and isinstance(out, TensorType):
+    enc = encoder(x)
+    return Architecture("image" if enc[0] == CNN else "vector", task_type, out,
+                        (enc, spec(MLP, FunctionType(features(enc), out))), MLP)
+  if isinstance(x, ListType) and isinstance(x.elem, TensorType) and isinstance(out, TensorType):
     element = element or element_type(None)
-    f = features(x.elem)
+    enc = encoder(x.elem)
     return Architecture("list", task_type, element,
-                        (spec(CNN, FunctionType(x.elem, f)), spec(MLP, FunctionType(f, element)),
+                        (enc, spec(MLP, FunctionType(features(enc), element)),
                          spec(RNN, FunctionType(ListType(element), out))), RNN)
-  if isinstance(x, GraphType) and is_image(x.elem) and isinstance(out, GraphType):
+  if (isinstance(x, GraphType) and isinstance(x.elem, TensorType) and isinstance(out, GraphType)
+      and isinstance(out.elem, TensorType)):
     node = out.elem
-    f = features(x.elem)
+    enc = encoder(x.elem)
     return Architecture("graph", task_type, node,
-                        (spec(CNN, FunctionType(x.elem, f)), spec(MLP, FunctionType(f, node)),
+                        (enc, spec(MLP, FunctionType(features(enc), node)),
                          spec(RNN, FunctionType(ListType(node), node))), RNN)
-  raise ValueError(f"no baseline network for {task_type}: the paper's baselines take an image, a list of "
-                   "images or a graph of images")
+  raise ValueError(f"no baseline network for {task_type}: the baselines take a tensor, a list of tensors "
+                   "or a graph of tensors to a tensor (a graph of tensors for a graph), the output one "
+                   "value per example (per node for a graph)")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

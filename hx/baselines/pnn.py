@@ -1,16 +1,19 @@
 """Progressive neural networks (Rusu et al. 2016, "Progressive Neural Networks", arXiv:1606.04671).
 
-One column per task. Column k is the standalone network of task k (`hx.baselines.networks`: MLP ∘ CNN,
-or RNN(map(MLP ∘ CNN)) for list tasks); columns 0..k-1 are the earlier tasks' columns, frozen; column k
-also reads their activations through lateral connections, which it learns. Rusu et al. add to layer i
-of column k the output of an *adapter* on layer i-1 of every earlier column,
+One column per task. Column k is the standalone network of task k (`hx.baselines.networks`: MLP ∘ E,
+or RNN(map(MLP ∘ E)) for list tasks, E the encoder: a CNN for images, an MLP for vectors); columns
+0..k-1 are the earlier tasks' columns, frozen; column k also reads their activations through lateral
+connections, which it learns. Rusu et al. add to layer i of column k the output of an *adapter* on
+layer i-1 of every earlier column,
 
     h_i^(k) = f(W_i^(k) h_{i-1}^(k) + U_i^(k) relu(V_i^(k) (alpha_i^(k) * [h_{i-1}^(0), ..., h_{i-1}^(k-1)])))
 
 (`hx.baselines.layers.adapter`), and so does this version, at these layers of the new column:
 
   site       added to                                  reads, from every earlier column
-  "hidden"   the MLP's hidden layer (pre-activation)   its CNN features
+  "enc_out"  the encoder MLP's output layer            its encoder MLP's hidden activations (vector
+             (pre-activation)                          inputs only: a CNN has no such site)
+  "hidden"   the MLP's hidden layer (pre-activation)   its encoder's features
   "out"      the MLP's output layer (pre-activation)   its MLP hidden activations
   "rnn_in"   the LSTM's input, concatenated            its MLP outputs, the per-image predictions
              (as the authors' code does: no U)
@@ -22,12 +25,16 @@ layers, each V mapping the earlier columns' concatenated activations to the widt
 alpha starting at 1. Two differences, both ours: the columns are the standalone baselines' networks at
 the `ModuleConfig` sizes (the authors' PNN columns had their own, smaller sizes), and there is no lateral
 connection into the second convolution (each column's CNN is the template CNN, untouched; the first
-convolution has none in either, its input being the image every column shares).
+convolution has none in either, its input being the image every column shares). For vector inputs
+(ours; the paper's baselines take images) the encoder is an MLP, and every layer of a column but the
+first, whose input every column shares, has its lateral connection, as in Rusu et al.
 
 Earlier columns run in inference mode (batch-norm running statistics, no dropout) and are passed to
 Tune as `frozen`, which Tune never updates: their parameters after training column k are the ones
 before it, bit for bit. The paper does not compare PNNs on the graph sequences ("it is nontrivial to
-extend them to work with graphs"); neither does hx: a graph task is refused.
+extend them to work with graphs"); neither does hx: a graph task is refused (`refusal`), as is a column
+whose input is not the first column's (an image of another shape, a vector of another width): the
+lateral connections read the earlier columns on the new task's input.
 """
 
 from __future__ import annotations
@@ -39,11 +46,11 @@ import jax
 import jax.numpy as jnp
 
 from hx.baselines import layers
-from hx.baselines.networks import CNN, MLP, RNN, Architecture
+from hx.baselines.networks import ENC, MLP, RNN, Architecture
 from hx.compile.modules import ModuleConfig, apply_module, init_module, module_spec
 from hx.lang.types import FunctionType, ListType, TensorType
 
-__all__ = ["PNN", "Column"]
+__all__ = ["PNN", "Column", "refusal"]
 
 
 def _size(t: Any) -> int:
@@ -66,6 +73,28 @@ class Column:
     return dict(self.adapters).get(site)
 
 
+def _input(arch: Architecture) -> Any:
+  """What a column's encoder reads: the task's input tensor, or a list's or graph's element."""
+  return arch.spec(arch.encoder).inputs[0]
+
+
+def refusal(archs: Sequence[Architecture]) -> tuple[int, str] | None:
+  """The first column (its position in `archs`, and why) that a progressive network of these columns
+  cannot have, or None: a graph task, or an input other than the first column's.
+
+  Args:
+    archs: each task's standalone architecture (`hx.baselines.networks.architecture`), in order.
+  """
+  for k, a in enumerate(archs):
+    if a.kind not in ("image", "vector", "list"):
+      return k, ("progressive networks are not defined for graph tasks (the paper does not compare "
+                 "against them there)")
+    if _input(a) != _input(archs[0]):
+      return k, (f"its input {_input(a)} is not the first column's {_input(archs[0])}: the columns of a "
+                 "progressive network all read one input")
+  return None
+
+
 def _columns(archs: Sequence[Architecture], config: ModuleConfig) -> tuple[Column, ...]:
   out = []
   for k, arch in enumerate(archs):
@@ -73,10 +102,14 @@ def _columns(archs: Sequence[Architecture], config: ModuleConfig) -> tuple[Colum
     adapters = []
     rnn_spec = arch.spec(RNN) if arch.kind == "list" else None
     if earlier:
-      feats = [_size(a.spec(CNN).output) for a in earlier]
+      feats = [_size(a.spec(a.encoder).output) for a in earlier]
       hidden = [a.spec(MLP)["hidden"] for a in earlier]
       mlp = arch.spec(MLP)
-      adapters.append(("hidden", (sum(feats), _size(arch.spec(CNN).output), mlp["hidden"])))
+      enc = arch.spec(arch.encoder)
+      if arch.encoder == ENC:  # columns share their input, so every earlier encoder is an MLP too
+        enc_hidden = [a.spec(ENC)["hidden"] for a in earlier]
+        adapters.append(("enc_out", (sum(enc_hidden), enc["hidden"], _size(enc.output))))
+      adapters.append(("hidden", (sum(feats), _size(enc.output), mlp["hidden"])))
       adapters.append(("out", (sum(hidden), mlp["hidden"], _size(mlp.output))))
       if arch.kind == "list":
         outs = [_size(a.spec(MLP).output) for a in earlier]
@@ -98,28 +131,25 @@ class PNN:
 
   Args:
     archs: each column's standalone architecture (`hx.baselines.networks.architecture`), the earlier
-      tasks' first; every one an image or list architecture on images of one shape.
+      tasks' first; every one an image, vector or list architecture on inputs of one type (`refusal`).
     config: the module sizes they were built with.
 
-  variables: {"params": {nn_cnn, nn_mlp[, nn_rnn], "lateral": {site: adapter}}, "batch_stats": {role:
-  ...}} of the last column; frozen: a tuple with each earlier column's modules, role -> {"params",
+  variables: {"params": {nn_cnn or nn_enc, nn_mlp[, nn_rnn], "lateral": {site: adapter}}, "batch_stats":
+  {role: ...}} of the last column; frozen: a tuple with each earlier column's modules, role -> {"params",
   "batch_stats"} and "lateral" -> {"params": adapters, "batch_stats": {}}. apply(variables, frozen, x,
-  *, train, rng=None, logits=False): x (B, C, H, W) images or a ListBatch of them, as the last column's
-  task takes; returns its output (B, *output), and with train also {"batch_stats": ...}.
+  *, train, rng=None, logits=False): x (B, C, H, W) images, (B, n) vectors (any other tensor shape) or a
+  ListBatch of either, as the last column's task takes; returns its output (B, *output), and with train
+  also {"batch_stats": ...}.
   """
 
   def __init__(self, archs: Sequence[Architecture], config: ModuleConfig):
     archs = tuple(archs)
     if not archs:
       raise ValueError("a progressive network needs at least one column")
-    bad = [a.kind for a in archs if a.kind not in ("image", "list")]
-    if bad:
-      raise ValueError("progressive networks are not defined for graph tasks (the paper does not compare "
-                       "against them there)")
-    shapes = {a.spec(CNN).inputs[0] for a in archs}
-    if len(shapes) > 1:
-      raise ValueError(f"the columns of a progressive network must share their input image type, got "
-                       f"{', '.join(map(str, sorted(shapes, key=str)))}")
+    refused = refusal(archs)
+    if refused is not None:
+      k, why = refused
+      raise ValueError(f"column {k + 1} ({archs[k].task_type}): {why}")
     self.archs = archs
     self.columns = _columns(archs, config)
     self.last = self.columns[-1]
@@ -133,7 +163,7 @@ class PNN:
     col = self.columns[-1 if k is None else k]
     keys = jax.random.split(rng, 5)
     modules = {}
-    for i, role in enumerate((CNN, MLP)):
+    for i, role in enumerate((col.arch.encoder, MLP)):
       p, s = init_module(col.arch.spec(role), jax.random.fold_in(keys[0], i))
       modules[role] = {"params": p, "batch_stats": s}
     if col.rnn_spec is not None:
@@ -169,7 +199,7 @@ class PNN:
     params = [{role: m["params"] for role, m in col.items()} for col in frozen] + [variables["params"]]
     stats = ([{role: m["batch_stats"] for role, m in col.items()} for col in frozen]
              + [variables["batch_stats"]])
-    feats, hiddens, outs, lstm_last = [], [], [], []
+    feats, enc_hiddens, hiddens, outs, lstm_last = [], [], [], [], []
     new_stats = dict(variables["batch_stats"])
     y = None
     for col in self.columns:
@@ -179,8 +209,18 @@ class PNN:
       p, s = params[k], stats[k]
       lat = p.get("lateral", {})
       keys = (lambda site: layers.row_keys(rng, r, site)) if trains else (lambda site: None)
-      f, _ = apply_module(col.arch.spec(CNN), p[CNN], s[CNN], (images,), mask=rows, keys=keys(0),
-                          train=trains)
+      enc = col.arch.encoder
+      if enc == ENC:
+        enc_extra = layers.adapter(lat["enc_out"], jnp.concatenate(enc_hiddens, -1)) if k else None
+        f, enc_hidden, enc_stats = layers.mlp(col.arch.spec(ENC), p[ENC], s[ENC], images, mask=rows,
+                                              keys=keys(0), train=trains, out_extra=enc_extra)
+        f = f.reshape(r, -1)
+        enc_hiddens.append(enc_hidden)
+        if trains:
+          new_stats[ENC] = enc_stats
+      else:  # the CNN keeps no batch statistics
+        f, _ = apply_module(col.arch.spec(enc), p[enc], s[enc], (images,), mask=rows, keys=keys(0),
+                            train=trains)
       hidden_extra = layers.adapter(lat["hidden"], jnp.concatenate(feats, -1)) if k else None
       out_extra = layers.adapter(lat["out"], jnp.concatenate(hiddens, -1)) if k else None
       o, h, mlp_stats = layers.mlp(col.arch.spec(MLP), p[MLP], s[MLP], f, mask=rows, keys=keys(1),

@@ -33,8 +33,9 @@ import numpy as np
 
 from hx.baselines.graph import GraphRNN
 from hx.baselines.llt import transfer
-from hx.baselines.networks import Architecture, Network, architecture, count_parameters
+from hx.baselines.networks import MLP, Architecture, Network, architecture, count_parameters
 from hx.baselines.pnn import PNN
+from hx.baselines.pnn import refusal as pnn_refusal
 from hx.compile import ModuleConfig, TuneConfig, compile_program
 from hx.compile.checkpoint import checkpoint_in, fingerprint
 from hx.compile.fitting import HoldsOutcome, Outcome, fit, prepare, seeded
@@ -42,11 +43,44 @@ from hx.compile.tuning import output_bias_from_targets
 from hx.lang import program as P
 from hx.lang.types import Type
 
-__all__ = ["BaselineResult", "standalone", "llt", "pnn", "from_scratch", "BASELINES"]
+__all__ = ["BaselineResult", "standalone", "llt", "pnn", "from_scratch", "BASELINES", "refusal"]
 
 BASELINES = ("standalone", "llt", "pnn", "standalone_with_fold")
 """The baseline methods: standalone, low-level transfer, progressive networks, and HOUDINI's program
 trained from random weights (`from_scratch`, the paper's "standalone_with_fold")."""
+
+
+def refusal(method: str, types: Sequence[Type], config: ModuleConfig,
+            elements: Sequence[Type | None] | None = None) -> tuple[int, str] | None:
+  """The first task that baseline `method` cannot take in a sequence of tasks of `types`, as (its
+  position in `types`, why), or None where it takes them all. Only the architectures are built, nothing
+  trained, so that a run refuses a method before it starts (`hx.evaluation.EvalConfig.make`).
+
+  standalone and llt take every type `hx.baselines.networks.architecture` builds a network for; pnn
+  also needs every task's input to be the first task's, and no graph (`hx.baselines.pnn.refusal`);
+  standalone_with_fold trains HOUDINI's program for the task, which has the task's type.
+
+  Args:
+    method: a baseline of `BASELINES`.
+    types: the sequence's task types, in order.
+    config: the module sizes the run builds its networks with.
+    elements: each list task's per-element output type (`hx.baselines.networks.element_type`), or None.
+
+  Raises:
+    ValueError: `method` is not a baseline.
+  """
+  if method not in BASELINES:
+    raise ValueError(f"unknown baseline {method!r}; the baselines are {', '.join(BASELINES)}")
+  if method == "standalone_with_fold":
+    return None
+  elements = list(elements) if elements is not None else [None] * len(types)
+  archs = []
+  for k, (t, element) in enumerate(zip(types, elements)):
+    try:
+      archs.append(architecture(t, config, element))
+    except ValueError as err:
+      return k, str(err).removeprefix(f"no baseline network for {t}: ")
+  return pnn_refusal(archs) if method == "pnn" else None
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
@@ -140,19 +174,21 @@ def standalone(task: Any, config: ModuleConfig, tune_config: TuneConfig, *, seed
     task: the task.
     config, tune_config: module sizes and training settings (HOUDINI's for this task).
     seed: seeds initialisation, shuffling and dropout.
-    element: a list task's per-image output type (`hx.baselines.networks.element_type`).
+    element: a list task's per-element output type (`hx.baselines.networks.element_type`).
     regressor: for a graph task, the regression network learned on the sequence's first task; it is
       mapped over the grid frozen ("we map a learned MLP ∘ CNN regression module to each image in the
       grid"; the paper shares these regressors across the competing methods), and only the LSTM trains.
+      None (a user's sequence with no earlier task of the node regressor's type; ours): the regressor
+      trains with the LSTM, from random weights, the task's network alone.
 
   Raises:
-    ValueError: a graph task without a regressor, or a regressor of another shape.
+    ValueError: a type no baseline takes, or a regressor of another shape.
   """
   arch = architecture(task.type, config, element)
   if arch.kind == "graph":
     if regressor is None:
-      raise ValueError(f"the graph baseline of {task.name} needs the regressor learned on the sequence's "
-                       "first task")
+      return _run("standalone", task, arch.description, GraphRNN(arch, trainable_regressor=True), {},
+                  tune_config, seed, None, _per_role, arch, checkpoint_dir=checkpoint_dir)
     _check_regressor(arch, regressor)
     net = GraphRNN(arch, trainable_regressor=False)
     frozen = net.frozen(regressor.modules)
@@ -168,7 +204,7 @@ def standalone(task: Any, config: ModuleConfig, tune_config: TuneConfig, *, seed
 
 
 def _check_regressor(arch: Architecture, regressor: Network) -> None:
-  for role in ("nn_cnn", "nn_mlp"):
+  for role in (arch.encoder, MLP):
     want = jax.tree.map(np.shape, arch.init(jax.random.key(0))[role])
     got = jax.tree.map(np.shape, regressor.modules.get(role))
     if want != got:
@@ -184,6 +220,7 @@ def llt(task: Any, history: Sequence[Network], config: ModuleConfig, tune_config
   Args:
     history: the earlier tasks' LLT networks, oldest first (empty: this is `standalone` from random
       weights, for a graph task with a trainable regressor).
+    element: a list task's per-element output type (`hx.baselines.networks.element_type`).
   """
   arch = architecture(task.type, config, element)
   fresh = arch.init(jax.random.key(seed))
@@ -208,9 +245,10 @@ def pnn(task: Any, columns: Sequence[Network], config: ModuleConfig, tune_config
   Args:
     columns: the earlier tasks' columns (each a `Network` trained by `pnn`; the first task's column may
       be its standalone network, which is what a one-column progressive network is), oldest first.
+    element: a list task's per-element output type (`hx.baselines.networks.element_type`).
 
   Raises:
-    ValueError: a graph task.
+    ValueError: a graph task, or an input other than the first column's (`hx.baselines.pnn.refusal`).
   """
   arch = architecture(task.type, config, element)
   net = PNN([c.architecture for c in columns] + [arch], config)

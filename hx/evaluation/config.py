@@ -13,7 +13,8 @@ import dataclasses
 import os
 from typing import Any, Mapping, Sequence
 
-from hx.baselines.train import BASELINES
+from hx.baselines.networks import element_type
+from hx.baselines.train import BASELINES, refusal
 from hx.compile.modules import ModuleConfig
 from hx.data import SEQUENCES, TaskSizes, TaskStream
 from hx.data import Sequence as TaskSequence
@@ -146,8 +147,9 @@ class EvalConfig:
     Args:
       sequence: the task sequence: a paper's name, or a user's `hx.data.TaskStream`.
       preset: "quick" or "paper".
-      methods: from `METHODS` (None: `default_methods(sequence)`; empty: refused); "houdini" runs once
-        per strategy.
+      methods: from `METHODS` (None: `default_methods(sequence)`, less the baselines that cannot take
+        a task of the sequence; empty: refused); "houdini" runs once per strategy. A baseline named here
+        that cannot take one of the tasks run is refused (`hx.baselines.refusal`).
       strategies: HOUDINI's synthesis strategies ("topdown", "evolutionary").
       fractions, seeds: None: the preset's (empty: refused).
       tasks: run the first `tasks` tasks only (default all).
@@ -194,11 +196,12 @@ class EvalConfig:
       if given is not None and not len(given):  # an empty list is a mistake, not a request for the default
         raise ConfigError(f"{name} is empty: give at least one, or None for the default")
     strategies = tuple(strategies)
-    ordered = _methods(key, methods, strategies, graphs)
+    ordered = _methods(key, methods, strategies, graphs, specs)
     fractions, seeds, tasks = _runs(p, key, fractions, seeds, tasks, len(specs))
     budget, budgets = _budgets(p, key, candidates, seconds, schedule, strategies, patience, len(specs))
     space = _search_space(p, key, search, graphs)
     module_config, sizes = _sizes(p, key, module_overrides, examples, epochs)
+    ordered = _baselines_taking(ordered, specs[:tasks], module_config, named=methods is not None)
     _check_sources(sources)
     return cls(sequence=key, methods=ordered, fractions=fractions, seeds=seeds, preset=preset,
                tasks=tasks, budget=budget, budgets=budgets, space=space, module_config=module_config,
@@ -207,7 +210,7 @@ class EvalConfig:
 
 
 def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[str, ...],
-             graphs: bool) -> tuple[str, ...]:
+             graphs: bool, specs: Sequence[Any]) -> tuple[str, ...]:
   """The methods in run order ("houdini_<strategy>" first, then the baselines), checked."""
   methods = tuple(methods) if methods is not None else default_methods(key, graphs)
   for m in methods:
@@ -219,8 +222,9 @@ def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[str, ...
     raise ConfigError(f"unknown strategy in {', '.join(strategies) or '(none)'}; the strategies are "
                       f"{', '.join(STRATEGIES)}")
   if "pnn" in methods and graphs:
+    k, spec = next(((k, s) for k, s in enumerate(specs) if _has_graphs([s])), (0, specs[0]))
     raise ConfigError(f"pnn is not defined for the graph sequence {key} (the paper does not compare "
-                      "progressive networks on graphs)")
+                      f"progressive networks on graphs): task {k + 1}, {spec.name} : {spec.type}")
   if "standalone_with_fold" in methods:
     if key != "ss":
       raise ConfigError("standalone_with_fold is the SS sequence's baseline (the paper's appendix, "
@@ -230,6 +234,24 @@ def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[str, ...
                         "methods")
   ordered = [f"houdini_{s}" for s in strategies if "houdini" in methods]
   return tuple(ordered + [m for m in BASELINES if m in methods])
+
+
+def _baselines_taking(methods: tuple[str, ...], specs: Sequence[Any], module_config: ModuleConfig,
+                      named: bool) -> tuple[str, ...]:
+  """`methods` with each baseline checked against the tasks run (`specs`), before anything trains: one
+  that cannot take a task is refused in one line naming it, the task and its type where the caller
+  `named` the methods, else (the default methods) left out."""
+  types = [s.type for s in specs]
+  elements = [element_type(s.kind) for s in specs]
+  kept = []
+  for m in methods:
+    refused = refusal(m, types, module_config, elements) if m in BASELINES else None
+    if refused is None:
+      kept.append(m)
+    elif named:
+      k, why = refused
+      raise ConfigError(f"{m} cannot take task {k + 1}, {specs[k].name} : {specs[k].type}: {why}")
+  return tuple(kept)
 
 
 def _runs(p: Preset, key: str, fractions: Sequence[float] | None, seeds: Sequence[int] | None,

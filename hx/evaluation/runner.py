@@ -216,13 +216,22 @@ class _Runner:
                                      "command again to train it anew") from None
     return cache[index]
 
+  def shares_regressor(self, seq: Any, index: int) -> bool:
+    """Whether graph task `index` of `seq` maps the regressor of the sequence's first task (`regressor`):
+    where the first task is an image or vector task whose network is the graph network's regressor (the
+    paper's graph sequences); else (a user's sequence) the graph baselines learn their own (ours)."""
+    first, graph = (self.architecture(seq.tasks[j]) for j in (0, index))
+    return (index > 0 and first.kind in ("image", "vector")
+            and first.specs == graph.specs[:2])
+
   def regressor(self, instance: int, seq: Any) -> Any:
     """The regressor a graph task's baselines start from (an `hx.baselines.Network` of the first task's
-    image architecture): the regression network HOUDINI's program learned on the sequence's first task,
-    where a HOUDINI method runs and its winner there is one (`compose(MLP, CNN)` of the standalone
-    architecture's types), so that every method's graph task maps the same regressor, the paper's
-    protocol ("shared the regressors learned for the first tasks across the competing methods"); else
-    the standalone network's own first task's network.
+    image or vector architecture, where `shares_regressor`): the regression network HOUDINI's program
+    learned on the sequence's first task, where a HOUDINI method runs and its winner there is one
+    (`compose(MLP, E)` of the standalone architecture's types, E its CNN or vector MLP), so that every
+    method's graph task maps the same regressor, the paper's protocol ("shared the regressors learned
+    for the first tasks across the competing methods"); else the standalone network's own first task's
+    network.
 
     Raises:
       RuntimeError: neither exists.
@@ -251,16 +260,16 @@ class _Runner:
     arch = self.architecture(seq.tasks[0])
     library = Library.load(saved)  # after the first task: its winner's functions only
     program = parse(library.entries[0].provenance.program) if library.entries else None
-    if (arch.kind != "image" or not isinstance(program, P.Compose)
+    if (arch.kind not in ("image", "vector") or not isinstance(program, P.Compose)
         or not all(isinstance(f, (P.Fresh, P.Lib)) for f in (program.f, program.g))):
-      logging.info("%s's first program is not an MLP over a CNN: the graph baselines map the standalone "
-                   "network's regressor", method)
+      logging.info("%s's first program is not an MLP over an encoder: the graph baselines map the "
+                   "standalone network's regressor", method)
       return None
-    mlp, cnn = (library[f.name] for f in (program.f, program.g))
-    if (cnn.type, mlp.type) != (arch.spec(baselines.CNN).type, arch.spec(baselines.MLP).type):
+    mlp, encoder = (library[f.name] for f in (program.f, program.g))
+    if (encoder.type, mlp.type) != (arch.spec(arch.encoder).type, arch.spec(baselines.MLP).type):
       return None
     return baselines.Network(method=method, task=library.entries[0].provenance.task, architecture=arch,
-                             modules={baselines.CNN: cnn.variables, baselines.MLP: mlp.variables})
+                             modules={arch.encoder: encoder.variables, baselines.MLP: mlp.variables})
 
   def keep_network(self, method: str, instance: int, index: int, network: Any) -> None:
     baselines.save_network(network, self.network_path(method, instance, index))
@@ -367,7 +376,7 @@ class _Runner:
     def source(network: Any) -> dict:
       return {"task": network.task, "method": network.method, "version": network_version(network)}
 
-    graph = self.architecture(full.spec).kind == "graph"
+    graph = self.architecture(full.spec).kind == "graph" and self.shares_regressor(seq, index)
     if method == "standalone":
       regressor = self.regressor(instance, seq) if graph else None
       result = baselines.standalone(task, c.module_config, tune_config, seed=seed, element=element,
