@@ -36,7 +36,8 @@ from hx.data.sources import Sources
 from hx.data.task import Task
 from hx.data.tasks import TaskSizes, TaskSpec, build_task
 
-__all__ = ["SEQUENCES", "AUTHORS_DIGIT_PAIRS", "AUTHORS_CLASSES", "Sequence", "TaskStream", "sequence"]
+__all__ = ["SEQUENCES", "AUTHORS_DIGIT_PAIRS", "AUTHORS_CLASSES", "PAPER_LIBRARY_SEEDS", "Sequence",
+           "TaskStream", "sequence", "check_library_seed"]
 
 SEQUENCES: dict[str, tuple[str, ...]] = {
     "cs1": ("recognize_digit(d1)", "recognize_digit(d2)", "count_digit(d1)", "count_digit(d2)"),
@@ -64,6 +65,26 @@ AUTHORS_CLASSES: dict[str, tuple[dict[str, int], ...]] = {
 """The authors' five instantiations (seeds 0-4) of the sequences they fixed, as class variable values
 (module docstring); LS's nine classes are written in task order there and map onto its six variables."""
 
+PAPER_LIBRARY_SEEDS: dict[str, str] = {
+    "cs1": "cs1", "cs2": "cs2", "cs3": "cs3", "ss": "ss", "gs1": "gs1", "gs2": "gs2", "ls": "ls"}
+"""Each paper sequence's `Sequence.library_seed`: its own name. A candidate's training seed hashes the
+names of the library functions it calls (`hx.synth.jobs.job_seed`), `nn_<sequence>_<k>`; before the field
+existed the sequence's name stood there, and the committed records under benchmarks/reproduction were
+made so. These values keep those seeds, and so those records' results."""
+
+
+def check_library_seed(value: Any, where: str) -> int | str:
+  """`value` if it can be a `Sequence.library_seed`: an integer >= 0, or lower case letters, digits and _.
+
+  Raises:
+    ValueError: anything else, naming `where` (the sequence) and the value.
+  """
+  if isinstance(value, bool) or not (isinstance(value, int) and value >= 0 or isinstance(value, str)
+                                     and re.fullmatch(r"[a-z0-9_]+", value)):
+    raise ValueError(f"{where}: library_seed must be an integer >= 0 or lower case letters, digits and _, "
+                     f"got {value!r}")
+  return value
+
 
 @dataclasses.dataclass(frozen=True)
 class Sequence:
@@ -79,6 +100,12 @@ class Sequence:
     tasks: the task specs, in order (each a `TaskSpec`; for a user's tasks, their `spec`).
     sources, sizes: where the paper's tasks' data comes from and how big their splits are.
     built: a user's sequence's tasks, in order; None for the paper's (built by `build_task`).
+    library_seed: what the sequence's library functions stand for in the training seed of a candidate
+      that calls them (`hx.synth.space.with_library_seed`): `nn_<library_seed>_<k>` in place of their
+      names `nn_<name>_<k>`, so that a sequence's results do not depend on its name. 0 for a user's
+      sequence by default (give another to vary those trainings, as the instantiation's seed varies all
+      of them); the paper's sequences' own names (`PAPER_LIBRARY_SEEDS`), with which their committed
+      records were made.
   """
   name: str
   seed: int
@@ -87,14 +114,19 @@ class Sequence:
   sources: Sources = Sources()
   sizes: TaskSizes = TaskSizes()
   built: tuple[Task, ...] | None = dataclasses.field(default=None, repr=False, compare=False)
+  library_seed: int | str = 0
+
+  def __post_init__(self):
+    check_library_seed(self.library_seed, f"sequence {self.name}")
 
   @classmethod
-  def of(cls, name: str, tasks: Iterable[Task], seed: int = 0) -> Sequence:
-    """A sequence of the user's tasks (e.g. `hx.Task.from_arrays`'s), in order, for instantiation `seed`.
+  def of(cls, name: str, tasks: Iterable[Task], seed: int = 0, library_seed: int | str = 0) -> Sequence:
+    """A sequence of the user's tasks (e.g. `hx.Task.from_arrays`'s), in order, for instantiation `seed`;
+    `library_seed` as the attribute (its name never seeds anything).
 
     Raises:
-      ValueError: no task, a name that is not an identifier, a value that is not a task, or two tasks of
-        one name (records and training settings are keyed by it).
+      ValueError: no task, a name that is not an identifier, a value that is not a task, two tasks of
+        one name (records and training settings are keyed by it), or a bad `library_seed`.
     """
     tasks = tuple(tasks)
     if not re.fullmatch(r"[a-z][a-z0-9_]*", str(name)):
@@ -114,7 +146,7 @@ class Sequence:
     twice = sorted({k for k in own if kinds.count(k) > 1})
     if twice:
       raise ValueError(f"sequence {name}: two tasks are named {twice[0]!r}; give each task its own name")
-    return cls(name, seed, (), tuple(t.spec for t in tasks), built=tasks)
+    return cls(name, seed, (), tuple(t.spec for t in tasks), built=tasks, library_seed=library_seed)
 
   def __len__(self) -> int:
     return len(self.tasks)
@@ -150,11 +182,15 @@ class TaskStream:
     name: the sequence's name (as `Sequence.of`).
     tasks: the tasks (the same for every seed; the seed then varies the trainings only), or a function of
       the seed giving them (e.g. drawing classes or examples with it).
+    library_seed: every instance's `Sequence.library_seed` (default 0): the sequence's results do not
+      depend on its name.
   """
   name: str
   tasks: tuple[Task, ...] | Callable[[int], Iterable[Task]]
+  library_seed: int | str = 0
 
   def __post_init__(self):
+    check_library_seed(self.library_seed, f"sequence {self.name}")
     # Each seed's instance is built once: a function of the seed may draw or load its data, and a run
     # asks for an instance several times (its configuration, settings file and each method).
     object.__setattr__(self, "_instances", {})
@@ -166,7 +202,7 @@ class TaskStream:
     """The sequence for instantiation `seed` (built on first use, then kept)."""
     if seed not in self._instances:
       tasks = self.tasks(seed) if callable(self.tasks) else self.tasks
-      self._instances[seed] = Sequence.of(self.name, tasks, seed)
+      self._instances[seed] = Sequence.of(self.name, tasks, seed, self.library_seed)
     return self._instances[seed]
 
   def __len__(self) -> int:
@@ -205,4 +241,5 @@ def sequence(name: str, seed: int = 0, sources: Sources = Sources(),
   for template in templates:
     m = re.fullmatch(r"([a-z_]+)(?:\(([a-z]\d*)\))?", template)
     specs.append(TaskSpec(m.group(1), classes[m.group(2)] if m.group(2) else None))
-  return Sequence(key, seed, tuple(classes.items()), tuple(specs), sources, sizes)
+  return Sequence(key, seed, tuple(classes.items()), tuple(specs), sources, sizes,
+                  library_seed=PAPER_LIBRARY_SEEDS[key])

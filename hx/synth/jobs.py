@@ -171,8 +171,10 @@ def step_costs(results: Sequence[JobResult | None]) -> list[float | None]:
 
 
 def job_seed(seed: int, candidate: Candidate) -> int:
-  """The training seed of `candidate` in a synthesis seeded with `seed` (independent of order)."""
-  return zlib.crc32(repr((seed, candidate.key)).encode()) & 0x7FFFFFFF
+  """The training seed of `candidate` in a synthesis seeded with `seed` (independent of order): a hash of
+  the seed and its equivalence class (`Candidate.seed_key`: its key, with a sequence's library functions
+  named after the sequence's `library_seed` where `hx.synth.space.with_library_seed` set it)."""
+  return zlib.crc32(repr((seed, candidate.seed_key)).encode()) & 0x7FFFFFFF
 
 
 def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: TaskContext, *,

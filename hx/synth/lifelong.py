@@ -26,7 +26,9 @@ train for 1,000 epochs, hours here). The checkpoints hold variables (megabytes) 
 candidates' small files can travel (a committed reproduction keeps them): where the checkpoints are
 gone, a finished candidate's kept outcome stands in for it, and only the winner is trained again, for
 the library, so a task longer than one sitting still finishes over several. Every seed derives
-from the run's seed, the task's position and the fraction, never from the clock, and the library's
+from the run's seed, the task's position and the fraction, never from the clock or the sequence's name
+(a candidate that calls the library is seeded with its functions named after the sequence's
+`library_seed`, `hx.synth.space.with_library_seed`), and the library's
 provenance time is the run's start time recorded in settings.json, so a resumed run ends with the same
 programs, scores and library as an uninterrupted one. A directory holding a run with other settings is
 refused with a message naming what differs.
@@ -135,16 +137,28 @@ def library_size(library: Any) -> dict:
 
 def _settings(sequence: Any, strategy: str, fractions: Sequence[float], budget: Any, space: SearchSpace,
               module_config: Any, tune_configs: dict, evolution: EvolutionConfig, keep: int) -> dict:
+  # A library seed other than the sequence's name (a user's sequence's) seeds other trainings: written
+  # then only, so that the paper's runs, whose names were their library seeds, keep their settings.
+  library_seed = _library_seed(sequence)
   return jsonable({
-      "sequence": sequence.name, "seed": sequence.seed, "classes": dict(sequence.classes),
+      "sequence": sequence.name, "seed": sequence.seed,
+      **({} if library_seed is None or str(library_seed) == sequence.name
+         else {"library_seed": library_seed}),
+      "classes": dict(sequence.classes),
       "tasks": [t.name for t in sequence.tasks], "sources": sequence.sources.identity(),
       "sizes": sequence.sizes,
       "strategy": strategy, "fractions": list(fractions), "budget": budget, "space": space,
       "module_config": module_config, "tune_configs": tune_configs, "evolution": evolution, "keep": keep})
 
 
-def _rebuilt_library(full: Any, library: Any, rec: dict, *, sequence: str, seed: int, fraction: float,
-                     module_config: Any, tune_config: Any, keep: int, when: str) -> Any:
+def _library_seed(sequence: Any) -> Any:
+  """The sequence's `library_seed` (`hx.data.Sequence`: what its library functions stand for in the seeds
+  of the candidates that call them, in place of its name), or None for a sequence without one."""
+  return getattr(sequence, "library_seed", None)
+
+
+def _rebuilt_library(full: Any, library: Any, rec: dict, *, sequence: str, library_seed: Any, seed: int,
+                     fraction: float, module_config: Any, tune_config: Any, keep: int, when: str) -> Any:
   """The library after the task `full` whose record at the largest fraction is `rec`: `library` with its
   winner trained again (`hx.synth.synthesize.retrain_winner`), or `library` itself when nothing won."""
   from hx.lang import parse, parse_type
@@ -159,7 +173,7 @@ def _rebuilt_library(full: Any, library: Any, rec: dict, *, sequence: str, seed:
   rebuilt, result = retrain_winner(task, library, parse(best["program"]),
                                    {n: parse_type(t) for n, t in best["fresh_types"].items()}, seed=seed,
                                    module_config=module_config, tune_config=tune_config, sequence=sequence,
-                                   runners_up=runners_up, when=when)
+                                   runners_up=runners_up, when=when, library_seed=library_seed)
   logging.info("%s: library rebuilt from its record by training %s again: validation %.6g (recorded %.6g)",
                task.name, best["program"], result.val_score, best["val"])
   return rebuilt
@@ -292,6 +306,7 @@ def _rebuilt_from_records(plan: _Plan, library: Any, done: int, stop_after: int 
       break
     recorded = [read_record(p) for p in paths]
     library = _rebuilt_library(full, library, recorded[-1], sequence=seq.name,
+                               library_seed=_library_seed(seq),
                                seed=training_seed(seq.seed, done, plan.fractions[-1]),
                                fraction=plan.fractions[-1], module_config=plan.module_config,
                                tune_config=plan.configs[full.spec.kind], keep=plan.keep, when=plan.started)
@@ -317,7 +332,7 @@ def _search_task(plan: _Plan, i: int, library: Any, executor: Any, records: list
                         space=plan.space, module_config=plan.module_config,
                         tune_config=plan.configs[full.spec.kind], evolution=plan.evolution, executor=executor,
                         sequence=seq.name, keep=plan.keep, progress=plan.progress, when=plan.started,
-                        checkpoint_dir=saving, scores_dir=scores)
+                        checkpoint_dir=saving, scores_dir=scores, library_seed=_library_seed(seq))
     rec = record(result, task, sequence=seq.name, index=i + 1, fraction=f, seed=seed, library_before=library)
     write_json(record_file(directory, i + 1, full.name, f), rec)
     records.append(rec)

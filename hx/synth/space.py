@@ -23,8 +23,10 @@ finally checked by `hx.compile.compile_program` itself.
 **Intermediate types.** Type variables left open in a complete program (the value between `nn_a` and
 `map_l(...)`) are chosen by `SearchSpace`: the result of a fresh function from an image is that image's
 CNN feature vector (`Tensor<real>[1024]` for 28x28 images at the paper's sizes: the paper's CNN has no
-output layer), and before it the output type of each module registered for that image
-(`hx.compile.register_module`: a user's encoder in place of the CNN); any other open type takes each of
+output layer). A module registered for A -> B (`hx.compile.register_module`: a user's encoder) makes B
+the first choice of the open result of every fresh function from A, an image or any other tensor (then
+that fresh function is the user's module: `compose(nn_1, nn_2)` with `nn_2 : A -> B` is an MLP after the
+user's encoder); after it an image's CNN features; any other open type takes each of
 `SearchSpace.intermediate_types` in turn (default
 `Tensor<bool>[1]`, the recognizer output the paper's counting programs pass on, then `Tensor<real>[1]`;
 the paper preset takes the authors' `AUTHORS_INTERMEDIATE_TYPES`, `Tensor<bool>[1]` then
@@ -73,7 +75,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Collection, Iterator, Mapping, Sequence
 
 from hx.defaults import OMIT_DEFAULT
 from hx.lang import program as P
@@ -97,7 +99,7 @@ __all__ = [
   "COMBINATORS", "Costs", "SearchSpace", "Candidate", "Completer", "normal_form", "equivalence_key",
   "hole_role", "fillers", "program_cost", "priority", "library_types_of", "check_candidate", "ORDERS",
   "AUTHORS_LIST_COMBINATORS", "AUTHORS_GRAPH_COMBINATORS", "AUTHORS_INTERMEDIATE_TYPES", "authors_size",
-  "authors_filter_reason", "paper_space",
+  "authors_filter_reason", "paper_space", "with_library_seed",
 ]
 
 COMBINATORS = ("map_l", "map_g", "fold_l", "fold_g", "conv_l", "conv_g", "repeat", "fix")
@@ -148,7 +150,8 @@ class SearchSpace:
     stacked_fresh: propose a fresh function applied right after another fresh function that does not
       take an image. Off by default: the inner network already ends in a learned output layer, so the
       pair is a deeper network of the same kind, not a new program structure (an MLP after a CNN is kept:
-      the paper's CNN has no output layer).
+      the paper's CNN has no output layer; so is a pair one of which is a user's registered module,
+      `hx.compile.register_module`: a network after a user's encoder is a structure of its own).
     normal_forms_only: propose only normal forms (`normal_form`): one program per equivalence class.
       Off only to count every program (benchmarks/count_programs.py).
     prune_templates: never propose a fresh function of a type no module template can have (e.g. one
@@ -253,15 +256,24 @@ class Candidate:
     types: (fresh name, type) pairs, in the same order; no type variables.
     cost: its cost (`program_cost`).
     key: its equivalence class (`equivalence_key`); equal keys compute the same function.
+    seeded_as: what its training seed hashes in place of `key` (`hx.synth.jobs.job_seed`), or None for
+      `key` itself: the key with a sequence's library functions renamed after its `library_seed`
+      (`with_library_seed`), so that a sequence's name seeds nothing. Not part of equality.
   """
   program: P.Program
   types: tuple[tuple[str, Type], ...]
   cost: float
   key: tuple
+  seeded_as: tuple | None = dataclasses.field(default=None, compare=False, repr=False)
 
   @property
   def fresh_types(self) -> dict[str, Type]:
     return dict(self.types)
+
+  @property
+  def seed_key(self) -> tuple:
+    """What its training seed hashes: `seeded_as`, or else `key`."""
+    return self.key if self.seeded_as is None else self.seeded_as
 
   @property
   def size(self) -> int:
@@ -305,6 +317,33 @@ def equivalence_key(program: P.Program, fresh_types: Mapping[str, Type]) -> tupl
   names = P.fresh_names(nf)
   mapping = {n: f"nn_{i}" for i, n in enumerate(names, 1)}
   return (str(P.rename_fresh(nf, mapping)), tuple(str(fresh_types[n]) for n in names))
+
+
+def with_library_seed(candidate: Candidate, sequence: str, library_seed: int | str) -> Candidate:
+  """`candidate` seeded as if the library functions of `sequence` it calls, `lib.nn_<sequence>_<k>`
+  (`hx.synth.Library.add`'s names), were `lib.nn_<library_seed>_<k>` (`Candidate.seeded_as`).
+
+  Why: a candidate's training seed hashes its equivalence key, which names the library functions it
+  calls, and those are named after the sequence; so renaming a sequence changed its results. A
+  sequence's `library_seed` (`hx.data.Sequence`) stands in for its name there: 0 by default for a
+  user's, the paper's sequences their own names, with which their committed records were made (for
+  them nothing changes). Library functions of other sequences keep their names.
+  """
+  label = str(library_seed)
+  if label == sequence:
+    return candidate
+  mapping = {}
+  for name in P.library_names(candidate.program):
+    head, _, k = name.rpartition("_")
+    if head == f"nn_{sequence}" and k.isdigit():
+      mapping[name] = f"nn_{label}_{k}"
+  if not mapping:
+    return candidate
+  program = candidate.program
+  for pos, t in P.subterms(candidate.program):
+    if isinstance(t, P.Lib) and t.name in mapping:
+      program = P.replace(program, pos, P.Lib(mapping[t.name]))
+  return dataclasses.replace(candidate, seeded_as=equivalence_key(program, candidate.fresh_types))
 
 
 # --- Costs ----------------------------------------------------------------------------------------
@@ -517,64 +556,76 @@ class Completer:
     return TensorType("real", (f,)) if f else None
 
   @staticmethod
-  def _registered(image: TensorType) -> list[Type]:
-    """The output types of the modules registered for a function from `image` (`register_module`), in
-    the order they were registered."""
+  def _registered(*args: Type) -> list[Type]:
+    """The output types of the modules registered for a function of `args` (`register_module`), in the
+    order they were registered."""
     from hx.compile.modules import registered_modules
 
-    return [r.output for r in registered_modules().values() if r.args == (image,)]
+    return [r.output for r in registered_modules().values() if r.args == args]
+
+  @staticmethod
+  def _is_registered(t: Type) -> bool:
+    """Whether a fresh function of type `t` gets a user's registered module (`register_module`)."""
+    from hx.compile.modules import registered_modules
+
+    return any(r.type == t for r in registered_modules().values())
 
   def _choices(self, fresh: Mapping[str, Type]) -> list[tuple[str, list[Type]]]:
-    """Each open type variable with the types it may take. The open result of a fresh function from an
-    image takes first the output type of each module registered for that image (a user's encoder in
-    place of the CNN: `hx.compile.register_module`), then the CNN's features (with `image_features`),
-    or else the intermediate types."""
+    """Each open type variable with the types it may take. The open result of a fresh function whose
+    arguments are known takes first the output type of each module registered for those arguments (a
+    user's encoder: `hx.compile.register_module`); then, from an image, the CNN's features (with
+    `image_features`), or else the intermediate types."""
     choices: dict[str, list[Type]] = {}
     for t in fresh.values():
       args, result = function_parts(t)
-      if len(args) == 1 and is_image(args[0]) and isinstance(result, TypeVar):
-        options = self._registered(args[0])
-        features = self._features(args[0]) if self.space.image_features else None
-        if features is not None:
-          options.append(features)
-        elif options:  # what the open type takes without a registration, after the registered ones
-          options += self.space.intermediate_types
-        if options:
-          choices.setdefault(result.name, list(dict.fromkeys(options)))
+      if not isinstance(result, TypeVar) or any(type_variables(a) for a in args):
+        continue
+      options = self._registered(*args)
+      image = len(args) == 1 and is_image(args[0])
+      features = self._features(args[0]) if image and self.space.image_features else None
+      if features is not None:
+        options.append(features)
+      elif options:  # what the open type takes without a registration, after the registered ones
+        options += self.space.intermediate_types
+      if options:
+        choices.setdefault(result.name, list(dict.fromkeys(options)))
     for t in fresh.values():
       for v in sorted(type_variables(t)):
         choices.setdefault(v, list(self.space.intermediate_types))
     return list(choices.items())
 
   def _stacked(self, program: P.Program, fresh: Mapping[str, Type]) -> bool:
-    """Whether a fresh function is applied right after a fresh function that does not take an image."""
+    """Whether a fresh function is applied right after a fresh function that does not take an image,
+    neither of them a user's registered module."""
     for _, t in P.subterms(program):
       if isinstance(t, P.Compose):
         chain = P.chain(t)
         for outer, inner in zip(chain, chain[1:]):
           if isinstance(outer, P.Fresh) and isinstance(inner, P.Fresh):
             args, _ = function_parts(fresh[inner.name])
-            if not (len(args) == 1 and is_image(args[0])):
+            if not (len(args) == 1 and is_image(args[0])) and not (
+                self._is_registered(fresh[inner.name]) or self._is_registered(fresh[outer.name])):
               return True
     return False
 
   def authors_reason(self, program: P.Program, fresh: Mapping[str, Type]) -> str | None:
     """Why the authors' code would not train `program` with these fresh types, or None if it would
     (`authors_filter_reason`)."""
-    # A user's module from an image takes the CNN's place (its output counts as features).
+    # A user's module of one argument takes the CNN's place (its output counts as features).
     features = {spec.output for spec in self.library_specs.values()
-                if spec.template == "cnn" or (spec.template == "user" and is_image(spec.inputs[0]))}
+                if spec.template == "cnn" or (spec.template == "user" and len(spec.inputs) == 1)}
     for t in fresh.values():
       args, _ = function_parts(t)
-      if len(args) == 1 and is_image(args[0]):
-        f = self._features(args[0])
+      if len(args) == 1:
+        f = self._features(args[0]) if is_image(args[0]) else None
         if f is not None:
           features.add(f)
         features.update(self._registered(args[0]))
     templates = [self.library_specs[t.name].template for _, t in P.subterms(program)
                  if isinstance(t, P.Lib) and t.name in self.library_specs]
     repeats = sum(isinstance(t, (P.Repeat, P.Fix)) for _, t in P.subterms(program))
-    return authors_filter_reason(fresh, features, templates, repeats)
+    user = {n for n, t in fresh.items() if self._is_registered(t)}
+    return authors_filter_reason(fresh, features, templates, repeats, user=user)
 
   def buildable(self, program: P.Program, fresh: Mapping[str, Type]) -> bool:
     """Whether the compiler builds `program` with these fresh types (no type variables), and the space
@@ -626,7 +677,7 @@ AUTHORS_MAX_OPEN_TYPES = 2
 
 
 def authors_filter_reason(fresh: Mapping[str, Type], features: set[Type], library_templates: Sequence[str],
-                          repeats: int) -> str | None:
+                          repeats: int, *, user: Collection[str] = ()) -> str | None:
   """Why the authors' code would not train a candidate, or None if it would.
 
   Their `is_evaluable` admits at most three fresh functions, each of one of these types: an image to its
@@ -634,7 +685,8 @@ def authors_filter_reason(fresh: Mapping[str, Type], features: set[Type], librar
   graph convolution's kernel), or two vectors to a vector (a fold's step). Every other fresh function is
   refused, a vector to a vector among them (its check of a vector argument ends in a refusal either way).
   At most one MLP: fresh ones and library ones (`library_templates` has a template per library function
-  occurrence). At most one `repeat` (hx's `fix` counts as one).
+  occurrence). At most one `repeat` (hx's `fix` counts as one). A user's registered module (`user`,
+  ours: the authors' code has none) is admitted as their CNN is, in the place of a network of theirs.
 
   Args:
     fresh: fresh name -> type, without type variables.
@@ -642,6 +694,7 @@ def authors_filter_reason(fresh: Mapping[str, Type], features: set[Type], librar
       64x4x4 tensor, so "from features" is told from "from a vector" by the type).
     library_templates: the module template of each library function occurrence.
     repeats: the number of `repeat` and `fix` nodes.
+    user: the fresh functions that are a user's registered modules (`hx.compile.register_module`).
   """
   if len(fresh) > AUTHORS_MAX_FRESH:
     return f"more than {AUTHORS_MAX_FRESH} fresh functions"
@@ -651,7 +704,9 @@ def authors_filter_reason(fresh: Mapping[str, Type], features: set[Type], librar
   mlps = sum(t == "mlp" for t in library_templates)
   for name, t in fresh.items():
     args, result = function_parts(t)
-    if len(args) == 1 and is_image(args[0]):
+    if name in user:
+      pass
+    elif len(args) == 1 and is_image(args[0]):
       if result not in features:
         return f"{name} : {t} takes an image to something other than CNN features"
     elif len(args) == 1 and args[0] in features and vector(result):

@@ -20,7 +20,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from absl import logging
 
@@ -34,7 +34,7 @@ from hx.synth.executors import Executor, make_executor
 from hx.synth.jobs import Job, JobResult, TaskContext, job_seed, run_job
 from hx.synth.progress import Progress
 from hx.synth.schedules import Schedule, Scored, ToEnd
-from hx.synth.space import Candidate, Completer, SearchSpace
+from hx.synth.space import Candidate, Completer, SearchSpace, with_library_seed
 from hx.synth.strategies import STRATEGIES, Strategy, make_strategy
 from hx.synth.topdown import EnumerationStats
 
@@ -278,7 +278,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
                executor: Executor | str | None = None, sequence: str | None = None, keep: int = 3,
                progress: bool = False, when: str | None = None,
                checkpoint_dir: os.PathLike | str | None = None,
-               scores_dir: os.PathLike | str | None = None) -> SynthesisResult:
+               scores_dir: os.PathLike | str | None = None,
+               library_seed: int | str | None = None) -> SynthesisResult:
   """Searches programs for `task`, trains them, ranks them and extends the library with the winner.
 
   Args:
@@ -299,6 +300,9 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
       it. A parallel executor is handed `parallelism` candidates or more at a time (all of the
       candidate budget at once when there is no time budget).
     sequence: names the new library functions nn_<sequence>_<k> (default: the task's kind, else "task").
+    library_seed: with `sequence`, what the library functions nn_<sequence>_<k> a candidate calls stand
+      for in its training seed, nn_<library_seed>_<k> (`hx.synth.space.with_library_seed`), so that the
+      sequence's name seeds nothing (`hx.data.Sequence.library_seed`); None: their names.
     keep: how many of the best candidates keep their trained variables (and are named as the paper's
       tables name their top 3).
     progress: show the progress (`hx.synth.progress.Progress`: a bar on a terminal, plain lines
@@ -349,7 +353,8 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     with show.watching():  # the epochs of candidates that train in this process move the bar
       search, results, estimates = _search_and_train(task.type, context, executor, show, strategy=strategy,
                                                      budget=budget, space=space, evolution=evolution,
-                                                     seed=seed, wall=wall, first=first, then=then)
+                                                     seed=seed, wall=wall, first=first, then=then,
+                                                     seeded=_seeded(sequence, library_seed))
   finally:
     show.close()
     if owned:
@@ -378,12 +383,13 @@ def _check_arguments(strategy: str, budget: Budget, keep: int, space: SearchSpac
 
 def _search_and_train(task_type: Type, context: TaskContext, executor: Executor, show: Progress, *,
                       strategy: str, budget: Budget, space: SearchSpace, evolution: EvolutionConfig,
-                      seed: int, wall: float, first: Sequence[Candidate] = (), then: Any = None
+                      seed: int, wall: float, first: Sequence[Candidate] = (), then: Any = None,
+                      seeded: Callable[[Candidate], Candidate] = lambda c: c
                       ) -> tuple[Strategy, list[JobResult], dict[int, Scored]]:
   """The strategy proposes, the schedule trains, until the strategy stops or the budget runs out: the
   strategy, every candidate's result in the order of their jobs, and the estimates of those the schedule
   stopped before the end (by job index). `first` and `then`: `TopDown`'s (`first` on top of the budget's
-  candidates)."""
+  candidates); `seeded`: each proposed candidate as its training is seeded (`_seeded`)."""
   deadline = None if budget.seconds is None else wall + budget.seconds
   results: list[JobResult] = []
   estimates: dict[int, Scored] = {}
@@ -405,7 +411,7 @@ def _search_and_train(task_type: Type, context: TaskContext, executor: Executor,
   schedule = budget.training_schedule
   scores: dict[tuple, float] = {}
   while (proposed := search.propose(scores)) is not None:
-    got = schedule.run(proposed, context, seed,
+    got = schedule.run((seeded(c) for c in proposed), context, seed,
                        lambda ctx, jobs: _run(executor, ctx, jobs, show, search.enumeration), out_of_time,
                        first_index=len(results), batch=search.batch)
     results.extend(got.results)
@@ -507,7 +513,8 @@ def _run(executor: Executor, context: TaskContext, jobs: Sequence[Job], show: Pr
 
 def retrain_winner(task: Any, library: Any, program: Any, fresh_types: dict, *, seed: int,
                    module_config: Any = None, tune_config: Any = None, sequence: str | None = None,
-                   runners_up: Sequence[Any] = (), when: str | None = None) -> tuple[Any, JobResult]:
+                   runners_up: Sequence[Any] = (), when: str | None = None,
+                   library_seed: int | str | None = None) -> tuple[Any, JobResult]:
   """The library a `synthesize(task, library, seed=seed, ...)` whose winner was `program` returned,
   rebuilt by training that one candidate again, as the synthesis trained it (the same job seed, training
   settings and library), and adding it as `synthesize` does; `runners_up`: the programs the synthesis
@@ -528,8 +535,9 @@ def retrain_winner(task: Any, library: Any, program: Any, fresh_types: dict, *, 
 
   kind = getattr(getattr(task, "spec", None), "kind", None)
   context = task_context(task, library, module_config, _tune_config(task, tune_config))
-  candidate = Candidate(program, tuple((n, fresh_types[n]) for n in P.fresh_names(program)), 0.0,
-                        equivalence_key(program, fresh_types))
+  candidate = _seeded(sequence, library_seed)(Candidate(
+      program, tuple((n, fresh_types[n]) for n in P.fresh_names(program)), 0.0,
+      equivalence_key(program, fresh_types)))
   executor = make_executor(None)
   try:
     (result,) = executor.run(context, [Job(0, candidate, job_seed(seed, candidate))])
@@ -540,6 +548,14 @@ def retrain_winner(task: Any, library: Any, program: Any, fresh_types: dict, *, 
   added = _extend(context.library, [result], context, sequence or kind or "task", task.name, when,
                   runners_up=runners_up)
   return added.library, result
+
+
+def _seeded(sequence: str | None, library_seed: int | str | None) -> Callable[[Candidate], Candidate]:
+  """A candidate as its training is seeded: with `sequence`'s library functions named after
+  `library_seed` (`hx.synth.space.with_library_seed`); as it is without both."""
+  if sequence is None or library_seed is None:
+    return lambda c: c
+  return lambda c: with_library_seed(c, sequence, library_seed)
 
 
 def _trained_again(kept: JobResult, context: TaskContext) -> JobResult:
