@@ -74,7 +74,7 @@ def jax_parts(a: dict[str, np.ndarray]) -> dict[str, Callable[[], object]]:
 
   import hx  # noqa: F401  (requests XLA's own convolutions before the backend starts)
   from hx.compile.conv_pool import conv_valid as _conv_valid
-  from hx.compile.modules import _max_pool
+  from hx.compile.conv_pool import max_pool as _max_pool
 
   v = {k: jnp.asarray(x) for k, x in a.items()}
 

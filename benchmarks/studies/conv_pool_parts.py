@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
   import hx  # noqa: F401  (XLA's own convolutions, as hx trains)
   from hx.compile import conv_pool
   from hx.compile.conv_pool import conv_valid as _conv_valid
-  from hx.compile.modules import _max_pool
+  from hx.compile.conv_pool import max_pool as _max_pool
 
   if not conv_pool.load_kernels():
     raise SystemExit("hx's CPU kernels cannot be built here (see the warning)")

@@ -40,14 +40,54 @@ namespace {
 // The backward pass's images in kGroups fixed groups (boundaries R * c / kGroups), each with its own partial
 // weight and bias gradients, added in group order: the one summation order, whatever the thread count.
 constexpr int64_t kGroups = 8;
-constexpr int64_t kLanes = 16;  // channels per vector
 
-typedef float v16 __attribute__((vector_size(64), aligned(4)));
-typedef int32_t v16i __attribute__((vector_size(64)));
-typedef uint8_t v16b __attribute__((vector_size(16), aligned(1)));
+// The vector width and register blocking of the instruction set compiled for (`-march`): 16 float lanes
+// and 32 registers with AVX-512, 8 lanes and 16 registers with AVX or AVX2 (FMA), 4 lanes elsewhere (SSE2,
+// and ARM's NEON with 32 registers). A vector wider than the machine's registers is split by the compiler
+// into several, and the register blocks below, sized for the wider registers, then spill to the stack
+// on every update: AVX2 ran the 16-lane kernels several times slower than XLA's own.
+#if defined(__AVX512F__)
+#define HX_LANES 16
+constexpr int kRegisters = 32;
+#elif defined(__AVX__)
+#define HX_LANES 8
+constexpr int kRegisters = 16;
+#elif defined(__aarch64__)
+#define HX_LANES 4
+constexpr int kRegisters = 32;
+#else
+#define HX_LANES 4
+constexpr int kRegisters = 16;
+#endif
+constexpr int64_t kLanes = HX_LANES;  // floats per vector
+// The channels the kernels take in whole groups (output channels, and input channels for the scatter
+// form): a fixed count, not the vector width, so that which blocks run here does not depend on the CPU.
+constexpr int64_t kChannels = 16;
+static_assert(kChannels % kLanes == 0, "a channel group is whole vectors");
+// Output vectors the forward pass keeps per window position: 4 positions x kForwardBlocks accumulators,
+// their weights and a broadcast input within the register file.
+constexpr int kForwardBlocks = kRegisters >= 32 ? 4 : 2;
+// Accumulator vectors of a register-blocked gradient loop (the rest: a broadcast and a loaded operand).
+constexpr int kChunk = kRegisters >= 32 ? 16 : 12;
 
-inline v16 Load(const float* p) { return *reinterpret_cast<const v16*>(p); }
-inline void Store(float* p, v16 v) { *reinterpret_cast<v16*>(p) = v; }
+typedef float vf __attribute__((vector_size(4 * HX_LANES), aligned(4)));
+typedef int32_t vi __attribute__((vector_size(4 * HX_LANES)));
+typedef uint8_t vb __attribute__((vector_size(HX_LANES), aligned(1)));
+
+inline vf Load(const float* p) { return *reinterpret_cast<const vf*>(p); }
+// A vector loaded once and used by several multiply-adds: held in a register. Compilers otherwise fold the
+// load into each multiply-add as a memory operand, and the loads, not the multiply-adds, bound the loop.
+inline vf Held(vf v) {
+#if defined(__AVX512F__)
+  asm("" : "+v"(v));
+#elif defined(__x86_64__) || defined(__i386__)
+  asm("" : "+x"(v));
+#elif defined(__aarch64__)
+  asm("" : "+w"(v));
+#endif
+  return v;
+}
+inline void Store(float* p, vf v) { *reinterpret_cast<vf*>(p) = v; }
 
 // What an exception thrown by `f` becomes: an error for XLA (an exception that leaves a thread of XLA's pool,
 // or a handler, ends the process).
@@ -159,52 +199,108 @@ inline void Offsets(const Dims& d, int64_t off[4]) {
   off[3] = (d.W + 1) * d.C;
 }
 
-// One image: NB vectors of 16 channels at a time, the window's four convolution outputs in registers.
+// The forward pass's weights repacked per block of B = NB * kLanes output channels: wp (O / B, K * K * C, B),
+// each block's weights contiguous, in the order the loops below read them.
+std::vector<float> PackWeights(const Dims& d, const float* __restrict w, int64_t B) {
+  const int64_t KKC = d.K * d.K * d.C;
+  std::vector<float> packed(KKC * d.O);
+  for (int64_t blk = 0; blk < d.O / B; ++blk)
+    for (int64_t t = 0; t < KKC; ++t)
+      std::memcpy(packed.data() + (blk * KKC + t) * B, w + t * d.O + blk * B, sizeof(float) * B);
+  return packed;
+}
+
+// Adds to acc[q] the convolution at window position q (offsets off[q] from base, the window's top left in
+// the image) over the K * C values of kernel rows [ky0, ky1), wb the block's packed weights.
 template <int NB>
-void ForwardImage(const Dims& d, const float* __restrict xn, const float* __restrict w,
-                  const float* __restrict bias, float* __restrict yn, uint8_t* __restrict an) {
-  const int64_t O = d.O, K = d.K, C = d.C, W = d.W;
+inline void WindowRows(const Dims& d, const float* __restrict base, const float* __restrict wb,
+                       const int64_t off[4], int64_t ky0, int64_t ky1, vf acc[4][NB]) {
+  constexpr int64_t B = NB * kLanes;
+  const int64_t KC = d.K * d.C, row = d.W * d.C;
+  for (int64_t ky = ky0; ky < ky1; ++ky) {
+    const float* xp = base + ky * row;
+    const float* wp = wb + ky * KC * B;
+    for (int64_t t = 0; t < KC; ++t) {  // (kx, c) of one kernel row, contiguous in x and in wb
+      vf wv[NB];
+      for (int nb = 0; nb < NB; ++nb) wv[nb] = Held(Load(wp + t * B + kLanes * nb));
+      for (int q = 0; q < 4; ++q) {
+        const float xv = xp[t + off[q]];
+        for (int nb = 0; nb < NB; ++nb) acc[q][nb] += xv * wv[nb];
+      }
+    }
+  }
+}
+
+// A window's output from its four positions' sums: h = relu(max + bias) into y and the position of the
+// first maximum, with kActive where the ReLU passes, into arg (NB vectors of channels each).
+template <int NB>
+inline void Window(const vf acc[4][NB], const float* __restrict bias, float* __restrict y,
+                   uint8_t* __restrict arg) {
+  for (int nb = 0; nb < NB; ++nb) {
+    vf best = acc[0][nb];
+    vi at = vi{};
+    for (int q = 1; q < 4; ++q) {
+      const vf v = acc[q][nb];
+      // A later position wins only if strictly larger (the first maximum), or if it is NaN, which
+      // then sticks (no later value compares larger): the max of a window holding a NaN is NaN.
+      const vi take = (v > best) | (v != v);
+      best = take ? v : best;
+      at = take ? vi{} + q : at;
+    }
+    // relu(max + b) as jax.nn.relu computes it: a NaN stays NaN; the gradient passes where it is > 0.
+    const vf h = best + Load(bias + kLanes * nb);
+    const vi keep = (h > 0) | (h != h);
+    Store(y + kLanes * nb, keep ? h : vf{});
+    at |= (h > 0) & kActive;
+    *reinterpret_cast<vb*>(arg + kLanes * nb) = __builtin_convertvector(at, vb);
+  }
+}
+
+// A block's weights up to this size (bytes) are read from the L1 cache window after window; larger ones
+// are read kernel row by kernel row across a row of windows, each window's sums kept in `sums` meanwhile.
+constexpr int64_t kCachedWeights = 16 << 10;
+
+// One image: NB vectors of output channels at a time, the window's four convolution outputs in registers;
+// wp packed (PackWeights, B = NB * kLanes); sums: Wp * 4 * NB vectors of scratch. Each output's sum runs
+// over the kernel rows, then (kx, c), in order, in both loop orders.
+template <int NB>
+void ForwardImage(const Dims& d, const float* __restrict xn, const float* __restrict wp,
+                  const float* __restrict bias, float* __restrict yn, uint8_t* __restrict an, vf* sums) {
+  constexpr int64_t B = NB * kLanes;
+  const int64_t O = d.O, K = d.K, C = d.C, W = d.W, KKC = K * K * C;
+  const bool by_rows = KKC * B * int64_t{sizeof(float)} > kCachedWeights;
   int64_t off[4];
   Offsets(d, off);
   for (int64_t i = 0; i < d.Hp; ++i)
-    for (int64_t j = 0; j < d.Wp; ++j)
-      for (int64_t ob = 0; ob < O; ob += kLanes * NB) {
-        v16 acc[4][NB];
-        for (int q = 0; q < 4; ++q)
-          for (int nb = 0; nb < NB; ++nb) acc[q][nb] = v16{};
-        const float* base = xn + (2 * i * W + 2 * j) * C;
-        for (int64_t ky = 0; ky < K; ++ky)
-          for (int64_t t = 0; t < K * C; ++t) {  // (kx, c) of one kernel row, contiguous in x and w
-            const float* xp = base + ky * W * C + t;
-            const float* wp = w + (ky * K * C + t) * O + ob;
-            v16 wv[NB];
-            for (int nb = 0; nb < NB; ++nb) wv[nb] = Load(wp + kLanes * nb);
-            for (int q = 0; q < 4; ++q) {
-              const float xv = xp[off[q]];
-              for (int nb = 0; nb < NB; ++nb) acc[q][nb] += xv * wv[nb];
-            }
-          }
-        float* y = yn + (i * d.Wp + j) * O + ob;
-        uint8_t* arg = an + (i * d.Wp + j) * O + ob;
-        for (int nb = 0; nb < NB; ++nb) {
-          v16 best = acc[0][nb];
-          v16i at = v16i{};
-          for (int q = 1; q < 4; ++q) {
-            const v16 v = acc[q][nb];
-            // A later position wins only if strictly larger (the first maximum), or if it is NaN, which
-            // then sticks (no later value compares larger): the max of a window holding a NaN is NaN.
-            const v16i take = (v > best) | (v != v);
-            best = take ? v : best;
-            at = take ? v16i{} + q : at;
-          }
-          // relu(max + b) as jax.nn.relu computes it: a NaN stays NaN; the gradient passes where it is > 0.
-          const v16 h = best + Load(bias + ob + kLanes * nb);
-          const v16i keep = (h > 0) | (h != h);
-          Store(y + kLanes * nb, keep ? h : v16{});
-          at |= (h > 0) & kActive;
-          *reinterpret_cast<v16b*>(arg + kLanes * nb) = __builtin_convertvector(at, v16b);
+    for (int64_t ob = 0; ob < O; ob += B) {
+      const float* wb = wp + (ob / B) * KKC * B;
+      const float* row = xn + 2 * i * W * C;
+      auto finish = [&](int64_t j, const vf acc[4][NB]) {
+        Window<NB>(acc, bias + ob, yn + (i * d.Wp + j) * O + ob, an + (i * d.Wp + j) * O + ob);
+      };
+      if (!by_rows) {
+        for (int64_t j = 0; j < d.Wp; ++j) {
+          vf acc[4][NB] = {};
+          WindowRows<NB>(d, row + 2 * j * C, wb, off, 0, K, acc);
+          finish(j, acc);
         }
+        continue;
       }
+      auto held = reinterpret_cast<vf(*)[4][NB]>(sums);  // held[j]: window j's sums so far
+      for (int64_t j = 0; j < d.Wp; ++j)
+        for (int q = 0; q < 4; ++q)
+          for (int nb = 0; nb < NB; ++nb) held[j][q][nb] = vf{};
+      for (int64_t ky = 0; ky < K; ++ky)
+        for (int64_t j = 0; j < d.Wp; ++j) {
+          vf acc[4][NB];
+          for (int q = 0; q < 4; ++q)
+            for (int nb = 0; nb < NB; ++nb) acc[q][nb] = held[j][q][nb];
+          WindowRows<NB>(d, row + 2 * j * C, wb, off, ky, ky + 1, acc);
+          for (int q = 0; q < 4; ++q)
+            for (int nb = 0; nb < NB; ++nb) held[j][q][nb] = acc[q][nb];
+        }
+      for (int64_t j = 0; j < d.Wp; ++j) finish(j, held[j]);
+    }
 }
 
 // Gradients for small C: per window, the output gradient the ReLU passes split by window position into
@@ -220,19 +316,19 @@ void BackwardImageMasked(const Dims& d, Rows rows, const float* __restrict xn, c
   for (int64_t i = 0; i < d.Hp; ++i)
     for (int64_t j = 0; j < d.Wp; ++j)
       for (int64_t ob = 0; ob < O; ob += kLanes * NB) {
-        v16 m[4][NB];
+        vf m[4][NB];
         for (int nb = 0; nb < NB; ++nb) {
           const int64_t at = (i * d.Wp + j) * O + ob + kLanes * nb;
-          const v16 g = Load(gn + at);
-          const v16i a = __builtin_convertvector(*reinterpret_cast<const v16b*>(an + at), v16i);
-          for (int q = 0; q < 4; ++q) m[q][nb] = (a == (q | kActive)) ? g : v16{};
+          const vf g = Load(gn + at);
+          const vi a = __builtin_convertvector(*reinterpret_cast<const vb*>(an + at), vi);
+          for (int q = 0; q < 4; ++q) m[q][nb] = (a == (q | kActive)) ? g : vf{};
         }
         const int64_t first = (2 * i * W + 2 * j) * C;
         for (int64_t ky = rows.lo; ky < rows.hi; ++ky)
           for (int64_t t = 0; t < K * C; ++t) {
             const int64_t at = first + ky * W * C + t;
             float* dp = dw + (ky * K * C + t) * O + ob;
-            v16 acc[NB];
+            vf acc[NB];
             for (int nb = 0; nb < NB; ++nb) acc[nb] = Load(dp + kLanes * nb);
             for (int q = 0; q < 4; ++q) {
               const float xv = xn[at + off[q]];
@@ -242,7 +338,7 @@ void BackwardImageMasked(const Dims& d, Rows rows, const float* __restrict xn, c
             if (dxn) {
               const float* wp = w + (ky * K * C + t) * O + ob;
               for (int q = 0; q < 4; ++q) {
-                v16 s{};
+                vf s{};
                 for (int nb = 0; nb < NB; ++nb) s += m[q][nb] * Load(wp + kLanes * nb);
                 float total = 0.0f;
                 for (int l = 0; l < kLanes; ++l) total += s[l];
@@ -253,97 +349,76 @@ void BackwardImageMasked(const Dims& d, Rows rows, const float* __restrict xn, c
       }
 }
 
-// Gradients for C a multiple of 16: each nonzero output gradient scattered into the one window position
-// its max came from, over the K rows of K * C contiguous values. dwt (O, K, K, C): its kernel rows
-// [rows.lo, rows.hi) only; dxn over all K rows; wt (O, K, K, C).
-void BackwardImageScatter(const Dims& d, Rows rows, const float* __restrict xn, const float* __restrict wt,
-                          const uint8_t* __restrict an, const float* __restrict gn, float* __restrict dwt,
-                          float* __restrict dxn) {
-  const int64_t O = d.O, K = d.K, C = d.C, W = d.W;
-  for (int64_t i = 0; i < d.Hp; ++i)
-    for (int64_t j = 0; j < d.Wp; ++j) {
-      const float* g = gn + (i * d.Wp + j) * O;
-      const uint8_t* arg = an + (i * d.Wp + j) * O;
-      for (int64_t o = 0; o < O; ++o) {
-        const float gv = g[o];
-        if (gv == 0.0f || !(arg[o] & kActive)) continue;  // the ReLU's zeros: about half of them
-        const int64_t q = arg[o] & kPosition;
-        const int64_t r0 = 2 * i + q / 2, c0 = 2 * j + q % 2;
-        for (int64_t ky = 0; ky < K; ++ky) {
-          if (dwt && ky >= rows.lo && ky < rows.hi) {
-            const float* xp = xn + ((r0 + ky) * W + c0) * C;
-            float* dp = dwt + (o * K + ky) * K * C;
-            for (int64_t t = 0; t < K * C; ++t) dp[t] += gv * xp[t];
-          }
-          if (dxn) {
-            float* dxp = dxn + ((r0 + ky) * W + c0) * C;
-            const float* wp = wt + (o * K + ky) * K * C;
-            for (int64_t t = 0; t < K * C; ++t) dxp[t] += gv * wp[t];
-          }
-        }
-      }
+// The scatter form (C a multiple of kChannels): each output gradient the ReLU passes goes to the one window
+// position its max came from, over the K rows of K * C contiguous values of the images (for the weight
+// gradient) or of the input gradient. A row's K * C values are summed in chunks of at most kChunk vectors,
+// whose accumulators stay in registers; chunks split a row by its elements, so each element's sum keeps
+// its order whatever the chunk sizes. The loops over chunks: `Chunked` below.
+
+// Calls body.template operator()<L>(offset) for consecutive chunks [offset, offset + L * kLanes) of a row
+// of n floats (n a multiple of kLanes), the chunks as nearly equal as whole vectors allow, each of at most
+// kChunk vectors.
+template <typename Body>
+void Chunked(int64_t n, Body&& body) {
+  const int64_t vectors = n / kLanes, chunks = (vectors + kChunk - 1) / kChunk;
+  for (int64_t c = 0, v0 = 0; c < chunks; ++c) {
+    const int64_t v1 = vectors * (c + 1) / chunks;
+    const int64_t offset = v0 * kLanes;
+    switch (v1 - v0) {
+#define HX_CHUNK(L)                                      \
+  case L:                                              \
+    if constexpr (L <= kChunk) body.template operator()<L>(offset); \
+    break;
+      HX_CHUNK(1) HX_CHUNK(2) HX_CHUNK(3) HX_CHUNK(4) HX_CHUNK(5) HX_CHUNK(6) HX_CHUNK(7) HX_CHUNK(8)
+      HX_CHUNK(9) HX_CHUNK(10) HX_CHUNK(11) HX_CHUNK(12) HX_CHUNK(13) HX_CHUNK(14) HX_CHUNK(15) HX_CHUNK(16)
+#undef HX_CHUNK
+      default:
+        throw std::logic_error("a chunk of " + std::to_string(v1 - v0) + " vectors");
     }
+    v0 = v1;
+  }
 }
+static_assert(kChunk <= 16, "Chunked instantiates chunks of up to 16 vectors");
 
-
-// The weight gradient of the scatter form with its accumulators in registers: for each output channel o
-// and kernel row ky, the row's K * C = 16 * V values summed over a few images at a time (kTile, whose
-// inputs stay in the L1 cache), instead of a load and a store of the accumulator per update.
+// The scatter form's weight gradient of images [lo, hi) into dwt (O, K, K, C), its kernel rows
+// [rows.lo, rows.hi) only: for each output channel o, kernel row ky and chunk of the row, the sum over a
+// few images at a time (kTile, whose inputs stay in the L1 cache) in registers.
 constexpr int64_t kTile = 2;
 
-template <int V>
-void WeightGradientTiled(const Dims& d, Rows rows, const float* __restrict xs, const uint8_t* __restrict as,
-                         const float* __restrict gs, int64_t lo, int64_t hi, float* __restrict dwt) {
+void WeightGradient(const Dims& d, Rows rows, const float* __restrict xs, const uint8_t* __restrict as,
+                    const float* __restrict gs, int64_t lo, int64_t hi, float* __restrict dwt) {
   const int64_t O = d.O, K = d.K, C = d.C, W = d.W, image = d.H * d.W * d.C, pooled = d.Hp * d.Wp * d.O;
   for (int64_t n0 = lo; n0 < hi; n0 += kTile) {
     const int64_t n1 = std::min(hi, n0 + kTile);
     for (int64_t o = 0; o < O; ++o)
-      for (int64_t ky = rows.lo; ky < rows.hi; ++ky) {
-        float* dp = dwt + (o * K + ky) * K * C;
-        v16 acc[V];
-        for (int v = 0; v < V; ++v) acc[v] = Load(dp + kLanes * v);
-        for (int64_t n = n0; n < n1; ++n) {
-          const float* xn = xs + n * image;
-          const float* gn = gs + n * pooled + o;
-          const uint8_t* an = as + n * pooled + o;
-          for (int64_t i = 0; i < d.Hp; ++i)
-            for (int64_t j = 0; j < d.Wp; ++j) {
-              const float gv = gn[(i * d.Wp + j) * O];
-              const uint8_t byte = an[(i * d.Wp + j) * O];
-              if (gv == 0.0f || !(byte & kActive)) continue;
-              const uint8_t a = byte & kPosition;
-              const float* xp = xn + ((2 * i + a / 2 + ky) * W + 2 * j + a % 2) * C;
-              for (int v = 0; v < V; ++v) acc[v] += gv * Load(xp + kLanes * v);
-            }
-        }
-        for (int v = 0; v < V; ++v) Store(dp + kLanes * v, acc[v]);
-      }
+      for (int64_t ky = rows.lo; ky < rows.hi; ++ky)
+        Chunked(K * C, [&]<int L>(int64_t offset) {
+          float* dp = dwt + (o * K + ky) * K * C + offset;
+          vf acc[L];
+          for (int v = 0; v < L; ++v) acc[v] = Load(dp + kLanes * v);
+          for (int64_t n = n0; n < n1; ++n) {
+            const float* xn = xs + n * image + ky * W * C + offset;
+            const float* gn = gs + n * pooled + o;
+            const uint8_t* an = as + n * pooled + o;
+            for (int64_t i = 0; i < d.Hp; ++i)
+              for (int64_t j = 0; j < d.Wp; ++j) {
+                const float gv = gn[(i * d.Wp + j) * O];
+                const uint8_t byte = an[(i * d.Wp + j) * O];
+                if (gv == 0.0f || !(byte & kActive)) continue;  // the ReLU's zeros: about half of them
+                const uint8_t a = byte & kPosition;
+                const float* xp = xn + ((2 * i + a / 2) * W + 2 * j + a % 2) * C;
+                for (int v = 0; v < L; ++v) acc[v] += gv * Load(xp + kLanes * v);
+              }
+          }
+          for (int v = 0; v < L; ++v) Store(dp + kLanes * v, acc[v]);
+        });
   }
 }
 
-// WeightGradientTiled for this block's V = K * C / 16, if instantiated; false if not. V alone decides the
-// loop (K and C are read from `d`), so blocks of the same K * C share one correctly.
-bool WeightGradientTiledFor(const Dims& d, Rows rows, const float* xs, const uint8_t* as, const float* gs,
-                            int64_t lo, int64_t hi, float* dwt) {
-  switch (d.K * d.C / kLanes) {
-#define HX_TILED(V) \
-  case V:           \
-    WeightGradientTiled<V>(d, rows, xs, as, gs, lo, hi, dwt); \
-    return true;
-    HX_TILED(1) HX_TILED(2) HX_TILED(3) HX_TILED(4) HX_TILED(5) HX_TILED(6) HX_TILED(7) HX_TILED(8)
-    HX_TILED(9) HX_TILED(10) HX_TILED(11) HX_TILED(12) HX_TILED(13) HX_TILED(14) HX_TILED(15) HX_TILED(16)
-#undef HX_TILED
-    default:
-      return false;
-  }
-}
-
-
-// The input gradient of the scatter form with its accumulators in registers: per window, the nonzero
-// output gradients listed by the window position they go to; then per kernel row ky and window row a,
-// the K + 1 input positions (K * C + C = 16 * (V + CV) values, CV = C / 16) that the window's two
-// positions of that row reach, loaded once, summed into, stored once.
-template <int V, int CV>
+// The scatter form's input gradient of one image into dxn (H, W, C), wt (O, K, K, C): per window, the
+// nonzero output gradients listed by the window position they go to; then per window row a, kernel row
+// ky and position b of that row, the K * C values that position reaches, in chunks summed in registers.
+// Position b = 0's gradients are summed before b = 1's, which reach the same row one pixel further on.
 void InputGradientImage(const Dims& d, const float* __restrict wt, const uint8_t* __restrict an,
                         const float* __restrict gn, float* __restrict dxn) {
   const int64_t O = d.O, K = d.K, C = d.C, W = d.W;
@@ -360,43 +435,25 @@ void InputGradientImage(const Dims& d, const float* __restrict wt, const uint8_t
         channel[q * O + count[q]] = static_cast<int32_t>(o);
         value[q * O + count[q]++] = g[o];
       }
-      for (int64_t a = 0; a < 2; ++a) {
-        if (count[2 * a] + count[2 * a + 1] == 0) continue;
-        for (int64_t ky = 0; ky < K; ++ky) {
-          float* dp = dxn + ((2 * i + a + ky) * W + 2 * j) * C;
-          v16 acc[V + CV];
-          for (int v = 0; v < V + CV; ++v) acc[v] = Load(dp + kLanes * v);
-          for (int64_t b = 0; b < 2; ++b) {
-            const int64_t q = 2 * a + b;
+      for (int64_t q = 0; q < 4; ++q) {
+        if (count[q] == 0) continue;
+        const int64_t a = q / 2, b = q % 2;
+        const int32_t* qc = channel.data() + q * O;
+        const float* qv = value.data() + q * O;
+        for (int64_t ky = 0; ky < K; ++ky)
+          Chunked(K * C, [&]<int L>(int64_t offset) {
+            float* dp = dxn + ((2 * i + a + ky) * W + 2 * j + b) * C + offset;
+            vf acc[L];
+            for (int v = 0; v < L; ++v) acc[v] = Load(dp + kLanes * v);
             for (int64_t e = 0; e < count[q]; ++e) {
-              const float gv = value[q * O + e];
-              const float* wp = wt + (channel[q * O + e] * K + ky) * K * C;
-              if (b == 0)
-                for (int v = 0; v < V; ++v) acc[v] += gv * Load(wp + kLanes * v);
-              else
-                for (int v = 0; v < V; ++v) acc[v + CV] += gv * Load(wp + kLanes * v);
+              const float gv = qv[e];
+              const float* wp = wt + (qc[e] * K + ky) * K * C + offset;
+              for (int v = 0; v < L; ++v) acc[v] += gv * Load(wp + kLanes * v);
             }
-          }
-          for (int v = 0; v < V + CV; ++v) Store(dp + kLanes * v, acc[v]);
-        }
+            for (int v = 0; v < L; ++v) Store(dp + kLanes * v, acc[v]);
+          });
       }
     }
-}
-
-// InputGradientImage for this block's K and C, if instantiated; false if not. Matched on K and C
-// themselves: a key folding the two into one number (K * 100 + C / 16, say) sends a wide input to the
-// loop of another block (K = 2 with 1,616 channels to K = 3 with 16), which reads and writes the wrong
-// span of each row.
-bool InputGradientImageFor(const Dims& d, const float* wt, const uint8_t* an, const float* gn, float* dxn) {
-  if (d.C % kLanes != 0) return false;
-#define HX_DX(KS, CV)                                        \
-  if (d.K == KS && d.C == CV * kLanes) {                   \
-    InputGradientImage<KS * CV, CV>(d, wt, an, gn, dxn); \
-    return true;                                           \
-  }
-  HX_DX(2, 1) HX_DX(2, 2) HX_DX(2, 4) HX_DX(3, 1) HX_DX(3, 2) HX_DX(3, 4) HX_DX(5, 1) HX_DX(5, 2)
-#undef HX_DX
-  return false;
 }
 
 // The bias gradient of images [lo, hi): the output gradient summed where the ReLU passed it. db (O).
@@ -405,9 +462,9 @@ void BiasGradient(const Dims& d, const uint8_t* __restrict as, const float* __re
   const int64_t O = d.O;
   for (int64_t p = lo * d.Hp * d.Wp; p < hi * d.Hp * d.Wp; ++p)
     for (int64_t ob = 0; ob < O; ob += kLanes) {
-      const v16 g = Load(gs + p * O + ob);
-      const v16i a = __builtin_convertvector(*reinterpret_cast<const v16b*>(as + p * O + ob), v16i);
-      Store(db + ob, Load(db + ob) + ((a & kActive) ? g : v16{}));
+      const vf g = Load(gs + p * O + ob);
+      const vi a = __builtin_convertvector(*reinterpret_cast<const vb*>(as + p * O + ob), vi);
+      Store(db + ob, Load(db + ob) + ((a & kActive) ? g : vf{}));
     }
 }
 
@@ -430,9 +487,9 @@ ffi::Error GetDims(Dimensions x, Dimensions w, Dims& d) {
   if (w[2] != d.C)
     return ffi::Error::InvalidArgument("the images " + Text(x) + " have " + std::to_string(d.C) +
                                        " channels, the kernel " + Text(w) + " takes " + std::to_string(w[2]));
-  if (d.O % kLanes != 0)
+  if (d.O % kChannels != 0)
     return ffi::Error::InvalidArgument("the kernel " + Text(w) + " has " + std::to_string(d.O) +
-                                       " output channels, not a multiple of 16");
+                                       " output channels, not a multiple of " + std::to_string(kChannels));
   d.Hp = (d.H - d.K + 1) / 2;
   d.Wp = (d.W - d.K + 1) / 2;
   if (d.H - d.K + 1 < 2 || d.W - d.K + 1 < 2)
@@ -477,14 +534,18 @@ ffi::Error ForwardChecked(ffi::ThreadPool& pool, const F32& x, const F32& w, con
   uint8_t* as = arg->typed_data();
   // Each image's output on its own: any split of the images gives the same results.
   const int64_t tasks = kGroups * Slices(pool, slices);
+  const int NB = d.O % (kForwardBlocks * kLanes) == 0 ? kForwardBlocks : d.O % (2 * kLanes) == 0 ? 2 : 1;
+  const std::vector<float> packed = PackWeights(d, ws, NB * kLanes);
+  const float* wp = packed.data();
   return ParallelTasks(pool, tasks, [&](int64_t c) {
+    std::vector<vf> sums(d.Wp * 4 * NB);
     for (int64_t n = d.R * c / tasks; n < d.R * (c + 1) / tasks; ++n) {
       const float* xn = xs + n * d.H * d.W * d.C;
       float* yn = ys + n * d.Hp * d.Wp * d.O;
       uint8_t* an = as + n * d.Hp * d.Wp * d.O;
-      if (d.O % (4 * kLanes) == 0) ForwardImage<4>(d, xn, ws, bs, yn, an);
-      else if (d.O % (2 * kLanes) == 0) ForwardImage<2>(d, xn, ws, bs, yn, an);
-      else ForwardImage<1>(d, xn, ws, bs, yn, an);
+      if (NB == kForwardBlocks) ForwardImage<kForwardBlocks>(d, xn, wp, bs, yn, an, sums.data());
+      else if (NB == 2) ForwardImage<2>(d, xn, wp, bs, yn, an, sums.data());
+      else ForwardImage<1>(d, xn, wp, bs, yn, an, sums.data());
     }
   });
 }
@@ -525,7 +586,7 @@ ffi::Error BackwardChecked(ffi::ThreadPool& pool, const Dims& d, const F32& x, c
   const float* ws = w.typed_data();
   const uint8_t* as = arg.typed_data();
   const float* gs = g.typed_data();
-  const bool scatter = d.C % kLanes == 0;
+  const bool scatter = d.C % kChannels == 0;
   const int64_t K = d.K, KC = d.K * d.C, KKC = d.K * d.K * d.C, image = d.H * d.W * d.C;
   std::vector<float> wt;
   if (scatter && dx) {
@@ -564,25 +625,21 @@ ffi::Error BackwardChecked(ffi::ThreadPool& pool, const Dims& d, const F32& x, c
       BiasGradient(d, as, gs, lo, hi, partial_db[c].get());
     }
     if (dx) std::memset(dx + dx_lo * image, 0, sizeof(float) * (dx_hi - dx_lo) * image);
-    // The scatter form's weight gradient over the whole group if its register-blocked loop is instantiated
-    // for this block, its input gradient per image likewise; what is not goes through the general loops.
-    const bool tiled = scatter && WeightGradientTiledFor(d, rows, xs, as, gs, lo, hi, pc);
-    for (int64_t n = lo; n < hi; ++n) {
-      const float* xn = xs + n * image;
-      const uint8_t* an = as + n * d.Hp * d.Wp * d.O;
-      const float* gn = gs + n * d.Hp * d.Wp * d.O;
-      float* dxn = dx && n >= dx_lo && n < dx_hi ? dx + n * image : nullptr;
-      if (!scatter) {
+    if (!scatter) {
+      for (int64_t n = lo; n < hi; ++n) {
+        const float* xn = xs + n * image;
+        const uint8_t* an = as + n * d.Hp * d.Wp * d.O;
+        const float* gn = gs + n * d.Hp * d.Wp * d.O;
+        float* dxn = dx && n >= dx_lo && n < dx_hi ? dx + n * image : nullptr;
         if (d.O % (2 * kLanes) == 0) BackwardImageMasked<2>(d, rows, xn, ws, an, gn, pc, dxn);
         else BackwardImageMasked<1>(d, rows, xn, ws, an, gn, pc, dxn);
-        continue;
       }
-      const bool blocked_dx = dxn && InputGradientImageFor(d, wt.data(), an, gn, dxn);
-      float* general_dw = tiled ? nullptr : pc;
-      float* general_dx = blocked_dx ? nullptr : dxn;
-      if (general_dw || general_dx)
-        BackwardImageScatter(d, rows, xn, wt.data(), an, gn, general_dw, general_dx);
+      return;
     }
+    WeightGradient(d, rows, xs, as, gs, lo, hi, pc);
+    if (dx)
+      for (int64_t n = dx_lo; n < dx_hi; ++n)
+        InputGradientImage(d, wt.data(), as + n * d.Hp * d.Wp * d.O, gs + n * d.Hp * d.Wp * d.O, dx + n * image);
   });
   if (failed.failure()) return failed;
   // The groups' partial sums added in group order; split (when S > 1) over the kernel's elements, each

@@ -71,15 +71,19 @@ from jax import lax
 
 from hx.compile.cache import hx_cache_home
 
-__all__ = ["ENABLE_ENV", "KERNEL_CACHE_DIR_ENV", "KernelBuildError", "build_library", "conv_pool",
-           "conv_valid", "enabled", "kernel_cache_dir", "load_error", "load_kernels", "usable"]
+__all__ = ["ENABLE_ENV", "KERNEL_CACHE_DIR_ENV", "MARCH_ENV", "KernelBuildError", "build_library",
+           "conv_pool", "conv_valid", "enabled", "kernel_cache_dir", "library_path", "load_error",
+           "load_kernels", "march", "max_pool", "mode", "reduce_window_max", "usable", "xla_block"]
 
 ENABLE_ENV = "HX_CPU_KERNELS"
 KERNEL_CACHE_DIR_ENV = "HX_KERNEL_CACHE_DIR"
+MARCH_ENV = "HX_KERNEL_MARCH"
 SOURCE = Path(__file__).with_name("conv_pool.cc")
 _OFF = ("0", "false", "no", "off")
-_FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-w")
-_LANES = 16  # output channels per vector in conv_pool.cc
+_ON = ("1", "true", "yes", "on")
+_AUTO = ("", "auto")
+_FLAGS = ("-O3", "-std=c++20", "-shared", "-fPIC", "-w")  # and -march=march()
+_LANES = 16  # the channels conv_pool.cc takes in whole groups (kChannels), whatever its vector width
 _ACTIVE = 0x80  # arg's bit for "the ReLU passes the gradient" (kActive in conv_pool.cc)
 # FFI target name -> the handler symbol conv_pool.cc exports.
 _TARGETS = {"hx_conv_pool_forward": "HxConvPoolForward",
@@ -91,9 +95,29 @@ class KernelBuildError(RuntimeError):
   """The kernels could not be built or loaded (the message names the compiler, the file and the error)."""
 
 
+def mode() -> str:
+  """$HX_CPU_KERNELS read: "off" (0, false, no, off: XLA's path everywhere), "on" (1, true, yes, on: the
+  kernels wherever they can run) or "auto" (unset, empty or auto: where they can run and were timed
+  faster on this CPU, `hx.compile.conv_pool_choice`). Raises ValueError naming the variable for any other
+  value."""
+  value = os.environ.get(ENABLE_ENV, "").strip().lower()
+  for name, spellings in (("off", _OFF), ("on", _ON), ("auto", _AUTO)):
+    if value in spellings:
+      return name
+  raise ValueError(f"${ENABLE_ENV}={os.environ[ENABLE_ENV]!r}: expected 1 (hx's CPU kernels wherever they "
+                   f"can run), 0 (XLA's path everywhere) or auto (the faster on this CPU, the default)")
+
+
 def enabled() -> bool:
   """False when $HX_CPU_KERNELS turns hx's CPU kernels off."""
-  return os.environ.get(ENABLE_ENV, "").strip().lower() not in _OFF
+  return mode() != "off"
+
+
+def march() -> str:
+  """The instruction set the kernels are compiled for, as GCC's and Clang's -march take it:
+  $HX_KERNEL_MARCH (x86-64-v3 for AVX2 and FMA, x86-64-v4 for AVX-512, say), else "native" (this CPU's).
+  The kernels choose their vector width and register blocking from it (conv_pool.cc)."""
+  return os.environ.get(MARCH_ENV, "").strip() or "native"
 
 
 def kernel_cache_dir() -> Path:
@@ -145,7 +169,7 @@ def build_library(compiler: str | None = None, directory: Path | None = None,
   directory = directory or kernel_cache_dir()
   import jaxlib
   source = SOURCE.read_bytes()
-  flags = (*_FLAGS, *extra_flags)
+  flags = (f"-march={march()}", *_FLAGS, *extra_flags)
   key = hashlib.sha256(b"\0".join([source, compiler.encode(), " ".join(flags).encode(),
                                    jaxlib.__version__.encode(), _cpu_identity().encode()])).hexdigest()[:20]
   target = directory / f"conv_pool-{key}.so"
@@ -177,6 +201,7 @@ def build_library(compiler: str | None = None, directory: Path | None = None,
 
 _lock = threading.Lock()
 _loaded: bool | None = None  # None: not tried yet
+_library: Path | None = None  # the library loaded
 _load_error: str | None = None  # why they could not be built or loaded, if so
 
 
@@ -185,7 +210,7 @@ def load_kernels() -> bool:
 
   True when they are ready; False (after one warning) when they cannot be built or loaded.
   """
-  global _loaded, _load_error
+  global _loaded, _load_error, _library
   with _lock:
     if _loaded is None:
       try:
@@ -196,7 +221,7 @@ def load_kernels() -> bool:
             jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(library, symbol)), platform="cpu")
         except (OSError, AttributeError) as e:
           raise KernelBuildError(f"cannot load {path}: {e}") from e
-        _loaded = True
+        _loaded, _library = True, path
       except KernelBuildError as e:
         _load_error = str(e)
         warnings.warn(f"hx's CPU kernels for the CNN are unavailable, so it trains through XLA's own "
@@ -204,6 +229,14 @@ def load_kernels() -> bool:
                       RuntimeWarning, stacklevel=2)
         _loaded = False
     return _loaded
+
+
+def library_path() -> Path:
+  """The kernels' library this process loaded (its name: a key of the source, compiler, flags, jaxlib and
+  CPU it was built for). Loads it if no call has; raises KernelBuildError where it cannot be."""
+  if not load_kernels():
+    raise KernelBuildError(f"hx's CPU kernels could not be built or loaded: {_load_error}")
+  return _library
 
 
 def load_error() -> str | None:
@@ -314,6 +347,57 @@ def conv_valid(x: jax.Array, w: jax.Array) -> jax.Array:
   # HIGHEST, as modules.PRECISION (this module sits below modules, which imports it).
   return lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"),
                                   precision=lax.Precision.HIGHEST)
+
+
+def reduce_window_max(x: jax.Array, k: int) -> jax.Array:
+  """k x k max-pooling with stride k (floor) over NHWC x (R, H, W, C) -> (R, H//k, W//k, C), with JAX's
+  own gradient: the CNN's inference path."""
+  return lax.reduce_window(x, -jnp.inf, lax.max, (1, k, k, 1), (1, k, k, 1), "VALID")
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def max_pool(x: jax.Array, k: int) -> jax.Array:
+  """k x k max-pooling with stride k (floor) over NHWC x (R, H, W, C) -> (R, H//k, W//k, C).
+
+  The values and gradient of `lax.reduce_window` with `lax.max`: each window's gradient goes to its
+  first maximum in row-major order (what XLA's select-and-scatter does). Only the gradient is computed
+  differently: JAX differentiates reduce_window through a variadic reduce-window over the values and
+  four int32 index arrays, several times slower on XLA:CPU than this elementwise compare-and-select.
+  """
+  return reduce_window_max(x, k)
+
+
+def _max_pool_fwd(x, k):
+  y = reduce_window_max(x, k)
+  return y, (x, y)
+
+
+def _max_pool_bwd(k, res, g):
+  x, y = res
+  r, h, w, c = x.shape
+  hh, ww = h // k, w // k
+  windows = x[:, :hh * k, :ww * k].reshape(r, hh, k, ww, k, c)
+  taken = jnp.zeros(y.shape, bool)
+  rows = []
+  for a in range(k):
+    row = []
+    for b in range(k):
+      first = (windows[:, :, a, :, b, :] == y) & ~taken  # the window's first maximum, row-major
+      taken = taken | first
+      row.append(jnp.where(first, g, 0.0))
+    rows.append(jnp.stack(row, 3))  # (R, H//k, W//k, k, C)
+  dx = jnp.stack(rows, 2).reshape(r, hh * k, ww * k, c)
+  return (jnp.pad(dx, ((0, 0), (0, h - hh * k), (0, w - ww * k), (0, 0))),)
+
+
+max_pool.defvjp(_max_pool_fwd, _max_pool_bwd)
+
+
+def xla_block(x: jax.Array, w: jax.Array, b: jax.Array, pool: int) -> jax.Array:
+  """relu(max_pool(conv_valid(x, w), pool) + b) through XLA's operations: x (R, H, W, C), w (K, K, C, O),
+  b (O) -> (R, (H-K+1)//pool, (W-K+1)//pool, O). What a CNN block trains through where `conv_pool` does
+  not run it (`hx.compile.modules._cnn_blocks`), and what `hx.compile.conv_pool_choice` times it against."""
+  return jax.nn.relu(max_pool(conv_valid(x, w), pool) + b)
 
 
 def _xla_forward(x: jax.Array, w: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -93,7 +93,6 @@ go through `USER_TEMPLATE`, outside that table.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import os
 import pickle
@@ -108,7 +107,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from hx.compile import conv_pool
+from hx.compile import conv_pool, conv_pool_choice
 from hx.compile.conv_pool import conv_valid
 from hx.compile.fixpoint import FixConfig
 from hx.cpu_convolutions import ynnpack_convolutions
@@ -970,46 +969,6 @@ def _cnn_slices(r: int, rows: int = CNN_TRAIN_ROWS) -> list[tuple[int, int]]:
   return [(i, min(i + size, r)) for i in range(0, r, size)]
 
 
-def _reduce_window_max(x: jax.Array, k: int) -> jax.Array:
-  return lax.reduce_window(x, -jnp.inf, lax.max, (1, k, k, 1), (1, k, k, 1), "VALID")
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
-def _max_pool(x: jax.Array, k: int) -> jax.Array:
-  """k x k max-pooling with stride k (floor) over NHWC x (R, H, W, C) -> (R, H//k, W//k, C).
-
-  The values and gradient of `lax.reduce_window` with `lax.max`: each window's gradient goes to its
-  first maximum in row-major order (what XLA's select-and-scatter does). Only the gradient is computed
-  differently: JAX differentiates reduce_window through a variadic reduce-window over the values and
-  four int32 index arrays, several times slower on XLA:CPU than this elementwise compare-and-select.
-  """
-  return _reduce_window_max(x, k)
-
-
-def _max_pool_fwd(x, k):
-  y = _reduce_window_max(x, k)
-  return y, (x, y)
-
-
-def _max_pool_bwd(k, res, g):
-  x, y = res
-  r, h, w, c = x.shape
-  hh, ww = h // k, w // k
-  windows = x[:, :hh * k, :ww * k].reshape(r, hh, k, ww, k, c)
-  taken = jnp.zeros(y.shape, bool)
-  rows = []
-  for a in range(k):
-    row = []
-    for b in range(k):
-      first = (windows[:, :, a, :, b, :] == y) & ~taken  # the window's first maximum, row-major
-      taken = taken | first
-      row.append(jnp.where(first, g, 0.0))
-    rows.append(jnp.stack(row, 3))  # (R, H//k, W//k, k, C)
-  dx = jnp.stack(rows, 2).reshape(r, hh * k, ww * k, c)
-  return (jnp.pad(dx, ((0, 0), (0, h - hh * k), (0, w - ww * k), (0, 0))),)
-
-
-_max_pool.defvjp(_max_pool_fwd, _max_pool_bwd)
 
 
 def _cnn_blocks(convs: tuple, x: jax.Array, pool: int, train: bool = True) -> jax.Array:
@@ -1019,29 +978,28 @@ def _cnn_blocks(convs: tuple, x: jax.Array, pool: int, train: bool = True) -> ja
   (adding a bias and ReLU are monotone, also in floating point, so they commute with the max) and does
   the bias and ReLU on a quarter of the values; gradients agree too, except where rounding makes two
   values of a window tie after the bias but not before. In training on a CPU, where
-  `conv_pool.usable` says so, the whole block runs as hx's own kernels (`hx.compile.conv_pool`: the same
-  values and window positions to float32 rounding); elsewhere through XLA. In inference the blocks are
+  `conv_pool_choice.chosen` says so (the kernels can run the block and were timed faster on this CPU),
+  the whole block runs as hx's own kernels (`hx.compile.conv_pool`: the same values and window positions
+  to float32 rounding); elsewhere through XLA (`conv_pool.xla_block`). In inference the blocks are
   written the plain way, which XLA fuses into one pass (6% less time than the other order there).
   """
   h = x
   for i, p in enumerate(convs):
-    if train and conv_pool.usable(h.shape, p["w"].shape, pool, h.dtype, input_gradient=i > 0):
+    if train and conv_pool_choice.chosen(h.shape, p["w"].shape, pool, h.dtype, input_gradient=i > 0):
       h = conv_pool.conv_pool(h, p["w"], p["b"])
-      continue
-    z = conv_valid(h, p["w"])
-    if train:
-      h = jax.nn.relu(_max_pool(z, pool) + p["b"])
+    elif train:
+      h = conv_pool.xla_block(h, p["w"], p["b"], pool)
     else:
-      h = _reduce_window_max(jax.nn.relu(z + p["b"]), pool)
+      h = conv_pool.reduce_window_max(jax.nn.relu(conv_valid(h, p["w"]) + p["b"]), pool)
   return h
 
 
 def _cnn_kernels(convs: tuple, shape: tuple[int, ...], pool: int) -> bool:
   """Whether every block of a training-mode CNN on NHWC images of `shape` runs hx's CPU kernels
-  (`hx.compile.conv_pool`), which take a whole step's images at once."""
+  (`hx.compile.conv_pool`, where `conv_pool_choice.chosen`), which take a whole step's images at once."""
   for i, p in enumerate(convs):
     k, _, _, c_out = p["w"].shape
-    if not conv_pool.usable(shape, p["w"].shape, pool, jnp.float32, input_gradient=i > 0):
+    if not conv_pool_choice.chosen(shape, p["w"].shape, pool, jnp.float32, input_gradient=i > 0):
       return False
     shape = (shape[0], (shape[1] - k + 1) // pool, (shape[2] - k + 1) // pool, c_out)
   return True

@@ -12,15 +12,15 @@ from jax import lax
 import hx.compile.conv_pool as cp
 import hx.compile.modules as modules
 from hx.compile.conv_pool import conv_valid as _conv_valid
-from hx.compile.modules import _max_pool
+from hx.compile.conv_pool import max_pool as _max_pool
 from tests.compile import kernel_gate
 
 pytestmark = kernel_gate.pytestmark()
 
 # (images, kernel): the paper's first block (one channel: the masked gradient), its second (32 channels:
 # the scattered gradient), odd sizes that floor-pooling crops with 3 channels, and 16 output channels
-# (one vector); the last two take the scatter form's general loops (kernel sizes and channels its
-# register-blocked loops are not instantiated for). Fewer images than the kernels' 8 groups in four.
+# (one channel group); the last sums each kernel row (5 x 64 floats) in several register-blocked chunks
+# on every instruction set. Fewer images than the kernels' 8 groups in four.
 SHAPES = [((7, 28, 28, 1), (5, 5, 1, 32)), ((9, 12, 12, 32), (5, 5, 32, 64)),
           ((3, 13, 11, 3), (3, 3, 3, 16)), ((10, 9, 10, 16), (2, 2, 16, 48)),
           ((6, 11, 11, 16), (4, 4, 16, 16)), ((3, 12, 12, 64), (5, 5, 64, 16))]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import hx.compile.conv_pool as cp
 from hx.compile.conv_pool import conv_valid as _conv_valid
-from hx.compile.modules import _max_pool
+from hx.compile.conv_pool import max_pool as _max_pool
 from tests.compile import kernel_gate
 
 pytestmark = kernel_gate.pytestmark()

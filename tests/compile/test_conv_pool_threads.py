@@ -26,8 +26,8 @@ pytestmark = kernel_gate.pytestmark()
 
 # (images, kernel, input gradient): the paper's first block (the masked form, no input gradient); the
 # masked form with one (one task per group whatever `slices`); the paper's second block (register-blocked
-# weight and input gradients); a kernel size without a register-blocked input gradient; 64 input channels
-# (no register-blocked weight gradient). Fewer images than groups in one, uneven groups in the others.
+# weight and input gradients); an even kernel size; 64 input channels (each kernel row summed in several
+# register-blocked chunks). Fewer images than groups in one, uneven groups in the others.
 BLOCKS = [((19, 28, 28, 1), (5, 5, 1, 32), False), ((9, 13, 11, 3), (3, 3, 3, 16), True),
           ((21, 12, 12, 32), (5, 5, 32, 64), True), ((10, 11, 11, 16), (4, 4, 16, 16), True),
           ((3, 12, 12, 64), (5, 5, 64, 16), True)]

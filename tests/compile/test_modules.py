@@ -311,7 +311,7 @@ def _assert_vjps_close(f, g, args, cotangent_seed, rtol, atol):
 def test_max_pool_gradient_equals_select_and_scatter(k, shape):
   from jax import lax
 
-  from hx.compile.modules import _max_pool
+  from hx.compile.conv_pool import max_pool as _max_pool
 
   def reference(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (1, k, k, 1), (1, k, k, 1), "VALID")
