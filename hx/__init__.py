@@ -68,6 +68,8 @@ _LAZY = {
     "Budget": "hx.synth",
     "SearchSpace": "hx.synth",
     "run_sequence": "hx.synth",
+    "load_run": "hx.synth",
+    "Predictor": "hx.synth",
     "EvalConfig": "hx.evaluation",
     "evaluate": "hx.evaluation",
 }

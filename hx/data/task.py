@@ -47,7 +47,7 @@ from hx.lang.objectives import objective_for_type
 from hx.lang.types import GraphType, ListType, TensorType, Type, function_parts, parse_type, type_variables
 from hx.lang.values import EdgeGraphBatch, ListBatch, Split, check_graphs, index_dtype, rows, size_bucket
 
-__all__ = ["Task", "ArrayTaskSpec", "task_from_arrays", "SPLITS"]
+__all__ = ["Task", "ArrayTaskSpec", "task_from_arrays", "inputs_from_arrays", "SPLITS"]
 
 SPLITS = ("train", "val", "test")
 
@@ -403,6 +403,20 @@ def _element_shape(at: str, what: str, a: np.ndarray, elem: TensorType, lead: st
     elif len(elem.shape) == 3 and elem.shape[0] == 1 and a.shape[-2:] == elem.shape[1:]:
       hint = "; add the channel axis, x[:, None]"
     raise ValueError(f"{at}: {what} has shape {a.shape}, not {want} as the type's {elem} needs{hint}")
+
+
+def inputs_from_arrays(at: str, arg: Type, inputs: Any) -> tuple[np.ndarray, Any]:
+  """A user's inputs for a program taking `arg`, in `Task.from_arrays`' layout (the module docstring),
+  checked as a split's inputs are and laid out as a task's: (a float32 table (m, *element shape) of
+  their elements, the index inputs into it: int32 (n,) for tensors, a `ListBatch` of int32 (n, L) for
+  lists, an `EdgeGraphBatch` for graphs). What a trained program applies to new data
+  (`hx.synth.predict`).
+
+  Raises:
+    ValueError: inputs that do not fit `arg`, the message starting with `at`.
+  """
+  pieces, index, _ = _inputs(at, arg, inputs, 0)
+  return np.concatenate(pieces).astype(np.float32, copy=False), index
 
 
 def _inputs(at: str, arg: Type, inputs: Any, offset: int) -> tuple[list[np.ndarray], Any, np.ndarray | None]:

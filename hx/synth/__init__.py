@@ -23,6 +23,7 @@ from hx.synth.executors import (
 )
 from hx.synth.library import FORMAT_VERSION, Added, Entry, Library, LibraryError, Provenance, Trained
 from hx.synth.lifelong import SequenceRun, SettingsMismatch, run_sequence
+from hx.synth.predict import Predictor, RunProgram, SavedRun, load_run
 from hx.synth.schedules import CheapFirst, Estimate, Halving, ToEnd, parse_schedule
 from hx.synth.space import (
   COMBINATORS,
@@ -50,4 +51,5 @@ __all__ = [
     "make_executor", "default_executor", "ToEnd", "Halving", "Estimate", "CheapFirst", "parse_schedule",
     "STRATEGIES", "Budget", "Ranked", "SynthesisResult", "synthesize", "task_context",
     "SequenceRun", "SettingsMismatch", "run_sequence",
+    "Predictor", "RunProgram", "SavedRun", "load_run",
 ]

@@ -45,7 +45,8 @@ from hx.jsonread import (
 from hx.lang.objectives import METRICS
 
 __all__ = [
-    "jsonable", "write_json", "JsonFileError", "read_json", "Invalid", "Check", "check", "integer", "number",
+    "jsonable", "from_jsonable", "write_json", "JsonFileError", "read_json", "Invalid", "Check", "check",
+    "integer", "number",
     "score", "text", "boolean", "anything", "nullable", "array", "row", "obj", "RECORD", "read_record",
     "SETTINGS_FILE_SCHEMA", "EVALUATION_SETTINGS", "read_settings",
 ]
@@ -66,6 +67,38 @@ def jsonable(x: Any) -> Any:
   if isinstance(x, float):
     return x if math.isfinite(x) else str(x)
   return str(x)
+
+
+def from_jsonable(cls: type, value: Any, where: str) -> Any:
+  """The frozen dataclass `cls` (e.g. `hx.compile.ModuleConfig`) that `jsonable` wrote as `value`: a field
+  missing from `value` takes its default (`hx.defaults.OMIT_DEFAULT`), a field whose default is a
+  dataclass is read as one, arrays become tuples, "nan" and "inf" floats.
+
+  Raises:
+    ValueError: `value` is not an object, names a field `cls` does not have, or a value `cls` refuses;
+      the message starts with `where`.
+  """
+  if not isinstance(value, dict):
+    raise ValueError(f"{where}: expected an object of {cls.__name__}'s fields, got {type(value).__name__}")
+  fields = {f.name: f for f in dataclasses.fields(cls)}
+  unknown = sorted(set(value) - set(fields))
+  if unknown:
+    raise ValueError(f"{where}: {cls.__name__} has no field {', '.join(unknown)}")
+
+  def read(v: Any, default: Any, at: str) -> Any:
+    if dataclasses.is_dataclass(default) and not isinstance(default, type):
+      return from_jsonable(type(default), v, at)
+    if isinstance(v, list):
+      return tuple(read(x, None, at) for x in v)
+    if isinstance(v, str) and isinstance(default, float) and v in ("nan", "inf", "-inf"):
+      return float(v)
+    return v
+
+  given = {k: read(v, fields[k].default, f"{where}.{k}") for k, v in value.items()}
+  try:
+    return cls(**given)
+  except (TypeError, ValueError) as err:
+    raise ValueError(f"{where}: {err}") from None
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -161,6 +161,8 @@ class SynthesisResult:
     offered: under `SearchSpace.library_tasks`, the names of the library functions the search was
       offered (`hx.synth.prior.offered_library`; their choice is in `search_seconds`) when they were a
       part of the library; None when it was offered the whole library.
+    module_config: the `hx.compile.ModuleConfig` the candidates were built with (what `predictor`
+      compiles them with again).
   """
   task: str
   strategy: str
@@ -177,6 +179,18 @@ class SynthesisResult:
   estimate_seconds: float = 0.0
   no_program: str | None = None
   offered: tuple[str, ...] | None = None
+  module_config: Any = dataclasses.field(default=None, repr=False)
+
+  def predictor(self, rank: int = 1, batch_size: int = 1024) -> Any:
+    """The candidate ranked `rank` (1: the winner) as a jitted, batched function of new inputs in
+    `hx.Task.from_arrays`' layout: an `hx.synth.predict.Predictor` (its docstring gives the outputs).
+
+    Raises:
+      ValueError: no such rank, or one that did not train or kept no variables (ranks beyond `keep`).
+    """
+    from hx.synth.predict import result_predictor
+
+    return result_predictor(self, rank, batch_size)
 
   @property
   def best(self) -> Ranked:
@@ -443,7 +457,8 @@ def _ranked_and_added(task: Any, context: TaskContext, library: Any, strategy: s
       train_seconds=sum(r.train_seconds for r in results), eval_seconds=sum(r.eval_seconds for r in results),
       wall_seconds=time.perf_counter() - wall, candidates_trained=len(results),
       enumeration=search.enumeration, estimate_seconds=sum(e.seconds for e in estimates.values()),
-      no_program=None if results else _why_no_program(task.type, context.module_config))
+      no_program=None if results else _why_no_program(task.type, context.module_config),
+      module_config=context.module_config)
 
 
 def _why_no_program(task_type: Type, module_config: Any) -> str | None:
