@@ -28,7 +28,7 @@ from hx.evaluation.config import method_label
 from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
 from hx.evaluation.records import load_records, work_seconds
 
-__all__ = ["build_report", "summary_lines", "score_text", "plot_tasks", "best_test"]
+__all__ = ["build_report", "summary_lines", "score_text", "paper_score_words", "plot_tasks", "best_test"]
 
 
 def _finite(x: Any) -> bool:
@@ -36,12 +36,20 @@ def _finite(x: Any) -> bool:
 
 
 def score_text(metric: str, x: Any, paper_style: bool = False) -> str:
-  """A test score as the report prints it: "1.33%" / "0.412" (paper_style: "1.33% CE" / "0.41 RMSE")."""
+  """A test score as the report prints it: "1.33%" / "0.412" (paper_style, its metric named as the paper's
+  tables name it, but in words: "1.33% error" (classification error; the paper writes "1.33% CE") /
+  "0.41 RMSE")."""
   if not _finite(x):
     return "-"
   if paper_style:
-    return f"{x:.2f}% CE" if metric == "error" else f"{x:.2f} RMSE"
+    return f"{x:.2f}% error" if metric == "error" else f"{x:.2f} RMSE"
   return f"{x:.2f}%" if metric == "error" else f"{x:.3f}"
+
+
+def paper_score_words(text: str) -> str:
+  """A score as the paper's tables print it ("1% CE", "0.38 RMSE") with "CE" (classification error) as
+  `score_text` words it: "1% error"."""
+  return text.replace("% CE", "% error")
 
 
 def best_test(rec: dict) -> float | None:
@@ -442,7 +450,8 @@ def _task_lines(directory: Path, table: _Table, index: int, plot: Path) -> list[
   algorithms = ["top-down"] + (["evolutionary"] if "houdini_evolutionary" in table.methods else [])
   for algorithm in algorithms:
     for t in paper_top(table.sequence, index, algorithm):
-      lines.append(f"- the paper ({t.table}, {t.task}, 100% of its data): `{t.program}`, {t.score}")
+      lines.append(f"- the paper ({t.table}, {t.task}, 100% of its data): `{t.program}`, "
+                   f"{paper_score_words(t.score)}")
   graph = PAPER_GRAPH_TABLE.get(table.sequence)
   if graph:
     cells = [f"{row} {vals[index - 1]:g}" for row, vals in graph.items() if index - 1 < len(vals)]

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -82,7 +83,11 @@ def test_the_report_aggregates_instances_labels_synthetic_data_and_lays_out_the_
   assert "| Task 2: count_digit(5) | 1. `compose(nn_cs3_1, map_l(nn_cs3_2))` | 0.40 RMSE |" in programs
   assert "|  | 2. `compose(nn_cs3_3, map_l(lib.nn_cs3_2))` | 1.40 RMSE |" in programs
   assert "| Task 4: recognize_toy(4) [synthetic: smallnorb-synthetic] | 1. `compose(nn_houdini_topdown_4, " \
-         "nn_x)` | 5.00% CE |" in programs
+         "nn_x)` | 5.00% error |" in programs
+  # Classification error in words, not the paper's "CE", the paper's own scores too.
+  report_text = (tmp_path / "report.md").read_text()
+  assert " CE" not in programs and " CE" not in report_text
+  assert re.search(r"- the paper \(tab:CS3Progs, .*, 100% of its data\): `.*`, \d+% error", report_text)
   for name in ("task_02.png", "task_04.png", "summary.png"):
     assert (tmp_path / "plots" / name).read_bytes()[:4] == b"\x89PNG"
   # The terminal's summary: every fraction run, each method's mean score, HOUDINI's program.
