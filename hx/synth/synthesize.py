@@ -163,6 +163,10 @@ class SynthesisResult:
       part of the library; None when it was offered the whole library.
     module_config: the `hx.compile.ModuleConfig` the candidates were built with (what `predictor`
       compiles them with again).
+    metric: what the scores are: "error" (classification error, %) or "rmse" (the task's objective's);
+      None where unknown.
+    shortfall: why fewer candidates were trained than `Budget.candidates` asked for, with the size of the
+      space searched (also logged as a warning); None where the budget was spent.
   """
   task: str
   strategy: str
@@ -180,6 +184,8 @@ class SynthesisResult:
   no_program: str | None = None
   offered: tuple[str, ...] | None = None
   module_config: Any = dataclasses.field(default=None, repr=False)
+  metric: str | None = None
+  shortfall: str | None = None
 
   def predictor(self, rank: int = 1, batch_size: int = 1024) -> Any:
     """The candidate ranked `rank` (1: the winner) as a jitted, batched function of new inputs in
@@ -207,12 +213,15 @@ class SynthesisResult:
     # A summary: the dataclass's own repr would print the library's every trained weight.
     trained = self.trained
     best = f"best {trained[0].named or trained[0].program}" if trained else "no candidate trained"
-    return (f"SynthesisResult({self.task}: {self.strategy}, {self.candidates_trained} candidates in "
-            f"{self.wall_seconds:.1f} s, {best})")
+    scores = f"; scores: {METRIC_WORDS.get(self.metric, self.metric)}" if self.metric else ""
+    count = _count(self.candidates_trained, "candidate")
+    return (f"SynthesisResult({self.task}: {self.strategy}, {count} in {self.wall_seconds:.1f} s, "
+            f"{best}{scores})")
 
   def __str__(self) -> str:
     top = 5
-    lines = [repr(self)] + [str(r) for r in self.ranked[:top]]
+    lines = [repr(self)] + ([f"  ({self.shortfall})"] if self.shortfall else []) + [
+        str(r) for r in self.ranked[:top]]
     if len(self.ranked) > top:
       lines.append(f"  ... {len(self.ranked) - top} more")
     return "\n".join(lines)
@@ -220,6 +229,15 @@ class SynthesisResult:
   @property
   def trained(self) -> tuple[Ranked, ...]:
     return tuple(r for r in self.ranked if r.status == "trained")
+
+
+METRIC_WORDS = {"error": "classification error (%), lower is better", "rmse": "RMSE, lower is better"}
+"""A task's metric (`hx.lang.objectives.Objective.metric`) in words, as a synthesis's summary names it."""
+
+
+def _count(n: int, noun: str) -> str:
+  """"1 candidate", "2 candidates"."""
+  return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _sort_key(r: JobResult, estimates: dict[int, Scored]) -> tuple:
@@ -375,10 +393,35 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
       executor.close()
   result = _ranked_and_added(task, context, library, strategy, search, results, estimates, space, keep=keep,
                              sequence=sequence, when=when, wall=wall)
+  shortfall = _shortfall(task, strategy, budget, space, search, len(results) - len(first), wall)
+  if shortfall is not None:
+    logging.warning("%s", shortfall)
+  result = dataclasses.replace(result, metric=context.ready.objective.metric, shortfall=shortfall)
   if offered is library:
     return result
   return dataclasses.replace(result, offered=offered.names,
                              search_seconds=result.search_seconds + prior_seconds)
+
+
+def _shortfall(task: Any, strategy: str, budget: Budget, space: SearchSpace, search: Strategy, trained: int,
+               wall: float) -> str | None:
+  """Why a synthesis trained fewer than `budget.candidates` candidates (`trained` of them, earlier
+  programs proposed on top of the budget not counted), with the size of the space where the search ran
+  out of programs; None where it trained as many as asked (or no number was asked)."""
+  asked = budget.candidates
+  if asked is None or trained >= asked:
+    return None
+  head = f"{task.name}: Budget(candidates={asked}) asked for {_count(asked, 'candidate')}, {trained} trained"
+  if budget.seconds is not None and time.perf_counter() - wall >= budget.seconds:
+    return f"{head}: its time budget of {budget.seconds:g} s ran out"
+  stats = search.enumeration
+  if budget.enumerated is not None and stats is not None and stats.expanded >= budget.enumerated:
+    return f"{head}: the search expanded as many partial programs as Budget.enumerated={budget.enumerated}"
+  if strategy != "topdown":
+    return f"{head}: the evolutionary search proposed only {_count(trained, 'distinct program')}"
+  return (f"{head}: the search space holds only {_count(trained, 'program')} of type {task.type} (the "
+          f"SearchSpace decides which: max_size {space.max_size}, max_fresh {space.max_fresh}, "
+          "intermediate_types, combinators)")
 
 
 def _check_arguments(strategy: str, budget: Budget, keep: int, space: SearchSpace) -> None:

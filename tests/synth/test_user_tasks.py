@@ -30,7 +30,7 @@ def test_an_8x8_task_trains_a_small_cnn_and_prints_a_summary():
   cnns = [s for s in result.library.specs().values() if s.template == "cnn"]
   assert cnns and all(s["channels"] == (32,) and s["kernel"] == 5 for s in cnns)  # one 5x5 block fits 8x8
   text = repr(result)
-  assert text.startswith("SynthesisResult(bright8: topdown, 1 candidates in ") and "best nn_bright8_1" in text
+  assert text.startswith("SynthesisResult(bright8: topdown, 1 candidate in ") and "best nn_bright8_1" in text
   assert len(text) < 200 and "Array" not in str(result)
   assert "Array" not in repr(SequenceRun("d", (), result.library, 0))
   # Nor does any part of it a user may print or echo in a notebook: the ranks, the winner, its outcome.
