@@ -102,8 +102,7 @@ class Predictor:
     from hx.data.task import inputs_from_arrays
     from hx.lang.values import ELEMENT_BATCHES, num_examples, size_bucket, take
 
-    table, index = inputs_from_arrays(f"predicting with {self.program} ({self.type})", self.input_type,
-                                      inputs)
+    table, index = inputs_from_arrays(f"predicting ({self.type})", self.input_type, inputs)
     n = num_examples(index)
     chunk = min(self.batch_size, size_bucket(n, minimum=1))
     device_table = jax.device_put(table)
