@@ -440,7 +440,8 @@ def _task_lines(directory: Path, table: _Table, index: int, plot: Path) -> list[
       extra = f"; {r['parameters']:,} trained parameters" + (
           f", {r['frozen_parameters']:,} frozen" if r.get("frozen_parameters") else "")
     if r.get("candidates_trained") is not None:
-      extra = f"; {r['candidates_trained']} candidates trained in {r['seconds']['wall']:.0f} s"
+      n = r["candidates_trained"]
+      extra = f"; {n} candidate{'' if n == 1 else 's'} trained in {r['seconds']['wall']:.0f} s"
       work = work_seconds(r)
       if work > 1.01 * r["seconds"]["wall"]:
         # Resumed across calls (or trained by several workers): the wall is the last call's alone.

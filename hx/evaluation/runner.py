@@ -292,7 +292,7 @@ class _Runner:
         score = _score_text(rec["metric"], best["test"])
         what = f"{best['named'] or best['program']}  test {rec['metric']} {score}"
       self.say(f"[{c.sequence} {instance}] task {index + 1} {rec['task']} @ {f:g}: {method}: {what} "
-               f"({rec['candidates_trained']} candidates)")
+               f"({rec['candidates_trained']} candidate{'' if rec['candidates_trained'] == 1 else 's'})")
     logging.info("%s task %d took %.1f s", method, index + 1, time.perf_counter() - start)
 
   def houdini_sequence(self, method: str, instance: int, seq: Any, tasks: int) -> None:

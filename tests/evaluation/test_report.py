@@ -87,6 +87,7 @@ def test_the_report_aggregates_instances_labels_synthetic_data_and_lays_out_the_
   # Classification error in words, not the paper's "CE", the paper's own scores too.
   report_text = (tmp_path / "report.md").read_text()
   assert " CE" not in programs and " CE" not in report_text
+  assert "; 1 candidate trained in " in report_text and "1 candidates" not in report_text
   assert re.search(r"- the paper \(tab:CS3Progs, .*, 100% of its data\): `.*`, \d+% error", report_text)
   for name in ("task_02.png", "task_04.png", "summary.png"):
     assert (tmp_path / "plots" / name).read_bytes()[:4] == b"\x89PNG"
