@@ -323,7 +323,11 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
       to the end by default; `Halving`, `CheapFirst`, `Estimate`: `hx.synth.schedules`).
     seed: seeds the search (evolution) and every candidate's training (`job_seed`).
     space: what programs may be built (intermediate types, repeat counts, size and fresh limits).
-    module_config: module sizes (default: the paper's, `hx.compile.ModuleConfig()`).
+    module_config: module sizes (an `hx.ModuleConfig`). The default, `hx.ModuleConfig()`, is the paper's
+      (appendix C): an MLP with one hidden layer of 1,024 units, batch norm and dropout 0.5; a CNN of 32
+      and 64 channels, 5x5 convolutions and 2x2 max-pooling; an LSTM of 100 units. These are large for a
+      small data set or a laptop: the quick preset's sizes (an MLP of 64, a CNN of 8 and 16 channels, an
+      LSTM of 32) are `hx.presets.EVALUATION_PRESETS["quick"].module_config`.
     tune_config: training settings (default: `hx.presets.task_tune_config` of the task: its kind's, or a
       user's task's own).
     evolution: population, generations and rates of the evolutionary search.
