@@ -124,3 +124,49 @@ def test_the_evolutionary_table_is_the_records():
       for task, pair in printed[column].items():
         if pair is not None:
           assert _close(pair[0], first[task][0]) and _close(pair[1], second[task][0]), (sequence, task, pair)
+
+
+# --- Figures of the prose and the run log, from the records. -------------------------------------------
+
+def _records(run: Path) -> list[dict]:
+  """The records of the run directory `run`, each with its method and instance (from its path)."""
+  out = []
+  for path in run.glob("*/seed_*/records/*/fraction_*.json"):
+    method, seed = path.relative_to(run).parts[:2]
+    out.append({**json.loads(path.read_text("utf-8")), "method": method, "instance": int(seed[5:])})
+  return out
+
+
+def _best(run: Path, task: int) -> dict[str, float]:
+  """Method -> the best trained candidate's test score on `task`, instance 0."""
+  out = {}
+  for rec in _records(run):
+    trained = [x for x in rec["ranked"] if x["status"] == "trained"]
+    if rec["task_index"] == task and rec["instance"] == 0 and trained:
+      out[rec["method"]] = trained[0]["test"]
+  return out
+
+
+def test_gs1s_ratios_and_baseline_range_are_the_records():
+  at = {"2%": _best(ROOT / "gs1", 2), "10%": _best(ROOT / "fraction_0.1" / "gs1", 2)}
+  ratios = {f: f"{s['houdini_topdown'] / s['standalone']:.2f}" for f, s in at.items()}
+  baselines = [s[m] for s in at.values() for m in ("standalone", "llt")]
+  text = " ".join(TEXT.split())
+  assert (f"({ratios['2%']} of the standalone network at 2%, {ratios['10%']} at 10%); the RNN baselines "
+          f"score {min(baselines):.2f}-{max(baselines):.2f} against") in text
+
+
+def test_the_run_logs_wall_times_count_the_shared_baseline_once():
+  row = r"^\| \[[^\]]+\]\(([^)]+)/report\.md\) \|.*?([\d,]+) s of records' wall time"
+  rows = re.findall(row, TEXT, re.M)
+  assert len(rows) >= 3, rows
+  for run, printed in rows:
+    seen, total = set(), 0.0
+    for rec in _records(ROOT / run):
+      # The baselines' task 1 is one network, recorded once per baseline with the same wall time.
+      key = ("shared", rec["instance"], rec["seconds"]["wall"]) if (
+          rec["task_index"] == 1 and rec["method"] != "houdini_topdown") else (len(seen), )
+      if key not in seen:
+        seen.add(key)
+        total += rec["seconds"]["wall"]
+    assert printed == f"{total:,.0f}", (run, printed, total)
