@@ -37,10 +37,13 @@ drawn by the harness (6,000 lists of 2-5 images, batches of one length as the au
 its first epoch is a warm-up and is dropped. Nothing of the authors' code is imported here. --authors
 implies --peer; the harness always builds the paper's sizes (--small does not reach it).
 
-The CNN's blocks train through hx's own CPU kernels where they apply (`hx.compile.conv_pool`;
-HX_CPU_KERNELS=0 turns them off). XLA cannot count a custom call's arithmetic, so when the step ran them,
-one more tune after the rounds runs the same step through XLA's kernels: its floating-point operations are
-the step's count, and its epochs are timed beside the others (`xla_kernels_*`).
+The CNN's blocks train through hx's own CPU kernels where they apply and were timed faster on this CPU
+(`hx.compile.conv_pool_choice`; HX_CPU_KERNELS=0 turns them off, =1 forces them): `cnn_block_paths`
+prints each block's path with both timings, `cpu_isa` the CPU's widest vector extension and
+`kernel_march` the instruction set the kernels were compiled for ($HX_KERNEL_MARCH, else native). When
+the step ran the kernels, every round also tunes the same step through XLA's path right after hx's
+default (`xla_kernels_*`, and with --authors the authors' code against it): XLA cannot count a custom
+call's arithmetic, so that step's floating-point operations are the step's count.
 
 --convolutions xla|ynnpack chooses which library runs XLA:CPU's convolutions (`hx.cpu_convolutions`):
 XLA's own kernels, hx's default, with the CNN in one call, or YNNPACK, jaxlib's default, with the CNN
@@ -167,6 +170,41 @@ def authors_run(harness: str, epochs: int, threads: int, batch_size: int, train_
   return figures
 
 
+def _hx_xla_run(args, compiled, data, objective, config) -> dict:
+  """`_hx_run` with the CNN's blocks through XLA's path (HX_CPU_KERNELS=0, read when the step is traced,
+  so Tune's caches are cleared before and after), plus XLA's count of the step's operations ("flops")."""
+  from hx.compile.conv_pool import ENABLE_ENV
+  from hx.compile.executables import clear_tune_caches
+
+  before = os.environ.get(ENABLE_ENV)
+  os.environ[ENABLE_ENV] = "0"
+  try:
+    clear_tune_caches()
+    figures = _hx_run(args, compiled, data, objective, config)
+    figures["flops"] = last_step_flops()
+  finally:
+    if before is None:
+      os.environ.pop(ENABLE_ENV)
+    else:
+      os.environ[ENABLE_ENV] = before
+    clear_tune_caches()
+  return figures
+
+
+def cpu_isa() -> str:
+  """The widest x86 vector extension this CPU reports (/proc/cpuinfo's flags): "AVX-512", "AVX2", "AVX",
+  or the machine's name elsewhere (ARM, say)."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+  except OSError:
+    flags = []
+  for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX")):
+    if flag in flags:
+      return name + (" (FMA)" if "fma" in flags else "")
+  return platform.machine()
+
+
 def _hx_run(args, compiled, data, objective, config) -> dict:
   """One tune of the candidate: the per-epoch figures."""
   from hx.compile.tuning import evaluate, tune
@@ -278,9 +316,11 @@ def main(argv: list[str] | None = None) -> dict:
   objective = Objective("mse", "rmse")
   config = TuneConfig(batch_size=args.batch_size, epochs=args.epochs, eval_images=args.eval_images)
 
-  rounds = []
+  rounds, xla_rounds = [], []
   for _ in range(max(1, args.rounds) if args.peer else 1):
     hx_figures = _hx_run(args, compiled, data, objective, config)
+    if last_step_runs_kernels():
+      xla_rounds.append(_hx_xla_run(args, compiled, data, objective, config))
     peer = None
     if args.peer:
       from benchmarks import torch_reference
@@ -321,28 +361,26 @@ def main(argv: list[str] | None = None) -> dict:
     "process_cpu_s_per_epoch": rounds[-1][0]["process_cpu_s_per_epoch"],
   }
   flops = last_step_flops()
-  if last_step_runs_kernels():
-    # XLA cannot count a custom call's arithmetic: count the same step compiled through XLA's own kernels
-    # (HX_CPU_KERNELS=0, read when the step is traced), and time it too, after the rounds.
-    from hx.compile.conv_pool import ENABLE_ENV
-    from hx.compile.executables import clear_tune_caches
-    before = os.environ.get(ENABLE_ENV)
-    os.environ[ENABLE_ENV] = "0"
-    try:
-      clear_tune_caches()
-      xla = _hx_run(args, compiled, data, objective, config)
-      flops = last_step_flops()
-    finally:
-      if before is None:
-        os.environ.pop(ENABLE_ENV)
-      else:
-        os.environ[ENABLE_ENV] = before
+  from hx.compile import conv_pool_choice
+  figures["cpu_isa"] = cpu_isa()
+  # Each CNN block's path as hx chose it on this CPU (`hx.compile.conv_pool_choice`), with both timings.
+  from hx.compile.conv_pool import march, mode
+  figures["kernel_march"] = march()
+  figures["cnn_block_paths"] = {
+      block.name: {"path": "hx's kernels" if c.kernels else "XLA's", "kernels_ms": c.kernels_ms,
+                   "xla_ms": c.xla_ms} for block, c in conv_pool_choice.choices().items()
+  } if mode() == "auto" else f"forced by HX_CPU_KERNELS ({mode()}): not timed"
+  if xla_rounds:
+    # XLA cannot count a custom call's arithmetic: the step's count is that of the same step compiled
+    # through XLA's path (HX_CPU_KERNELS=0), which every round also timed, right after hx's default.
+    flops = xla_rounds[-1]["flops"]
+    xla_sec = statistics.median(s for x in xla_rounds for s in x["epoch_train_s"])
     figures.update({"cpu_kernels": "hx (hx.compile.conv_pool)",
-                    "xla_kernels_epoch_train_s (HX_CPU_KERNELS=0, after the rounds)": xla["epoch_train_s"],
-                    "xla_kernels_sec_per_epoch": xla["sec_per_epoch"],
-                    "xla_kernels_train_loss": xla["train_loss"],
-                    "ratio_xla_kernels (s / s with hx's kernels)":
-                        round(xla["sec_per_epoch"] / sec_per_epoch, 2)})
+                    "xla_kernels_epoch_train_s (HX_CPU_KERNELS=0, each round)":
+                        [s for x in xla_rounds for s in x["epoch_train_s"]],
+                    "xla_kernels_sec_per_epoch": round(xla_sec, 3),
+                    "xla_kernels_train_loss": xla_rounds[0]["train_loss"],
+                    "ratio_xla_kernels (s / s with hx's kernels)": round(xla_sec / sec_per_epoch, 2)})
   else:
     figures["cpu_kernels"] = "XLA's"
   figures.update(_flop_rate(sec_per_epoch / steps, flops))
@@ -386,6 +424,11 @@ def main(argv: list[str] | None = None) -> dict:
       "authors_seconds_per_eval_pass (val + test)": authors[0]["seconds_per_eval_pass"],
       "ratio_authors_per_round (authors s / hx s)": [round(a / h, 2) for h, _, a in per_round],
       "ratio_authors (authors s / hx s, medians)": round(authors_med / hx_med, 2),
+      **({"ratio_authors_xla_path_per_round (authors s / hx s through XLA's path)":
+              [round(a / x["sec_per_epoch"], 2) for (_, _, a), x in zip(per_round, xla_rounds)],
+          "ratio_authors_xla_path (authors s / hx s through XLA's path, medians)":
+              round(authors_med / statistics.median(x["sec_per_epoch"] for x in xla_rounds), 2)}
+         if xla_rounds else {}),
       "authors_harness": authors[0]["harness"],
       "authors_param_count": authors[0]["param_count"],
     })

@@ -161,7 +161,7 @@ def _read(block: Block, path: Path) -> Choice | None:
   """The choice in `path`; None where there is none; None with a warning where it cannot be read."""
   try:
     text = path.read_text()
-  except FileNotFoundError:
+  except (FileNotFoundError, NotADirectoryError):
     return None
   except OSError as e:
     warnings.warn(f"cannot read hx's kernel choice {path} ({e}); timing block {block.name} again",
@@ -209,8 +209,9 @@ def choose(block: Block, library: Path, measure: Callable[[Block], Choice] = tim
   if kept is not None:
     return kept
   unreadable = path.exists()
-  _write_first(path, measure(block), replace=unreadable)
-  return _read(block, path) or measure(block)
+  measured = measure(block)
+  _write_first(path, measured, replace=unreadable)
+  return _read(block, path) or measured
 
 
 _lock = threading.Lock()
@@ -231,7 +232,7 @@ def chosen(x_shape: tuple[int, ...], w_shape: tuple[int, ...], pool: int, dtype,
   with _lock:
     choice = _chosen.get(block)
     if choice is None:
-      choice = _chosen[block] = choose(block, conv_pool.library_path())
+      choice = _chosen[block] = choose(block, conv_pool.library_path(), time_block)
       logging.debug("hx's CNN block %s trains through %s on this CPU: kernels %.3f ms, XLA's path %.3f ms "
                     "(%d images)", block.name, "hx's kernels" if choice.kernels else "XLA's path",
                     choice.kernels_ms, choice.xla_ms, TIMING_ROWS)
