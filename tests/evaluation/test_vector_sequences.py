@@ -13,7 +13,7 @@ import pytest
 import hx
 from hx.data.sequence_file import save_task_arrays
 from hx.evaluation import ConfigError, EvalConfig, load_records
-from tests.baselines.test_vector_baselines import WIDTH, vector_lists, vectors
+from tests.baselines.test_vector_baselines import WIDTH, chains, regression, vector_lists, vectors
 
 TRAINING = {"epochs": 8, "batch_size": 32, "learning_rate": 1e-2}
 SMALL = {"mlp_hidden": 16, "lstm_hidden": 16}
@@ -112,7 +112,7 @@ def _run(tasks, directory):
   config = EvalConfig.make(hx.TaskStream("vectors", tasks), methods=ALL, candidates=2, fractions=[1.0],
                            seeds=[0], module_overrides=SMALL)
   outcome = hx.evaluate(config, directory)
-  assert outcome.finished
+  assert outcome.finished and outcome.ran > 0
   return config, {(rec["method"], rec["task_index"]): rec for rec in load_records(directory)}
 
 
@@ -135,6 +135,15 @@ def test_houdini_and_every_baseline_run_on_vector_tasks(tmp_path):
   assert [s["task"] for s in records["pnn", 3]["starts_from"]] == ["sum_positive", "difference_positive"]
   assert records["pnn", 3]["frozen_parameters"] > 0
   assert records["llt", 1]["same_as"] == "standalone" and records["pnn", 1]["same_as"] == "standalone"
+  # Resumed without task 3's baseline records: the networks of tasks 1-2 load back from their files
+  # (pnn's columns with their lateral adapters) and task 3 trains to the same scores.
+  for m in ("llt", "pnn"):
+    for path in (tmp_path / "run" / m / "seed_0" / "records").glob("03_*/fraction_1.json"):
+      path.unlink()
+  _, again = _run(vector_tasks, tmp_path / "run")
+  for m in ("llt", "pnn"):
+    assert again[m, 3]["ranked"][0]["test"] == records[m, 3]["ranked"][0]["test"], m
+    assert again[m, 3]["network_version"] == records[m, 3]["network_version"], m
 
 
 @pytest.mark.slow
@@ -150,3 +159,56 @@ def test_houdini_and_every_baseline_run_on_lists_of_vectors(tmp_path):
   assert transfer["nn_enc"] == "sum_positive" and transfer["nn_mlp.hidden"] == "sum_positive"
   assert count["pnn"]["ranked"][0]["program"] == (
       "pnn(column 2 of 2: compose(nn_rnn, map_l(compose(nn_mlp, nn_enc))))")
+
+
+@pytest.mark.slow
+def test_hx_run_runs_every_baseline_on_a_sequence_file_of_vectors_and_lists_of_vectors(tmp_path):
+  rng = np.random.default_rng(0)
+  save_task_arrays(tmp_path / "positive.npz", f"Tensor<real>[{WIDTH}] -> Tensor<bool>[1]",
+                   *(vectors(rng, n) for n in (120, 40, 40)))
+  save_task_arrays(tmp_path / "count.npz", f"List<Tensor<real>[{WIDTH}]> -> Tensor<real>[1]",
+                   *(vector_lists(rng, n) for n in (80, 30, 30)))
+  training = "training = { epochs = 4, batch_size = 32, learning_rate = 0.01 }\n"
+  (tmp_path / "seq.toml").write_text(
+      'name = "vectors"\nmethods = ["houdini", "standalone", "llt", "pnn"]\nfractions = [1.0]\n'
+      'seeds = [0]\ncandidates = 2\n'
+      f'[[tasks]]\nname = "positive"\ntype = "Tensor<real>[{WIDTH}] -> Tensor<bool>[1]"\n'
+      f'data = "positive.npz"\n{training}'
+      f'[[tasks]]\nname = "count"\ntype = "List<Tensor<real>[{WIDTH}]> -> Tensor<real>[1]"\n'
+      f'data = "count.npz"\n{training}')
+  out = subprocess.run([sys.executable, "-m", "hx.bin.run", f"--sequence_file={tmp_path / 'seq.toml'}",
+                        f"--output_dir={tmp_path / 'run'}", "--module=mlp_hidden=16,lstm_hidden=16",
+                        "--noprogress"],
+                       capture_output=True, text=True, timeout=900)
+  assert out.returncode == 0, (out.stdout, out.stderr)
+  records = {(r["method"], r["task_index"]): r for r in load_records(tmp_path / "run")}
+  assert set(records) == {(m, i) for m in ("houdini_topdown", "standalone", "llt", "pnn") for i in (1, 2)}
+  assert records["pnn", 2]["ranked"][0]["program"] == (
+      "pnn(column 2 of 2: compose(nn_rnn, map_l(compose(nn_mlp, nn_enc))))")
+  assert all(np.isfinite(r["ranked"][0]["test"]) for r in records.values())
+
+
+@pytest.mark.slow
+def test_graphs_of_vectors_map_the_first_tasks_regressor_or_learn_their_own(tmp_path):
+  def tasks(seed):
+    rng = np.random.default_rng(seed)
+    return [_task("regress", f"Tensor<real>[{WIDTH}] -> Tensor<real>[1]", regression, rng),
+            _task("chain", f"Graph<Tensor<real>[{WIDTH}]> -> Graph<Tensor<real>[1]>", chains, rng,
+                  n=(60, 20, 20))]
+
+  config = EvalConfig.make(hx.TaskStream("chains", tasks), candidates=2, fractions=[1.0], seeds=[0],
+                           module_overrides=SMALL)
+  assert config.methods == ("houdini_topdown", "standalone", "llt")  # no pnn on graphs
+  assert hx.evaluate(config, tmp_path / "run").finished
+  records = {(r["method"], r["task_index"]): r for r in load_records(tmp_path / "run")}
+  chain = records["standalone", 2]
+  assert chain["ranked"][0]["program"] == "lstm_rows(map_g(compose(nn_mlp, nn_enc)))"
+  assert [s["task"] for s in chain["starts_from"]] == ["regress"] and chain["frozen_parameters"] > 0
+  assert dict(map(tuple, records["llt", 2]["transfer"]))["nn_mlp.out"] == "regress"
+  # A sequence that starts with the graph task: no earlier regressor, the network learns its own.
+  alone = EvalConfig.make(hx.TaskStream("chains", lambda seed: tasks(seed)[1:]), candidates=1,
+                          fractions=[1.0], seeds=[0], methods=["standalone", "llt"], module_overrides=SMALL)
+  assert hx.evaluate(alone, tmp_path / "alone").finished
+  first = {r["method"]: r for r in load_records(tmp_path / "alone")}
+  assert first["standalone"]["starts_from"] == [] and first["standalone"]["frozen_parameters"] == 0
+  assert np.isfinite(first["standalone"]["ranked"][0]["test"]) and first["llt"]["same_as"] == "standalone"
