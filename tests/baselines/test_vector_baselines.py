@@ -37,8 +37,8 @@ def vectors(rng: np.random.Generator, n: int, width: int = WIDTH, weights: tuple
 
 def vector_lists(rng: np.random.Generator, n: int) -> tuple[list[np.ndarray], np.ndarray]:
   """Synthetic (n lists of 2-4 vectors (L_i, WIDTH), float32 (n,) counts of the label-1 ones)."""
-  items = [vectors(rng, int(rng.integers(2, 5))) for _ in range(n)]
-  return [x for x, _ in items], np.array([y.sum() for _, y in items], np.float32)
+  drawn = [vectors(rng, int(rng.integers(2, 5))) for _ in range(n)]
+  return [x for x, _ in drawn], np.array([y.sum() for _, y in drawn], np.float32)
 
 
 def regression(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
