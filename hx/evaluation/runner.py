@@ -12,10 +12,11 @@ in `<method>/seed_S/networks/after_TT/`): low-level transfer starts from the ear
 progressive network adds a column beside the earlier columns. A graph task's baselines start from the
 regressor learned on the sequence's first task, HOUDINI's where a HOUDINI method runs (the paper "shared
 the regressors learned for the first tasks across the competing methods"): the standalone network maps it
-frozen, low-level transfer fine-tunes it (`_Runner.regressor`). On a sequence's first task there is
-nothing to transfer: low-level transfer with no earlier network, and a progressive network of one column,
-are the standalone network, so when the standalone baseline runs too its record is theirs (marked
-"same_as").
+frozen, low-level transfer fine-tunes it (`_Runner.regressor`); where the first task's network is not of
+the graph's node type (a user's sequence), the graph network learns its own. On a sequence's first task
+there is nothing to transfer: low-level transfer with no earlier network, and a progressive network of
+one column, are the standalone network, so when the standalone baseline runs too its record is theirs
+(marked "same_as").
 
 Every seed derives from the instance, the task's position and the fraction, never from the clock, and
 every record is written atomically once its training is done, so a run started again on the same
