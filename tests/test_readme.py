@@ -60,11 +60,39 @@ def test_the_readme_is_a_front_page():
 
 def test_every_relative_link_resolves():
   links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", TEXT)
-  for wanted in ("docs/guide.md", "docs/DESIGN.md", "benchmarks/RESULTS.md",
+  for wanted in ("docs/guide.md", "docs/DESIGN.md", "docs/search.md", "benchmarks/RESULTS.md",
                  "benchmarks/reproduction/README.md", "BUILD.md", "docs/cs1-quick.png"):
     assert wanted in links, wanted
   missing = [link for link in links if "://" not in link and not (ROOT / link).exists()]
   assert not missing, missing
+
+
+def test_the_readme_links_the_paper_the_authors_code_and_the_licence_and_gives_a_citation():
+  links = re.findall(r"\]\(([^)\s]+)\)", TEXT)
+  assert "https://arxiv.org/abs/1804.00218" in links and "https://github.com/capergroup/houdini" in links
+  declared = re.search(r"^license = (\S+)$", (ROOT / "setup.cfg").read_text("utf-8"), re.M).group(1)
+  assert f"hx's licence: {declared} (`setup.cfg`)" in TEXT
+  (bibtex,) = [code for lang, code in blocks(TEXT) if lang == "bibtex"]
+  assert bibtex.startswith("@inproceedings{") and bibtex.count("{") == bibtex.count("}")
+  for field in ("title = {{HOUDINI}: Lifelong Learning as Program Synthesis}", "year = {2018}",
+                "eprint = {1804.00218}", "Valkov, Lazar", "Chaudhuri, Swarat"):
+    assert field in bibtex, field
+
+
+def test_the_readme_gives_the_gpu_install_of_an_extra_setup_cfg_has():
+  (extra,) = re.findall(r"`pip install -e '\.\[(\w+)\]'`", TEXT)
+  extras = (ROOT / "setup.cfg").read_text("utf-8").split("[options.extras_require]", 1)[1].split("\n[", 1)[0]
+  assert re.search(rf"^{extra} =\n +jax\[cuda", extras, re.M), extras
+
+
+def test_the_readme_spells_out_each_sequences_name_and_says_what_the_test_command_runs():
+  text = " ".join(TEXT.split())
+  for name in ("the counting sequences CS1-CS3", "the summing sequence SS", "the graph sequences GS1 and GS2",
+               "the long sequence LS"):
+    assert text.count(name) == 1, name
+  # The test command has no -m: it runs everything; the fast part is the command with `-m "not slow"` added.
+  assert "-m" not in INSTALL_AND_TEST.split("pytest", 1)[1]
+  assert 'runs every test, as CI does, in two processes (`-m "not slow"` added: the fast part alone' in text
 
 
 # --- The headline table against the results files. ---------------------------------------------------
@@ -156,6 +184,22 @@ def headline_rows() -> dict[str, list[str]]:
   table = TEXT.split(HEADLINE, 1)[1].lstrip("\n").split("\n\n", 1)[0].splitlines()
   rows = [[c.strip() for c in line.strip().strip("|").split(" | ")] for line in table[2:]]
   return {row[0]: row for row in rows}
+
+
+def test_the_headline_tables_header_states_its_bases():
+  """Its 2% columns are the mean of the instantiations the results give (GS1 and GS2: one), its largest
+  fraction columns instantiation 0, the paper's column the paper's HOUDINI at 100% (LS: a mean)."""
+  first = TEXT.split(HEADLINE, 1)[1].lstrip("\n").splitlines()[0]
+  header = [c.strip() for c in first.strip("|").split(" | ")]
+  at_two = {name: _score(rows[-1]["HOUDINI"])[2]
+            for name, rows in results(REPRODUCTION / "results.md").items()}
+  (many,) = {n for name, n in at_two.items() if name not in ONE_INSTANTIATION}
+  assert header[2] == f"2%, mean of {many} instantiations (GS1, GS2: 1): HOUDINI", header[2]
+  for path in REPRODUCTION.glob("fraction_*/results.md"):
+    assert all(_score(rows[-1]["HOUDINI"])[2] == 1 for rows in results(path).values()), path
+  assert header[4] == "largest fraction run, instantiation 0"
+  assert headline_rows()["LS"][-1].endswith(f"(mean of {many})")
+  assert header[7] == f"the paper: HOUDINI at 100% (LS: mean of its {many})"
 
 
 def test_the_headline_table_is_what_the_results_files_give():
