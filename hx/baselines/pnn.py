@@ -89,6 +89,10 @@ def refusal(archs: Sequence[Architecture]) -> tuple[int, str] | None:
     if a.kind not in ("image", "vector", "list"):
       return k, ("progressive networks are not defined for graph tasks (the paper does not compare "
                  "against them there)")
+    for role, spec in a.specs:
+      if spec.template == "user":  # `hx.compile.register_module` of exactly this role's type
+        return k, (f"its {role} : {spec.type} is the registered module {spec['name']!r}, where a progressive "
+                   "column needs hx's own templates to add its lateral connections")
     if _input(a) != _input(archs[0]):
       return k, (f"its input {_input(a)} is not the first column's {_input(archs[0])}: the columns of a "
                  "progressive network all read one input")

@@ -260,3 +260,25 @@ def test_pnn_lateral_connections_read_the_frozen_columns(positive):
   # A column whose input is another width cannot read the first column: refused.
   with pytest.raises(ValueError, match="is not the first column's Tensor<real>\\[6\\]"):
     baselines.pnn(is_positive(width=4), [column0], SIZES, TRAIN, seed=0)
+
+
+def _head_init(key):
+  return {"w": jax.random.normal(key, (16, 1)) * 0.1}
+
+
+def _head_apply(params, x):
+  return x @ params["w"]
+
+
+def test_pnn_refuses_a_column_with_a_registered_module_in_a_role():
+  types = [parse_type(f"Tensor<real>[{WIDTH}] -> Tensor<bool>[1]")] * 2
+  hx.compile.register_module("head16", "Tensor<real>[16] -> Tensor<bool>[1]", init=_head_init,
+                             apply=_head_apply)
+  try:
+    assert architecture(types[0], SIZES).spec(MLP).template == "user"
+    assert baselines.refusal("standalone", types, SIZES) is None  # a compiled program runs it as it is
+    k, why = baselines.refusal("pnn", types, SIZES)
+    assert k == 0 and why.startswith("its nn_mlp : Tensor<real>[16] -> Tensor<bool>[1] is the registered "
+                                     "module 'head16'")
+  finally:
+    hx.compile.unregister_module("head16")
