@@ -80,7 +80,7 @@ def _init(name: str, fn_type: str) -> dict:
   return compiled.init(jax.random.key(0))
 
 
-def test_a_list_output_gives_each_example_its_real_elements():
+def test_a_list_or_graph_output_gives_each_example_its_real_elements_or_nodes():
   fn_type = "Tensor<real>[2] -> Tensor<real>[1]"
   predict = predictor(hx.parse("map_l(nn_1)"), hx.Library(), fresh_types={"nn_1": parse_type(fn_type)},
                       variables=_init("nn_1", fn_type), module_config=SMALL)
@@ -91,6 +91,13 @@ def test_a_list_output_gives_each_example_its_real_elements():
   np.testing.assert_allclose(out[0], np.repeat(out[0][:1], 3, axis=0), rtol=1e-6)  # equal elements
   with pytest.raises(ValueError, match="not"):
     predict([np.ones((3, 3))])
+  on_nodes = predictor(hx.parse("map_g(nn_1)"), hx.Library(), fresh_types={"nn_1": parse_type(fn_type)},
+                       variables=_init("nn_1", fn_type), module_config=SMALL)
+  graphs = [{"nodes": np.ones((4, 2)), "edges": [[0, 1], [1, 2], [2, 3]]},
+            {"nodes": np.ones((2, 2)), "neighbours": [[1], [0]]}]
+  out = on_nodes(graphs)
+  assert [o.shape for o in out] == [(4, 1), (2, 1)]
+  np.testing.assert_allclose(out[1], out[0][:2], rtol=1e-6)  # equal nodes, equal values
 
 
 def test_a_run_loaded_later_predicts_what_the_run_scored_and_what_its_library_computes(tmp_path):
