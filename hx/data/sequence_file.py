@@ -7,6 +7,7 @@ A sequence file is TOML (read with the standard library's `tomllib`):
     fractions = [0.1, 1.0]                 #   (methods, strategies, fractions, seeds, candidates,
     seeds = [0]                            #   epochs, preset); the binary's flags override them
     candidates = 8
+    library_seed = 0                       # optional: hx.data.Sequence.library_seed (default 0)
 
     [[tasks]]
     name = "is_circle"
@@ -87,9 +88,10 @@ def read_sequence_file(path: str | Path) -> SequenceFile:
     doc = tomllib.loads(path.read_text("utf-8"))
   except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
     raise _bad(path, "", f"not TOML: {err}") from None
-  unknown = sorted(set(doc) - {"name", "tasks"} - set(RUN_SETTINGS))
+  unknown = sorted(set(doc) - {"name", "tasks", "library_seed"} - set(RUN_SETTINGS))
   if unknown:
-    raise _bad(path, unknown[0], f"unknown entry; the entries are name, tasks, {', '.join(RUN_SETTINGS)}")
+    raise _bad(path, unknown[0], f"unknown entry; the entries are name, tasks, library_seed, "
+                                 f"{', '.join(RUN_SETTINGS)}")
   name = doc.get("name")
   if not isinstance(name, str):
     raise _bad(path, "name", "missing, or not text")
@@ -99,9 +101,11 @@ def read_sequence_file(path: str | Path) -> SequenceFile:
     raise _bad(path, "tasks", "missing: give one [[tasks]] table per task")
   tasks = [_task(path, f"tasks[{i}]", entry) for i, entry in enumerate(entries)]
   try:
-    stream = TaskStream(name, tuple(tasks))
-  except ValueError as err:  # the sequence's name, or two tasks of one name
-    raise _bad(path, "name" if str(err).startswith("a sequence's name") else "tasks", str(err)) from None
+    stream = TaskStream(name, tuple(tasks), library_seed=doc.get("library_seed", 0))
+  except ValueError as err:  # the sequence's name, its library seed, or two tasks of one name
+    entry = ("name" if str(err).startswith("a sequence's name") else
+             "library_seed" if "library_seed" in str(err) else "tasks")
+    raise _bad(path, entry, str(err)) from None
   return SequenceFile(path, stream, run)
 
 

@@ -97,3 +97,20 @@ def test_two_sequences_differing_only_in_name_give_identical_results(tmp_path):
                           tmp_path / "other", **config)
   assert _results(other)[:3] == _results(bc)[:3]  # the first task calls no library function
   assert _results(other) != _results(bc)
+
+
+def test_a_sequence_file_gives_its_library_seed(tmp_path):
+  from hx.data.errors import DataFormatError
+  from hx.data.sequence_file import read_sequence_file, save_task_arrays
+
+  rng = np.random.default_rng(0)
+  save_task_arrays(tmp_path / "bright.npz", "Tensor<real>[1][6][6] -> Tensor<bool>[1]",
+                   *(bright_images(rng, 8) for _ in range(3)))
+  task = ('[[tasks]]\nname = "bright"\ntype = "Tensor<real>[1][6][6] -> Tensor<bool>[1]"\n'
+          'data = "bright.npz"\n')
+  for given, expected in (("", 0), ("library_seed = 3\n", 3), ('library_seed = "a1"\n', "a1")):
+    (tmp_path / "s.toml").write_text(f'name = "mine"\n{given}\n{task}')
+    assert read_sequence_file(tmp_path / "s.toml").stream.instance(0).library_seed == expected
+  (tmp_path / "s.toml").write_text(f'name = "mine"\nlibrary_seed = -2\n\n{task}')
+  with pytest.raises(DataFormatError, match=r"s\.toml: library_seed: sequence mine: library_seed must be"):
+    read_sequence_file(tmp_path / "s.toml")
