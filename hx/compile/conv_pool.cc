@@ -261,11 +261,11 @@ inline void Window(const vf acc[4][NB], const float* __restrict bias, float* __r
 constexpr int64_t kCachedWeights = 16 << 10;
 
 // One image: NB vectors of output channels at a time, the window's four convolution outputs in registers;
-// wp packed (PackWeights, B = NB * kLanes); sums: Wp * 4 * NB vectors of scratch. Each output's sum runs
-// over the kernel rows, then (kx, c), in order, in both loop orders.
+// wp packed (PackWeights, B = NB * kLanes); sums: Wp * 4 * NB * kLanes floats of scratch. Each output's
+// sum runs over the kernel rows, then (kx, c), in order, in both loop orders.
 template <int NB>
 void ForwardImage(const Dims& d, const float* __restrict xn, const float* __restrict wp,
-                  const float* __restrict bias, float* __restrict yn, uint8_t* __restrict an, vf* sums) {
+                  const float* __restrict bias, float* __restrict yn, uint8_t* __restrict an, float* sums) {
   constexpr int64_t B = NB * kLanes;
   const int64_t O = d.O, K = d.K, C = d.C, W = d.W, KKC = K * K * C;
   const bool by_rows = KKC * B * int64_t{sizeof(float)} > kCachedWeights;
@@ -286,20 +286,24 @@ void ForwardImage(const Dims& d, const float* __restrict xn, const float* __rest
         }
         continue;
       }
-      auto held = reinterpret_cast<vf(*)[4][NB]>(sums);  // held[j]: window j's sums so far
-      for (int64_t j = 0; j < d.Wp; ++j)
-        for (int q = 0; q < 4; ++q)
-          for (int nb = 0; nb < NB; ++nb) held[j][q][nb] = vf{};
+      // Window j's sums so far at sums + j * 4 * B, position by position (through Load and Store, which
+      // assume no alignment: the scratch is a float array).
+      std::memset(sums, 0, sizeof(float) * d.Wp * 4 * B);
       for (int64_t ky = 0; ky < K; ++ky)
         for (int64_t j = 0; j < d.Wp; ++j) {
           vf acc[4][NB];
           for (int q = 0; q < 4; ++q)
-            for (int nb = 0; nb < NB; ++nb) acc[q][nb] = held[j][q][nb];
+            for (int nb = 0; nb < NB; ++nb) acc[q][nb] = Load(sums + (j * 4 + q) * B + kLanes * nb);
           WindowRows<NB>(d, row + 2 * j * C, wb, off, ky, ky + 1, acc);
           for (int q = 0; q < 4; ++q)
-            for (int nb = 0; nb < NB; ++nb) held[j][q][nb] = acc[q][nb];
+            for (int nb = 0; nb < NB; ++nb) Store(sums + (j * 4 + q) * B + kLanes * nb, acc[q][nb]);
         }
-      for (int64_t j = 0; j < d.Wp; ++j) finish(j, held[j]);
+      for (int64_t j = 0; j < d.Wp; ++j) {
+        vf acc[4][NB];
+        for (int q = 0; q < 4; ++q)
+          for (int nb = 0; nb < NB; ++nb) acc[q][nb] = Load(sums + (j * 4 + q) * B + kLanes * nb);
+        finish(j, acc);
+      }
     }
 }
 
@@ -538,7 +542,7 @@ ffi::Error ForwardChecked(ffi::ThreadPool& pool, const F32& x, const F32& w, con
   const std::vector<float> packed = PackWeights(d, ws, NB * kLanes);
   const float* wp = packed.data();
   return ParallelTasks(pool, tasks, [&](int64_t c) {
-    std::vector<vf> sums(d.Wp * 4 * NB);
+    std::vector<float> sums(d.Wp * 4 * NB * kLanes);
     for (int64_t n = d.R * c / tasks; n < d.R * (c + 1) / tasks; ++n) {
       const float* xn = xs + n * d.H * d.W * d.C;
       float* yn = ys + n * d.Hp * d.Wp * d.O;
@@ -707,3 +711,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolForward, Forward,
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolBackwardWithInput, BackwardWithInput, BackwardBinding().Ret<F32>());
 // Backward without the input gradient: x, w, arg, dh -> dw, db.
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HxConvPoolBackwardWeights, BackwardWeights, BackwardBinding());
+
+// The vector width this library was compiled with, in floats (16 AVX-512, 8 AVX or AVX2, 4 otherwise):
+// what the instruction set it was built for (-march) gave, for hx to report and its tests to check.
+extern "C" int HxConvPoolLanes() { return static_cast<int>(kLanes); }

@@ -73,7 +73,8 @@ from hx.compile.cache import hx_cache_home
 
 __all__ = ["ENABLE_ENV", "KERNEL_CACHE_DIR_ENV", "MARCH_ENV", "KernelBuildError", "build_library",
            "conv_pool", "conv_valid", "enabled", "kernel_cache_dir", "library_path", "load_error",
-           "load_kernels", "march", "max_pool", "mode", "reduce_window_max", "usable", "xla_block"]
+           "load_kernels", "march", "max_pool", "mode", "reduce_window_max", "usable", "vector_lanes",
+           "xla_block"]
 
 ENABLE_ENV = "HX_CPU_KERNELS"
 KERNEL_CACHE_DIR_ENV = "HX_KERNEL_CACHE_DIR"
@@ -202,6 +203,7 @@ def build_library(compiler: str | None = None, directory: Path | None = None,
 _lock = threading.Lock()
 _loaded: bool | None = None  # None: not tried yet
 _library: Path | None = None  # the library loaded
+_lanes: int | None = None  # its vector width in floats
 _load_error: str | None = None  # why they could not be built or loaded, if so
 
 
@@ -210,7 +212,7 @@ def load_kernels() -> bool:
 
   True when they are ready; False (after one warning) when they cannot be built or loaded.
   """
-  global _loaded, _load_error, _library
+  global _loaded, _load_error, _library, _lanes
   with _lock:
     if _loaded is None:
       try:
@@ -219,6 +221,7 @@ def load_kernels() -> bool:
           library = ctypes.CDLL(str(path))
           for name, symbol in _TARGETS.items():
             jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(library, symbol)), platform="cpu")
+          _lanes = int(library.HxConvPoolLanes())
         except (OSError, AttributeError) as e:
           raise KernelBuildError(f"cannot load {path}: {e}") from e
         _loaded, _library = True, path
@@ -237,6 +240,13 @@ def library_path() -> Path:
   if not load_kernels():
     raise KernelBuildError(f"hx's CPU kernels could not be built or loaded: {_load_error}")
   return _library
+
+
+def vector_lanes() -> int:
+  """Floats per vector in the kernels this process loaded: 16 when built for AVX-512, 8 for AVX or AVX2,
+  4 otherwise ($HX_KERNEL_MARCH, else this CPU). Raises KernelBuildError where they cannot be loaded."""
+  library_path()
+  return _lanes
 
 
 def load_error() -> str | None:
