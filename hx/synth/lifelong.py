@@ -112,8 +112,9 @@ def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fra
       # This process's memory once the task is done: a long sequence's memory must stay bounded.
       "process_memory": process_memory(),
       "ranked": [{
-          "rank": r.rank, "program": str(r.program), "named": None if r.named is None else str(r.named),
-          "fresh_types": {n: str(t) for n, t in r.fresh_types.items()}, **r.reported(),
+          "rank": r.rank, "program": str(r.search_program),
+          "named": None if r.named is None else str(r.named),
+          "fresh_types": {n: str(t) for n, t in r.search_types.items()}, **r.reported(),
           "compile_seconds": r.compile_seconds, "train_seconds": r.train_seconds,
           "eval_seconds": r.eval_seconds, "order": r.order, "epochs_run": r.epochs_run,
           "val_history": list(r.val_history),

@@ -106,12 +106,15 @@ class Ranked(HoldsOutcome):
 
   Attributes:
     rank: 1 for the winner (among trained candidates by validation score, failed ones last).
-    program: the program (fresh functions nn_1, nn_2, ...).
-    fresh_types: each fresh function's type.
+    program: the program, its fresh functions named as the library names them (nn_<sequence>_<k>, as
+      the paper's tables number them: the winner's are the library's new entries) for the ranks the
+      synthesis reports (`keep`), else as the search built it (nn_1, nn_2, ...).
+    fresh_types: each fresh function's type, by its name in `program`.
     order: its place in the search's order (0 first).
     outcome: its training (as above).
-    named: the program as the library names it after `Library.add` (nn_<sequence>_<k>), for the
-      reported ranks; else None.
+    named: `program` where its functions carry the library's names, else None.
+    searched: the program as the search built it (nn_1, nn_2, ...) where `program` carries the library's
+      names, else None (`search_program` and `search_types` give it either way).
     estimate: under an `Estimate` schedule, its estimated validation score (`hx.synth.schedules.estimate`: the
       task's metric on a validation subsample; nan if none), for every candidate, trained or not; under
       `Halving(val_examples=...)`, a stopped candidate's best score on the subsample; under `CheapFirst`,
@@ -130,6 +133,20 @@ class Ranked(HoldsOutcome):
   estimate_method: str | None = None
   estimate_seconds: float = 0.0
   estimate_epochs: float = 0.0
+  searched: P.Program | None = None
+
+  @property
+  def search_program(self) -> P.Program:
+    """The program as the search built it, fresh functions nn_1, nn_2, ... (what a run's records hold)."""
+    return self.program if self.searched is None else self.searched
+
+  @property
+  def search_types(self) -> dict[str, Type]:
+    """`fresh_types` by the names of `search_program`."""
+    if self.searched is None:
+      return dict(self.fresh_types)
+    return {old: self.fresh_types[new]
+            for old, new in zip(P.fresh_names(self.searched), P.fresh_names(self.program))}
 
   def __str__(self) -> str:
     test = "-" if self.test_score is None else f"{self.test_score:.4g}"
@@ -541,8 +558,13 @@ def _ranking(ranked: Sequence[JobResult], estimates: dict[int, Scored], added: A
     outcome = dataclasses.replace(r.outcome, variables=r.variables if rank <= keep else None, state=None,
                                   epochs_run=r.epochs_run if r.status != "estimated" else 0)
     estimate = _estimate_fields(estimates.get(r.job.index))
-    out.append(Ranked(rank=rank, program=r.candidate.program, fresh_types=r.candidate.fresh_types,
-                      order=r.job.index, named=named, outcome=outcome, **estimate))
+    program, types, searched = r.candidate.program, r.candidate.fresh_types, None
+    if named is not None:  # the library's names, so that `program` reads as the ranking and library do
+      renaming = added.renamings[rank - 1]
+      program, searched = named, r.candidate.program
+      types = {renaming[n]: t for n, t in r.candidate.fresh_types.items()}
+    out.append(Ranked(rank=rank, program=program, fresh_types=types, order=r.job.index, named=named,
+                      searched=searched, outcome=outcome, **estimate))
   for dup, rep in equivalent:
     out.append(Ranked(rank=len(out) + 1, program=dup.program, fresh_types=dup.fresh_types, order=-1,
                       outcome=Outcome(status="equivalent", reason=f"equivalent to {rep.program}")))

@@ -39,7 +39,7 @@ def test_early_rungs_score_the_subsample_and_the_last_rung_all_of_the_validation
   # its first two (40 of the 200 validation sums) are not.
   task, config = sum_task(n=300), dataclasses.replace(CONFIG, epochs=EPOCHS)
   candidate = next(c for c in enumerate_programs(task.type, None, config=TINY, limit=4)
-                   if str(c.program) == str(sub.best.program))
+                   if str(c.program) == str(sub.best.search_program))
   whole = run_job(task_context(task, None, TINY, config), Job(0, candidate, job_seed(3, candidate)))
   np.testing.assert_allclose(sub.best.val_history[2:], whole.val_history[2:], rtol=1e-6)
   assert not np.allclose(sub.best.val_history[:2], whole.val_history[:2], rtol=1e-6)

@@ -68,7 +68,8 @@ def test_topdown_finds_a_summing_program_within_a_few_candidates():
   # them, over a convolution of them, or a fold. Measured: `compose(nn_1, conv_l(nn_2))` 0.036 and `nn_1`
   # 0.039 test RMSE with the output bias from the targets' mean (Tune's default); from zero, `nn_1` 0.072
   # and the convolution 0.58 (`compose(nn_1, map_l(nn_2))`: 0.094 and 0.110).
-  assert str(best.program) in ("nn_1", "compose(nn_1, conv_l(nn_2))") or "fold_l" in str(best.program)
+  assert (str(best.search_program) in ("nn_1", "compose(nn_1, conv_l(nn_2))")
+          or "fold_l" in str(best.search_program))
   assert best.test_score < 0.25 * trivial_rmse(task.test)
   # The winner's functions join the library under the default sequence name, the top 3 named.
   assert isinstance(r.library, Library) and len(r.library) == len(best.fresh_types)
@@ -177,8 +178,8 @@ def test_a_second_task_reuses_the_first_tasks_network_and_beats_training_from_sc
     kids = P.children(p)
     return P.with_children(p, tuple(lib_to_fresh(k) for k in kids)) if kids else p
 
-  scratch = lib_to_fresh(r2.best.program)
-  fresh = {**r2.best.fresh_types,
+  scratch = lib_to_fresh(r2.best.search_program)
+  fresh = {**r2.best.search_types,
            **{"nn_s_" + n: t for n, t in r1.library.types().items() if "nn_s_" + n in str(scratch)}}
   context = TaskContext(Prepared(TuneData(count.train, count.val, count.test, count.table), count.objective,
                                  tc), Library(), SMALL)
