@@ -296,7 +296,8 @@ def test_a_search_scores_earlier_programs_as_they_are_then_trains_the_best_with_
   # Both earlier programs as they are (nothing trained, on top of the budget), is_left's (it predicts
   # its repeat, is_top's not) with its network fresh, then the enumeration's first not seen (by size:
   # a fresh network, then the library's, then a CNN and an MLP).
-  assert [str(r.search_program) for r in ranked] == ["lib.nn_sq_2", "lib.nn_sq_1", "nn_1", "compose(nn_1, nn_2)"]
+  assert [str(r.search_program) for r in ranked] == ["lib.nn_sq_2", "lib.nn_sq_1", "nn_1",
+                                                     "compose(nn_1, nn_2)"]
   assert ranked[0].val_score < ranked[1].val_score
   assert result.candidates_trained == 4
   with pytest.raises(ValueError, match="reused_programs proposes earlier programs before the top-down"):
