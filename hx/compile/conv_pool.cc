@@ -199,8 +199,9 @@ inline void Offsets(const Dims& d, int64_t off[4]) {
   off[3] = (d.W + 1) * d.C;
 }
 
-// The forward pass's weights repacked per block of B = NB * kLanes output channels: wp (O / B, K * K * C, B),
-// each block's weights contiguous, in the order the loops below read them.
+// The forward pass's weights repacked per block of B = NB * kLanes output channels: (O / B, K * K * C, B),
+// each block's weights contiguous, in the order the loops below read them (window after window, from the
+// L1 or L2 cache; read with a stride of O floats instead, they ran at half the rate on AVX2).
 std::vector<float> PackWeights(const Dims& d, const float* __restrict w, int64_t B) {
   const int64_t KKC = d.K * d.K * d.C;
   std::vector<float> packed(KKC * d.O);
@@ -211,13 +212,14 @@ std::vector<float> PackWeights(const Dims& d, const float* __restrict w, int64_t
 }
 
 // Adds to acc[q] the convolution at window position q (offsets off[q] from base, the window's top left in
-// the image) over the K * C values of kernel rows [ky0, ky1), wb the block's packed weights.
+// the image), over the kernel rows and then their K * C values (kx, c) in order; wb the block's packed
+// weights.
 template <int NB>
-inline void WindowRows(const Dims& d, const float* __restrict base, const float* __restrict wb,
-                       const int64_t off[4], int64_t ky0, int64_t ky1, vf acc[4][NB]) {
+inline void WindowSums(const Dims& d, const float* __restrict base, const float* __restrict wb,
+                       const int64_t off[4], vf acc[4][NB]) {
   constexpr int64_t B = NB * kLanes;
   const int64_t KC = d.K * d.C, row = d.W * d.C;
-  for (int64_t ky = ky0; ky < ky1; ++ky) {
+  for (int64_t ky = 0; ky < d.K; ++ky) {
     const float* xp = base + ky * row;
     const float* wp = wb + ky * KC * B;
     for (int64_t t = 0; t < KC; ++t) {  // (kx, c) of one kernel row, contiguous in x and in wb
@@ -256,55 +258,22 @@ inline void Window(const vf acc[4][NB], const float* __restrict bias, float* __r
   }
 }
 
-// A block's weights up to this size (bytes) are read from the L1 cache window after window; larger ones
-// are read kernel row by kernel row across a row of windows, each window's sums kept in `sums` meanwhile.
-constexpr int64_t kCachedWeights = 16 << 10;
-
 // One image: NB vectors of output channels at a time, the window's four convolution outputs in registers;
-// wp packed (PackWeights, B = NB * kLanes); sums: Wp * 4 * NB * kLanes floats of scratch. Each output's
-// sum runs over the kernel rows, then (kx, c), in order, in both loop orders.
+// wp packed (PackWeights, B = NB * kLanes): each block's weights are read in order, window after window.
 template <int NB>
 void ForwardImage(const Dims& d, const float* __restrict xn, const float* __restrict wp,
-                  const float* __restrict bias, float* __restrict yn, uint8_t* __restrict an, float* sums) {
+                  const float* __restrict bias, float* __restrict yn, uint8_t* __restrict an) {
   constexpr int64_t B = NB * kLanes;
   const int64_t O = d.O, K = d.K, C = d.C, W = d.W, KKC = K * K * C;
-  const bool by_rows = KKC * B * int64_t{sizeof(float)} > kCachedWeights;
   int64_t off[4];
   Offsets(d, off);
   for (int64_t i = 0; i < d.Hp; ++i)
-    for (int64_t ob = 0; ob < O; ob += B) {
-      const float* wb = wp + (ob / B) * KKC * B;
-      const float* row = xn + 2 * i * W * C;
-      auto finish = [&](int64_t j, const vf acc[4][NB]) {
+    for (int64_t j = 0; j < d.Wp; ++j)
+      for (int64_t ob = 0; ob < O; ob += B) {
+        vf acc[4][NB] = {};
+        WindowSums<NB>(d, xn + (2 * i * W + 2 * j) * C, wp + (ob / B) * KKC * B, off, acc);
         Window<NB>(acc, bias + ob, yn + (i * d.Wp + j) * O + ob, an + (i * d.Wp + j) * O + ob);
-      };
-      if (!by_rows) {
-        for (int64_t j = 0; j < d.Wp; ++j) {
-          vf acc[4][NB] = {};
-          WindowRows<NB>(d, row + 2 * j * C, wb, off, 0, K, acc);
-          finish(j, acc);
-        }
-        continue;
       }
-      // Window j's sums so far at sums + j * 4 * B, position by position (through Load and Store, which
-      // assume no alignment: the scratch is a float array).
-      std::memset(sums, 0, sizeof(float) * d.Wp * 4 * B);
-      for (int64_t ky = 0; ky < K; ++ky)
-        for (int64_t j = 0; j < d.Wp; ++j) {
-          vf acc[4][NB];
-          for (int q = 0; q < 4; ++q)
-            for (int nb = 0; nb < NB; ++nb) acc[q][nb] = Load(sums + (j * 4 + q) * B + kLanes * nb);
-          WindowRows<NB>(d, row + 2 * j * C, wb, off, ky, ky + 1, acc);
-          for (int q = 0; q < 4; ++q)
-            for (int nb = 0; nb < NB; ++nb) Store(sums + (j * 4 + q) * B + kLanes * nb, acc[q][nb]);
-        }
-      for (int64_t j = 0; j < d.Wp; ++j) {
-        vf acc[4][NB];
-        for (int q = 0; q < 4; ++q)
-          for (int nb = 0; nb < NB; ++nb) acc[q][nb] = Load(sums + (j * 4 + q) * B + kLanes * nb);
-        finish(j, acc);
-      }
-    }
 }
 
 // Gradients for small C: per window, the output gradient the ReLU passes split by window position into
@@ -542,14 +511,13 @@ ffi::Error ForwardChecked(ffi::ThreadPool& pool, const F32& x, const F32& w, con
   const std::vector<float> packed = PackWeights(d, ws, NB * kLanes);
   const float* wp = packed.data();
   return ParallelTasks(pool, tasks, [&](int64_t c) {
-    std::vector<float> sums(d.Wp * 4 * NB * kLanes);
     for (int64_t n = d.R * c / tasks; n < d.R * (c + 1) / tasks; ++n) {
       const float* xn = xs + n * d.H * d.W * d.C;
       float* yn = ys + n * d.Hp * d.Wp * d.O;
       uint8_t* an = as + n * d.Hp * d.Wp * d.O;
-      if (NB == kForwardBlocks) ForwardImage<kForwardBlocks>(d, xn, wp, bs, yn, an, sums.data());
-      else if (NB == 2) ForwardImage<2>(d, xn, wp, bs, yn, an, sums.data());
-      else ForwardImage<1>(d, xn, wp, bs, yn, an, sums.data());
+      if (NB == kForwardBlocks) ForwardImage<kForwardBlocks>(d, xn, wp, bs, yn, an);
+      else if (NB == 2) ForwardImage<2>(d, xn, wp, bs, yn, an);
+      else ForwardImage<1>(d, xn, wp, bs, yn, an);
     }
   });
 }
