@@ -130,6 +130,20 @@ def _columns(archs: Sequence[Architecture], config: ModuleConfig) -> tuple[Colum
   return tuple(out)
 
 
+def _element_rows(x: Any, is_list: bool) -> tuple[int, int, Any, jax.Array, jax.Array]:
+  """A batch's elements as the columns' rows: (b, length, element_mask, elements, rows). For lists x (a
+  masked batch of values (b, L, ...) and mask (b, L)): the elements (b * L, ...), masked ones zeroed, and
+  the mask flattened (b * L,) as `rows`; for single inputs x (b, ...): length 1, no element mask, x itself
+  and every row valid."""
+  if not is_list:
+    return x.shape[0], 1, None, x, jnp.ones((x.shape[0],), bool)
+  b, length = x.values.shape[:2]
+  element_mask = x.mask.astype(bool)
+  elements = jnp.where(element_mask.reshape((b, length) + (1,) * (x.values.ndim - 2)), x.values, 0.0)
+  elements = elements.reshape((b * length,) + x.values.shape[2:])
+  return b, length, element_mask, elements, element_mask.reshape(-1)
+
+
 class PNN:
   """A progressive network whose last column trains (a `hx.compile.tuning.Tunable`).
 
@@ -190,15 +204,7 @@ class PNN:
     if len(frozen) != len(self.columns) - 1:
       raise ValueError(f"{len(self.columns) - 1} earlier columns expected, got {len(frozen)}")
     is_list = self.last.arch.kind == "list"
-    if is_list:
-      b, length = x.values.shape[:2]
-      element_mask = x.mask.astype(bool)
-      images = jnp.where(element_mask.reshape((b, length) + (1,) * (x.values.ndim - 2)), x.values, 0.0)
-      images = images.reshape((b * length,) + x.values.shape[2:])
-      rows = element_mask.reshape(-1)
-    else:
-      b, length = x.shape[0], 1
-      images, rows = x, jnp.ones((b,), bool)
+    b, length, element_mask, images, rows = _element_rows(x, is_list)
     r = images.shape[0]
     params = [{role: m["params"] for role, m in col.items()} for col in frozen] + [variables["params"]]
     stats = ([{role: m["batch_stats"] for role, m in col.items()} for col in frozen]
