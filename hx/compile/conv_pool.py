@@ -4,7 +4,8 @@ training on a CPU.
     h = conv_pool(x, w, b)   # x (R, H, W, C) NHWC float32, w (K, K, C, O) HWIO, b (O) -> h (R, Hp, Wp, O)
 
 `h` is `relu(max_pool(conv_valid(x, w), 2) + b)` (stride-1 VALID convolution, 2x2 windows with stride 2,
-floor), what the CNN's training path computes (`hx.compile.modules._cnn_blocks`). Its gradient is XLA's:
+floor), what the CNN's training path computes (`hx.compile.modules._cnn_blocks`), and what `xla_block`
+computes through XLA's own operations where the kernels do not run. Its gradient is XLA's:
 the max's goes to each window's first maximum in row-major order, the ReLU's where its input is > 0.
 
 Why: in a training step of the paper's CNN under XLA:CPU's kernels, the convolutions' gradients and the
@@ -27,21 +28,31 @@ independent of the number of threads, bit for bit; past 8 threads each group's w
 the forward pass as many as XLA's pool has.
 Measured in benchmarks/RESULTS.md ("Training throughput").
 
-When hx uses them (`usable`): training mode on the CPU backend, float32, 2x2 pooling, output channels a
-multiple of 16 (the kernels' vector width), input channels a multiple of 16 too unless the block is the
-CNN's first (whose input, the images, usually needs no gradient), and the kernels built. They are built
+Vector width: the kernels compute in vectors of the instruction set they are compiled for, with register
+blocks sized for its register file: 16 floats and 32 registers with AVX-512, 8 and 16 with AVX or AVX2
+(FMA), 4 elsewhere (SSE, ARM's NEON). Vectors wider than the machine's registers, which the compiler
+splits, made every register block spill on AVX2. `vector_lanes` says which width the loaded library has.
+
+Where they can run (`usable`): training mode on the CPU backend, float32, 2x2 pooling, output channels a
+multiple of 16 (the channels the kernels take in whole groups, whatever the vector width, so that which
+blocks can run does not depend on the CPU), input channels a multiple of 16 too unless the block is the
+CNN's first (whose input, the images, usually needs no gradient), and the kernels built. Where they do
+run (`hx.compile.conv_pool_choice.chosen`): where they can and were timed faster than XLA's path for
+that block on this CPU, once per machine, or wherever they can with `HX_CPU_KERNELS=1`. They are built
 on first use from `conv_pool.cc` by the C++ compiler (`$CXX`, a command line such as `ccache g++`,
-else `c++`, `g++` or `clang++` on PATH) for this machine's CPU (`-march=native`), with jaxlib's FFI
+else `c++`, `g++` or `clang++` on PATH) for this machine's CPU (`-march=native`, or the instruction set
+$HX_KERNEL_MARCH names: `x86-64-v3` for a library that runs on any AVX2 machine, say), with jaxlib's FFI
 headers, into a cache directory
 (`$HX_KERNEL_CACHE_DIR`, else `$XDG_CACHE_HOME/hx/kernels`, else `~/.cache/hx/kernels`), one library per
-source, compiler, jaxlib and CPU, written atomically (a rename) so that processes building at once do not
-collide. Without a compiler, or if building or loading fails, hx warns once (naming the compiler and its
-error) and trains through XLA's own kernels: the same values to rounding, slower. `HX_CPU_KERNELS=0`
-(also "false", "no", "off") turns them off; it is read when a CNN is traced. On a GPU they are never
-used: `conv_pool` stages both the kernels and XLA's path (`jax.lax.platform_dependent`), and lowering
-keeps the one for the platform lowered for, so a program traced in a CPU process and lowered for a GPU
-holds no custom call of these; `usable` also says no where JAX's default backend is not the CPU, which
-spares a GPU process building kernels it would not run.
+source, compiler, flags, jaxlib and CPU, written atomically (a rename) so that processes building at once
+do not collide. Without a compiler, or if building or loading fails, hx warns once (naming the compiler
+and its error) and trains through XLA's own kernels: the same values to rounding, slower.
+`HX_CPU_KERNELS=0` (also "false", "no", "off") turns them off, `=1` forces them where they can run, and
+unset (or "auto") leaves it to the timings (`mode`); it is read when a CNN is traced. On a GPU they are
+never used: `conv_pool` stages both the kernels and XLA's path (`jax.lax.platform_dependent`), and
+lowering keeps the one for the platform lowered for, so a program traced in a CPU process and lowered for
+a GPU holds no custom call of these; `usable` also says no where JAX's default backend is not the CPU,
+which spares a GPU process building kernels it would not run.
 
 The handlers trust no shape: each checks every operand and result against the images and the kernel and
 returns an XLA error naming the mismatch (a `jax.ffi.ffi_call` of them with a gradient of one batch and
@@ -274,7 +285,8 @@ def _shape_problem(x_shape: tuple[int, ...], w_shape: tuple[int, ...], dtype) ->
 
 def usable(x_shape: tuple[int, ...], w_shape: tuple[int, ...], pool: int, dtype,
            input_gradient: bool = True) -> bool:
-  """Whether `conv_pool` should run this block here: NHWC x_shape, HWIO w_shape, `pool` x `pool` windows.
+  """Whether `conv_pool` can run this block here: NHWC x_shape, HWIO w_shape, `pool` x `pool` windows.
+  Whether it does is `hx.compile.conv_pool_choice.chosen`'s call (also timed faster on this CPU).
 
   `input_gradient`: whether training will want the gradient with respect to the images (a CNN's later
   blocks; its first block's input is usually data). The kernels compute it for any channel count, but
