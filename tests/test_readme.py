@@ -71,7 +71,9 @@ def test_the_readme_links_the_paper_the_authors_code_and_the_licence_and_gives_a
   links = re.findall(r"\]\(([^)\s]+)\)", TEXT)
   assert "https://arxiv.org/abs/1804.00218" in links and "https://github.com/capergroup/houdini" in links
   declared = re.search(r"^license = (\S+)$", (ROOT / "setup.cfg").read_text("utf-8"), re.M).group(1)
-  assert f"hx's licence: {declared} (`setup.cfg`)" in TEXT
+  assert f"hx's licence: [{declared}](LICENSE)" in TEXT
+  licence = (ROOT / "LICENSE").read_text("utf-8")
+  assert declared == "Apache-2.0" and "Apache License\n                           Version 2.0" in licence
   (bibtex,) = [code for lang, code in blocks(TEXT) if lang == "bibtex"]
   assert bibtex.startswith("@inproceedings{") and bibtex.count("{") == bibtex.count("}")
   for field in ("title = {{HOUDINI}: Lifelong Learning as Program Synthesis}", "year = {2018}",
