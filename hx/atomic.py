@@ -12,7 +12,11 @@ exchanging the two (Linux renameat2 RENAME_EXCHANGE) and then deleting the old o
 unavailable, the old directory is renamed aside first (`.NAME.old-XXXXXXXX`), so a crash between the two
 renames leaves it there rather than nowhere.
 
-If writing fails (an error, or Ctrl-C), the temporary is removed and `path` is untouched. A process that
+If writing fails (an error, or Ctrl-C), the temporary is removed and `path` is untouched. A write the
+system refuses (a full disk, a read-only file system, a permission refused: any OSError) raises
+`WriteFailed`, an OSError whose message is one line that names the file, says that nothing was left
+half-written and that the same command (or call) resumes once the cause is gone; the binaries print it as
+their one `error:` line (`hx.bin.checks.refuse`). A process that
 is killed outright cannot remove it: the next write of the same `path` removes the temporaries a killed
 write left (one process writes a given path at a time in hx: a run's directory belongs to one run, which
 `hold_directory` enforces).
@@ -38,11 +42,55 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
-__all__ = ["DirectoryInUse", "hold_directory", "write_atomically", "write_directory_atomically",
-           "write_new_file", "fsync_directory", "TEMPORARY", "LOCK_FILE"]
+__all__ = ["WriteFailed", "DirectoryInUse", "hold_directory", "write_atomically",
+           "write_text", "write_directory_atomically", "write_new_file", "fsync_directory", "TEMPORARY",
+           "LOCK_FILE"]
 
 TEMPORARY = ".tmp-"
 """What the names of temporaries hold: `.NAME.tmp-XXXXXXXX` for the file or directory NAME."""
+
+
+class WriteFailed(OSError):
+  """The system refused a write of hx's (`errno` as the OSError it refused with: ENOSPC, EROFS, EACCES,
+  ...); `filename` (str) is the file or directory that was being written, which holds what it held
+  before. `str()` is one line naming it, the cause and that the same command resumes.
+
+  Pickles as an OSError does (a worker process's write comes back to the parent as itself).
+  """
+
+  def reason(self) -> str:
+    """The cause and what to do, without the file: "No space left on device (ENOSPC); nothing was left
+    half-written: free some space there, then run the same command again to resume"."""
+    code = errno.errorcode.get(self.errno, "") if self.errno is not None else ""
+    cause = f"{self.strerror or 'refused'}" + (f" ({code})" if code else "")
+    if self.errno in (errno.ENOSPC, errno.EDQUOT):
+      fix = "free some space there"
+    elif self.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+      fix = "make it writable"
+    else:
+      fix = "remove the cause"
+    return f"{cause}; nothing was left half-written: {fix}, then run the same command again to resume"
+
+  def __str__(self) -> str:
+    return f"cannot write {self.filename}: {self.reason()}"
+
+  @classmethod
+  def of(cls, err: OSError, path: os.PathLike | str) -> "WriteFailed":
+    """`err` (an OSError) as the WriteFailed of writing `path`; `err` itself if it is one already."""
+    if isinstance(err, WriteFailed):
+      return err
+    return cls(err.errno, err.strerror or str(err), os.fspath(path))
+
+
+@contextlib.contextmanager
+def _refused_as_write_failed(path: os.PathLike | str) -> Iterator[None]:
+  """Raises an OSError of the block as the `WriteFailed` of writing `path` (DirectoryInUse as itself)."""
+  try:
+    yield
+  except DirectoryInUse:
+    raise
+  except OSError as err:
+    raise WriteFailed.of(err, path) from err
 
 
 def _temporaries(path: Path) -> list[Path]:
@@ -62,22 +110,32 @@ def _remove_stale(path: Path) -> None:
 def write_atomically(path: os.PathLike | str, write: Callable[[IO[Any]], None], *,
                      text: bool = False) -> None:
   """Calls `write(f)` on a temporary file in `path`'s directory (created if missing), then renames it to
-  `path`. `text`: open it in text mode (UTF-8) rather than binary."""
+  `path`. `text`: open it in text mode (UTF-8) rather than binary.
+
+  Raises:
+    WriteFailed: the system refused a step (`path` then holds what it held before).
+  """
   path = Path(path)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  _remove_stale(path)
-  fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMPORARY}")
-  try:
-    with os.fdopen(fd, "w" if text else "wb", **({"encoding": "utf-8"} if text else {})) as f:
-      write(f)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.unlink(tmp)
-    raise
-  fsync_directory(path.parent)
+  with _refused_as_write_failed(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMPORARY}")
+    try:
+      with os.fdopen(fd, "w" if text else "wb", **({"encoding": "utf-8"} if text else {})) as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+      os.replace(tmp, path)
+    except BaseException:
+      if os.path.exists(tmp):
+        os.unlink(tmp)
+      raise
+    fsync_directory(path.parent)
+
+
+def write_text(path: os.PathLike | str, content: str) -> None:
+  """Writes the str `content` to `path` as UTF-8, atomically (`write_atomically`; WriteFailed as there)."""
+  write_atomically(path, lambda f: f.write(content), text=True)
 
 
 def write_directory_atomically(path: os.PathLike | str, fill: Callable[[Path], None]) -> None:
@@ -86,19 +144,23 @@ def write_directory_atomically(path: os.PathLike | str, fill: Callable[[Path], N
 
   `path` itself is taken as given (a symbolic link at `path` is replaced, not followed: resolve it first to
   replace what it points at). Whether an existing `path` may be replaced is the caller's to check.
+
+  Raises:
+    WriteFailed: the system refused a step, in `fill` too (`path` then holds what it held before).
   """
   path = Path(path)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  _remove_stale(path)
-  tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}{TEMPORARY}", dir=path.parent))
-  try:
-    fill(tmp)
-    _sync_tree(tmp)
-    _install(tmp, path)
-  except BaseException:
-    shutil.rmtree(tmp, ignore_errors=True)
-    raise
-  fsync_directory(path.parent)
+  with _refused_as_write_failed(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(path)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}{TEMPORARY}", dir=path.parent))
+    try:
+      fill(tmp)
+      _sync_tree(tmp)
+      _install(tmp, path)
+    except BaseException:
+      shutil.rmtree(tmp, ignore_errors=True)
+      raise
+    fsync_directory(path.parent)
 
 
 def write_new_file(path: os.PathLike | str, data: bytes) -> None:
@@ -194,11 +256,14 @@ def hold_directory(directory: os.PathLike | str) -> Iterator[None]:
 
   Raises:
     DirectoryInUse: another process holds it (the message names it and that process).
+    WriteFailed: the directory or its lock file cannot be created or written (read-only, full).
   """
   directory = Path(directory)
-  directory.mkdir(parents=True, exist_ok=True)
   path = directory / LOCK_FILE
-  with open(path, "a+", encoding="utf-8") as f:
+  with _refused_as_write_failed(path):
+    directory.mkdir(parents=True, exist_ok=True)
+    f = open(path, "a+", encoding="utf-8")  # noqa: SIM115 -- closed below, held open for the block
+  with f:
     try:
       fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -206,10 +271,11 @@ def hold_directory(directory: os.PathLike | str) -> Iterator[None]:
       holder = f.read().strip() or "another process"
       raise DirectoryInUse(f"{directory} is being written by another hx run ({holder}); wait for it to "
                            "end, or use another directory") from None
-    f.seek(0)
-    f.truncate()
-    f.write(f"process {os.getpid()}")
-    f.flush()
+    with _refused_as_write_failed(path):
+      f.seek(0)
+      f.truncate()
+      f.write(f"process {os.getpid()}")
+      f.flush()
     try:
       yield
     finally:

@@ -24,6 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
+from hx.atomic import write_atomically, write_text
 from hx.evaluation.config import method_label
 from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
 from hx.evaluation.records import load_records, work_seconds
@@ -184,7 +185,7 @@ def plot_tasks(directory: Path, table: _Table) -> dict[int, Path]:
     ax.legend(fontsize=7)
     fig.tight_layout()
     path = out_dir / f"task_{index:02d}.png"
-    fig.savefig(path, dpi=110)
+    write_atomically(path, lambda f, fig=fig: fig.savefig(f, format="png", dpi=110))
     plt.close(fig)
     paths[index] = path
   n = len(table.tasks)
@@ -201,7 +202,7 @@ def plot_tasks(directory: Path, table: _Table) -> dict[int, Path]:
   fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
   fig.suptitle(f"{table.sequence.upper()}: test error against training data", fontsize=10)
   fig.tight_layout(rect=(0, 0.08, 1, 0.95))
-  fig.savefig(out_dir / "summary.png", dpi=100)
+  write_atomically(out_dir / "summary.png", lambda f: fig.savefig(f, format="png", dpi=100))
   plt.close(fig)
   return paths
 
@@ -326,17 +327,17 @@ def build_report(directory: Any) -> Path:
              + (", whichever is wider" if tolerance and errors else "")
              + (", the prior's best-ranked library functions first among equally few"
                 if space.get("library_tasks") else "") + "), the others by validation score")
-  (directory / "programs.md").write_text(
+  write_text(directory / "programs.md",
       "\n".join([f"# {table.sequence.upper()}: HOUDINI's top programs", "",
                  f"The top 3 programs per task, {ranking}, with their test scores, as the "
                  "paper's appendix tables print them. Functions named nn_* were trained for the task; lib.* "
-                 "are frozen library functions learned on earlier tasks.", ""] + programs), "utf-8")
+                 "are frozen library functions learned on earlier tasks.", ""] + programs))
   lines = _header_lines(settings, table, records) + _scores_lines(table) + _transfer_lines(table)
   for index in sorted(table.tasks):
     lines += _task_lines(directory, table, index, plots[index])
   lines += _time_lines(table, records) + _FILES_LINES + ["## HOUDINI's programs", ""] + programs
   path = directory / "report.md"
-  path.write_text("\n".join(lines), "utf-8")
+  write_text(path, "\n".join(lines))
   return path
 
 

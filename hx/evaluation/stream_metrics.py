@@ -42,6 +42,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from hx.atomic import write_atomically, write_text
 from hx.evaluation.config import method_label
 from hx.evaluation.records import load_records, record_path, work_seconds
 
@@ -550,7 +551,7 @@ def plot_stream(directory: Any, rows: Sequence[TaskRow], memory: Sequence[Memory
     fig = draw(plt, methods, style, rows, memory, library)
     fig.tight_layout()
     paths.append(out_dir / name)
-    fig.savefig(paths[-1], dpi=100)
+    write_atomically(paths[-1], lambda f, fig=fig: fig.savefig(f, format="png", dpi=100))
     plt.close(fig)
   return paths
 
@@ -815,5 +816,5 @@ def write_stream_report(config: Any, directory: Any, plan: Sequence[Any] | None 
   lines = [f"# The {records[0]['sequence']} stream: {len({r.index for r in rows})} tasks", ""]
   lines += stream_section(rows, summaries, library, plan, forgetting)
   path = directory / "stream.md"
-  path.write_text("\n".join(lines), "utf-8")
+  write_text(path, "\n".join(lines))
   return path

@@ -630,7 +630,7 @@ class Library:
     try:
       atomic.write_directory_atomically(path, fill)
     except OSError as err:  # a read-only or full disk, a parent that is a file: said in one line
-      raise LibraryError(path, f"{err.strerror or err} ({err.filename or path})",
+      raise LibraryError(path, atomic.WriteFailed.of(err, path).reason(),
                          action="cannot save library to") from None
 
   @classmethod

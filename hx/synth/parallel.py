@@ -50,6 +50,7 @@ import uuid
 from multiprocessing.connection import wait
 from typing import Any, Iterator, Sequence
 
+from hx.atomic import WriteFailed
 from hx.synth.jobs import Job, JobResult, TaskContext, failed_result, run_job
 
 __all__ = ["ProcessExecutor", "RayExecutor", "default_process_options", "available_cpus"]
@@ -105,11 +106,15 @@ def _restore(context: TaskContext) -> tuple[TaskContext, Any, Any]:
   return context, frozen, PrefixTables()
 
 
-def _run_safely(context: TaskContext, job: Job, frozen: Any, prefixes: Any) -> JobResult:
-  """`run_job`, with any other exception reported as a failed job (a worker must not die of one)."""
+def _run_safely(context: TaskContext, job: Job, frozen: Any, prefixes: Any) -> JobResult | WriteFailed:
+  """`run_job`, with any other exception reported as a failed job (a worker must not die of one); a write
+  the system refused (`hx.atomic.WriteFailed`: a full disk) is returned, for the parent to raise: it is
+  the run's to stop, not the candidate's to fail."""
   start = time.perf_counter()
   try:
     return run_job(context, job, frozen, prefixes)
+  except WriteFailed as err:
+    return err
   except Exception as err:  # noqa: BLE001 -- reported with its traceback, not swallowed
     tb = traceback.format_exc(limit=8)
     return failed_result(job, f"{type(err).__name__}: {err}\n{tb}", time.perf_counter() - start)
@@ -143,7 +148,7 @@ def worker_main(fd: int, cpus: Sequence[int] | None, pool: Sequence[int] | None 
   to `cpus` (`ProcessExecutor(lend=True)`).
 
   Messages: ("context", id) followed by the pickled context as bytes; ("job", id, job) -> ("result",
-  JobResult); ("stop",). Only the latest context is kept (one task at a time).
+  JobResult or WriteFailed); ("stop",). Only the latest context is kept (one task at a time).
   """
   from multiprocessing.connection import Connection
 
@@ -384,6 +389,8 @@ class ProcessExecutor:
         else:
           worker.job = None
           self._failed_starts = 0
+          if isinstance(result, WriteFailed):  # a full disk stops the run, in the parent as in `local`
+            raise result
           yield dataclasses.replace(result, attempts=attempts[job.index])
           continue
       elif self.job_timeout is not None and time.monotonic() - worker.started >= self.job_timeout:
@@ -462,7 +469,7 @@ def _pin_ray_worker(threads: int) -> None:
   _RAY_PINNED = True
 
 
-def _ray_train(boxed_context: list, context_id: str, job: Job, threads: int) -> JobResult:
+def _ray_train(boxed_context: list, context_id: str, job: Job, threads: int) -> JobResult | WriteFailed:
   """The Ray task: one job, with the task's context fetched from the object store once per worker.
 
   The context's reference comes inside a list so that Ray does not fetch it for every task.
@@ -572,12 +579,16 @@ class RayExecutor:
         for ref in done:
           job = refs[ref]
           try:
-            yield ray.get(ref)
+            result = ray.get(ref)
           except ray.exceptions.RayError as err:
             # Ray retried the job max_retries times (a worker or node died under it each time).
             reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             yield failed_result(job, f"Ray worker lost {self.max_retries + 1} times ({type(err).__name__}: "
                                      f"{reason})", time.perf_counter() - started, self.max_retries + 1)
+            continue
+          if isinstance(result, WriteFailed):  # a full disk stops the run, as in `local`
+            raise result
+          yield result
     finally:
       for ref in pending:
         ray.cancel(ref, force=True)
