@@ -17,11 +17,17 @@ results that report a training hold one (`HoldsOutcome`): `hx.synth.jobs.JobResu
 epochs and times are read from Tune's result once (`Outcome.of`) and handed on whole; a holder reads
 them through (`result.val_score` is `result.outcome.val_score`) and changes them with
 `HoldsOutcome.with_outcome`.
+
+A model that runs out of memory (XLA's RESOURCE_EXHAUSTED from a device's or the host's memory, or a
+host allocation's MemoryError) is a failed training, not a crash: `fit` and `hx.synth.jobs.run_job` give
+a failed `Outcome` whose reason starts "out of memory" (`out_of_memory`), and a search goes on to its
+next candidate.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
 import threading
 import time
@@ -31,7 +37,27 @@ from hx.compile import TuneConfig, TuneData, tune
 from hx.compile.batching import num_examples
 from hx.compile.tuning import EpochRecord, TuneResult
 
-__all__ = ["Outcome", "HoldsOutcome", "score_json", "Prepared", "prepare", "seeded", "train", "fit"]
+__all__ = ["Outcome", "HoldsOutcome", "score_json", "Prepared", "prepare", "seeded", "train", "fit",
+           "out_of_memory", "OUT_OF_MEMORY"]
+
+OUT_OF_MEMORY = "out of memory"
+"""How the reason of a training that ran out of memory starts (`out_of_memory`)."""
+
+
+def out_of_memory(err: BaseException) -> str | None:
+  """The reason (str) to record for a training that raised `err` when `err` says memory ran out: a
+  MemoryError (a host allocation) or XLA's RESOURCE_EXHAUSTED (a `jax.errors.JaxRuntimeError`, jaxlib's
+  XlaRuntimeError, from a device's or the host's memory), e.g. "out of memory (JaxRuntimeError:
+  RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes.)"; None for any other
+  error. The first line of the error's message, at most 300 characters."""
+  exhausted = isinstance(err, RuntimeError) and "RESOURCE_EXHAUSTED" in str(err)
+  if not (isinstance(err, MemoryError) or exhausted):
+    return None
+  lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+  message = lines[0] if lines else "a host allocation failed"
+  if len(message) > 300:
+    message = message[:297] + "..."
+  return f"{OUT_OF_MEMORY} ({type(err).__name__}: {message})"
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
@@ -231,7 +257,15 @@ def train(model: Any, ready: Prepared, *, seed: int, frozen: Any = (), variables
 
 def fit(model: Any, ready: Prepared, **train_args: Any) -> Outcome:
   """`train(model, ready, **train_args)` (same arguments: `seed`, `frozen`, `variables`, `until`,
-  `resume`, `checkpoint`), as an `Outcome` whose seconds are this call's wall time."""
+  `resume`, `checkpoint`), as an `Outcome` whose seconds are this call's wall time; failed, with the
+  reason, where the model ran out of memory (`out_of_memory`)."""
   start = time.perf_counter()
-  r = train(model, ready, **train_args)
+  try:
+    r = train(model, ready, **train_args)
+  except (MemoryError, RuntimeError) as err:
+    reason = out_of_memory(err)
+    if reason is None:
+      raise
+    gc.collect()  # the failed model's buffers, before the next model allocates its own
+    return Outcome(status="failed", reason=reason, seconds=time.perf_counter() - start)
   return Outcome.of(r, time.perf_counter() - start)

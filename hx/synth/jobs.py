@@ -14,12 +14,13 @@ why the thread count can change the last digits of a CNN candidate's scores).
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import time
 import zlib
 from typing import Any, Mapping, Sequence
 
-from hx.compile.fitting import HoldsOutcome, Outcome, Prepared, seeded, train
+from hx.compile.fitting import HoldsOutcome, Outcome, Prepared, out_of_memory, seeded, train
 from hx.lang import program as P
 from hx.lang.types import Type
 from hx.synth.space import Candidate
@@ -233,8 +234,10 @@ def failed_result(job: Job, reason: str, seconds: float = 0.0, attempts: int = 1
 
 def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] | None = None,
             prefixes: Any = None) -> JobResult:
-  """Trains one job; an error while compiling or training becomes a failed result with the reason (but
-  a checkpoint file that cannot be used raises its `hx.compile.checkpoint.CheckpointError`)."""
+  """Trains one job; an error while compiling or training becomes a failed result with the reason, running
+  out of memory too (`hx.compile.fitting.out_of_memory`; a search goes on to its next candidate), but a
+  checkpoint file that cannot be used raises its `hx.compile.checkpoint.CheckpointError`, and a write the
+  system refuses its `hx.atomic.WriteFailed`."""
   from hx.compile.checkpoint import CheckpointError
   from hx.synth.kept import load_kept, save_kept
 
@@ -257,6 +260,12 @@ def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] 
     raise  # a file to look at, not a candidate that failed
   except (ValueError, TypeError, NotImplementedError, FloatingPointError) as err:
     return failed_result(job, f"{type(err).__name__}: {err}", time.perf_counter() - start)
+  except (MemoryError, RuntimeError) as err:
+    reason = out_of_memory(err)
+    if reason is None:
+      raise
+    gc.collect()  # the failed candidate's buffers, before the next candidate allocates its own
+    return failed_result(job, reason, time.perf_counter() - start)
   outcome = Outcome.of(r, time.perf_counter() - start)
   if kept is not None and outcome.state is None and not os.path.exists(kept[0]):
     save_kept(*kept, outcome)  # once: a finished checkpoint read again reports only this call's seconds

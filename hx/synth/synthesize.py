@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 from absl import logging
 
 from hx.compile.batching import num_examples
-from hx.compile.fitting import HoldsOutcome, Outcome
+from hx.compile.fitting import OUT_OF_MEMORY, HoldsOutcome, Outcome
 from hx.compile.losses import standard_error
 from hx.lang import program as P
 from hx.lang.types import Type
@@ -417,11 +417,26 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   shortfall = _shortfall(task, strategy, budget, space, search, len(results) - len(first), wall)
   if shortfall is not None:
     logging.warning("%s", shortfall)
+  cannot_fit = _cannot_fit(task, result.ranked)
+  if cannot_fit is not None:
+    logging.warning("%s", cannot_fit)
   result = dataclasses.replace(result, metric=context.ready.objective.metric, shortfall=shortfall)
   if offered is library:
     return result
   return dataclasses.replace(result, offered=offered.names,
                              search_seconds=result.search_seconds + prior_seconds)
+
+
+def _cannot_fit(task: Any, ranked: Sequence[Ranked]) -> str | None:
+  """One line where every candidate of `task` ran out of memory (`hx.compile.fitting.out_of_memory`): how
+  many, the first's reason and what fits a task in less memory; None otherwise (one that trained, or
+  another reason)."""
+  if not ranked or any(r.status != "failed" or not (r.reason or "").startswith(OUT_OF_MEMORY)
+                       for r in ranked):
+    return None
+  return (f"{task.name}: every candidate ({len(ranked)}) ran {ranked[0].reason}; the task cannot fit in "
+          "this device's memory: none trained, so the library stays as it was (smaller modules, "
+          "--module, or smaller batches fit it in less)")
 
 
 def _shortfall(task: Any, strategy: str, budget: Budget, space: SearchSpace, search: Strategy, trained: int,
