@@ -5,6 +5,7 @@ trained.
     r = llt(task, [earlier networks...], config, tune_config, seed=0)       # from the earlier weights
     r = pnn(task, [earlier columns...], config, tune_config, seed=0)        # a new column + laterals
     r = from_scratch(task, program, fresh_types, library_types, ...)        # a program, all of it fresh
+    r, state = continual("replay", task, state, config, tune_config, seed=0)  # or "ewc": a shared trunk
 
 A task is an `hx.Task` or any value with its attributes `name`, `type`, `objective`, `train`, `val`,
 `test` and `table`; the caller passes the same `ModuleConfig` and `TuneConfig` (the task kind's training
@@ -24,13 +25,26 @@ run gives. The evaluation runner passes one per record and removes it once the r
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import jax
 import numpy as np
 
+from hx.baselines.continual import (
+  CONTINUAL,
+  DEFAULT_SETTINGS,
+  ContinualNet,
+  ContinualSettings,
+  ContinualState,
+  learn,
+  replay_counts,
+  rescore,
+  trunk_key,
+)
+from hx.baselines.continual import refusal as continual_refusal
 from hx.baselines.graph import GraphRNN
 from hx.baselines.llt import transfer
 from hx.baselines.networks import MLP, Architecture, Network, architecture, count_parameters
@@ -43,11 +57,13 @@ from hx.compile.tuning import output_bias_from_targets
 from hx.lang import program as P
 from hx.lang.types import Type
 
-__all__ = ["BaselineResult", "standalone", "llt", "pnn", "from_scratch", "BASELINES", "refusal"]
+__all__ = ["BaselineResult", "standalone", "llt", "pnn", "from_scratch", "continual", "choose_ewc_strength",
+           "EwcChoice", "BASELINES", "refusal"]
 
-BASELINES = ("standalone", "llt", "pnn", "standalone_with_fold")
-"""The baseline methods: standalone, low-level transfer, progressive networks, and HOUDINI's program
-trained from random weights (`from_scratch`, the paper's "standalone_with_fold")."""
+BASELINES = ("standalone", "llt", "pnn", "standalone_with_fold") + CONTINUAL
+"""The baseline methods: standalone, low-level transfer, progressive networks, HOUDINI's program
+trained from random weights (`from_scratch`, the paper's "standalone_with_fold"), and the continual
+learners' experience replay and EWC over a shared trunk (`continual`, `hx.baselines.continual`)."""
 
 
 def refusal(method: str, types: Sequence[Type], config: ModuleConfig,
@@ -58,7 +74,8 @@ def refusal(method: str, types: Sequence[Type], config: ModuleConfig,
 
   standalone and llt take every type `hx.baselines.networks.architecture` builds a network for; pnn
   also needs every task's input to be the first task's, and no graph (`hx.baselines.pnn.refusal`);
-  standalone_with_fold trains HOUDINI's program for the task, which has the task's type.
+  replay and ewc take no graph (`hx.baselines.continual.refusal`); standalone_with_fold trains HOUDINI's
+  program for the task, which has the task's type.
 
   Args:
     method: a baseline of `BASELINES`.
@@ -80,6 +97,8 @@ def refusal(method: str, types: Sequence[Type], config: ModuleConfig,
       archs.append(architecture(t, config, element))
     except ValueError as err:
       return k, str(err).removeprefix(f"no baseline network for {t}: ")
+  if method in CONTINUAL:
+    return continual_refusal(archs)
   return pnn_refusal(archs) if method == "pnn" else None
 
 
@@ -90,7 +109,7 @@ class BaselineResult(HoldsOutcome):
   `seconds` the whole call; read through: `HoldsOutcome`), with what a baseline adds.
 
   Attributes:
-    method: "standalone", "llt", "pnn" or "standalone_with_fold".
+    method: "standalone", "llt", "pnn", "standalone_with_fold", "replay" or "ewc".
     task: the task's name.
     description: the network as an hx program's text (or, for the graph and progressive networks, a
       description in the same style).
@@ -295,3 +314,115 @@ def from_scratch(task: Any, program: P.Program, fresh_types: Mapping[str, Type],
   compiled = compile_program(scratch, types, config)
   return _run(method, task, str(scratch), compiled, (), tune_config, seed, None, lambda v: {}, None,
               checkpoint_dir=checkpoint_dir)
+
+
+def continual(method: str, task: Any, state: ContinualState, config: ModuleConfig, tune_config: TuneConfig, *,
+              seed: int, position: int | None = None, element: Type | None = None,
+              settings: ContinualSettings = DEFAULT_SETTINGS, ewc_strength: float | None = None,
+              checkpoint_dir: os.PathLike | str | None = None) -> tuple[Any, ContinualState]:
+  """Trains `task`'s network under `method` ("replay" or "ewc") after the tasks `state` holds.
+
+  Args:
+    method: "replay" or "ewc".
+    task: the task (an `hx.Task`, or a value with its attributes).
+    state: what the earlier tasks left (`ContinualState()` for the first).
+    config, tune_config: module sizes and the task kind's training settings (HOUDINI's).
+    seed: seeds the head's initialisation (and the trunk's, for the first task of its kind), shuffling
+      and dropout.
+    position: the task's place in the stream, from 0 (seeds its memory); default `len(state.learned)`.
+    element: a list task's per-element output type (`hx.baselines.networks.element_type`).
+    settings: the memory's size and draw, the replay batch, the Fisher's examples.
+    ewc_strength: lambda (EWC only; required there).
+    checkpoint_dir: saves the training there as it goes, resumed from it (`hx.baselines.train`).
+
+  Returns:
+    (its `hx.baselines.BaselineResult`, method "replay" or "ewc", whose network holds this task's trunk
+    and head; the state after it).
+
+  Raises:
+    ValueError: an unknown method, EWC without a strength, a task type the baselines cannot take, or a
+      graph task (`refusal`).
+  """
+  if method not in CONTINUAL:
+    raise ValueError(f"unknown continual baseline {method!r}; they are {', '.join(CONTINUAL)}")
+  if method == "ewc" and ewc_strength is None:
+    raise ValueError("EWC needs its strength lambda (choose_ewc_strength chooses it)")
+  position = len(state.learned) if position is None else position
+  arch = architecture(task.type, config, element)
+  refused = continual_refusal([arch])
+  if refused is not None:
+    raise ValueError(f"{method} cannot take {task.name} : {task.type}: {refused[1]}")
+  key = trunk_key(arch)
+  earlier = state.sharing(key)
+  counts = ()
+  if method == "replay":
+    counts = replay_counts(settings.replay_batch or tune_config.batch_size, len(earlier))
+  net = ContinualNet(method, arch, config, earlier, counts)
+  variables = net.starting(seed, state.trunks.get(key))
+  if tune_config.bias_from_targets:
+    variables = output_bias_from_targets(net.compiled, variables, task.objective, task.train.targets)
+  frozen = net.frozen(earlier, ewc_strength)
+  description = f"{method}({arch.description}; trunk {arch.encoder} shared by {len(earlier)} earlier)"
+  result = _run(method, task, description, net, frozen, tune_config, seed, variables,
+                net.compiled.fresh_variables, arch, checkpoint_dir=checkpoint_dir)
+  if result.network is None:
+    return result, state
+  return result, learn(method, task, position, arch, result.network.modules, state, settings,
+                       result.test_score, config)
+
+
+
+
+@dataclasses.dataclass(frozen=True)
+class EwcChoice:
+  """EWC's strength as `choose_ewc_strength` chose it.
+
+  Attributes:
+    strength: lambda chosen.
+    tasks: the tasks it was chosen on (names).
+    scores: per lambda of the grid, the mean over those tasks of each task's validation score after the
+      last of them, divided by the grid's best score on that task (so that error and RMSE combine; 1.0
+      where the lambda was best on every task), in the grid's order.
+  """
+  strength: float
+  tasks: tuple[str, ...]
+  scores: tuple[tuple[float, float], ...]
+
+
+def choose_ewc_strength(tasks: Sequence[Any], config: ModuleConfig,
+                        tune_config: Callable[[Any], TuneConfig] | TuneConfig, *, seed: int,
+                        settings: ContinualSettings = DEFAULT_SETTINGS,
+                        elements: Sequence[Type | None] | None = None) -> EwcChoice:
+  """Chooses EWC's lambda on the first `settings.ewc_tasks` of `tasks`: for each lambda of
+  `settings.ewc_strengths`, EWC runs over them (seed `seed` + position), and every one of them is scored
+  again on its validation split after the last; the lambda whose mean relative score (`EwcChoice.scores`)
+  is lowest is chosen, the smallest on a tie. Only validation splits are read.
+
+  Args:
+    tasks: the stream's tasks (only the first ones are used).
+    tune_config: the training settings, or a function of the task giving them.
+    elements: each list task's per-element output type, or None.
+  """
+  first = list(tasks[:settings.ewc_tasks])
+  elements = list(elements) if elements is not None else [None] * len(first)
+  per_lambda = []
+  for strength in settings.ewc_strengths:
+    state = ContinualState()
+    for k, task in enumerate(first):
+      settings_k = tune_config(task) if callable(tune_config) else tune_config
+      _, state = continual("ewc", task, state, config, settings_k, seed=seed + k, position=k,
+                           element=elements[k], settings=settings, ewc_strength=strength)
+    trained = {e.position for e in state.learned}
+    scores = rescore(state, [t for k, t in enumerate(first) if k in trained], tune_config, config, "val")
+    full = [math.inf] * len(first)
+    for e, s in zip(state.learned, scores):
+      full[e.position] = s if math.isfinite(s) else math.inf
+    per_lambda.append(full)
+  best = [min(row[k] for row in per_lambda) for k in range(len(first))]
+  relative = []
+  for row in per_lambda:
+    parts = [(s / b if b > 0 else (1.0 if s == b else math.inf)) for s, b in zip(row, best)]
+    relative.append(sum(parts) / len(parts))
+  chosen = min(range(len(relative)), key=lambda i: (relative[i], settings.ewc_strengths[i]))
+  return EwcChoice(float(settings.ewc_strengths[chosen]), tuple(t.name for t in first),
+                   tuple(zip(map(float, settings.ewc_strengths), relative)))

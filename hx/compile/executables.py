@@ -185,11 +185,14 @@ def _merge_state(state: dict, new_state: Any) -> dict:
 
 
 def make_train_step(apply: Callable, objective: Objective, tx: optax.GradientTransformation,
-                    batch_size: int, pack: int | None = None) -> Callable:
+                    batch_size: int, pack: int | None = None, penalty: Callable | None = None) -> Callable:
   """The training step to jit: train_step(carry, frozen, table, inputs, targets, order, step, key) ->
   carry, a `TrainState`, on batch `step` of `order` ((steps * batch_size,) int32 example indices of the
   training split), with the loss averaged over its examples (or over the scored elements of list and
-  graph outputs) and `tx`'s update; `pack`: the capacity `apply` runs its maps on (None: unpacked)."""
+  graph outputs) and `tx`'s update; `pack`: the capacity `apply` runs its maps on (None: unpacked).
+  `penalty(params, state, frozen, rng) -> float32 scalar`, where given, is added to the loss (a model's
+  `Tunable.penalty`: EWC's, or a replayed memory's loss, `hx.baselines.continual`); its rng is the step's
+  dropout key folded with 1, apart from the model's own."""
   packing = {} if pack is None else {"pack": pack}
 
   def loss_fn(params, state, frozen, x, targets, mask, rng):
@@ -200,6 +203,8 @@ def make_train_step(apply: Callable, objective: Objective, tx: optax.GradientTra
     else:
       m = mask.astype(jnp.float32)
       loss = jnp.sum(losses * m) / jnp.maximum(jnp.sum(m), 1.0)
+    if penalty is not None:
+      loss = loss + penalty(params, state, frozen, jax.random.fold_in(rng, 1))
     return loss, new_state
 
   def train_step(carry: TrainState, frozen, table, inputs, targets, order, step, key) -> TrainState:

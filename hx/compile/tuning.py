@@ -127,6 +127,9 @@ class Tunable(Protocol):
 
   def apply(self, variables: Any, frozen: Any, x: Any, *, train: bool, rng: Any) -> Any: ...
 
+  # Optional: `penalty(params, state, frozen, rng) -> scalar`, added to every training step's loss
+  # (`hx.compile.executables.make_train_step`; its structure is part of `key`).
+
 
 @dataclasses.dataclass(frozen=True)
 class TuneConfig:
@@ -515,10 +518,10 @@ def _prepare(compiled: Tunable, objective: Objective, config: TuneConfig, tx: op
     pack = _train_pack(compiled, config, data.train, orders, steps)
     args = (carry, frozen, data.table, data.train.inputs, data.train.targets, orders(first_epoch),
             step_id(0), dropout_key)
-    apply = apply_for(compiled, objective)
+    apply, penalty = apply_for(compiled, objective), getattr(compiled, "penalty", None)
     train_exe, compile_seconds = executable(
         "train_step", (compiled.key, objective, config.learning_rate, config.batch_size, pack),
-        lambda: make_train_step(apply, objective, tx, config.batch_size, pack), (0,), args)
+        lambda: make_train_step(apply, objective, tx, config.batch_size, pack, penalty), (0,), args)
   # Validation and test splits of the same shapes share one capacity, hence one executable.
   splits = [data.val] + ([data.test] if data.test is not None else [])
   plans = shared_eval_plans(splits, config.eval_images, _packs(compiled, config))

@@ -1,0 +1,415 @@
+"""Continual-learning baselines over a shared trunk with a head per task: experience replay and EWC.
+
+    state = ContinualState()                                   # nothing learned yet
+    for task in tasks:
+      result, state = continual("replay", task, state, config, tune_config, seed=0)
+    scores = rescore(state, tasks, tune_config)                # every task again, after the last one
+
+These are the two strategies a continual-learning researcher compares with first (Avalanche's `Replay`
+and `EWC`), over the network Avalanche's multi-head models have: one trunk per input kind, shared by
+every task whose input it encodes, and one head per task.
+
+- **The trunk and the heads.** A task's network is its standalone architecture
+  (`hx.baselines.networks.architecture`: MLP ∘ E for an image or a vector, RNN(map(MLP ∘ E)) for a list);
+  its encoder E (nn_cnn for an image, nn_enc for another tensor) is the trunk, shared by every task whose
+  encoder has the same `ModuleSpec` (the same input type and sizes: `trunk_key`); the rest (nn_mlp, and
+  nn_rnn for a list) is the task's head. A task starts from the latest trunk of its kind (random weights
+  for the first) and a fresh head, and trains both; the heads of earlier tasks are frozen from the end
+  of their task on (their batch statistics too), so an earlier task changes only through the trunk. Graph
+  tasks are refused (`refusal`): their network maps a regressor over the grid (`hx.baselines.graph`), a
+  trunk and head this module does not split.
+- **Experience replay** (`method="replay"`): after each task, `ContinualSettings.memory_per_task` of its
+  training examples (fewer where it has fewer) are kept, drawn uniformly without replacement by a
+  generator seeded by (`ContinualSettings.seed`, the task's position in the stream): a fixed-size memory
+  per task, not a reservoir, so a task's share never shrinks as the stream grows. Each training step of a
+  later task adds to its batch's loss the loss of `replay_batch` memory examples of the earlier tasks that
+  share its trunk, spread evenly over them (`replay_counts`; each task's drawn uniformly with replacement,
+  per step, from the step's key), each through its own frozen head and the trunk being trained, in
+  training mode (batch statistics, dropout) as the rest of the batch. Avalanche concatenates the memory
+  batch to the current one and averages the loss over both; here the two means are added (the current
+  batch's and the memory's, over the memory examples): with a memory batch as large as the current one
+  that is twice Avalanche's loss, and Adam's steps do not depend on the loss's scale.
+- **EWC** (`method="ewc"`, Kirkpatrick et al. 2017, Avalanche's "separate" mode): after each task, the
+  diagonal Fisher of the trunk's parameters, the mean over the task's training examples of the squared
+  gradient of the example's log-likelihood (`fisher_diagonal`; the objective's loss per example is its
+  negative log-likelihood: cross-entropies exactly, MSE that of a Gaussian of variance 1/2), computed in
+  inference mode (running statistics, no dropout), and the trunk's parameters theta* then. A later
+  task's loss adds (lambda/2) sum_k sum_i F_k,i (theta_i - theta*_k,i)^2 over the earlier tasks k that
+  share its trunk (`ewc_penalty`). Only the trunk is penalised: the earlier heads never change, and the
+  task's own head is new. Avalanche's EWC squares mini-batch gradients, which differs from the per-example
+  Fisher by the batch's averaging; this is the per-example one the definition gives. lambda is chosen on
+  the first tasks' validation from `ContinualSettings.ewc_strengths` (`choose_ewc_strength`).
+- **Forgetting**, as CTrL measures it: every earlier task scored again on its test split with the
+  final trunk and its own head (`rescore`), against its score when it was learned.
+
+Every task trains through `hx.compile.fitting.fit` (Tune), as the other baselines do
+(`hx.baselines.train`), with the same data, batches, optimiser, epochs and model selection; the replayed
+loss and the EWC penalty reach Tune's step as the model's `penalty` (`hx.compile.tuning.Tunable`), their
+arrays (memories, frozen heads, Fishers, anchors, lambda) as its `frozen` argument, so one executable per
+task's structure serves every value. Deterministic for a seed on a machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hx.baselines.networks import Architecture
+from hx.compile import ModuleConfig, TuneConfig, compile_program
+from hx.compile.executables import apply_for, resolve_objective
+from hx.compile.losses import Objective, item_loss
+from hx.compile.tuning import evaluate
+from hx.lang.values import gather, num_examples, take
+
+__all__ = ["CONTINUAL", "ContinualSettings", "Memory", "Learned", "ContinualState", "trunk_key", "refusal",
+           "remember", "replay_counts", "fisher_diagonal", "ewc_penalty", "ContinualNet", "learn", "rescore",
+           "DEFAULT_SETTINGS"]
+
+CONTINUAL = ("replay", "ewc")
+"""The continual-learning baselines: experience replay and elastic weight consolidation."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ContinualSettings:
+  """The continual baselines' own settings (the training's are the task kind's `TuneConfig`).
+
+  Attributes:
+    memory_per_task: replay: training examples kept per task (ours: 50; Avalanche's `ReplayPlugin`
+      keeps 200 in all, shared by the tasks seen, which for a 100-task stream is 2 a task).
+    replay_batch: replay: memory examples added to each training step, spread evenly over the earlier
+      tasks that share the trunk, at least one each; None: the training batch's size (Avalanche's
+      default, a memory batch as large as the current one).
+    ewc_strengths: EWC: the grid lambda is chosen from (`choose_ewc_strength`).
+    ewc_tasks: EWC: how many first tasks lambda is chosen on.
+    fisher_examples: EWC: the Fisher averages over at most this many of a task's training examples (the
+      first ones); None: all of them.
+    seed: seeds the memory's draw (with the task's position).
+  """
+  memory_per_task: int = 50
+  replay_batch: int | None = None
+  ewc_strengths: tuple[float, ...] = (1.0, 10.0, 100.0, 1000.0)
+  ewc_tasks: int = 3
+  fisher_examples: int | None = None
+  seed: int = 0
+
+  def __post_init__(self):
+    if self.memory_per_task < 1:
+      raise ValueError(f"memory_per_task must be at least 1, got {self.memory_per_task}")
+    if self.replay_batch is not None and self.replay_batch < 1:
+      raise ValueError(f"replay_batch must be at least 1 or None, got {self.replay_batch}")
+    if not self.ewc_strengths or any(not (s >= 0 and math.isfinite(s)) for s in self.ewc_strengths):
+      raise ValueError(f"ewc_strengths must be finite and >= 0, at least one, got {self.ewc_strengths}")
+    if self.ewc_tasks < 1:
+      raise ValueError(f"ewc_tasks must be at least 1, got {self.ewc_tasks}")
+
+
+DEFAULT_SETTINGS = ContinualSettings()
+"""The settings a run takes unless given others."""
+
+
+def trunk_key(arch: Architecture) -> tuple:
+  """What a trunk is shared by: the encoder's role and `ModuleSpec` (input type, output, sizes)."""
+  return (arch.encoder, arch.spec(arch.encoder))
+
+
+def refusal(archs: Sequence[Architecture]) -> tuple[int, str] | None:
+  """The first task (its position, why) a continual baseline cannot take, or None: a graph task."""
+  for k, a in enumerate(archs):
+    if a.kind == "graph":
+      return k, ("replay and EWC split a network into a shared trunk and a head per task, which this hx "
+                 "does not do for the graph network (an LSTM over a mapped regressor)")
+  return None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Memory:
+  """A task's replay memory.
+
+  Attributes:
+    indices: (m,) int64, sorted: which training examples (positions in the task's training split).
+    inputs: the examples' inputs with images gathered: (m, *shape) arrays, or a ListBatch of (m, L, ...)
+      values and (m, L) mask.
+    targets: (m, *output) as the training split stores them.
+  """
+  indices: np.ndarray
+  inputs: Any = dataclasses.field(repr=False)
+  targets: Any = dataclasses.field(repr=False)
+
+
+def remember(task: Any, position: int, settings: ContinualSettings) -> Memory:
+  """The replay memory of `task` (the `position`-th of its stream, from 0): `settings.memory_per_task` of
+  its training examples (all where it has no more), drawn uniformly without replacement by
+  `np.random.default_rng([settings.seed, position])`, in their split's order."""
+  n = num_examples(task.train.inputs)
+  rng = np.random.default_rng([settings.seed, position])
+  idx = np.sort(rng.choice(n, size=min(settings.memory_per_task, n), replace=False)).astype(np.int64)
+  inputs = take(task.train.inputs, idx)
+  if task.table is not None:
+    inputs = gather(np.asarray(task.table), inputs)
+  return Memory(idx, jax.tree.map(np.asarray, inputs), np.asarray(task.train.targets)[idx])
+
+
+def replay_counts(total: int, tasks: int) -> tuple[int, ...]:
+  """Memory examples drawn per step from each of `tasks` earlier tasks: `total` spread as evenly as
+  possible (the first ones one more), at least one each."""
+  if tasks == 0:
+    return ()
+  base, extra = divmod(max(total, tasks), tasks)
+  return tuple(base + (1 if j < extra else 0) for j in range(tasks))
+
+
+def fisher_diagonal(loss: Callable[[Any, Any, Any], Any], params: Any, inputs: Any, targets: Any, *,
+                    chunk: int = 256) -> Any:
+  """The diagonal empirical Fisher: the mean over the n examples of grad(loss)(params, x_i, t_i) ** 2.
+
+  Args:
+    loss: loss(params, x, t) -> the negative log-likelihood of one example (a float32 scalar); x and t are
+      one example's input and target, without a batch axis.
+    params: a pytree of arrays.
+    inputs, targets: n examples, with a leading axis n (arrays or pytrees of them).
+    chunk: examples per vectorised call (bounds memory).
+
+  Returns:
+    A pytree shaped as `params`, float32.
+  """
+  n = int(jax.tree.leaves(targets)[0].shape[0])
+  if n == 0:
+    raise ValueError("the Fisher of no examples")
+  squared = jax.jit(lambda p, x, t: jax.tree.map(
+      lambda g: jnp.sum(jnp.square(g.astype(jnp.float32)), axis=0),
+      jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(p, x, t)))
+  total = jax.tree.map(lambda p: jnp.zeros(jnp.shape(p), jnp.float32), params)
+  for start in range(0, n, chunk):
+    rows = slice(start, min(start + chunk, n))
+    part = squared(params, *jax.tree.map(lambda a: a[rows], (inputs, targets)))  # noqa: B023 -- used at once
+    total = jax.tree.map(jnp.add, total, part)
+  return jax.tree.map(lambda s: s / n, total)
+
+
+def ewc_penalty(params: Any, anchors: Sequence[tuple[Any, Any]], strength: Any) -> Any:
+  """(strength / 2) * sum over (fisher, anchor) in `anchors` of sum_i fisher_i (params_i - anchor_i) ** 2.
+
+  Args:
+    params: a pytree of arrays; each fisher and anchor the same pytree.
+    anchors: (fisher, anchor) per earlier task.
+    strength: lambda, a float or a float32 scalar array.
+  """
+  total = jnp.float32(0.0)
+  for fisher, anchor in anchors:
+    terms = jax.tree.map(lambda f, p, a: jnp.sum(f * jnp.square(p - a)), fisher, params, anchor)
+    total = total + sum(jax.tree.leaves(terms), jnp.float32(0.0))
+  return 0.5 * jnp.asarray(strength, jnp.float32) * total
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Learned:
+  """One task a continual baseline has learned, as later tasks see it.
+
+  Attributes:
+    task: its name; position: its place in the stream (from 0).
+    architecture: its standalone architecture; objective: its objective.
+    head: role -> {"params", "batch_stats"} (host arrays) of every module but the trunk, frozen.
+    memory: its replay memory (replay), else None.
+    fisher, anchor: the trunk's diagonal Fisher and parameters after the task (EWC), else None.
+    score: its test score when it was learned (None if it had none).
+  """
+  task: str
+  position: int
+  architecture: Architecture
+  objective: Objective
+  head: Mapping[str, Any] = dataclasses.field(repr=False)
+  memory: Memory | None = dataclasses.field(default=None, repr=False)
+  fisher: Any = dataclasses.field(default=None, repr=False)
+  anchor: Any = dataclasses.field(default=None, repr=False)
+  score: float | None = None
+
+  @property
+  def trunk(self) -> tuple:
+    return trunk_key(self.architecture)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ContinualState:
+  """What a continual baseline carries from task to task: the latest trunk of each kind (`trunk_key` ->
+  {"params", "batch_stats"}, host arrays) and the tasks learned, in order."""
+  trunks: Mapping[tuple, Any] = dataclasses.field(default_factory=dict, repr=False)
+  learned: tuple[Learned, ...] = ()
+
+  def sharing(self, key: tuple) -> tuple[Learned, ...]:
+    """The tasks learned whose trunk is `key`'s."""
+    return tuple(e for e in self.learned if e.trunk == key)
+
+
+def _slot(compiled: Any, role: str) -> int:
+  return compiled.fresh_slots.index(role)
+
+
+def _with_trunk(variables: Any, slot: int, trunk_params: Any, trunk_stats: Any) -> dict:
+  """{"params", "batch_stats"} slot tuples with slot `slot` replaced."""
+  params, stats = list(variables["params"]), list(variables["batch_stats"])
+  params[slot], stats[slot] = trunk_params, trunk_stats
+  return {"params": tuple(params), "batch_stats": tuple(stats)}
+
+
+def _variables(compiled: Any, modules: Mapping[str, Any]) -> dict:
+  return {"params": tuple(modules[n]["params"] for n in compiled.fresh_slots),
+          "batch_stats": tuple(modules[n]["batch_stats"] for n in compiled.fresh_slots)}
+
+
+class _Earlier:
+  """An earlier task's network as the replay loss applies it: its compiled program, trunk slot and
+  logits-resolved objective."""
+
+  def __init__(self, learned: Learned, config: ModuleConfig):
+    arch = learned.architecture
+    self.compiled = compile_program(arch.program, arch.fresh_types, config)
+    self.slot = _slot(self.compiled, arch.encoder)
+    self.objective = resolve_objective(self.compiled, learned.objective)
+    self.apply = apply_for(self.compiled, self.objective)
+
+
+class ContinualNet:
+  """A task's network trained under replay or EWC (an `hx.compile.tuning.Tunable` with a `penalty`).
+
+  Its variables are the compiled standalone program's ({"params": slot tuple, "batch_stats": ...});
+  `frozen` is {"replay": ({"head": earlier variables, "inputs", "targets"}, ...)} or {"ewc": ((fisher,
+  anchor), ...), "strength": float32 scalar}; `apply` ignores it and runs the program.
+  """
+
+  packs_lists = True
+
+  def __init__(self, method: str, arch: Architecture, config: ModuleConfig, earlier: Sequence[Learned],
+               counts: Sequence[int] = ()):
+    self.method, self.arch = method, arch
+    self.compiled = compile_program(arch.program, arch.fresh_types, config)
+    self.slot = _slot(self.compiled, arch.encoder)
+    self.earlier = tuple(_Earlier(e, config) for e in earlier) if method == "replay" else ()
+    self.counts = tuple(counts)
+    structure = tuple((e.compiled.key, e.objective, c) for e, c in zip(self.earlier, self.counts))
+    self.key = ("hx.baselines.continual", method, self.compiled.key, structure,
+                len(earlier) if method == "ewc" else 0)
+    for name in ("output_activation", "output_slot", "specs", "fresh_slots"):
+      setattr(self, name, getattr(self.compiled, name))
+
+  def init(self, rng: Any) -> Any:
+    return self.compiled.init(rng)
+
+  def starting(self, seed: int, trunk: Any | None) -> dict:
+    """The variables training starts from: `init` with `jax.random.key(seed)`, the trunk's slot replaced by
+    `trunk` ({"params", "batch_stats"}, the latest of its kind) where there is one."""
+    variables = self.init(jax.random.key(seed))
+    if trunk is None:
+      return variables
+    return _with_trunk(variables, self.slot, trunk["params"], trunk["batch_stats"])
+
+  def apply(self, variables: Any, frozen: Any, x: Any, **kwargs: Any) -> Any:
+    return self.compiled.apply(variables, (), x, **kwargs)
+
+  def penalty(self, params: Any, state: Any, frozen: Any, rng: Any) -> Any:
+    """The replayed memory's mean loss (replay) or the EWC penalty, for the trunk in `params`."""
+    if self.method == "ewc":
+      return ewc_penalty(params[self.slot], frozen["ewc"], frozen["strength"])
+    if not self.earlier:
+      return jnp.float32(0.0)
+    trunk_stats = state["batch_stats"][self.slot]
+    total = jnp.float32(0.0)
+    for j, (e, count, held) in enumerate(zip(self.earlier, self.counts, frozen["replay"])):
+      key = jax.random.fold_in(rng, j)
+      n = jax.tree.leaves(held["targets"])[0].shape[0]
+      idx = jax.random.randint(jax.random.fold_in(key, 0), (count,), 0, n)
+      variables = _with_trunk(held["head"], e.slot, params[self.slot], trunk_stats)
+      y, _ = e.apply(variables, (), take(held["inputs"], idx), train=True, rng=jax.random.fold_in(key, 1))
+      t = held["targets"][idx].astype(jnp.int32 if e.objective.loss == "ce" else jnp.float32)
+      total = total + jnp.sum(item_loss(e.objective, y, t))
+    return total / sum(self.counts)
+
+  def frozen(self, earlier: Sequence[Learned], strength: float | None) -> dict:
+    """The `frozen` argument for the tasks `earlier` (those sharing the trunk, oldest first)."""
+    if self.method == "ewc":
+      return {"ewc": tuple((e.fisher, e.anchor) for e in earlier),
+              "strength": np.float32(0.0 if strength is None else strength)}
+    heads = []
+    for e, run in zip(earlier, self.earlier):
+      modules = dict(e.head)
+      spec_init = run.compiled.init(jax.random.key(0))  # the trunk's slot is a placeholder, replaced
+      enc = run.compiled.fresh_slots[run.slot]
+      modules[enc] = {"params": spec_init["params"][run.slot],
+                      "batch_stats": spec_init["batch_stats"][run.slot]}
+      heads.append({"head": _variables(run.compiled, modules), "inputs": e.memory.inputs,
+                    "targets": e.memory.targets})
+    return {"replay": tuple(heads)}
+
+
+def learn(method: str, task: Any, position: int, arch: Architecture, modules: Mapping[str, Any],
+          state: ContinualState, settings: ContinualSettings, score: float | None,
+          config: ModuleConfig) -> ContinualState:
+  """The state after `task` was learned with the network `modules` (role -> {"params", "batch_stats"}):
+  its trunk the latest of its kind, its head frozen, and its memory (replay) or Fisher and anchor (EWC).
+  A run resumed from saved networks rebuilds its state through this, task by task."""
+  modules = jax.tree.map(np.asarray, dict(modules))
+  enc = arch.encoder
+  memory = fisher = anchor = None
+  if method == "replay":
+    memory = remember(task, position, settings)
+  else:
+    fisher = _task_fisher(task, arch, modules, config, settings)
+    anchor = modules[enc]["params"]
+  head = {r: m for r, m in modules.items() if r != enc}
+  entry = Learned(task.name, position, arch, task.objective, head, memory, fisher, anchor, score)
+  return ContinualState({**state.trunks, trunk_key(arch): modules[enc]}, state.learned + (entry,))
+
+
+def _task_fisher(task: Any, arch: Architecture, modules: Mapping[str, Any], config: ModuleConfig,
+                 settings: ContinualSettings) -> Any:
+  """The trunk's diagonal Fisher on the task's training examples, the network in inference mode."""
+  compiled = compile_program(arch.program, arch.fresh_types, config)
+  slot = _slot(compiled, arch.encoder)
+  objective = resolve_objective(compiled, task.objective)
+  apply = apply_for(compiled, objective)
+  variables = _variables(compiled, modules)
+  n = num_examples(task.train.inputs)
+  if settings.fisher_examples is not None:
+    n = min(n, settings.fisher_examples)
+  idx = np.arange(n)
+  inputs = take(task.train.inputs, idx)
+  if task.table is not None:
+    inputs = gather(np.asarray(task.table), inputs)
+  targets = np.asarray(task.train.targets)[idx].astype(np.int32 if objective.loss == "ce" else np.float32)
+
+  def loss(trunk: Any, x: Any, t: Any) -> Any:
+    v = _with_trunk(variables, slot, trunk, variables["batch_stats"][slot])
+    y = apply(v, (), jax.tree.map(lambda a: a[None], x), train=False, rng=None)
+    return jnp.sum(item_loss(objective, y, t[None]))
+
+  return jax.tree.map(np.asarray, fisher_diagonal(loss, variables["params"][slot], inputs, targets))
+
+
+def rescore(state: ContinualState, tasks: Sequence[Any],
+            tune_config: Callable[[Any], TuneConfig] | TuneConfig, config: ModuleConfig,
+            split: str = "test") -> list[float]:
+  """Every learned task scored again on its `split` ("test" or "val") with the latest trunk of its kind
+  and its own head: CTrL's score of each earlier task after the last one.
+
+  Args:
+    state: the state after the last task.
+    tasks: the learned tasks' data, in `state.learned`'s order.
+    tune_config: the evaluation's settings (chunk sizes), or a function of the task giving them.
+    config: the module sizes.
+  """
+  if len(tasks) != len(state.learned):
+    raise ValueError(f"{len(state.learned)} tasks learned, {len(tasks)} given")
+  scores = []
+  for e, task in zip(state.learned, tasks):
+    arch = e.architecture
+    compiled = compile_program(arch.program, arch.fresh_types, config)
+    modules = {**dict(e.head), arch.encoder: state.trunks[e.trunk]}
+    settings = tune_config(task) if callable(tune_config) else tune_config
+    score, _ = evaluate(compiled, _variables(compiled, modules), (), getattr(task, split), task.objective,
+                        table=task.table, config=settings)
+    scores.append(float(score))
+  return scores
