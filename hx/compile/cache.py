@@ -11,18 +11,28 @@ Configuration, read when the cache is first turned on:
 `ensure_compilation_cache()` (called by `tune`) does nothing if the cache was already configured, by
 this module or by the user through `jax.config` (a `jax_compilation_cache_dir` set by hand is kept).
 Every executable is cached, however fast it compiled (`jax_persistent_cache_min_compile_time_secs=0`).
+
+A damaged entry (a file JAX cannot read back: truncated by a process killed while JAX wrote it, which it
+does in place, or altered) is removed and compiled anew, with one warning naming the file
+(`repair_damaged_entries`, turned on with the cache). JAX itself only warns and compiles, every time: it
+never writes over an entry that exists, so the damaged file would stay. What JAX cannot read it never
+runs, so a damaged entry costs a compilation, never a crash or a wrong result; the zlib JAX compresses
+with here checks every byte (Adler-32); with the zstandard package installed JAX compresses with zstd,
+whose frames it writes without a checksum.
 """
 
 from __future__ import annotations
 
+import glob
 import os
+import warnings
 from pathlib import Path
 
 import jax
 
 __all__ = [
   "CACHE_DIR_ENV", "CACHE_ENABLE_ENV", "default_cache_dir", "hx_cache_home", "enable_compilation_cache",
-  "disable_compilation_cache", "ensure_compilation_cache", "compilation_cache_dir",
+  "disable_compilation_cache", "ensure_compilation_cache", "compilation_cache_dir", "repair_damaged_entries",
 ]
 
 CACHE_DIR_ENV = "HX_COMPILATION_CACHE_DIR"
@@ -70,8 +80,62 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
   jax.config.update("jax_compilation_cache_dir", str(directory))
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   jax.config.update("jax_enable_compilation_cache", True)
+  repair_damaged_entries()
   _configured = True
   return directory
+
+
+def repair_damaged_entries() -> bool:
+  """Makes JAX's persistent cache remove an entry it cannot read back, with a warning that names the file,
+  so that the executable compiled in its place is cached anew (module docstring); idempotent.
+
+  Wraps `jax._src.compilation_cache.get_executable_and_time`, which JAX's compiler calls for every
+  lookup (jax 0.10 and 0.11). Errors JAX raises on purpose pass through: a `CacheVerificationError`, and
+  every error where `jax_raise_persistent_cache_errors` is set.
+
+  Returns:
+    True if the lookup is wrapped (now or before); False where this JAX has no such function (a damaged
+    entry is then JAX's own warning and a compilation, every time).
+  """
+  try:
+    from jax._src import compilation_cache as jax_cache
+  except ImportError:
+    return False
+  read = getattr(jax_cache, "get_executable_and_time", None)
+  if read is None:
+    return False
+  if getattr(read, "hx_repairs", False):
+    return True
+  deliberate = getattr(jax_cache, "CacheVerificationError", ())
+
+  def get_executable_and_time(cache_key: str, *args, **kwargs):
+    try:
+      return read(cache_key, *args, **kwargs)
+    except Exception as err:  # noqa: BLE001 -- whatever a damaged file makes JAX's reader raise
+      if isinstance(err, deliberate) or getattr(jax.config, "jax_raise_persistent_cache_errors", False):
+        raise
+      files = _entry_files(cache_key)
+      for path in files:
+        Path(path).unlink(missing_ok=True)
+      named = files[0] if files else f"{cache_key} in {jax.config.jax_compilation_cache_dir}"
+      warnings.warn(f"hx's compile cache entry {named} cannot be read ({type(err).__name__}: "
+                    f"{str(err).strip().splitlines()[0] if str(err).strip() else 'damaged'}); removed, "
+                    "compiled again and cached anew", RuntimeWarning, stacklevel=2)
+      return None, None
+
+  get_executable_and_time.hx_repairs = True  # type: ignore[attr-defined]
+  jax_cache.get_executable_and_time = get_executable_and_time
+  return True
+
+
+def _entry_files(cache_key: str) -> list[str]:
+  """The files of the cache entry `cache_key` in the cache directory (JAX's KEY-cache, and KEY-atime
+  where it keeps access times), the entry's own first."""
+  directory = jax.config.jax_compilation_cache_dir
+  if not directory:
+    return []
+  return sorted(glob.glob(os.path.join(glob.escape(directory), glob.escape(cache_key) + "-*")),
+                key=lambda p: not p.endswith("-cache"))
 
 
 def disable_compilation_cache() -> None:
@@ -104,6 +168,8 @@ def ensure_compilation_cache() -> Path | None:
       except OSError:
         # An unwritable home directory must not stop training: run without the cache.
         jax.config.update("jax_enable_compilation_cache", False)
+    if compilation_cache_dir() is not None:  # a directory the user set by hand too
+      repair_damaged_entries()
   return compilation_cache_dir()
 
 
