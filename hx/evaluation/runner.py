@@ -400,7 +400,55 @@ class _Runner:
     if method == "standalone_with_fold":
       result, extra = self.from_scratch(instance, seq, index, fraction, task, tune_config, seed, saving)
       return result, [], extra
+    if method in baselines.CONTINUAL:
+      return self.continual(method, instance, seq, index, task, tune_config, seed, saving)
     raise ValueError(f"unknown baseline {method!r}")
+
+  def continual(self, method: str, instance: int, seq: Any, index: int, task: Any, tune_config: Any,
+                seed: int, saving: Path) -> tuple[Any, list[dict], dict]:
+    """Experience replay or EWC (`hx.baselines.continual`) on task `index`, after the earlier tasks'
+    networks at the largest fraction (their trunks and heads; memories and Fishers drawn again from
+    them, as deterministic as the first time); EWC's strength is chosen once per instance
+    (`ewc_strength`) and each record names it."""
+    c = self.config
+    key = ("continual state", method, instance)
+    done = self.networks.setdefault(key, {})
+    state = done.get(index - 1, baselines.ContinualState()) if index else baselines.ContinualState()
+    for j in range(len(state.learned), index):
+      network = self.network(method, instance, j, seq)
+      if network is None:
+        raise RuntimeError(f"{method} on task {index + 1} needs the network of task {j + 1}, which is "
+                           "missing")
+      state = baselines.continual_learn(method, seq.build(j), j, network.architecture, network.modules, state,
+                                        baselines.ContinualSettings(), None, c.module_config)
+      done[j] = state
+    extra, strength = {}, None
+    if method == "ewc":
+      strength, extra = self.ewc_strength(instance, seq)
+    result, _ = baselines.continual(method, task, state, c.module_config, tune_config, seed=seed,
+                                    position=index, element=self.element(seq.tasks[index]),
+                                    ewc_strength=strength, checkpoint_dir=saving)
+    return result, [], extra
+
+  def ewc_strength(self, instance: int, seq: Any) -> tuple[float, dict]:
+    """EWC's lambda for instance `instance` (`hx.baselines.choose_ewc_strength` on the first tasks'
+    validation splits), chosen once and kept in `ewc/seed_S/ewc_strength.json`; (lambda, what a record
+    says of the choice)."""
+    from hx.jsonread import read_json
+
+    path = self.method_dir("ewc", instance) / "ewc_strength.json"
+    if not path.exists():
+      c = self.config
+      settings = baselines.ContinualSettings()
+      first = [seq.build(j) for j in range(min(settings.ewc_tasks, c.tasks))]
+      choice = baselines.choose_ewc_strength(
+          first, c.module_config, lambda t: c.tune_config(t.spec.kind), settings=settings,
+          seed=training_seed(instance, 0, self.largest), elements=[self.element(t.spec) for t in first])
+      write_json(path, {"strength": choice.strength, "tasks": list(choice.tasks),
+                        "relative_validation_score": [list(s) for s in choice.scores],
+                        "grid": list(settings.ewc_strengths)})
+    chosen = read_json(path)
+    return float(chosen["strength"]), {"ewc_strength": chosen}
 
   def from_scratch(self, instance: int, seq: Any, index: int, fraction: float, task: Any, tune_config: Any,
                    seed: int, saving: Path | None = None) -> tuple[Any, dict]:

@@ -194,3 +194,24 @@ def test_a_four_task_stream_replay_forgets_less_than_fine_tuning():
   fine_tuning = forgetting[("ewc", 0.0)]  # lambda 0: the shared trunk fine-tuned, nothing kept
   assert fine_tuning[0] > 5.0  # the case forgets task 1 (points of error)
   assert forgetting[("replay", None)][0] < fine_tuning[0]
+
+
+@pytest.mark.slow
+def test_replay_and_ewc_run_in_an_evaluation_beside_the_standalone_network(tmp_path):
+  import json
+
+  from hx.evaluation.runner import run
+
+  tasks = stream()[:3]
+  config = EvalConfig.make(hx.TaskStream("vectors", tasks), methods=["standalone", "replay", "ewc"],
+                           fractions=[1.0], seeds=[0], epochs=2)
+  out = run(config, tmp_path / "run", time_budget=None)
+  assert out.finished and out.ran == 9
+  chosen = json.loads((tmp_path / "run" / "ewc" / "seed_0" / "ewc_strength.json").read_text())
+  assert chosen["strength"] in chosen["grid"] and len(chosen["tasks"]) == 3
+  for method in ("replay", "ewc"):
+    folders = sorted((tmp_path / "run" / method / "seed_0" / "records").iterdir())
+    assert len(folders) == 3
+    rec = json.loads((folders[-1] / "fraction_1.json").read_text())
+    assert rec["method"] == method and np.isfinite(rec["ranked"][0]["test"])
+    assert (rec.get("ewc_strength") == chosen) == (method == "ewc")
