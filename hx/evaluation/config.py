@@ -37,7 +37,7 @@ METHODS = ("houdini",) + BASELINES
 
 _LABELS = {"houdini_topdown": "HOUDINI (top-down)", "houdini_evolutionary": "HOUDINI (evolutionary)",
            "standalone": "standalone", "llt": "low-level transfer", "pnn": "progressive NN",
-           "standalone_with_fold": "standalone_with_fold"}
+           "standalone_with_fold": "standalone_with_fold", "replay": "experience replay", "ewc": "EWC"}
 
 
 def method_label(method: str) -> str:
