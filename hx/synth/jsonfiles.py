@@ -12,6 +12,11 @@ never a KeyError or TypeError from the code that reads the value.
 
 `RECORD` is the schema of a record (`hx.synth.lifelong.record`, `hx.evaluation.records.baseline_record`)
 as its readers use it, `read_record` reads one; `read_settings` reads a run's settings.json.
+
+`RECORD_VERSION` is the version of a run directory's layout: every record and settings.json holds it
+("record_version"). A file without it was written before hx recorded the version, in version 1's layout,
+and is read as version 1; a file of any other version is refused in one line that names the file and
+both versions (`LayoutVersionError`), never read as this version's layout.
 """
 
 from __future__ import annotations
@@ -48,8 +53,34 @@ __all__ = [
     "jsonable", "from_jsonable", "write_json", "JsonFileError", "read_json", "Invalid", "Check", "check",
     "integer", "number",
     "score", "text", "boolean", "anything", "nullable", "array", "row", "obj", "RECORD", "read_record",
-    "SETTINGS_FILE_SCHEMA", "EVALUATION_SETTINGS", "read_settings",
+    "SETTINGS_FILE_SCHEMA", "EVALUATION_SETTINGS", "read_settings", "RECORD_VERSION", "LayoutVersionError",
 ]
+
+RECORD_VERSION = 1
+"""The version of a run directory's layout (`hx.synth.run_directory`) and of its records
+(`hx.synth.lifelong.record`, `hx.evaluation.records.baseline_record`), held by every record and
+settings.json as "record_version"."""
+
+
+class LayoutVersionError(JsonFileError):
+  """A record or settings.json of a run directory's layout other than `RECORD_VERSION` (a newer hx's):
+  the message names the file, its version and the one this hx reads."""
+
+
+def check_layout_version(path: os.PathLike | str, value: dict) -> None:
+  """Refuses the JSON object `value` read from `path` (a record or a settings.json) unless its
+  "record_version" is `RECORD_VERSION`, or missing (version 1, written before hx recorded it).
+
+  Raises:
+    LayoutVersionError: another version.
+  """
+  version = value.get("record_version", 1)
+  if version != RECORD_VERSION:
+    newer = isinstance(version, int) and version > RECORD_VERSION
+    raise LayoutVersionError(path, f"a run directory's layout of record_version {version}"
+                                   f"{', written by a newer hx' if newer else ''}; this hx reads "
+                                   f"record_version {RECORD_VERSION} only: use the hx that wrote it, or "
+                                   "another directory")
 
 
 def jsonable(x: Any) -> Any:
@@ -140,7 +171,8 @@ RECORD = obj({
 def read_record(path: os.PathLike | str) -> dict:
   """The record in `path`, checked against `RECORD`. JsonFileError (naming the file, and the field where
   one does not fit) if it is unreadable ("not a readable record: it is not valid JSON ...") or does not fit
-  ("not a valid record: ranked[0].test: expected ...")."""
+  ("not a valid record: ranked[0].test: expected ..."); LayoutVersionError (one) if it is of another
+  layout's version (`check_layout_version`)."""
   try:
     value = read_json(path)
   except JsonFileError as err:
@@ -149,14 +181,17 @@ def read_record(path: os.PathLike | str) -> dict:
     RECORD(value, "")
   except Invalid as err:
     raise JsonFileError(path, f"not a valid record: {err}") from None
+  check_layout_version(path, value)
   return value
 
 
 # ---------------------------------------------------------------------------------------------------
 # A run's settings.json ({"settings": ..., "started": ...}, `hx.synth.run_directory.open_settings`).
 
-SETTINGS_FILE_SCHEMA = obj({"settings": obj({}), "started": text(nonempty=True)})
-"""The envelope of every settings.json: the settings (an object) and the run's start time."""
+SETTINGS_FILE_SCHEMA = obj({"settings": obj({}), "started": text(nonempty=True)},
+                           optional={"record_version": integer(minimum=1)})
+"""The envelope of every settings.json: the settings (an object), the run's start time and its layout's
+version (`RECORD_VERSION`; missing: 1)."""
 
 _FRACTION = number(above=0, maximum=1)
 
@@ -171,8 +206,10 @@ any may be missing (an older run), and each present is of its type."""
 
 def read_settings(path: os.PathLike | str, settings: Check | None = None) -> tuple[dict, str]:
   """(settings, started) of the settings.json at `path`; the settings also fit `settings` if given (e.g.
-  `EVALUATION_SETTINGS`). JsonFileError (naming the file and the field) if unreadable or ill-formed."""
+  `EVALUATION_SETTINGS`). JsonFileError (naming the file and the field) if unreadable or ill-formed,
+  LayoutVersionError (one) if of another layout's version (`check_layout_version`)."""
   whole = check(read_json(path), SETTINGS_FILE_SCHEMA, path)
+  check_layout_version(path, whole)
   if settings is not None:
     try:
       settings(whole["settings"], "settings")

@@ -2,7 +2,8 @@
 
 One HOUDINI run over a sequence (`hx.synth.run_sequence`) writes
 
-    DIR/settings.json                       {"settings": what the run is, "started": its start time}
+    DIR/settings.json                       {"settings": what the run is, "started": its start time,
+                                             "record_version": the layout's version}
     DIR/records/TT_TASK/fraction_F.json     one record per task and fraction
     DIR/libraries/after_TT/                 the library after task TT
     DIR/checkpoints/TT_TASK/fraction_F/     candidates' training saved as it goes, until task TT is saved
@@ -13,6 +14,10 @@ DIR/<method>/seed_<S>/ (a baseline's `networks/after_TT/` in place of `libraries
 settings.json of its own at DIR. Both check a settings file the same way (`open_settings`) and seed
 every training by the same formula (`training_seed`), so that HOUDINI and the baselines train a task at
 a fraction with one seed, and a resumed run gives what an uninterrupted one gives.
+
+The layout's version is `RECORD_VERSION` (`hx.synth.jsonfiles`): a directory of another version is refused
+in one line that names it (`open_settings`), one without a version (written before hx recorded it) is
+read as version 1.
 """
 
 from __future__ import annotations
@@ -24,13 +29,10 @@ from pathlib import Path
 from typing import Callable
 
 from hx.atomic import LOCK_FILE
-from hx.synth.jsonfiles import JsonFileError, read_settings, write_json
+from hx.synth.jsonfiles import RECORD_VERSION, JsonFileError, LayoutVersionError, read_settings, write_json
 
 __all__ = ["RECORD_VERSION", "SETTINGS_FILE", "SettingsMismatch", "task_dir", "fraction_file", "record_file",
            "library_dir", "checkpoint_dir", "candidates_dir", "training_seed", "open_settings"]
-
-RECORD_VERSION = 1
-"""The version of the record layout (`hx.synth.lifelong.record`, `hx.evaluation.records.baseline_record`)."""
 
 SETTINGS_FILE = "settings.json"
 
@@ -100,13 +102,16 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
 
   Raises:
     `error`: the directory holds a run with other settings (the message names the differing keys), a
-      settings file that cannot be read, or other files and no settings file.
+      settings file that cannot be read or is of another layout's version (the message names both), or
+      other files and no settings file.
   """
   directory = Path(directory)
   path = directory / SETTINGS_FILE
   if path.exists():
     try:
       saved, started = read_settings(path)
+    except LayoutVersionError as err:
+      raise error(str(err)) from None
     except JsonFileError as err:
       raise error(f"{path} is not an {what}'s settings file ({err.problem})") from None
     if saved == settings:
@@ -117,12 +122,12 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
       raise error(f"{directory} holds a run with other settings (differing: {', '.join(diff)}); "
                   f"{resume_hint}")
     if merged != saved and write:
-      write_json(path, {"settings": merged, "started": started})
+      write_json(path, {"settings": merged, "started": started, "record_version": RECORD_VERSION})
     return started
   if directory.exists() and (not directory.is_dir() or any(p.name != LOCK_FILE for p in directory.iterdir())):
     raise error(f"{directory} is not empty and holds no {what} (no {SETTINGS_FILE})")
   if not write:
     return None
   started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-  write_json(path, {"settings": settings, "started": started})
+  write_json(path, {"settings": settings, "started": started, "record_version": RECORD_VERSION})
   return started
