@@ -16,7 +16,7 @@ baseline cannot take. This layer knows nothing of
 search: standalone_with_fold is handed the program to train.
 """
 
-from hx.baselines.continual import CONTINUAL, ContinualSettings, ContinualState, rescore
+from hx.baselines.continual import CONTINUAL, ContinualSettings, ContinualState, rescore, rescore_networks
 from hx.baselines.continual import learn as continual_learn
 from hx.baselines.networks import (
   CNN,
@@ -49,5 +49,5 @@ __all__ = [
     "CNN", "ENC", "MLP", "RNN", "Architecture", "Network", "NetworkError", "architecture", "count_parameters",
     "element_type", "load_network", "save_network", "BASELINES", "BaselineResult", "from_scratch", "llt",
     "pnn", "refusal", "standalone", "continual", "choose_ewc_strength", "EwcChoice", "ContinualSettings",
-    "ContinualState", "rescore", "CONTINUAL", "continual_learn",
+    "ContinualState", "rescore", "rescore_networks", "CONTINUAL", "continual_learn",
 ]

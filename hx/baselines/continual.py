@@ -15,9 +15,15 @@ every task whose input it encodes, and one head per task.
   encoder has the same `ModuleSpec` (the same input type and sizes: `trunk_key`); the rest (nn_mlp, and
   nn_rnn for a list) is the task's head. A task starts from the latest trunk of its kind (random weights
   for the first) and a fresh head, and trains both; the heads of earlier tasks are frozen from the end
-  of their task on (their batch statistics too), so an earlier task changes only through the trunk. Graph
-  tasks are refused (`refusal`): their network maps a regressor over the grid (`hx.baselines.graph`), a
-  trunk and head this module does not split.
+  of their task on (their batch statistics too), so an earlier task changes only through the trunk.
+- **Graph tasks.** Their network (`hx.baselines.graph`) maps a regressor (MLP ∘ E) over the nodes and
+  runs an LSTM over them; its trunk is the regressor learned on the stream's first task, shared frozen by
+  every graph task (the paper's protocol for every competing method: "shared the regressors learned for
+  the first tasks"), and its head the LSTM, fresh per task. A graph task trains as the standalone graph
+  network does (`hx.baselines.train.continual`) and enters no `ContinualState`: it shares no trained
+  parameter with another task, so replay and EWC have nothing to protect there, and nothing later
+  changes it (its forgetting is zero by construction, as a standalone network's). Where the stream has
+  no such regressor the graph network trains its own with the LSTM (as the standalone one does; ours).
 - **Experience replay** (`method="replay"`): after each task, `ContinualSettings.memory_per_task` of its
   training examples (fewer where it has fewer) are kept, drawn uniformly without replacement by a
   generator seeded by (`ContinualSettings.seed`, the task's position in the stream): a fixed-size memory
@@ -40,7 +46,8 @@ every task whose input it encodes, and one head per task.
   Fisher by the batch's averaging; this is the per-example one the definition gives. lambda is chosen on
   the first tasks' validation from `ContinualSettings.ewc_strengths` (`choose_ewc_strength`).
 - **Forgetting**, as CTrL measures it: every earlier task scored again on its test split with the
-  final trunk and its own head (`rescore`), against its score when it was learned.
+  final trunk and its own head (`rescore` from a state, `rescore_networks` from the networks each task
+  left, as an evaluation keeps them), against its score when it was learned.
 
 Every task trains through `hx.compile.fitting.fit` (Tune), as the other baselines do
 (`hx.baselines.train`), with the same data, batches, optimiser, epochs and model selection; the replayed
@@ -66,9 +73,9 @@ from hx.compile.losses import Objective, item_loss
 from hx.compile.tuning import evaluate
 from hx.lang.values import gather, num_examples, take
 
-__all__ = ["CONTINUAL", "ContinualSettings", "Memory", "Learned", "ContinualState", "trunk_key", "refusal",
-           "remember", "replay_counts", "fisher_diagonal", "ewc_penalty", "ContinualNet", "learn", "rescore",
-           "DEFAULT_SETTINGS"]
+__all__ = ["CONTINUAL", "ContinualSettings", "Memory", "Learned", "ContinualState", "trunk_key", "remember",
+           "replay_counts", "fisher_diagonal", "ewc_penalty", "ContinualNet", "learn", "rescore",
+           "rescore_networks", "DEFAULT_SETTINGS"]
 
 CONTINUAL = ("replay", "ewc")
 """The continual-learning baselines: experience replay and elastic weight consolidation."""
@@ -115,15 +122,6 @@ DEFAULT_SETTINGS = ContinualSettings()
 def trunk_key(arch: Architecture) -> tuple:
   """What a trunk is shared by: the encoder's role and `ModuleSpec` (input type, output, sizes)."""
   return (arch.encoder, arch.spec(arch.encoder))
-
-
-def refusal(archs: Sequence[Architecture]) -> tuple[int, str] | None:
-  """The first task (its position, why) a continual baseline cannot take, or None: a graph task."""
-  for k, a in enumerate(archs):
-    if a.kind == "graph":
-      return k, ("replay and EWC split a network into a shared trunk and a head per task, which this hx "
-                 "does not do for the graph network (an LSTM over a mapped regressor)")
-  return None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -389,6 +387,17 @@ def _task_fisher(task: Any, arch: Architecture, modules: Mapping[str, Any], conf
   return jax.tree.map(np.asarray, fisher_diagonal(loss, variables["params"][slot], inputs, targets))
 
 
+def _score(arch: Architecture, modules: Mapping[str, Any], task: Any,
+           tune_config: Callable[[Any], TuneConfig] | TuneConfig, config: ModuleConfig, split: str) -> float:
+  """`task`'s `split` scored by the image, vector or list network `arch` with `modules` (role ->
+  {"params", "batch_stats"})."""
+  compiled = compile_program(arch.program, arch.fresh_types, config)
+  settings = tune_config(task) if callable(tune_config) else tune_config
+  score, _ = evaluate(compiled, _variables(compiled, modules), (), getattr(task, split), task.objective,
+                      table=task.table, config=settings)
+  return float(score)
+
+
 def rescore(state: ContinualState, tasks: Sequence[Any],
             tune_config: Callable[[Any], TuneConfig] | TuneConfig, config: ModuleConfig,
             split: str = "test") -> list[float]:
@@ -403,13 +412,39 @@ def rescore(state: ContinualState, tasks: Sequence[Any],
   """
   if len(tasks) != len(state.learned):
     raise ValueError(f"{len(state.learned)} tasks learned, {len(tasks)} given")
-  scores = []
-  for e, task in zip(state.learned, tasks):
-    arch = e.architecture
-    compiled = compile_program(arch.program, arch.fresh_types, config)
-    modules = {**dict(e.head), arch.encoder: state.trunks[e.trunk]}
-    settings = tune_config(task) if callable(tune_config) else tune_config
-    score, _ = evaluate(compiled, _variables(compiled, modules), (), getattr(task, split), task.objective,
-                        table=task.table, config=settings)
-    scores.append(float(score))
-  return scores
+  return [_score(e.architecture, {**dict(e.head), e.architecture.encoder: state.trunks[e.trunk]}, task,
+                 tune_config, config, split)
+          for e, task in zip(state.learned, tasks)]
+
+
+def rescore_networks(networks: Sequence[Any], tasks: Sequence[Any] | Callable[[int], Any],
+                     tune_config: Callable[[Any], TuneConfig] | TuneConfig, config: ModuleConfig,
+                     split: str = "test") -> list[float | None]:
+  """`rescore` from the networks the tasks left (`hx.baselines.Network`s, one per task in stream order,
+  None for a task with none): each task's head with the trunk of the last network of its kind (`trunk_key`)
+  in `networks`. A graph network shares nothing trained (module docstring): its score is unchanged, so
+  it is not scored again (None), as a task with no network.
+
+  Args:
+    networks: each task's network (its trunk as it left it, and its head), or None.
+    tasks: the tasks' data, in the same order, or a function of the position (from 0) building each
+      when it is scored (a long stream's tasks need not be held at once).
+    tune_config, config, split: as `rescore`'s.
+
+  Returns:
+    One score per task (float), None where not scored again.
+  """
+  if not callable(tasks) and len(tasks) != len(networks):
+    raise ValueError(f"{len(networks)} networks, {len(tasks)} tasks given")
+  trunks = {trunk_key(n.architecture): n.modules[n.architecture.encoder] for n in networks
+            if n is not None and n.architecture.kind != "graph"}
+  out: list[float | None] = []
+  for j, network in enumerate(networks):
+    if network is None or network.architecture.kind == "graph":
+      out.append(None)
+      continue
+    task = tasks(j) if callable(tasks) else tasks[j]
+    arch = network.architecture
+    out.append(_score(arch, {**dict(network.modules), arch.encoder: trunks[trunk_key(arch)]}, task,
+                      tune_config, config, split))
+  return out

@@ -44,7 +44,6 @@ from hx.baselines.continual import (
   rescore,
   trunk_key,
 )
-from hx.baselines.continual import refusal as continual_refusal
 from hx.baselines.graph import GraphRNN
 from hx.baselines.llt import transfer
 from hx.baselines.networks import MLP, Architecture, Network, architecture, count_parameters
@@ -74,7 +73,8 @@ def refusal(method: str, types: Sequence[Type], config: ModuleConfig,
 
   standalone and llt take every type `hx.baselines.networks.architecture` builds a network for; pnn
   also needs every task's input to be the first task's, and no graph (`hx.baselines.pnn.refusal`);
-  replay and ewc take no graph (`hx.baselines.continual.refusal`); standalone_with_fold trains HOUDINI's
+  replay and ewc take what standalone takes (a graph task as the standalone network, `continual`);
+  standalone_with_fold trains HOUDINI's
   program for the task, which has the task's type.
 
   Args:
@@ -97,8 +97,6 @@ def refusal(method: str, types: Sequence[Type], config: ModuleConfig,
       archs.append(architecture(t, config, element))
     except ValueError as err:
       return k, str(err).removeprefix(f"no baseline network for {t}: ")
-  if method in CONTINUAL:
-    return continual_refusal(archs)
   return pnn_refusal(archs) if method == "pnn" else None
 
 
@@ -205,21 +203,28 @@ def standalone(task: Any, config: ModuleConfig, tune_config: TuneConfig, *, seed
   """
   arch = architecture(task.type, config, element)
   if arch.kind == "graph":
-    if regressor is None:
-      return _run("standalone", task, arch.description, GraphRNN(arch, trainable_regressor=True), {},
-                  tune_config, seed, None, _per_role, arch, checkpoint_dir=checkpoint_dir)
-    _check_regressor(arch, regressor)
-    net = GraphRNN(arch, trainable_regressor=False)
-    frozen = net.frozen(regressor.modules)
-
-    def modules(v):
-      return {**dict(regressor.modules), **_per_role(v)}
-
-    return _run("standalone", task, arch.description, net, frozen, tune_config, seed, None, modules, arch,
-                checkpoint_dir=checkpoint_dir)
+    return _graph("standalone", task, arch, arch.description, regressor, tune_config, seed, checkpoint_dir)
   compiled = _compiled(arch, config)
   return _run("standalone", task, arch.description, compiled, (), tune_config, seed, None,
               compiled.fresh_variables, arch, checkpoint_dir=checkpoint_dir)
+
+
+def _graph(method: str, task: Any, arch: Architecture, description: str, regressor: Network | None,
+           tune_config: TuneConfig, seed: int, checkpoint_dir: os.PathLike | str | None) -> BaselineResult:
+  """The graph network (`hx.baselines.graph`) trained on `task` under `method`'s name: the LSTM over
+  `regressor` mapped frozen, or with no regressor the LSTM and a regressor of its own (`standalone`)."""
+  if regressor is None:
+    return _run(method, task, description, GraphRNN(arch, trainable_regressor=True), {}, tune_config, seed,
+                None, _per_role, arch, checkpoint_dir=checkpoint_dir)
+  _check_regressor(arch, regressor)
+  net = GraphRNN(arch, trainable_regressor=False)
+  frozen = net.frozen(regressor.modules)
+
+  def modules(v):
+    return {**dict(regressor.modules), **_per_role(v)}
+
+  return _run(method, task, description, net, frozen, tune_config, seed, None, modules, arch,
+              checkpoint_dir=checkpoint_dir)
 
 
 def _check_regressor(arch: Architecture, regressor: Network) -> None:
@@ -319,8 +324,13 @@ def from_scratch(task: Any, program: P.Program, fresh_types: Mapping[str, Type],
 def continual(method: str, task: Any, state: ContinualState, config: ModuleConfig, tune_config: TuneConfig, *,
               seed: int, position: int | None = None, element: Type | None = None,
               settings: ContinualSettings = DEFAULT_SETTINGS, ewc_strength: float | None = None,
+              regressor: Network | None = None,
               checkpoint_dir: os.PathLike | str | None = None) -> tuple[Any, ContinualState]:
   """Trains `task`'s network under `method` ("replay" or "ewc") after the tasks `state` holds.
+
+  A graph task's trunk is `regressor`, frozen, and its head the LSTM (`hx.baselines.continual`): it
+  trains as `standalone`'s graph network, under `method`'s name, and the state is returned unchanged
+  (it shares nothing trained with another task).
 
   Args:
     method: "replay" or "ewc".
@@ -333,6 +343,7 @@ def continual(method: str, task: Any, state: ContinualState, config: ModuleConfi
     element: a list task's per-element output type (`hx.baselines.networks.element_type`).
     settings: the memory's size and draw, the replay batch, the Fisher's examples.
     ewc_strength: lambda (EWC only; required there).
+    regressor: a graph task's shared regressor (`standalone`'s); None: it trains its own.
     checkpoint_dir: saves the training there as it goes, resumed from it (`hx.baselines.train`).
 
   Returns:
@@ -341,7 +352,7 @@ def continual(method: str, task: Any, state: ContinualState, config: ModuleConfi
 
   Raises:
     ValueError: an unknown method, EWC without a strength, a task type the baselines cannot take, or a
-      graph task (`refusal`).
+      regressor that does not fit a graph task.
   """
   if method not in CONTINUAL:
     raise ValueError(f"unknown continual baseline {method!r}; they are {', '.join(CONTINUAL)}")
@@ -349,9 +360,9 @@ def continual(method: str, task: Any, state: ContinualState, config: ModuleConfi
     raise ValueError("EWC needs its strength lambda (choose_ewc_strength chooses it)")
   position = len(state.learned) if position is None else position
   arch = architecture(task.type, config, element)
-  refused = continual_refusal([arch])
-  if refused is not None:
-    raise ValueError(f"{method} cannot take {task.name} : {task.type}: {refused[1]}")
+  if arch.kind == "graph":
+    description = f"{method}({arch.description}; trunk the shared regressor, frozen)"
+    return _graph(method, task, arch, description, regressor, tune_config, seed, checkpoint_dir), state
   key = trunk_key(arch)
   earlier = state.sharing(key)
   counts = ()

@@ -3,6 +3,7 @@
     DIR/settings.json                               the run's settings (`EvalConfig`), checked on resume
     DIR/<method>/seed_<S>/records/TT_TASK/fraction_F.json   one record per method, instance, task, fraction
     DIR/<method>/seed_<S>/networks/after_TT/        a baseline's network after task TT (its largest fraction)
+    DIR/<replay|ewc>/seed_<S>/rescored.json         every task scored again after the last (`read_rescored`)
     DIR/houdini_<strategy>/seed_<S>/                HOUDINI's run (`hx.synth.run_sequence`: its own
                                                     settings.json, records/ and libraries/after_TT/)
     DIR/report.md, DIR/programs.md, DIR/plots/      the report (`hx.evaluation.report`)
@@ -27,7 +28,10 @@ from hx.synth.jsonfiles import read_record, write_json
 from hx.synth.run_directory import RECORD_VERSION, fraction_file, task_dir
 
 __all__ = ["RECORD_VERSION", "task_dir", "fraction_file", "record_path", "write_json", "baseline_record",
-           "load_records", "network_version", "work_seconds"]
+           "load_records", "network_version", "work_seconds", "RESCORED_FILE", "read_rescored"]
+
+RESCORED_FILE = "rescored.json"
+"""A continual baseline's re-scores after the run's last task, in `<method>/seed_<S>/` (`read_rescored`)."""
 
 
 def record_path(directory: Path, method: str, instance: int, index: int, fraction: float) -> Path | None:
@@ -136,3 +140,30 @@ def load_records(directory: os.PathLike | str) -> list[dict]:
     out.append(rec)
   out.sort(key=lambda r: (r["method"], r["instance"], r["task_index"], r["fraction"]))
   return out
+
+
+def read_rescored(directory: os.PathLike | str, method: str, instance: int) -> dict | None:
+  """`<method>/seed_<instance>/rescored.json` of the run in `directory`, or None where it was not written
+  (the run has not finished its last task, or the method is not a continual baseline).
+
+  It holds {"method", "instance", "after": the tasks run, "fraction": the largest, "tasks": [{"index"
+  (from 1), "task", "metric" ("error" or "rmse"), "recorded": the test score when the task was learned
+  (None if nothing trained), "rescored": its test score after task "after" (None where not scored again:
+  a graph task, or no network), "shares_trunk": bool (its trunk is shared and trained on by later tasks
+  of its kind)}, ...]}.
+
+  Raises:
+    hx.jsonread.JsonFileError or ValueError: the file is not readable JSON, or not an object with "after"
+      and "tasks" (the message names the file).
+  """
+  from hx.jsonread import read_json
+
+  path = Path(directory) / method / f"seed_{instance}" / RESCORED_FILE
+  if not path.exists():
+    return None
+  got = read_json(path)
+  for field in ("after", "tasks"):
+    if not isinstance(got, dict) or field not in got:
+      raise ValueError(f"{path}: no field {field!r}: delete it and run the same command again to score "
+                       "the tasks again")
+  return got

@@ -51,7 +51,14 @@ from hx.compile.fitting import Outcome
 from hx.compile.release import release_between_tasks
 from hx.data import read_data_sets
 from hx.evaluation.config import ConfigError, EvalConfig
-from hx.evaluation.records import baseline_record, network_version, record_path, write_json
+from hx.evaluation.records import (
+  RESCORED_FILE,
+  baseline_record,
+  network_version,
+  read_rescored,
+  record_path,
+  write_json,
+)
 from hx.synth.jsonfiles import jsonable, read_record
 from hx.synth.progress import Progress
 from hx.synth.run_directory import SETTINGS_FILE, checkpoint_dir, open_settings, record_file, training_seed
@@ -311,6 +318,8 @@ class _Runner:
   def baseline(self, method: str, instance: int, seq: Any, index: int, fraction: float) -> None:
     if record_path(self.directory, method, instance, index + 1, fraction) is None:
       self.train_baseline(method, instance, seq, index, fraction)
+    if method in baselines.CONTINUAL and index == self.config.tasks - 1 and fraction == self.largest:
+      self.rescore_continual(method, instance, seq)
 
   def train_baseline(self, method: str, instance: int, seq: Any, index: int, fraction: float,
                      write: bool = True) -> None:
@@ -408,27 +417,59 @@ class _Runner:
                 seed: int, saving: Path) -> tuple[Any, list[dict], dict]:
     """Experience replay or EWC (`hx.baselines.continual`) on task `index`, after the earlier tasks'
     networks at the largest fraction (their trunks and heads; memories and Fishers drawn again from
-    them, as deterministic as the first time); EWC's strength is chosen once per instance
-    (`ewc_strength`) and each record names it."""
+    them, as deterministic as the first time; graph tasks share nothing and are passed over); a graph
+    task maps the shared regressor (`regressor`), as the standalone network does. EWC's strength is
+    chosen once per instance (`ewc_strength`) and each record names it."""
     c = self.config
-    key = ("continual state", method, instance)
-    done = self.networks.setdefault(key, {})
-    state = done.get(index - 1, baselines.ContinualState()) if index else baselines.ContinualState()
-    for j in range(len(state.learned), index):
+    done = self.networks.setdefault(("continual state", method, instance), {})
+    last = max((j for j in done if j < index), default=-1)
+    state = done[last] if last >= 0 else baselines.ContinualState()
+    for j in range(last + 1, index):
       network = self.network(method, instance, j, seq)
       if network is None:
         raise RuntimeError(f"{method} on task {index + 1} needs the network of task {j + 1}, which is "
                            "missing")
-      state = baselines.continual_learn(method, seq.build(j), j, network.architecture, network.modules, state,
-                                        baselines.ContinualSettings(), None, c.module_config)
+      if network.architecture.kind != "graph":
+        state = baselines.continual_learn(method, seq.build(j), j, network.architecture, network.modules,
+                                          state, baselines.ContinualSettings(), None, c.module_config)
       done[j] = state
     extra, strength = {}, None
     if method == "ewc":
       strength, extra = self.ewc_strength(instance, seq)
+    graph = self.architecture(seq.tasks[index]).kind == "graph" and self.shares_regressor(seq, index)
+    regressor = self.regressor(instance, seq) if graph else None
     result, _ = baselines.continual(method, task, state, c.module_config, tune_config, seed=seed,
                                     position=index, element=self.element(seq.tasks[index]),
-                                    ewc_strength=strength, checkpoint_dir=saving)
-    return result, [], extra
+                                    ewc_strength=strength, regressor=regressor, checkpoint_dir=saving)
+    return result, [] if regressor is None else [{"task": regressor.task, "method": regressor.method,
+                                                  "version": network_version(regressor)}], extra
+
+  def rescore_continual(self, method: str, instance: int, seq: Any) -> None:
+    """After the run's last task: every task of `method` (replay or EWC) scored again on its test split
+    with the trunks the last task left and its own head (`hx.baselines.rescore_networks`, CTrL's
+    forgetting), written to `<method>/seed_S/rescored.json` beside each task's recorded score (kept, not
+    computed again, once written for this many tasks)."""
+    c = self.config
+    path = self.method_dir(method, instance) / RESCORED_FILE
+    kept = read_rescored(self.directory, method, instance)
+    if kept is not None and kept["after"] == c.tasks:
+      return
+    networks = [self.network(method, instance, j, seq) for j in range(c.tasks)]
+    scores = baselines.rescore_networks(networks, seq.build, lambda t: c.tune_config(t.spec.kind),
+                                        c.module_config)
+    rows = []
+    for j, score in enumerate(scores):
+      rec = read_record(record_path(self.directory, method, instance, j + 1, self.largest))
+      best = rec["ranked"][0] if rec.get("ranked") else {}
+      rows.append({"index": j + 1, "task": rec["task"], "metric": rec["metric"],
+                   "network": best.get("program"),
+                   "recorded": best.get("test") if best.get("status") == "trained" else None,
+                   "rescored": score, "shares_trunk": networks[j] is not None
+                   and networks[j].architecture.kind != "graph"})
+    write_json(path, {"method": method, "instance": instance, "after": c.tasks, "fraction": self.largest,
+                      "tasks": rows})
+    self.say(f"[{c.sequence} {instance}] {method}: every task scored again after task {c.tasks} "
+             f"({path})")
 
   def ewc_strength(self, instance: int, seq: Any) -> tuple[float, dict]:
     """EWC's lambda for instance `instance` (`hx.baselines.choose_ewc_strength` on the first tasks'

@@ -23,14 +23,21 @@ functions they became (`nn_long_7` as `lib.nn_long_7`), compiled against the lib
 stream's last task and scored again on the task's test split. Library functions are frozen, so a
 HOUDINI learner forgets nothing: the change is zero up to the rounding of another evaluation order, and
 each function's version (a digest of its arrays) is the same in the final library as in the one saved
-after its task. The baselines keep one network per task, untouched by later tasks: nothing to re-score.
+after its task. The standalone, low-level transfer and progressive baselines keep one network per task,
+untouched by later tasks: nothing to re-score, their forgetting is zero by construction. Experience replay
+and EWC share a trunk that later tasks train (`hx.baselines.continual`): the runner scores every task again
+after the run's last one, with the final trunks and the task's own head, into `rescored.json`
+(`hx.evaluation.records.read_rescored`), which `continual_forgetting` reads. A method's forgetting
+(`Forgetting.mean_change`) is CTrL's: the mean over the tasks before the last of the re-scored test score
+minus the recorded one (error points, or RMSE; above 0 forgot), error and RMSE tasks apart.
 
 CTrL's summary figures (Veniat, Denoyer and Ranzato, ICLR 2021), per method (`summary`): the average
 final score over the tasks (<A>; here error and RMSE apart, as they do not average together), the
 transfer on the repeated tasks (CTrL's S^-, S^in, S^out streams measure it on their last task, a repeat
 of the first; here every repeat of `hx.data.streams.RELATIONS`, averaged per relation: against the
-standalone network, and against the method's own score on the task repeated), and the memory at the
-end with its growth per task (<M>).
+standalone network, and against the method's own score on the task repeated), the forgetting (where a
+run has experience replay or EWC, a column of the summary; HOUDINI's re-scores have their own section),
+and the memory at the end with its growth per task (<M>).
 """
 
 from __future__ import annotations
@@ -43,13 +50,15 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from hx.atomic import write_atomically, write_text
+from hx.baselines.continual import CONTINUAL
 from hx.evaluation.config import method_label
-from hx.evaluation.records import load_records, record_path, work_seconds
+from hx.evaluation.records import load_records, read_rescored, record_path, work_seconds
 
 __all__ = ["TaskRow", "LibraryPoint", "MemoryPoint", "Rescored", "Forgetting", "MethodSummary", "Reuse",
            "REPEATS", "reuse_on_repeats", "Growth", "growth_by_relation", "repeats_growth", "task_rows",
            "process_memory_after",
-           "library_growth", "network_growth", "memory_growth", "rescore_winners", "summary", "plot_stream",
+           "library_growth", "network_growth", "memory_growth", "rescore_winners", "continual_forgetting",
+           "KEEPS_NETWORKS", "summary", "plot_stream",
            "stream_section", "write_stream_report"]
 
 
@@ -144,7 +153,8 @@ def task_rows(records: Sequence[dict], instance: int | None = None) -> list[Task
 
 
 def _method_rank(method: str) -> tuple[int, str]:
-  rank = {"houdini_topdown": 0, "houdini_evolutionary": 1, "standalone": 2, "llt": 3, "pnn": 4}
+  rank = {"houdini_topdown": 0, "houdini_evolutionary": 1, "standalone": 2, "llt": 3, "pnn": 4, "replay": 5,
+          "ewc": 6}
   return rank.get(method, 9), method
 
 
@@ -250,12 +260,15 @@ class Rescored:
 
   Attributes:
     index, task: the task.
-    program: the winner as the final library runs it (every function `lib.*`).
+    program: the winner as the final library runs it (every function `lib.*`); a continual baseline's
+      network's description.
     recorded: its test score when its task was learned (the record's).
-    rescored: its test score on the final library.
+    rescored: its test score on the final library (HOUDINI) or with the final trunk and its own head
+      (replay, EWC; a graph network, which shares nothing trained, not scored again: its recorded score).
     change: rescored - recorded.
     unchanged: every library function it uses has, in the final library, the version (digest of its
-      arrays) it had in the library saved after its task.
+      arrays) it had in the library saved after its task; for a continual baseline, it shares no trunk.
+    metric: "error" or "rmse"; None where not known.
   """
   index: int
   task: str
@@ -264,6 +277,7 @@ class Rescored:
   rescored: float
   change: float
   unchanged: bool
+  metric: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,6 +296,11 @@ class Forgetting:
   @property
   def all_unchanged(self) -> bool:
     return all(r.unchanged for r in self.rows)
+
+  def mean_change(self, metric: str) -> float | None:
+    """CTrL's forgetting on the `metric` ("error" or "rmse") tasks: the mean change of the tasks before
+    task `after` (the last has nothing after it); None where there is none."""
+    return _mean(r.change for r in self.rows if r.metric == metric and r.index < self.after)
 
 
 def _as_library(program: Any) -> Any:
@@ -347,8 +366,37 @@ def rescore_winners(config: Any, directory: Any, method: str | None = None,
     then = Library.load(own) if own.exists() else None
     unchanged = then is not None and all(then.versions().get(n) == final.versions()[n] for n in used)
     rows.append(Rescored(index, rec["task"], str(program), recorded, float(score), float(score) - recorded,
-                         unchanged))
+                         unchanged, rec["metric"]))
   return Forgetting(method, instance, after, tuple(rows))
+
+
+def continual_forgetting(directory: Any, method: str, instance: int) -> Forgetting | None:
+  """A continual baseline's (`method`, "replay" or "ewc") re-scores after the run's last task, as the
+  runner wrote them (`hx.evaluation.records.read_rescored`), or None where it has not written them. A
+  task re-scored as None (a graph network: it shares nothing trained) counts its recorded score, changed
+  by nothing; a task with no recorded score is left out.
+
+  Raises:
+    ValueError: the file is not readable or lacks a field (its path named).
+  """
+  got = read_rescored(directory, method, instance)
+  if got is None:
+    return None
+  rows = []
+  for t in got["tasks"]:
+    if not _finite(t.get("recorded")):
+      continue
+    recorded = float(t["recorded"])
+    rescored = float(t["rescored"]) if _finite(t.get("rescored")) else recorded
+    rows.append(Rescored(int(t["index"]), t["task"], t.get("network") or "", recorded, rescored,
+                         rescored - recorded, not t.get("shares_trunk", False), t.get("metric")))
+  return Forgetting(method, instance, int(got["after"]), tuple(rows))
+
+
+def _forgettings(forgetting: Forgetting | Sequence[Forgetting] | None) -> tuple[Forgetting, ...]:
+  if forgetting is None:
+    return ()
+  return (forgetting,) if isinstance(forgetting, Forgetting) else tuple(forgetting)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -362,13 +410,17 @@ class MethodSummary:
     method: the method's id.
     tasks: tasks recorded.
     mean_error, mean_rmse: the average final test score over the error tasks (%), and over the RMSE
-      tasks; None where there is none. HOUDINI's final scores are the re-scored ones where given.
+      tasks; None where there is none. The final scores are the re-scored ones where given (HOUDINI's,
+      replay's and EWC's: CTrL's average accuracy after the last task).
     mean_transfer: the mean forward transfer over the tasks with one (None for standalone).
     transfer_by_relation: (relation, mean transfer against standalone, mean ratio to the method's own
       score on the task repeated, tasks) per relation present; the ratios None where none.
     final_parameters, final_bytes: the memory after the last task.
     bytes_per_task: the memory's growth per task (final bytes over tasks).
     wall_seconds, work_seconds: summed over tasks (records that are another's not counted).
+    forgetting_error, forgetting_rmse: CTrL's forgetting (`Forgetting.mean_change`) on the error tasks
+      (points) and the RMSE tasks where the method was re-scored; 0.0 for a method that keeps every
+      task's network untouched (`KEEPS_NETWORKS`); None where not measured.
   """
   method: str
   tasks: int
@@ -381,6 +433,13 @@ class MethodSummary:
   bytes_per_task: float | None
   wall_seconds: float
   work_seconds: float
+  forgetting_error: float | None = None
+  forgetting_rmse: float | None = None
+
+
+KEEPS_NETWORKS = ("standalone", "llt", "pnn", "standalone_with_fold")
+"""The baselines that keep one network per task, which no later task changes: their forgetting is zero by
+construction (nothing to re-score)."""
 
 
 REPEATS = ("less_data", "new_data", "new_output", "new_input")
@@ -488,16 +547,25 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 
 def summary(rows: Sequence[TaskRow], memory: Sequence[MemoryPoint] = (), plan: Sequence[Any] | None = None,
-            forgetting: Forgetting | None = None) -> list[MethodSummary]:
-  """Each method's `MethodSummary` from its rows, memory and the stream's plan (`hx.data.stream_plan`:
-  each task's relation and the task it repeats; without it, no per-relation transfer)."""
-  rescored = {r.index: r.rescored for r in forgetting.rows} if forgetting is not None else {}
+            forgetting: Forgetting | Sequence[Forgetting] | None = None) -> list[MethodSummary]:
+  """Each method's `MethodSummary` from its rows, memory, the stream's plan (`hx.data.stream_plan`: each
+  task's relation and the task it repeats; without it, no per-relation transfer) and the re-scores of the
+  methods re-scored (one `Forgetting` or several, one per method)."""
+  by_method = {f.method: f for f in _forgettings(forgetting)}
   by_index = {t.index: t for t in plan or ()}
   out = []
   for method in sorted({r.method for r in rows}, key=_method_rank):
     mine = [r for r in rows if r.method == method]
-    final = {r.index: (rescored.get(r.index, r.test) if forgetting is not None and method == forgetting.method
-                       else r.test) for r in mine}
+    again = by_method.get(method)
+    rescored = {r.index: r.rescored for r in again.rows} if again is not None else {}
+    final = {r.index: rescored.get(r.index, r.test) for r in mine}
+    if again is not None:
+      lost = (again.mean_change("error"), again.mean_change("rmse"))
+    elif method in KEEPS_NETWORKS:
+      lost = (0.0 if any(r.metric == "error" for r in mine) else None,
+              0.0 if any(r.metric == "rmse" for r in mine) else None)
+    else:
+      lost = (None, None)
     scores = {r.index: r for r in mine}
     relations = []
     if by_index:
@@ -523,7 +591,8 @@ def summary(rows: Sequence[TaskRow], memory: Sequence[MemoryPoint] = (), plan: S
         transfer_by_relation=tuple(relations),
         final_parameters=last.parameters if last else None, final_bytes=last.bytes if last else None,
         bytes_per_task=last.bytes / last.index if last else None,
-        wall_seconds=sum(r.wall_seconds for r in counted), work_seconds=sum(r.work_seconds for r in counted)))
+        wall_seconds=sum(r.wall_seconds for r in counted), work_seconds=sum(r.work_seconds for r in counted),
+        forgetting_error=lost[0], forgetting_rmse=lost[1]))
   return out
 
 
@@ -737,33 +806,65 @@ def _growth_lines(growth: Sequence[Growth]) -> list[str]:
   return lines + [""]
 
 
+def _forgetting_cell(s: MethodSummary) -> str:
+  """A summary's forgetting: error points / RMSE, signed (above 0 forgot); "-" where not measured."""
+  parts = [f"{x:+.2f}" if metric == "error" else f"{x:+.3f}"
+           for metric, x in (("error", s.forgetting_error), ("rmse", s.forgetting_rmse)) if x is not None]
+  return " / ".join(parts) or "-"
+
+
+def _forgetting_lines(forgetting: Sequence[Forgetting]) -> list[str]:
+  """The forgetting section: HOUDINI's winners re-scored on the final library; each continual baseline's
+  tasks re-scored with the final trunks."""
+  lines = []
+  for f in forgetting:
+    if f.method.startswith("houdini_"):
+      lines.append(f"Every winner of {method_label(f.method)} re-scored on the library saved after task "
+                   f"{f.after} (its functions frozen): {len(f.rows)} programs, largest change of a test "
+                   f"score **{f.largest_change:.3g}**; every function they use has the version it had after "
+                   f"its task: **{'yes' if f.all_unchanged else 'no'}**.")
+      continue
+    earlier = [r for r in f.rows if r.index < f.after]
+    kept = sum(r.unchanged for r in earlier)
+    parts = [f"error tasks {x:+.2f} points" if m == "error" else f"RMSE tasks {x:+.3f}"
+             for m in ("error", "rmse") if (x := f.mean_change(m)) is not None]
+    lines.append(f"Every earlier task of {method_label(f.method)} re-scored after task {f.after} with the "
+                 f"final trunks and its own head ({len(earlier)} tasks; {kept} share no trunk, graph tasks "
+                 f"over the frozen regressor, and are not scored again): mean change of the test score "
+                 f"**{'; '.join(parts) or 'none'}**, largest {f.largest_change:.3g} (above 0: forgotten).")
+  return ["### Forgetting", "", *[x for line in lines for x in (line, "")]] if lines else []
+
+
 def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
                    library: Sequence[LibraryPoint] = (), plan: Sequence[Any] | None = None,
-                   forgetting: Forgetting | None = None) -> list[str]:
+                   forgetting: Forgetting | Sequence[Forgetting] | None = None) -> list[str]:
   """The markdown section of a stream's metrics: the summary per method, transfer per relation,
   forgetting, the process's memory, the library's growth per relation, the cost per task as the library
-  grows, reuse on the repeated tasks, the plots and one line per task."""
+  grows, reuse on the repeated tasks, the plots and one line per task. The summary has a forgetting column
+  where a continual baseline ran (`hx.baselines.CONTINUAL`: the methods whose earlier tasks can change)."""
   methods = [s.method for s in summaries]
+  lost = any(m in CONTINUAL for m in methods)
   lines = ["## The stream: CTrL's summary figures", "",
            "Per method over the stream's tasks (largest training fraction): the average final test score "
            "(error tasks and RMSE tasks apart), the mean forward transfer (score ÷ standalone's, below 1 "
-           "better), the memory kept at the end and its growth per task, and the time.", "",
-           "| method | tasks | mean error | mean RMSE | mean transfer | memory (MB) | KB per task | "
-           "wall s | work s |", "|---|---|---|---|---|---|---|---|---|"]
+           "better), " + ("the forgetting (each earlier task's final test score minus its score when "
+                          "learned, mean over the tasks before the last: error points / RMSE; 0 by "
+                          "construction for a method that keeps every task's network or freezes its "
+                          "library), " if lost else "")
+           + "the memory kept at the end and its growth per task, and the time.", "",
+           "| method | tasks | mean error | mean RMSE | mean transfer | " + ("forgetting | " if lost else "")
+           + "memory (MB) | KB per task | wall s | work s |",
+           "|---|---|---|---|---|" + ("---|" if lost else "") + "---|---|---|---|"]
   for s in summaries:
     memory = "-" if s.final_bytes is None else f"{s.final_bytes / 1e6:.2f}"
     per = "-" if s.bytes_per_task is None else f"{s.bytes_per_task / 1e3:.1f}"
     lines.append(f"| {method_label(s.method)} | {s.tasks} | {_score('error', s.mean_error)} | "
-                 f"{_score('rmse', s.mean_rmse)} | {_ratio(s.mean_transfer)} | {memory} | {per} | "
+                 f"{_score('rmse', s.mean_rmse)} | {_ratio(s.mean_transfer)} | "
+                 + (f"{_forgetting_cell(s)} | " if lost else "") + f"{memory} | {per} | "
                  f"{s.wall_seconds:.0f} | {s.work_seconds:.0f} |")
   lines.append("")
   lines += _transfer_lines(summaries)
-  if forgetting is not None:
-    lines += ["### Forgetting", "",
-              f"Every winner of {method_label(forgetting.method)} re-scored on the library saved after task "
-              f"{forgetting.after} (its functions frozen): {len(forgetting.rows)} programs, largest change "
-              f"of a test score **{forgetting.largest_change:.3g}**; every function they use has the "
-              f"version it had after its task: **{'yes' if forgetting.all_unchanged else 'no'}**.", ""]
+  lines += _forgetting_lines(_forgettings(forgetting))
   lines += _process_memory_lines(rows)
   lines += _growth_lines(growth_by_relation(library, plan) if plan else [])
   lines += _search_lines(rows)
@@ -796,7 +897,8 @@ def write_stream_report(config: Any, directory: Any, plan: Sequence[Any] | None 
     config: the run's `hx.EvalConfig` (for re-scoring).
     directory: the run's directory.
     plan: the stream's `hx.data.stream_plan` (for the relations), or None.
-    rescore: re-score HOUDINI's winners (`rescore_winners`; needs the run's libraries and data).
+    rescore: re-score HOUDINI's winners (`rescore_winners`; needs the run's libraries and data). Replay's
+      and EWC's re-scores are read from the run (`continual_forgetting`), whatever `rescore` says.
 
   Raises:
     ValueError: the directory holds no record.
@@ -810,7 +912,8 @@ def write_stream_report(config: Any, directory: Any, plan: Sequence[Any] | None 
   houdini = next((m for m in sorted({r["method"] for r in records}) if m.startswith("houdini_")), None)
   library = library_growth(directory, houdini, instance) if houdini else []
   memory = memory_growth(records, directory, instance)
-  forgetting = rescore_winners(config, directory, houdini, instance) if rescore and library else None
+  forgetting = [rescore_winners(config, directory, houdini, instance)] if rescore and library else []
+  forgetting += [f for m in CONTINUAL if (f := continual_forgetting(directory, m, instance)) is not None]
   summaries = summary(rows, memory, plan, forgetting)
   plot_stream(directory, rows, memory, library)
   lines = [f"# The {records[0]['sequence']} stream: {len({r.index for r in rows})} tasks", ""]

@@ -1,6 +1,7 @@
 """Experience replay and EWC over a shared trunk with a head per task (`hx.baselines.continual`): the
-replay memory, the Fisher of a known model, the EWC penalty, the heads kept apart, the refusal of graph
-tasks, and a 4-task stream end to end. All data here is synthetic (small vector tasks drawn below)."""
+replay memory, the Fisher of a known model, the EWC penalty, the heads kept apart, graph tasks over the
+frozen regressor, re-scoring from the networks, and a 4-task stream end to end. All data here is
+synthetic (small vector tasks drawn below)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from hx.baselines.continual import (
   replay_counts,
 )
 from hx.compile import ModuleConfig, TuneConfig
-from hx.evaluation.config import ConfigError, EvalConfig
+from hx.evaluation.config import EvalConfig
 from tests.baselines.test_vector_baselines import chain_task
 
 SIZES = ModuleConfig(mlp_hidden=8, mlp_dropout=0.0)
@@ -153,15 +154,24 @@ def test_an_earlier_head_is_untouched_and_the_trunk_shared(method):
   assert [e.task for e in state.learned] == ["a", "b"]
 
 
-def test_graph_tasks_are_refused_in_one_line():
-  refused = baselines.refusal("replay", [chain_task().type], SIZES)
-  assert refused is not None and refused[0] == 0 and "graph" in refused[1]
-  tasks = [labelled("a", rule(0), 0), chain_task()]
-  with pytest.raises(ConfigError) as err:
-    EvalConfig.make(hx.TaskStream("mixed", tasks), methods=["ewc"], seeds=[0])
-  assert "ewc cannot take task 2" in str(err.value) and "\n" not in str(err.value)
-  with pytest.raises(ValueError, match="cannot take"):
-    baselines.continual("replay", chain_task(), ContinualState(), SIZES, TRAIN, seed=0)
+def test_a_graph_task_trains_its_own_head_over_the_frozen_regressor_and_leaves_the_state():
+  """A graph task's trunk is the shared regressor, frozen; its head the LSTM: it trains as the standalone
+  graph network does, and the state the earlier tasks left is handed back as it was."""
+  assert baselines.refusal("replay", [chain_task().type], SIZES) is None
+  first = labelled("a", rule(0), 0)
+  r1, state = baselines.continual("ewc", first, ContinualState(), SIZES, TRAIN, seed=0, ewc_strength=1.0)
+  graph = chain_task()
+  result, after = baselines.continual("ewc", graph, state, SIZES, TRAIN, seed=1, ewc_strength=1.0)
+  alone = baselines.standalone(graph, SIZES, TRAIN, seed=1)
+  assert after is state and result.method == "ewc" and result.status == "trained"
+  assert "trunk the shared regressor, frozen" in result.description
+  assert result.test_score == alone.test_score  # the standalone graph network, trained alike
+  # Re-scored from the networks: the graph task is not scored again (None); the first task, whose trunk
+  # no later task trained, scores as recorded.
+  scores = baselines.rescore_networks([r1.network, result.network], [first, graph], TRAIN, SIZES)
+  assert scores[1] is None and scores[0] == pytest.approx(r1.test_score, abs=1e-4)
+  assert baselines.rescore_networks([r1.network, None], lambda j: [first, graph][j], TRAIN, SIZES) == \
+      [scores[0], None]
 
 
 def stream() -> list[hx.Task]:

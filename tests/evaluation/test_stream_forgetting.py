@@ -1,0 +1,98 @@
+"""Forgetting in a stream's metrics (`hx.evaluation.stream_metrics`), exactly, on hand-made rows and a
+hand-made `rescored.json`: CTrL's forgetting of experience replay and EWC (each earlier task's final
+score minus its recorded one), zero by construction for the baselines that keep their networks, the
+final scores averaged after the last task, and the summary's forgetting column. No training."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hx.evaluation.records import RESCORED_FILE, read_rescored
+from hx.evaluation.stream_metrics import (
+  Forgetting,
+  Rescored,
+  TaskRow,
+  continual_forgetting,
+  stream_section,
+  summary,
+)
+
+
+def _row(index, method, metric, test):
+  return TaskRow(index=index, task=f"t{index}", method=method, metric=metric, test=test, transfer=None,
+                 wall_seconds=1.0, work_seconds=1.0, candidates=1, trained=1, parameters=10, program="net")
+
+
+# Four tasks: 1 and 2 error tasks, 3 a graph task (RMSE, not scored again), 4 the last (error).
+RECORDED = {1: ("error", 10.0), 2: ("error", 20.0), 3: ("rmse", 2.0), 4: ("error", 30.0)}
+RESCORED = {1: 15.0, 2: 21.0, 3: None, 4: 30.0}
+
+
+def _write(directory, method="replay"):
+  folder = directory / method / "seed_0"
+  folder.mkdir(parents=True)
+  tasks = [{"index": i, "task": f"t{i}", "metric": m, "network": "net", "recorded": t,
+            "rescored": RESCORED[i], "shares_trunk": RESCORED[i] is not None}
+           for i, (m, t) in RECORDED.items()]
+  (folder / RESCORED_FILE).write_text(json.dumps({"method": method, "instance": 0, "after": 4,
+                                                  "fraction": 1.0, "tasks": tasks}))
+
+
+def test_a_continual_baselines_forgetting_is_the_mean_change_of_its_earlier_tasks(tmp_path):
+  _write(tmp_path)
+  f = continual_forgetting(tmp_path, "replay", 0)
+  assert f.method == "replay" and f.after == 4
+  assert [(r.index, r.recorded, r.rescored, r.change) for r in f.rows] == [
+      (1, 10.0, 15.0, 5.0), (2, 20.0, 21.0, 1.0), (3, 2.0, 2.0, 0.0), (4, 30.0, 30.0, 0.0)]
+  assert f.mean_change("error") == 3.0  # tasks 1 and 2: (5 + 1) / 2; the last task is not counted
+  assert f.mean_change("rmse") == 0.0  # the graph task, shared nothing, changed by nothing
+  assert [r.unchanged for r in f.rows] == [False, False, True, False]
+  assert f.largest_change == 5.0
+  assert continual_forgetting(tmp_path, "ewc", 0) is None  # not written: no figure
+
+
+def test_the_summary_takes_final_scores_and_forgetting_per_method(tmp_path):
+  _write(tmp_path)
+  rows = [_row(i, m, metric, t) for m in ("standalone", "replay") for i, (metric, t) in RECORDED.items()]
+  rows += [_row(i, "houdini_topdown", metric, t) for i, (metric, t) in RECORDED.items()]
+  houdini = Forgetting("houdini_topdown", 0, 4, tuple(Rescored(i, f"t{i}", "lib.nn", t, t, 0.0, True, m)
+                                                      for i, (m, t) in RECORDED.items()))
+  by = {s.method: s for s in summary(rows, forgetting=[houdini, continual_forgetting(tmp_path, "replay", 0)])}
+  replay = by["replay"]
+  assert replay.mean_error == pytest.approx((15.0 + 21.0 + 30.0) / 3)  # the scores after the last task
+  assert replay.mean_rmse == 2.0
+  assert (replay.forgetting_error, replay.forgetting_rmse) == (3.0, 0.0)
+  assert (by["standalone"].forgetting_error, by["standalone"].forgetting_rmse) == (0.0, 0.0)  # kept
+  assert by["standalone"].mean_error == 20.0  # recorded = final
+  assert (by["houdini_topdown"].forgetting_error, by["houdini_topdown"].forgetting_rmse) == (0.0, 0.0)
+  # Without a measurement a continual baseline's forgetting is unknown, not zero.
+  bare = {s.method: s for s in summary(rows)}["replay"]
+  assert (bare.forgetting_error, bare.forgetting_rmse) == (None, None) and bare.mean_error == 20.0
+
+
+def test_the_report_has_a_forgetting_column_only_where_a_continual_baseline_ran(tmp_path):
+  _write(tmp_path)
+  forgetting = [continual_forgetting(tmp_path, "replay", 0)]
+  rows = [_row(i, m, metric, t) for m in ("standalone", "replay") for i, (metric, t) in RECORDED.items()]
+  lines = stream_section(rows, summary(rows, forgetting=forgetting), forgetting=forgetting)
+  head = next(line for line in lines if line.startswith("| method"))
+  assert "| forgetting |" in head
+  assert any(line.startswith("| standalone | 4 | 20.00% | 2.000 | - | +0.00 / +0.000 |") for line in lines)
+  assert any(line.startswith("| experience replay | 4 | 22.00% | 2.000 | - | +3.00 / +0.000 |")
+             for line in lines)
+  text = "\n".join(lines)
+  assert "### Forgetting" in text and "error tasks +3.00 points; RMSE tasks +0.000" in text
+  assert "3 tasks; 1 share no trunk" in text
+  plain = [_row(i, "standalone", metric, t) for i, (metric, t) in RECORDED.items()]
+  plain_lines = stream_section(plain, summary(plain))
+  assert all("forgetting" not in line for line in plain_lines)  # the committed reports' layout
+
+
+def test_a_damaged_rescored_file_is_named(tmp_path):
+  folder = tmp_path / "ewc" / "seed_0"
+  folder.mkdir(parents=True)
+  (folder / RESCORED_FILE).write_text('{"tasks": []}')
+  with pytest.raises(ValueError, match=r"rescored\.json: no field 'after'"):
+    read_rescored(tmp_path, "ewc", 0)
