@@ -293,7 +293,9 @@ def main(argv: list[str]) -> int:
   from hx.baselines import NetworkError
   from hx.compile.checkpoint import CheckpointError
   from hx.evaluation.runner import check_data, check_directory, run
+  from hx.synth.jsonfiles import JsonFileError
   from hx.synth.library import LibraryError
+  from hx.synth.run_directory import SettingsMismatch
 
   # Everything that can be checked is, before anything is written (settings.json last): a corrected
   # command run again in the same directory then starts as the first one would have.
@@ -318,8 +320,10 @@ def main(argv: list[str]) -> int:
     start = time.perf_counter()
     outcome = run(config, directory, time_budget=_TIME_BUDGET.value, progress=lambda s: print(s, flush=True),
                   executor=executor, bars=_PROGRESS.value)
-  except (ConfigError, DataError, CheckpointError, LibraryError, NetworkError, OSError) as err:
-    # OSError: a disk that filled up or went read-only during the run.
+  except (ConfigError, DataError, CheckpointError, LibraryError, NetworkError, JsonFileError,
+          SettingsMismatch, OSError) as err:
+    # OSError: a disk that filled up or went read-only during the run (hx.atomic.WriteFailed); JsonFileError,
+    # SettingsMismatch: a record or a method's settings.json damaged or of another layout's version.
     return refuse(err)
   finally:
     executor.close()

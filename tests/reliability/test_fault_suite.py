@@ -71,7 +71,7 @@ def _temporaries(directory):
 
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory):
-  """The uninterrupted run: its records (`_records`) and its seconds."""
+  """The uninterrupted run: its records (`_records`), its seconds and its directory."""
   directory = tmp_path_factory.mktemp("whole") / "run"
   started = time.perf_counter()
   out = _run(directory)
@@ -79,7 +79,7 @@ def whole(tmp_path_factory):
   assert out.returncode == 0, out.stderr[-3000:]
   records = _records(directory)
   assert len(records) == 2 and all(len(r) == 2 for r in records.values())
-  return records, seconds
+  return records, seconds, directory
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def uninterrupted(whole):
 
 @pytest.mark.slow
 def test_a_run_killed_at_random_moments_resumes_to_the_uninterrupted_records(tmp_path, whole):
-  uninterrupted, seconds = whole
+  uninterrupted, seconds, _ = whole
   directory = tmp_path / "run"
   moments = random.Random(87)
   kills, ends = 0, []
@@ -132,3 +132,21 @@ def test_a_full_disk_in_each_kind_of_file_is_one_line_and_the_same_command_resum
   assert _records(directory) == uninterrupted
   assert (directory / "report.md").is_file() and not _temporaries(directory)
   assert time.perf_counter() - started < 120
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("file", ["houdini_topdown/seed_0/settings.json",
+                                  "houdini_topdown/seed_0/records/02_recognize_digit(1)/fraction_1.json"])
+def test_a_run_directory_of_a_newer_layout_is_refused_in_one_line(tmp_path, whole, file):
+  directory = tmp_path / "run"
+  shutil.copytree(whole[2], directory)
+  value = json.loads((directory / file).read_text())
+  value["record_version"] = 2
+  (directory / file).write_text(json.dumps(value))
+  if file.endswith("settings.json"):  # a finished run reads nothing of it: one with a task to go
+    shutil.rmtree(next(directory.glob("houdini_topdown/seed_0/records/02_*")))
+  out = _run(directory)
+  assert out.returncode == 1, (out.stdout[-2000:], out.stderr[-2000:])
+  (line,) = out.stderr.strip().splitlines()
+  assert line.startswith(f"error: {directory / file}: a run directory's layout of record_version 2, written "
+                         "by a newer hx; this hx reads record_version 1 only"), line
