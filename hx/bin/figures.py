@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
     writable_directory(output, "--output_dir")
     figures = collect_figures(root)
     paths = write_figures(figures, output)
-  except (FlagError, FileNotFoundError, ValueError) as err:
+  except (FlagError, ValueError, OSError) as err:  # OSError: a full disk (hx.atomic.WriteFailed)
     return refuse(err)
   for path, figure in zip(paths, figures.values()):
     print(f"{path}: {', '.join(figure.runs)}")

@@ -5,6 +5,10 @@ and says that the same command resumes, and leaves the file as it was: never a h
 import errno
 import json
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -173,3 +177,34 @@ def test_a_truly_read_only_directory(tmp_path):
     os.chmod(path.parent, 0o755)
   _one_line(err.value, path, "make it writable")
   assert json.loads(path.read_text()) == {"old": 1}
+
+
+# A binary run with os.fsync refusing every write (ENOSPC): what a full disk does to it.
+FULL_DISK = """
+import errno, os, runpy, sys
+
+def full(fd):
+  raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+os.fsync = full
+sys.argv = sys.argv[1:]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
+REPRODUCTION = Path(__file__).resolve().parents[2] / "benchmarks" / "reproduction" / "cs2"
+
+
+@pytest.mark.parametrize("binary, written", [("hx.bin.report", "plots/task_01.png"),
+                                             ("hx.bin.figures", "figures/cs2_error_by_fraction.png")])
+def test_the_binaries_on_a_full_disk_are_one_line_naming_the_file(tmp_path, binary, written):
+  if not REPRODUCTION.is_dir():
+    pytest.skip(f"{REPRODUCTION} is not in this checkout")
+  root = tmp_path / "cs2"
+  shutil.copytree(REPRODUCTION, root, ignore=shutil.ignore_patterns("plots", "*.md"))
+  out = subprocess.run([sys.executable, "-c", FULL_DISK, binary, str(root)], capture_output=True, text=True,
+                       timeout=300)
+  assert out.returncode == 1, (out.stdout[-2000:], out.stderr[-2000:])
+  (line,) = out.stderr.strip().splitlines()
+  assert line.startswith(f"error: cannot write {root / written}: No space left on device (ENOSPC)"), line
+  assert RESUMES in line and not (root / written).exists()
+  assert not [p for p in root.rglob("*") if atomic.TEMPORARY in p.name]
