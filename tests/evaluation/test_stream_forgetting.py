@@ -96,3 +96,34 @@ def test_a_damaged_rescored_file_is_named(tmp_path):
   (folder / RESCORED_FILE).write_text('{"tasks": []}')
   with pytest.raises(ValueError, match=r"rescored\.json: no field 'after'"):
     read_rescored(tmp_path, "ewc", 0)
+
+
+@pytest.mark.slow  # trains a 4-task stream under three methods, and EWC's strength on its first tasks
+def test_a_four_task_stream_reports_the_forgetting_of_replay_and_ewc(tmp_path):
+  import hx
+  from hx.data import Sources, StreamSettings, long_stream, stream_plan
+  from hx.evaluation import load_records
+  from hx.evaluation.stream_metrics import write_stream_report
+
+  tiny = StreamSettings(images=(24, 10, 10), lists=(12, 6, 6), epochs=(1, 1, 1), batch_size=12, min_steps=2)
+  stream = long_stream(0, 4, tiny, Sources(standin_per_class=(20, 6, 6)))  # regress, recognise x2, count
+  config = hx.EvalConfig.make(stream, methods=["standalone", "replay", "ewc"], fractions=[1.0], seeds=[0])
+  directory = tmp_path / "run"
+  assert hx.evaluate(config, directory).finished
+  records = load_records(directory)
+  for method in ("replay", "ewc"):
+    kept = read_rescored(directory, method, 0)
+    assert kept["after"] == 4 and [t["index"] for t in kept["tasks"]] == [1, 2, 3, 4]
+    mine = {r["task_index"]: r["ranked"][0]["test"] for r in records if r["method"] == method}
+    assert [t["recorded"] for t in kept["tasks"]] == [mine[i] for i in range(1, 5)]
+    last = kept["tasks"][-1]
+    assert last["rescored"] == pytest.approx(last["recorded"], abs=1e-4)  # nothing after the last task
+    assert all(t["shares_trunk"] for t in kept["tasks"])  # one CNN trunk: every task on digits
+  path = write_stream_report(config, directory, stream_plan(0, 4, tiny), rescore=False)
+  text = path.read_text("utf-8")
+  assert "| forgetting |" in text
+  for label in ("experience replay", "EWC"):
+    assert f"Every earlier task of {label} re-scored after task 4" in text
+  replay = continual_forgetting(directory, "replay", 0)
+  row = next(line for line in text.splitlines() if line.startswith("| experience replay |"))
+  assert f"{replay.mean_change('error'):+.2f} / {replay.mean_change('rmse'):+.3f}" in row
