@@ -186,7 +186,11 @@ def build_library(compiler: str | None = None, directory: Path | None = None,
                                    jaxlib.__version__.encode(), _cpu_identity().encode()])).hexdigest()[:20]
   target = directory / f"conv_pool-{key}.so"
   if target.exists():
-    return target
+    damage = _damage(target)
+    if damage is None:
+      return target
+    warnings.warn(f"hx's CPU kernels' library {target} is {damage}: building it again", RuntimeWarning,
+                  stacklevel=2)
   try:
     directory.mkdir(parents=True, exist_ok=True)
   except OSError as e:
@@ -194,6 +198,7 @@ def build_library(compiler: str | None = None, directory: Path | None = None,
   # Not hx.atomic.write_atomically: several processes (test workers, a synthesis's worker processes) may
   # build the same library at once, and that one removes other writers' temporaries of the same path.
   # Each build here has its own directory; the rename is atomic, and the last one wins, with the same bytes.
+  # The library's digest goes into place first, so a library in place has its digest beside it.
   try:
     with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
       out = Path(tmp) / target.name
@@ -205,10 +210,36 @@ def build_library(compiler: str | None = None, directory: Path | None = None,
       if done.returncode != 0:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
         raise KernelBuildError(f"{compiler} failed ({done.returncode}) on {SOURCE}:\n{tail}")
+      digest = Path(tmp) / _digest_path(target).name
+      digest.write_text(_digest(out))
+      os.replace(digest, _digest_path(target))
       os.replace(out, target)
   except OSError as e:
     raise KernelBuildError(f"cannot build the kernels in {directory}: {e}") from e
   return target
+
+
+def _digest(path: Path) -> str:
+  return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _digest_path(library: Path) -> Path:
+  """Where the SHA-256 of `library`'s bytes is kept from when it was built: LIBRARY.sha256."""
+  return library.with_name(library.name + ".sha256")
+
+
+def _damage(library: Path) -> str | None:
+  """What is wrong with a library in the cache, or None: its bytes must match the digest kept when it was
+  built. Loading a damaged one (a truncated copy, say) can kill the process (SIGBUS), not raise."""
+  try:
+    kept = _digest_path(library).read_text().strip()
+  except OSError:
+    return "without the digest hx keeps beside each library it builds (copied in, or damaged)"
+  try:
+    same = _digest(library) == kept
+  except OSError as e:
+    return f"unreadable ({e})"
+  return None if same else "damaged (its bytes do not match their digest from its build)"
 
 
 _lock = threading.Lock()

@@ -172,7 +172,27 @@ def test_the_library_is_built_once_per_machine_and_source(monkeypatch, tmp_path)
   assert path.parent == tmp_path and path.suffix == ".so"
   stamp = path.stat().st_mtime_ns
   assert cp.build_library() == path and path.stat().st_mtime_ns == stamp  # found, not rebuilt
-  assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporaries left
+  # No temporaries left: the library and the digest of its bytes, checked before it is loaded again.
+  assert sorted(p.name for p in tmp_path.iterdir()) == [path.name, path.name + ".sha256"]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "no digest"])
+def test_a_damaged_library_in_the_cache_is_built_again_with_a_warning(monkeypatch, tmp_path, damage):
+  monkeypatch.setenv(cp.KERNEL_CACHE_DIR_ENV, str(tmp_path))
+  path = cp.build_library()
+  good = path.read_bytes()
+  if damage == "truncated":
+    path.write_bytes(good[:len(good) // 2])
+  elif damage == "flipped":
+    path.write_bytes(good[:100] + bytes([good[100] ^ 1]) + good[101:])
+  else:
+    path.with_name(path.name + ".sha256").unlink()
+  with pytest.warns(RuntimeWarning, match=re.escape(str(path)) + " is (damaged|without the digest)"):
+    assert cp.build_library() == path
+  assert len(path.read_bytes()) == len(good)
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    assert cp.build_library() == path  # intact again: found, not rebuilt
 
 
 def test_conv_pool_names_what_it_cannot_take():

@@ -41,9 +41,6 @@ def _damaged(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="hx.compile.conv_pool.build_library returns a cached library that "
-                                       "exists without checking it, and loading a truncated one kills the "
-                                       "process (SIGBUS, measured with jaxlib 0.10)")
 def test_a_truncated_kernel_library_is_built_again_never_a_crash(tmp_path):
   cache, library = _damaged(tmp_path)
   loaded, path, warned = _load(cache)
