@@ -17,6 +17,7 @@ search: standalone_with_fold is handed the program to train.
 """
 
 from hx.baselines.continual import CONTINUAL, ContinualSettings, ContinualState, rescore, rescore_networks
+from hx.baselines.continual import footprint as continual_footprint
 from hx.baselines.continual import learn as continual_learn
 from hx.baselines.networks import (
   CNN,
@@ -50,4 +51,5 @@ __all__ = [
     "element_type", "load_network", "save_network", "BASELINES", "BaselineResult", "from_scratch", "llt",
     "pnn", "refusal", "standalone", "continual", "choose_ewc_strength", "EwcChoice", "ContinualSettings",
     "ContinualState", "rescore", "rescore_networks", "CONTINUAL", "continual_learn",
+    "continual_footprint",
 ]

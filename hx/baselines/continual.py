@@ -75,7 +75,7 @@ from hx.lang.values import gather, num_examples, take
 
 __all__ = ["CONTINUAL", "ContinualSettings", "Memory", "Learned", "ContinualState", "trunk_key", "remember",
            "replay_counts", "fisher_diagonal", "ewc_penalty", "ContinualNet", "learn", "rescore",
-           "rescore_networks", "DEFAULT_SETTINGS"]
+           "rescore_networks", "footprint", "DEFAULT_SETTINGS"]
 
 CONTINUAL = ("replay", "ewc")
 """The continual-learning baselines: experience replay and elastic weight consolidation."""
@@ -448,3 +448,37 @@ def rescore_networks(networks: Sequence[Any], tasks: Sequence[Any] | Callable[[i
     out.append(_score(arch, {**dict(network.modules), arch.encoder: trunks[trunk_key(arch)]}, task,
                       tune_config, config, split))
   return out
+
+
+def _count(tree: Any) -> int:
+  return int(sum(np.size(x) for x in jax.tree.leaves(tree)))
+
+
+def footprint(method: str, task: Any, position: int, arch: Architecture, modules: Mapping[str, Any],
+              settings: ContinualSettings = DEFAULT_SETTINGS, shared_regressor: bool = True) -> dict:
+  """What task `task` (the `position`-th, from 0) adds to what `method` keeps, for CTrL's memory figure:
+  {"trunk": the trunk's kind as text (None for a graph task: its trunk, the shared regressor, is not
+  the method's), "trunk_parameters": int (the trunk's, kept once per kind: the latest replaces the one
+  before), "head_parameters": int (the task's head, kept from then on), "kept_bytes": int (replay: the
+  bytes of its memory's inputs and targets; EWC: its Fisher and anchor, float32, twice the trunk's
+  parameters; 0 for a graph task)}.
+
+  Args:
+    modules: the task's trained network, role -> {"params", "batch_stats"} (a graph network's includes
+      the regressor's modules).
+    shared_regressor: a graph task mapped the shared regressor (else it trained its own, counted as its
+      head's).
+  """
+  if arch.kind == "graph":
+    regressor = (arch.encoder, arch.roles[1]) if shared_regressor else ()
+    head = _count([m["params"] for r, m in modules.items() if r not in regressor])
+    return {"trunk": None, "trunk_parameters": 0, "head_parameters": head, "kept_bytes": 0}
+  trunk = _count(modules[arch.encoder]["params"])
+  head = _count([m["params"] for r, m in modules.items() if r != arch.encoder])
+  if method == "replay":
+    memory = remember(task, position, settings)
+    kept = int(sum(np.asarray(x).nbytes for x in jax.tree.leaves((memory.inputs, memory.targets))))
+  else:
+    kept = 2 * 4 * trunk
+  return {"trunk": f"{arch.encoder}: {arch.spec(arch.encoder).type}", "trunk_parameters": trunk,
+          "head_parameters": head, "kept_bytes": kept}

@@ -441,6 +441,10 @@ class _Runner:
     result, _ = baselines.continual(method, task, state, c.module_config, tune_config, seed=seed,
                                     position=index, element=self.element(seq.tasks[index]),
                                     ewc_strength=strength, regressor=regressor, checkpoint_dir=saving)
+    if result.network is not None:
+      extra["continual_memory"] = baselines.continual_footprint(
+          method, task, index, result.network.architecture, result.network.modules,
+          shared_regressor=regressor is not None)
     return result, [] if regressor is None else [{"task": regressor.task, "method": regressor.method,
                                                   "version": network_version(regressor)}], extra
 

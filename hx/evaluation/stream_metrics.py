@@ -16,7 +16,9 @@ library grows from; one instantiation, the run's first unless named):
   ranked one: trained, failed or equivalent) and those it trained;
 - the memory after the task: HOUDINI's library (functions, parameters, bytes of its saved arrays, from
   `libraries/after_TT/library.json`); a baseline's networks so far (one per task; bytes of their saved
-  variables, `networks/after_TT/network.json`, else 4 bytes a parameter).
+  variables, `networks/after_TT/network.json`, else 4 bytes a parameter); experience replay's and EWC's
+  trunks, heads and what they keep per task (memories, Fishers and anchors; their records'
+  "continual_memory").
 
 Forgetting (`rescore_winners`): each task's winning program, its fresh functions read as the library
 functions they became (`nn_long_7` as `lib.nn_long_7`), compiled against the library saved after the
@@ -219,11 +221,14 @@ def network_growth(records: Sequence[dict], directory: Any, method: str, instanc
                    ) -> list[MemoryPoint]:
   """A baseline's networks kept after each task (one per task, all kept): parameters from the records,
   bytes from the saved networks (`networks/after_TT/network.json`), or 4 a parameter where one is not
-  there (float32)."""
+  there (float32). Experience replay and EWC keep one trunk per kind and a head per task, with their
+  memories or Fishers: counted from their records' "continual_memory" where every record has it."""
   instance = _instance(records, instance)
   largest = _largest(records)
   mine = sorted((r for r in records if r["method"] == method and r["instance"] == instance
                  and r["fraction"] == largest), key=lambda r: r["task_index"])
+  if mine and all("continual_memory" in r for r in mine):
+    return _continual_growth(mine, method)
   out, parameters, size = [], 0, 0
   for r in mine:
     parameters += int(r.get("parameters", 0))
@@ -234,6 +239,22 @@ def network_growth(records: Sequence[dict], directory: Any, method: str, instanc
     except (OSError, ValueError, KeyError):
       size += 4 * int(r.get("parameters", 0))
     out.append(MemoryPoint(r["task_index"], method, parameters, size))
+  return out
+
+
+def _continual_growth(mine: Sequence[dict], method: str) -> list[MemoryPoint]:
+  """Experience replay's or EWC's memory after each task, from its records' "continual_memory"
+  (`hx.baselines.continual.footprint`): every head so far, the latest trunk of each kind (float32, 4 bytes
+  a parameter), and what each task kept (replay's memories, EWC's Fishers and anchors)."""
+  out, heads, kept, trunks = [], 0, 0, {}
+  for r in mine:
+    m = r["continual_memory"]
+    heads += int(m["head_parameters"])
+    kept += int(m["kept_bytes"])
+    if m.get("trunk") is not None:
+      trunks[m["trunk"]] = int(m["trunk_parameters"])
+    parameters = heads + sum(trunks.values())
+    out.append(MemoryPoint(r["task_index"], method, parameters, 4 * parameters + kept))
   return out
 
 

@@ -119,6 +119,8 @@ def test_a_four_task_stream_reports_the_forgetting_of_replay_and_ewc(tmp_path):
     last = kept["tasks"][-1]
     assert last["rescored"] == pytest.approx(last["recorded"], abs=1e-4)  # nothing after the last task
     assert all(t["shares_trunk"] for t in kept["tasks"])  # one CNN trunk: every task on digits
+    memory = [r["continual_memory"] for r in records if r["method"] == method]
+    assert len(memory) == 4 and len({m["trunk"] for m in memory}) == 1  # what CTrL's memory counts
   path = write_stream_report(config, directory, stream_plan(0, 4, tiny), rescore=False)
   text = path.read_text("utf-8")
   assert "| forgetting |" in text
@@ -127,3 +129,42 @@ def test_a_four_task_stream_reports_the_forgetting_of_replay_and_ewc(tmp_path):
   replay = continual_forgetting(directory, "replay", 0)
   row = next(line for line in text.splitlines() if line.startswith("| experience replay |"))
   assert f"{replay.mean_change('error'):+.2f} / {replay.mean_change('rmse'):+.3f}" in row
+
+
+def test_replay_and_ewc_memory_counts_one_trunk_per_kind_every_head_and_what_each_task_kept(tmp_path):
+  from hx.evaluation.stream_metrics import MemoryPoint, network_growth
+
+  def rec(index, trunk, trunk_parameters, head, kept):
+    return {"method": "ewc", "instance": 0, "fraction": 1.0, "task_index": index, "parameters": 999,
+            "continual_memory": {"trunk": trunk, "trunk_parameters": trunk_parameters,
+                                 "head_parameters": head, "kept_bytes": kept}}
+
+  records = [rec(1, "nn_cnn: image", 100, 10, 800), rec(2, "nn_cnn: image", 100, 20, 800),
+             rec(3, None, 0, 7, 0), rec(4, "nn_enc: vector", 50, 5, 400)]
+  got = network_growth(records, tmp_path, "ewc")
+  assert got == [MemoryPoint(1, "ewc", 110, 4 * 110 + 800), MemoryPoint(2, "ewc", 130, 4 * 130 + 1600),
+                 MemoryPoint(3, "ewc", 137, 4 * 137 + 1600), MemoryPoint(4, "ewc", 192, 4 * 192 + 2000)]
+
+
+def test_a_tasks_footprint_is_its_head_its_trunk_and_its_memory_or_fisher():
+  import jax
+  import numpy as np
+
+  import hx
+  from hx import baselines
+  from hx.baselines import ENC, ContinualSettings
+  from hx.compile import ModuleConfig
+
+  rng = np.random.default_rng(0)
+  splits = [(rng.normal(size=(n, 6)).astype(np.float32), rng.integers(0, 2, size=n)) for n in (30, 10, 10)]
+  task = hx.Task.from_arrays("t [synthetic]", "Tensor<real>[6] -> Tensor<bool>[1]", *splits)
+  arch = baselines.architecture(task.type, ModuleConfig(mlp_hidden=8))
+  modules = arch.init(jax.random.key(0))
+  count = {r: sum(np.size(x) for x in jax.tree.leaves(m["params"])) for r, m in modules.items()}
+  head = sum(n for r, n in count.items() if r != ENC)
+  ewc = baselines.continual_footprint("ewc", task, 0, arch, modules)
+  assert ewc == {"trunk": f"{ENC}: {arch.spec(ENC).type}", "trunk_parameters": count[ENC],
+                 "head_parameters": head, "kept_bytes": 8 * count[ENC]}  # Fisher and anchor, float32
+  replay = baselines.continual_footprint("replay", task, 0, arch, modules,
+                                         ContinualSettings(memory_per_task=5))
+  assert replay["kept_bytes"] == 5 * 6 * 4 + 5 * np.asarray(task.train.targets)[:1].nbytes  # inputs, targets
