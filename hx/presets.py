@@ -110,12 +110,13 @@ The lifelong stream of `hx.data.long_stream` (after CTrL's S^long) at two sizes,
   "ctrl"   ours, at CTrL's sizes. CTrL's S^long (Veniat, Denoyer and Ranzato, ICLR 2021) draws every
            task's training set small or large at random, with thousands of examples in a large one, and
            scores tasks on test sets of thousands. Here:
-           - a large image task trains on 3,000 images (thousands, as CTrL's large sets; 300 a class of
-             a 10-class task, a twentieth of full MNIST's 6,000 a class, so that a digit task's draws
-             rarely repeat an image), a small one on 300 (a tenth: the committed stream's size, at which
-             HOUDINI's transfer showed most); list tasks 1,200 and 120 lists (the quick preset's CS list
-             training size, 4,200 images at 2-5 a list), graph tasks 600 and 60 graphs (about 5,000
-             and 500 node images at 6-10 a graph);
+           - a large image task trains on 3,000 images (thousands, as CTrL's large sets: 600 a class of
+             a 5-way task, 1,500 positives of a recogniser, a tenth to a quarter of full MNIST's 6,000 a
+             class, so that a digit task's draws, with replacement, seldom repeat an image), a small one
+             on 300 (a tenth of it: the committed stream's size); list tasks 1,200 and 120 lists (the
+             quick preset's CS list training size; about 4,200 and 420 images at 2-5 a list), graph
+             tasks 600 and 60 graphs (about 4,800 and 480 node images at 6-10 a graph): the large sets
+             of the three kinds hold about as many images;
            - each new task and distractor is drawn small with probability 1/2 (`small_share`); a repeat
              has the size of the task it repeats, a less_data repeat a tenth of it (CTrL's S^-);
            - test splits of 1,000 examples for every kind (one example is 0.1%), validation splits of
