@@ -60,7 +60,7 @@ __all__ = ["TaskRow", "LibraryPoint", "MemoryPoint", "Rescored", "Forgetting", "
            "REPEATS", "reuse_on_repeats", "Growth", "growth_by_relation", "repeats_growth", "task_rows",
            "process_memory_after",
            "library_growth", "network_growth", "memory_growth", "rescore_winners", "continual_forgetting",
-           "KEEPS_NETWORKS", "summary", "plot_stream",
+           "KEEPS_NETWORKS", "interval", "summary", "plot_stream",
            "stream_section", "write_stream_report"]
 
 
@@ -442,6 +442,8 @@ class MethodSummary:
     forgetting_error, forgetting_rmse: CTrL's forgetting (`Forgetting.mean_change`) on the error tasks
       (points) and the RMSE tasks where the method was re-scored; 0.0 for a method that keeps every
       task's network untouched (`KEEPS_NETWORKS`); None where not measured.
+    error_interval, rmse_interval: the half-width of a 95% interval of mean_error and mean_rmse over the
+      tasks (`interval`); None under two tasks.
   """
   method: str
   tasks: int
@@ -456,6 +458,8 @@ class MethodSummary:
   work_seconds: float
   forgetting_error: float | None = None
   forgetting_rmse: float | None = None
+  error_interval: float | None = None
+  rmse_interval: float | None = None
 
 
 KEEPS_NETWORKS = ("standalone", "llt", "pnn", "standalone_with_fold")
@@ -567,6 +571,14 @@ def _mean(values: Iterable[float | None]) -> float | None:
   return statistics.fmean(got) if got else None
 
 
+def interval(values: Iterable[float | None]) -> float | None:
+  """The half-width of a 95% interval of the mean of `values` (None left out) over the tasks: 1.96 standard
+  errors (the normal approximation: a stream's methods have tens of tasks of each metric; under 30 it is
+  narrower than Student's t would give); None under two values."""
+  got = [v for v in values if v is not None]
+  return 1.96 * statistics.stdev(got) / math.sqrt(len(got)) if len(got) >= 2 else None
+
+
 def summary(rows: Sequence[TaskRow], memory: Sequence[MemoryPoint] = (), plan: Sequence[Any] | None = None,
             forgetting: Forgetting | Sequence[Forgetting] | None = None) -> list[MethodSummary]:
   """Each method's `MethodSummary` from its rows, memory, the stream's plan (`hx.data.stream_plan`: each
@@ -608,6 +620,8 @@ def summary(rows: Sequence[TaskRow], memory: Sequence[MemoryPoint] = (), plan: S
         method=method, tasks=len(mine),
         mean_error=_mean(final[r.index] for r in mine if r.metric == "error"),
         mean_rmse=_mean(final[r.index] for r in mine if r.metric == "rmse"),
+        error_interval=interval(final[r.index] for r in mine if r.metric == "error"),
+        rmse_interval=interval(final[r.index] for r in mine if r.metric == "rmse"),
         mean_transfer=None if method == "standalone" else _mean(r.transfer for r in mine),
         transfer_by_relation=tuple(relations),
         final_parameters=last.parameters if last else None, final_bytes=last.bytes if last else None,
@@ -861,14 +875,17 @@ def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
                    forgetting: Forgetting | Sequence[Forgetting] | None = None) -> list[str]:
   """The markdown section of a stream's metrics: the summary per method, transfer per relation,
   forgetting, the process's memory, the library's growth per relation, the cost per task as the library
-  grows, reuse on the repeated tasks, the plots and one line per task. The summary has a forgetting column
-  where a continual baseline ran (`hx.baselines.CONTINUAL`: the methods whose earlier tasks can change)."""
+  grows, reuse on the repeated tasks, the plots and one line per task. Where a continual baseline ran
+  (`hx.baselines.CONTINUAL`: the methods whose earlier tasks can change) the summary is CTrL's whole: a
+  forgetting column, and each mean score with its 95% interval over the tasks (`interval`); a report
+  without one keeps the layout it was committed in."""
   methods = [s.method for s in summaries]
   lost = any(m in CONTINUAL for m in methods)
   lines = ["## The stream: CTrL's summary figures", "",
            "Per method over the stream's tasks (largest training fraction): the average final test score "
            "(error tasks and RMSE tasks apart), the mean forward transfer (score ÷ standalone's, below 1 "
-           "better), " + ("the forgetting (each earlier task's final test score minus its score when "
+           "better), " + ("each mean with its 95% interval over the tasks (± 1.96 standard errors), "
+                          "the forgetting (each earlier task's final test score minus its score when "
                           "learned, mean over the tasks before the last: error points / RMSE; 0 by "
                           "construction for a method that keeps every task's network or freezes its "
                           "library), " if lost else "")
@@ -879,8 +896,11 @@ def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
   for s in summaries:
     memory = "-" if s.final_bytes is None else f"{s.final_bytes / 1e6:.2f}"
     per = "-" if s.bytes_per_task is None else f"{s.bytes_per_task / 1e3:.1f}"
-    lines.append(f"| {method_label(s.method)} | {s.tasks} | {_score('error', s.mean_error)} | "
-                 f"{_score('rmse', s.mean_rmse)} | {_ratio(s.mean_transfer)} | "
+    error, rmse = _score("error", s.mean_error), _score("rmse", s.mean_rmse)
+    if lost:  # CTrL's layout: each mean with its 95% interval over the tasks
+      error += "" if s.error_interval is None or s.mean_error is None else f" ± {s.error_interval:.2f}"
+      rmse += "" if s.rmse_interval is None or s.mean_rmse is None else f" ± {s.rmse_interval:.3f}"
+    lines.append(f"| {method_label(s.method)} | {s.tasks} | {error} | {rmse} | {_ratio(s.mean_transfer)} | "
                  + (f"{_forgetting_cell(s)} | " if lost else "") + f"{memory} | {per} | "
                  f"{s.wall_seconds:.0f} | {s.work_seconds:.0f} |")
   lines.append("")

@@ -79,15 +79,24 @@ def test_the_report_has_a_forgetting_column_only_where_a_continual_baseline_ran(
   lines = stream_section(rows, summary(rows, forgetting=forgetting), forgetting=forgetting)
   head = next(line for line in lines if line.startswith("| method"))
   assert "| forgetting |" in head
-  assert any(line.startswith("| standalone | 4 | 20.00% | 2.000 | - | +0.00 / +0.000 |") for line in lines)
-  assert any(line.startswith("| experience replay | 4 | 22.00% | 2.000 | - | +3.00 / +0.000 |")
-             for line in lines)
+  # Each mean with its 95% interval over the tasks: 1.96 standard errors (none for the one RMSE task).
+  assert any(line.startswith("| standalone | 4 | 20.00% ± 11.32 | 2.000 | - | +0.00 / +0.000 |")
+             for line in lines)  # 10, 20, 30: 1.96 * 10 / sqrt(3)
+  assert any(line.startswith("| experience replay | 4 | 22.00% ± 8.54 | 2.000 | - | +3.00 / +0.000 |")
+             for line in lines)  # 15, 21, 30 after the last task: 1.96 * sqrt(57) / sqrt(3)
   text = "\n".join(lines)
   assert "### Forgetting" in text and "error tasks +3.00 points; RMSE tasks +0.000" in text
   assert "3 tasks; 1 share no trunk" in text
   plain = [_row(i, "standalone", metric, t) for i, (metric, t) in RECORDED.items()]
   plain_lines = stream_section(plain, summary(plain))
   assert all("forgetting" not in line for line in plain_lines)  # the committed reports' layout
+
+
+def test_the_interval_is_1_96_standard_errors_of_the_mean():
+  from hx.evaluation.stream_metrics import interval
+
+  assert interval([10.0, 20.0, 30.0, None]) == pytest.approx(1.96 * 10.0 / 3 ** 0.5)
+  assert interval([5.0]) is None and interval([]) is None
 
 
 def test_a_damaged_rescored_file_is_named(tmp_path):
