@@ -177,3 +177,26 @@ def test_a_tasks_footprint_is_its_head_its_trunk_and_its_memory_or_fisher():
   replay = baselines.continual_footprint("replay", task, 0, arch, modules,
                                          ContinualSettings(memory_per_task=5))
   assert replay["kept_bytes"] == 5 * 6 * 4 + 5 * np.asarray(task.train.targets)[:1].nbytes  # inputs, targets
+
+
+@pytest.mark.slow  # trains 10 tasks under two methods
+def test_a_graph_task_under_replay_maps_the_shared_regressor_and_is_not_scored_again(tmp_path):
+  import hx
+  from hx.data import Sources, StreamSettings, long_stream
+  from hx.evaluation import load_records
+
+  tiny = StreamSettings(images=(24, 10, 10), lists=(12, 6, 6), graphs=(8, 4, 4), epochs=(1, 1, 1),
+                        batch_size=12, min_steps=2)
+  stream = long_stream(0, 10, tiny, Sources(standin_per_class=(20, 6, 6)))  # task 9: a shortest path
+  config = hx.EvalConfig.make(stream, methods=["standalone", "replay"], fractions=[1.0], seeds=[0])
+  directory = tmp_path / "run"
+  assert hx.evaluate(config, directory).finished
+  graph = next(r for r in load_records(directory) if r["method"] == "replay" and r["task_index"] == 9)
+  assert graph["task"].startswith("shortest_path")
+  assert "trunk the shared regressor, frozen" in graph["ranked"][0]["program"]
+  assert graph["continual_memory"]["trunk"] is None and graph["continual_memory"]["kept_bytes"] == 0
+  kept = read_rescored(directory, "replay", 0)
+  rows = {t["index"]: t for t in kept["tasks"]}
+  assert rows[9]["rescored"] is None and not rows[9]["shares_trunk"]
+  assert all(rows[i]["rescored"] is not None for i in range(1, 11) if i != 9)
+  assert rows[10]["rescored"] == pytest.approx(rows[10]["recorded"], abs=1e-4)
