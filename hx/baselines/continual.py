@@ -48,6 +48,8 @@ every task whose input it encodes, and one head per task.
 - **Forgetting**, as CTrL measures it: every earlier task scored again on its test split with the
   final trunk and its own head (`rescore` from a state, `rescore_networks` from the networks each task
   left, as an evaluation keeps them), against its score when it was learned.
+- **Memory**, as CTrL counts it (`footprint`): what each task adds to what the method keeps: its head,
+  the latest trunk of its kind (one per kind), and its replay memory or its Fisher and anchor.
 
 Every task trains through `hx.compile.fitting.fit` (Tune), as the other baselines do
 (`hx.baselines.train`), with the same data, batches, optimiser, epochs and model selection; the replayed
