@@ -334,7 +334,7 @@ def test_max_pool_gradient_equals_select_and_scatter(k, shape):
 def test_cnn_blocks_equal_the_plain_cnn():
   """hx's CNN blocks (pooling before bias and ReLU, its pooling gradient) against the plain CNN: values
   and gradients with respect to the images, kernels and biases."""
-  from hx.compile.modules import _cnn_blocks
+  from hx.compile.cnn_blocks import _cnn_blocks
 
   keys = jax.random.split(jax.random.PRNGKey(3), 6)
   x = jax.random.normal(keys[0], (5, 13, 12, 2))  # odd sizes: floor pooling drops a row
@@ -349,6 +349,7 @@ def test_cnn_blocks_equal_the_plain_cnn():
 def test_cnn_training_slices_give_the_same_values_and_gradients(monkeypatch):
   """Under YNNPACK's convolutions the training CNN runs on slices of rows (unrolled); outputs and
   gradients are those of one call."""
+  import hx.compile.cnn_blocks as cnn_blocks
   import hx.compile.modules as modules
   from hx.cpu_convolutions import YNNPACK_FLAGS
 
@@ -364,8 +365,8 @@ def test_cnn_training_slices_give_the_same_values_and_gradients(monkeypatch):
     return y
 
   rows = {"n": 5}
-  monkeypatch.setattr(modules, "_cnn_slice_rows", lambda *_: rows["n"])
-  assert modules._cnn_slices(23, 5) == [(0, 5), (5, 10), (10, 15), (15, 20), (20, 23)]
+  monkeypatch.setattr(cnn_blocks, "_cnn_slice_rows", lambda *_: rows["n"])
+  assert cnn_blocks._cnn_slices(23, 5) == [(0, 5), (5, 10), (10, 15), (15, 20), (20, 23)]
   jaxpr = jax.make_jaxpr(run)(params, x)
   assert str(jaxpr).count("conv_general_dilated") == 2 * 5
   sliced = jax.jit(run)
@@ -375,12 +376,13 @@ def test_cnn_training_slices_give_the_same_values_and_gradients(monkeypatch):
   # Inference is one call, whatever the number of rows; at most CNN_MAX_SLICES slices in training.
   rows["n"] = 5
   assert str(jax.make_jaxpr(lambda p, x_: run(p, x_, False))(params, x)).count("conv_general_dilated") == 2
-  assert len(modules._cnn_slices(10 * 5 * modules.CNN_MAX_SLICES, 5)) == modules.CNN_MAX_SLICES
+  assert len(cnn_blocks._cnn_slices(10 * 5 * cnn_blocks.CNN_MAX_SLICES, 5)) == cnn_blocks.CNN_MAX_SLICES
 
 
 def test_cnn_trains_in_one_call_where_xla_runs_its_own_convolutions(monkeypatch):
   """Slices work around YNNPACK's convolutions (`hx.cpu_convolutions`); with XLA's own kernels (hx's
   default) the training CNN is one call, with the sliced call's values and gradients."""
+  import hx.compile.cnn_blocks as cnn_blocks
   import hx.compile.modules as modules
   from hx.cpu_convolutions import OWN_FLAGS, YNNPACK_FLAGS
 
@@ -393,7 +395,7 @@ def test_cnn_trains_in_one_call_where_xla_runs_its_own_convolutions(monkeypatch)
     y, _ = modules.apply_module(s, params, {}, (x,), mask=jnp.ones(x.shape[0], bool), keys=None, train=True)
     return y
 
-  monkeypatch.setattr(modules, "_cnn_slice_rows", lambda *_: 5)
+  monkeypatch.setattr(cnn_blocks, "_cnn_slice_rows", lambda *_: 5)
   monkeypatch.setenv("XLA_FLAGS", YNNPACK_FLAGS)
   assert str(jax.make_jaxpr(run)(params, x)).count("conv_general_dilated") == 2 * 5
   sliced = jax.jit(run)
@@ -407,17 +409,17 @@ def test_cnn_slices_bound_the_window_buffer_not_the_image_count():
   """The paper's CNN on 28x28 images trains in slices of CNN_TRAIN_ROWS images (its second convolution's
   windows, 8x8 x 5x5x32 per image, are the larger); a CNN of 4 and 8 channels gets as many images as fit
   the same buffer of its first convolution's windows (24x24 x 5x5x1 per image): 1,280,000 // 14,400."""
-  import hx.compile.modules as modules
+  import hx.compile.cnn_blocks as cnn_blocks
 
   def convs(c1, c2):
     return ({"w": jnp.zeros((5, 5, 1, c1))}, {"w": jnp.zeros((5, 5, c1, c2))})
 
-  assert modules._cnn_slice_rows((750, 28, 28, 1), convs(32, 64), 2) == modules.CNN_TRAIN_ROWS == 25
-  assert modules._cnn_slice_rows((750, 28, 28, 1), convs(4, 8), 2) == 88
+  assert cnn_blocks._cnn_slice_rows((750, 28, 28, 1), convs(32, 64), 2) == cnn_blocks.CNN_TRAIN_ROWS == 25
+  assert cnn_blocks._cnn_slice_rows((750, 28, 28, 1), convs(4, 8), 2) == 88
   # Never fewer than CNN_TRAIN_ROWS images, however large the windows.
-  assert modules._cnn_slice_rows((10, 100, 100, 3), convs(64, 64), 2) == modules.CNN_TRAIN_ROWS
-  assert modules._cnn_slices(750, 25) == [(i, i + 25) for i in range(0, 750, 25)]
-  assert modules._cnn_slices(750, 88) == [(i, min(i + 84, 750)) for i in range(0, 750, 84)]
+  assert cnn_blocks._cnn_slice_rows((10, 100, 100, 3), convs(64, 64), 2) == cnn_blocks.CNN_TRAIN_ROWS
+  assert cnn_blocks._cnn_slices(750, 25) == [(i, i + 25) for i in range(0, 750, 25)]
+  assert cnn_blocks._cnn_slices(750, 88) == [(i, min(i + 84, 750)) for i in range(0, 750, 84)]
 
 
 def test_every_matmul_and_convolution_asks_for_float32_precision():
