@@ -3,7 +3,7 @@
 jaxlib 0.10 hands each XLA:CPU convolution to YNNPACK (a `__ynn_fusion`), which runs one over a few dozen
 images fast but one over a whole training step's images several times slower (an unfused im2col copy
 into a fresh buffer), so under YNNPACK the CNN module trains in unrolled slices of images
-(`hx.compile.modules._cnn_slices`), and every slice adds to the training step's compile time.
+(`hx.compile.cnn_blocks._cnn_slices`), and every slice adds to the training step's compile time.
 `--xla_cpu_experimental_ynn_fusion_type=-individual_convolution` leaves convolutions to XLA's own
 (Eigen) kernels, which take a whole step's images at once: the CNN then trains in one call. On the
 count_digit candidate at the paper's sizes that trained an epoch faster, compiled the step in less time

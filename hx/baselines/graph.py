@@ -31,7 +31,7 @@ import jax.numpy as jnp
 
 from hx.baselines import layers
 from hx.baselines.networks import MLP, RNN, Architecture
-from hx.compile.modules import apply_module
+from hx.compile.modules.templates import apply_module
 from hx.lang.values import GraphBatch
 
 __all__ = ["GraphRNN"]

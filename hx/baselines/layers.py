@@ -22,9 +22,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from hx.compile.modules import activate, matmul, mlp_layers
-from hx.compile.modules import apply_dense as dense
-from hx.compile.modules import lstm_scan as lstm
+from hx.compile.modules.layers import activate, matmul
+from hx.compile.modules.layers import apply_dense as dense
+from hx.compile.modules.lstm import lstm_scan as lstm
+from hx.compile.modules.mlp import mlp_layers
 
 __all__ = ["dense", "activate", "row_keys", "mlp", "lstm", "init_adapter", "adapter"]
 

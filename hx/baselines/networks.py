@@ -43,14 +43,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from hx import atomic
-from hx.compile.modules import (
-  ModuleConfig,
-  ModuleSpec,
-  NoTemplateError,
-  cnn_features,
-  init_module,
-  module_spec,
-)
+from hx.compile.modules.choice import module_spec
+from hx.compile.modules.cnn import cnn_features
+from hx.compile.modules.config import ModuleConfig
+from hx.compile.modules.spec import ModuleSpec, NoTemplateError
+from hx.compile.modules.templates import init_module
 from hx.jsonread import Invalid, JsonFileError, array, integer, nullable, obj, read_json, text
 from hx.lang import program as P
 from hx.lang.parser import parse

@@ -47,7 +47,9 @@ import jax.numpy as jnp
 
 from hx.baselines import layers
 from hx.baselines.networks import ENC, MLP, RNN, Architecture
-from hx.compile.modules import ModuleConfig, apply_module, init_module, module_spec
+from hx.compile.modules.choice import module_spec
+from hx.compile.modules.config import ModuleConfig
+from hx.compile.modules.templates import apply_module, init_module
 from hx.lang.types import FunctionType, ListType, TensorType
 
 __all__ = ["PNN", "Column", "refusal"]

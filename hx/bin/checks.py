@@ -97,7 +97,7 @@ def module_overrides(items: list[str] | None, flag: str = "--module") -> dict:
   """ModuleConfig fields to change, from `NAME=VALUE` items (`mlp_hidden=16`, `cnn_channels=4:8`,
   `fold_step_norm=False`), each read as its field's type; a flag that is not one refused with a
   FlagError naming `flag`."""
-  from hx.compile.modules import ModuleConfig  # imports JAX, which the other checks do not need
+  from hx.compile.modules.config import ModuleConfig  # imports JAX, which the other checks do not need
 
   if not items:
     return {}

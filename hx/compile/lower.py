@@ -109,15 +109,11 @@ import numpy as np
 from jax import lax
 
 from hx.compile.fixpoint import FixConfig, fixed_point
-from hx.compile.modules import (
-  ModuleConfig,
-  ModuleSpec,
-  Neighbourhoods,
-  apply_module,
-  init_module,
-  linear_output,
-  module_spec,
-)
+from hx.compile.modules.choice import module_spec
+from hx.compile.modules.config import ModuleConfig
+from hx.compile.modules.graph_kernel import Neighbourhoods
+from hx.compile.modules.spec import ModuleSpec
+from hx.compile.modules.templates import apply_module, init_module, linear_output
 from hx.lang import program as P
 from hx.lang.types import Type
 from hx.lang.values import ELEMENT_BATCHES, EdgeGraphBatch, GraphBatch, ListBatch

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hx.compile.modules import ModuleSpec
+from hx.compile.modules.spec import ModuleSpec
 from hx.lang import program as P
 
 __all__ = ["frozen_prefix", "prefix_program", "PrefixTables", "apply_prefix", "table_digest",

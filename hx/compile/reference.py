@@ -29,7 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from hx.compile.lower import CompiledProgram
-from hx.compile.modules import reference_module
+from hx.compile.modules.templates import reference_module
 from hx.lang import program as P
 from hx.lang.values import EdgeGraphBatch, GraphBatch, ListBatch
 

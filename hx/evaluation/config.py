@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from hx.baselines.networks import element_type
 from hx.baselines.train import BASELINES, refusal
-from hx.compile.modules import ModuleConfig
+from hx.compile.modules.config import ModuleConfig
 from hx.data import SEQUENCES, TaskSizes, TaskStream
 from hx.data import Sequence as TaskSequence
 from hx.data import sequence as paper_sequence

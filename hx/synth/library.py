@@ -59,7 +59,8 @@ import numpy as np
 
 from hx import atomic
 from hx.compile.lower import CompiledProgram
-from hx.compile.modules import ModuleSpec, init_module
+from hx.compile.modules.spec import ModuleSpec
+from hx.compile.modules.templates import init_module
 from hx.lang import program as P
 from hx.lang.types import Type, parse_type, type_variables
 from hx.synth.jsonfiles import JsonFileError, read_json
@@ -736,7 +737,7 @@ def _load_entries(path: Path, manifest: dict) -> Library:
 
 def _check_registered(manifest: Path, name: str, spec: ModuleSpec) -> None:
   """LibraryError unless the user module `spec` names is registered in this process for its type."""
-  from hx.compile.modules import registered_modules
+  from hx.compile.modules.registry import registered_modules
 
   module = spec["name"]
   registration = registered_modules().get(module)

@@ -133,7 +133,7 @@ def predictor(program: P.Program, library: Any, *, fresh_types: Mapping[str, Typ
     ValueError: fresh functions without types or variables, or a library function `library` lacks.
   """
   from hx.compile.lower import compile_program, make_frozen
-  from hx.compile.modules import ModuleConfig
+  from hx.compile.modules.config import ModuleConfig
 
   fresh_types = dict(fresh_types or {})
   missing = [n for n in P.library_names(program) if n not in library]
@@ -257,7 +257,7 @@ def load_run(directory: Any) -> SavedRun:
     hx.compile.UnregisteredModuleError: the library holds a user's module not registered in this process
       (`hx.compile.register_module` it first).
   """
-  from hx.compile.modules import ModuleConfig
+  from hx.compile.modules.config import ModuleConfig
   from hx.synth.jsonfiles import from_jsonable, read_record, read_settings
   from hx.synth.library import Library
   from hx.synth.run_directory import SETTINGS_FILE

@@ -534,7 +534,8 @@ class Completer:
   """
 
   def __init__(self, library: Any, space: SearchSpace, config: Any = None):
-    from hx.compile.modules import ModuleConfig, module_spec
+    from hx.compile.modules.choice import module_spec
+    from hx.compile.modules.config import ModuleConfig
 
     self.config = ModuleConfig() if config is None else config
     self.space = space
@@ -550,7 +551,7 @@ class Completer:
           pass  # no module for this type: programs using it are not buildable
 
   def _features(self, image: TensorType) -> Type | None:
-    from hx.compile.modules import cnn_features
+    from hx.compile.modules.cnn import cnn_features
 
     f = cnn_features(image, self.config)
     return TensorType("real", (f,)) if f else None
@@ -559,14 +560,14 @@ class Completer:
   def _registered(*args: Type) -> list[Type]:
     """The output types of the modules registered for a function of `args` (`register_module`), in the
     order they were registered."""
-    from hx.compile.modules import registered_modules
+    from hx.compile.modules.registry import registered_modules
 
     return [r.output for r in registered_modules().values() if r.args == args]
 
   @staticmethod
   def _is_registered(t: Type) -> bool:
     """Whether a fresh function of type `t` gets a user's registered module (`register_module`)."""
-    from hx.compile.modules import registered_modules
+    from hx.compile.modules.registry import registered_modules
 
     return any(r.type == t for r in registered_modules().values())
 

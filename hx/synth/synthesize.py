@@ -542,7 +542,8 @@ def _ranked_and_added(task: Any, context: TaskContext, library: Any, strategy: s
 
 def _why_no_program(task_type: Type, module_config: Any) -> str | None:
   """Why one fresh function of `task_type` has no module (the usual reason a search finds nothing)."""
-  from hx.compile.modules import NoTemplateError, module_spec
+  from hx.compile.modules.choice import module_spec
+  from hx.compile.modules.spec import NoTemplateError
 
   try:
     module_spec(task_type, module_config, name="a fresh function")

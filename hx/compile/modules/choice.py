@@ -32,7 +32,7 @@ def _is_vector_like(t: Type) -> bool:
 
 def module_spec(fn_type: Type, config: ModuleConfig = ModuleConfig(), *, role: str | None = None,
                 name: str = "<function>") -> ModuleSpec:
-  """The module template a function of type `fn_type` gets (see the module docstring).
+  """The module template a function of type `fn_type` gets (the templates: `hx.compile.modules`).
 
   Args:
     fn_type: the function's type, without type variables.

@@ -49,7 +49,8 @@ class ModuleConfig:
     graph_update: "replace" (default: the kernel's output is the node network's) or "residual": where a
       kernel's output type is its element type (as under repeat and fix), the node's own value plus the
       node network's output, whose last layer starts at zero, so that a fresh kernel starts as the
-      identity (ours, not the paper's; see the graph_kernel template above). Applies to both kernels.
+      identity (ours, not the paper's; see the graph_kernel template in `hx.compile.modules`). Applies to
+      both kernels.
     graph_kernel: the kernel template of conv_g / conv_l: "pairs" (default: `graph_kernel`, an
       order-invariant pair network and reductions; ours) or "slots" (`slot_kernel`: a network over the
       neighbour list's slots in order, the authors' grid kernel; the paper does not give the kernel's

@@ -33,7 +33,7 @@ __all__ = [
 
 
 class Template(NamedTuple):
-  """One module template (see the module docstring): how it starts, runs and is defined.
+  """One module template (the templates: `hx.compile.modules`): how it starts, runs and is defined.
 
   Attributes:
     init: (spec, keys (4,)) -> (params, batch_stats), fresh parameters.
