@@ -43,7 +43,6 @@ from typing import Any
 
 import jax
 import numpy as np
-import optax
 from absl import logging
 
 from hx.atomic import write_atomically
@@ -53,6 +52,7 @@ from hx.compile.tuning import (
   TuneData,
   TuneResult,
   TuneState,
+  optimizer,
   resolve_objective,
   tune,
 )
@@ -133,7 +133,7 @@ def _group_shapes(compiled: Any, config: TuneConfig) -> dict[str, Any]:
   params = variables["params"]
   collections = {k: v for k, v in variables.items() if k != "params"}
   return {"params": params, "collections": collections,
-          "opt_state": jax.eval_shape(optax.adam(config.learning_rate).init, params), "variables": variables}
+          "opt_state": jax.eval_shape(optimizer(config).init, params), "variables": variables}
 
 
 def _to_host(tree: Any) -> list[np.ndarray]:

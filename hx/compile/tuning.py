@@ -115,7 +115,7 @@ from hx.lang.values import Split, images_per_example, real_elements
 __all__ = [
   "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "TrainState", "Tunable", "tune",
   "evaluate", "tune_stats", "clear_tune_caches", "resolve_objective", "initial_variables",
-  "output_bias_from_targets", "epochs_watched",
+  "output_bias_from_targets", "epochs_watched", "optimizer",
 ]
 
 
@@ -383,6 +383,13 @@ def epochs_watched(watcher: Callable[[int, int, float], None]) -> Iterator[None]
     _EPOCH_WATCHER.reset(token)
 
 
+def optimizer(config: TuneConfig) -> optax.GradientTransformation:
+  """The optimiser Tune trains with: Adam at `config.learning_rate`, as the authors' code trains
+  (`torch.optim.Adam`; its other settings optax's defaults, which are torch's). A checkpoint's optimiser
+  state has this one's structure."""
+  return optax.adam(config.learning_rate)
+
+
 def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
          config: TuneConfig = TuneConfig(), *, variables: Any = None, resume: TuneState | None = None,
          until: float | None = None) -> TuneResult:
@@ -411,7 +418,7 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   ensure_compilation_cache()
   _check_arguments(config, variables, resume, until)
   objective = resolve_objective(compiled, objective)
-  tx = optax.adam(config.learning_rate)
+  tx = optimizer(config)
   start = time.perf_counter()
   carry, variables = _first_carry(compiled, config, objective, tx, data.train.targets, variables, resume)
   init_seconds = time.perf_counter() - start

@@ -324,16 +324,6 @@ class Forgetting:
     return _mean(r.change for r in self.rows if r.metric == metric and r.index < self.after)
 
 
-def _as_library(program: Any) -> Any:
-  """`program` with every fresh function read as the library function of that name."""
-  from hx.lang import program as P
-
-  if isinstance(program, P.Fresh):
-    return P.Lib(program.name)
-  kids = P.children(program)
-  return P.with_children(program, tuple(_as_library(c) for c in kids)) if kids else program
-
-
 def rescore_winners(config: Any, directory: Any, method: str | None = None,
                     instance: int | None = None) -> Forgetting:
   """Scores every recorded task's winner of `method` again with the library saved after the run's last
@@ -376,7 +366,7 @@ def rescore_winners(config: Any, directory: Any, method: str | None = None,
     recorded = _test(rec)
     if recorded is None:
       continue
-    program = _as_library(parse(rec["ranked"][0]["named"] or rec["ranked"][0]["program"]))
+    program = P.as_library(parse(rec["ranked"][0]["named"] or rec["ranked"][0]["program"]))
     used = P.library_names(program)
     compiled = compile_program(program, {}, config.module_config, final.specs())
     task = seq.build(index - 1)

@@ -28,7 +28,8 @@ from hx.lang.types import Type
 __all__ = [
     "Fresh", "Lib", "Compose", "Map", "Fold", "Conv", "Repeat", "Fix", "Zeros", "Hole", "Program",
     "Position", "children", "with_children", "subterms", "get", "replace", "size", "holes",
-    "fresh_names", "library_names", "rename_fresh", "canonical", "is_complete", "chain", "compose_chain",
+    "fresh_names", "library_names", "as_library", "rename_fresh", "canonical", "is_complete", "chain",
+    "compose_chain",
 ]
 
 ADTS = ("l", "g")
@@ -257,6 +258,16 @@ def _fresh_in(p: Program) -> Iterator[str]:
 def library_names(p: Program) -> tuple[str, ...]:
   """Names (without 'lib.') of the library functions of `p`, each once, in order of first occurrence."""
   return _unique(t.name for _, t in subterms(p) if isinstance(t, Lib))
+
+
+def as_library(p: Program) -> Program:
+  """`p` with every fresh function read as the library function of the same name: a program whose
+  functions were all frozen into the library under the names it already uses (a run's winner as its
+  records name it, a provenance program)."""
+  if isinstance(p, Fresh):
+    return Lib(p.name)
+  kids = children(p)
+  return with_children(p, tuple(as_library(c) for c in kids)) if kids else p
 
 
 def rename_fresh(p: Program, mapping: dict[str, str]) -> Program:

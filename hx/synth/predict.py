@@ -282,7 +282,7 @@ def load_run(directory: Any) -> SavedRun:
     if best is None or best["status"] != "trained":
       continue
     programs.append(RunProgram(index, rec["task"], parse_type(rec["type"]),
-                               _frozen(parse(best["named"] or best["program"])), rec["metric"],
+                               P.as_library(parse(best["named"] or best["program"])), rec["metric"],
                                float(best["val"]), _score(best["test"]), float(rec["fraction"])))
   name = settings.get("sequence", records[0]["sequence"] if records else root.name)
   return SavedRun(root, name, library, tuple(programs), tuple(records), config)
@@ -290,14 +290,6 @@ def load_run(directory: Any) -> SavedRun:
 
 def _score(x: Any) -> float | None:
   return None if x is None else float(x)
-
-
-def _frozen(program: P.Program) -> P.Program:
-  """`program` with every fresh function a library function of the same name (the library's names)."""
-  if isinstance(program, P.Fresh):
-    return P.Lib(program.name)
-  kids = P.children(program)
-  return P.with_children(program, tuple(_frozen(c) for c in kids)) if kids else program
 
 
 def _run_directory(path: Path) -> Path:

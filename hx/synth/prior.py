@@ -164,7 +164,7 @@ def reused_programs(offered: Offer, task_type: Type, count: int, completer: Any)
       break
     text = library[names[key][0]].provenance.program
     if _program_type(text, types) == task_type:
-      out += _buildable(_as_library(parse(text)), {}, task_type, completer, {c.key for c in out})
+      out += _buildable(P.as_library(parse(text)), {}, task_type, completer, {c.key for c in out})
   return out
 
 
@@ -250,7 +250,7 @@ def _program_type(program_text: str, types: dict[str, Type]) -> Type | None:
   from hx.lang.infer import infer
 
   try:
-    return infer(_as_library(parse(program_text)), types).type
+    return infer(P.as_library(parse(program_text)), types).type
   except HxTypeError:
     return None
 
@@ -275,7 +275,7 @@ def _probes(library: Any, program_text: str, image: TensorType) -> list[tuple[st
   first (`hx.compile.memo.apply_prefix`'s order), shortest first."""
   from hx.compile.distinct import element_split
 
-  program = _as_library(parse(program_text))
+  program = P.as_library(parse(program_text))
   split = element_split(program, True) or (program, None)
   chain = P.chain(split[0])
   run: list[str] = []
@@ -286,15 +286,6 @@ def _probes(library: Any, program_text: str, image: TensorType) -> list[tuple[st
   if not run or library[run[-1]].type.arg != image:
     return []
   return [tuple(run[-k:]) for k in range(1, len(run) + 1)]
-
-
-def _as_library(p: P.Program) -> P.Program:
-  """`p` with its fresh functions written as library functions (a provenance program names its own
-  functions bare)."""
-  if isinstance(p, P.Fresh):
-    return P.Lib(p.name)
-  kids = P.children(p)
-  return P.with_children(p, tuple(_as_library(k) for k in kids)) if kids else p
 
 
 def source_scores(library: Any, task: Any, *, sample: int = 256, ridge: float = 1e-2,

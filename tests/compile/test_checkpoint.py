@@ -242,3 +242,19 @@ def test_describe_checkpoint_says_how_far_a_run_has_come(tmp_path):
   (tmp_path / "x.npz").write_bytes(b"no")
   with pytest.raises(CheckpointError, match="not a Tune checkpoint"):
     describe_checkpoint(tmp_path / "x.npz")
+
+
+def test_checkpoints_hold_the_state_of_the_optimiser_tune_trains_with():
+  """One optimiser, built in one place (`tuning.optimizer`): Adam at the configured rate."""
+  import optax
+
+  from hx.compile.tuning import optimizer
+
+  config = TuneConfig(learning_rate=0.25)
+  params = {"w": np.arange(3.0, dtype=np.float32)}
+  grads = {"w": np.array([1.0, -2.0, 0.5], np.float32)}
+  ours, adam = optimizer(config), optax.adam(0.25)
+  step, _ = ours.update(grads, ours.init(params), params)
+  want, _ = adam.update(grads, adam.init(params), params)
+  np.testing.assert_array_equal(step["w"], want["w"])
+  assert jax.tree.structure(ours.init(params)) == jax.tree.structure(adam.init(params))

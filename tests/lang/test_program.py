@@ -39,6 +39,14 @@ def test_names_in_order_of_first_occurrence():
   assert P.library_names(p) == ("nn_b", "nn_a")
 
 
+def test_as_library_reads_every_fresh_function_as_the_library_function_of_its_name():
+  p = parse("compose(nn_cs1_3, map_l(compose(lib.nn_cs1_2, nn_cs1_1)))")
+  assert P.as_library(p) == parse("compose(lib.nn_cs1_3, map_l(compose(lib.nn_cs1_2, lib.nn_cs1_1)))")
+  assert P.fresh_names(P.as_library(p)) == () and P.library_names(P.as_library(p)) == (
+      "nn_cs1_3", "nn_cs1_2", "nn_cs1_1")
+  assert P.as_library(parse("nn_1")) == P.Lib("nn_1")
+
+
 def test_canonical_renaming_identifies_programs_up_to_fresh_names():
   a = parse("compose(nn_cs1_7, map_l(compose(nn_cs1_8, lib.nn_cs1_2)))")
   b = parse("compose(nn_q, map_l(compose(nn_p, lib.nn_cs1_2)))")

@@ -11,6 +11,7 @@ import pytest
 
 import hx
 from hx.compile import ModuleConfig, compile_program
+from hx.lang.program import as_library, fresh_names
 from hx.lang.types import parse_type
 from hx.synth.predict import Predictor, load_run, predictor
 from tests.user_data import bright_images, bright_lists
@@ -109,7 +110,7 @@ def test_a_run_loaded_later_predicts_what_the_run_scored_and_what_its_library_co
   assert loaded.library.names == run.library.names and loaded.module_config == SMALL
   assert "count" in str(loaded) and "lib.nn_mine_" in str(loaded.program("count").program)
   for p, rec in zip(loaded.programs, run.records):
-    assert p.program == hx.synth.predict._frozen(hx.parse(rec["ranked"][0]["named"]))
+    assert p.program == as_library(hx.parse(rec["ranked"][0]["named"])) and not fresh_names(p.program)
     x, targets = test[p.task]
     y = loaded.predictor(p.task)(x)
     score = _error(y, targets) if p.metric == "error" else _rmse(y, targets)
