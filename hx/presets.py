@@ -362,28 +362,58 @@ def training_settings(kind: str, preset: str = "paper") -> TrainingSettings:
       val_every=val_every)
 
 
-def task_tune_config(spec: Any, preset: str = "paper") -> Any:
-  """The `hx.compile.TuneConfig` a task trains with under `preset`: a paper task's (`hx.data.TaskSpec`)
-  from `training_settings` of its kind, a task of a user's arrays (`hx.data.ArrayTaskSpec`) from its own
-  settings (`preset` does not apply to it); imports JAX. A run's changes (`--epochs`, ...) are applied
-  where the run is configured (`hx.evaluation.EvalConfig.make`), not here.
+def task_tune_config(spec: Any, preset: str | Preset = "paper", *, epochs: int | None = None,
+                     batch_size: int | None = None, learning_rate: float | None = None,
+                     patience: int | None = None, bias_from_targets: bool | None = None) -> Any:
+  """The `hx.compile.TuneConfig` a task trains with: the one place where a run's training settings, its
+  epochs above all, are decided, for every method and binary (`hx.evaluation.EvalConfig.make`,
+  `hx.synthesize` and `hx.synth.run_sequence` without settings of their own, `hx-train`); imports JAX.
+
+  Each step below replaces what the one before set:
+    1. a paper task (`hx.data.TaskSpec`): `training_settings` of its kind under `preset` (an evaluation
+       preset's training preset, `Preset.training`); a task of a user's arrays (`hx.data.ArrayTaskSpec`):
+       its own settings (`preset`'s table does not apply to it);
+    2. under an evaluation preset (a `Preset`), a paper task only: the preset's epochs and batch size of
+       the task's kind group (`Preset.epochs`, `Preset.batch_sizes`) and its `min_steps`, unless `epochs`
+       is given (epochs a caller names are trained as named);
+    3. the caller's changes, for a paper task and a user's alike; None leaves a setting as it is.
+  What is decided later is only how `min_steps` raises the epochs on a given training split
+  (`TuneConfig.for_examples`, which `hx.compile.fitting.prepare` applies to the split's size).
 
   Raises:
-    ValueError: a user's task names a setting TuneConfig does not have, or a value it refuses (the
-      message names the task).
+    ValueError: an unknown preset or kind; a user's task names a setting TuneConfig does not have, or a
+      value it refuses; a change TuneConfig refuses (the message names the task).
   """
-  if isinstance(spec, TaskSpec):
-    return training_settings(spec.kind, preset).tune_config()
   from hx.compile.tuning import TuneConfig
 
-  fields = {f.name for f in dataclasses.fields(TuneConfig)}
-  unknown = sorted(set(dict(spec.training)) - fields)
-  if unknown:
-    raise ValueError(f"task {spec.name!r}: unknown training setting(s) {', '.join(unknown)}; the settings "
-                     f"are {', '.join(sorted(fields))}")
+  evaluation = preset if isinstance(preset, Preset) else None
+  paper = isinstance(spec, TaskSpec)
+  if paper:
+    config = training_settings(spec.kind, evaluation.training if evaluation else preset).tune_config()
+  else:
+    fields = {f.name for f in dataclasses.fields(TuneConfig)}
+    unknown = sorted(set(dict(spec.training)) - fields)
+    if unknown:
+      raise ValueError(f"task {spec.name!r}: unknown training setting(s) {', '.join(unknown)}; the "
+                       f"settings are {', '.join(sorted(fields))}")
+    try:
+      config = TuneConfig(**dict(spec.training))
+    except (TypeError, ValueError) as err:
+      raise ValueError(f"task {spec.name!r}: training settings: {err}") from None
+  changes: dict[str, Any] = {}
+  if evaluation is not None and paper:
+    group = kind_group(spec.kind)
+    for name, table in (("epochs", evaluation.epochs), ("batch_size", evaluation.batch_sizes)):
+      if group in dict(table):
+        changes[name] = dict(table)[group]
+    if evaluation.min_steps and epochs is None:
+      changes["min_steps"] = evaluation.min_steps
+  changes.update({k: v for k, v in (("epochs", epochs), ("batch_size", batch_size),
+                                    ("learning_rate", learning_rate), ("patience", patience),
+                                    ("bias_from_targets", bias_from_targets)) if v is not None})
   try:
-    return TuneConfig(**dict(spec.training))
-  except (TypeError, ValueError) as err:
+    return dataclasses.replace(config, **changes)
+  except ValueError as err:
     raise ValueError(f"task {spec.name!r}: training settings: {err}") from None
 
 

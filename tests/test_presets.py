@@ -106,3 +106,50 @@ def test_only_the_authors_preset_scores_validation_within_epochs(kind):
   for preset in ("paper", "quick"):
     s = training_settings(kind, preset)
     assert s.val_every is None and s.tune_config().val_every is None and s.source("val_every")
+
+
+# ---------------------------------------------------------------------------------------------------
+# `task_tune_config`: the one function that decides a run's training settings.
+
+def test_task_tune_config_of_a_paper_task_is_its_training_table():
+  from hx.data import task_spec
+  from hx.presets import task_tune_config
+
+  config = task_tune_config(task_spec("count_digit(3)"), "paper")
+  assert (config.epochs, config.batch_size, config.learning_rate, config.min_steps) == (20, 150, 1e-3, 0)
+  assert task_tune_config(task_spec("count_digit(3)"), "quick").epochs == 3  # hx-train's quick table
+
+
+def test_task_tune_config_under_an_evaluation_preset_applies_its_epochs_batches_and_min_steps():
+  from hx.data import task_spec
+  from hx.presets import task_tune_config
+
+  quick = EVALUATION_PRESETS["quick"]
+  lists = task_tune_config(task_spec("count_digit(3)"), quick)
+  assert (lists.epochs, lists.batch_size, lists.min_steps) == (8, 32, 30)
+  recognize = task_tune_config(task_spec("recognize_digit(3)"), quick)
+  assert (recognize.epochs, recognize.batch_size, recognize.min_steps) == (10, 150, 30)
+  regress = task_tune_config(task_spec("regress_mnist"), quick)  # no group entry: the table's 10 epochs
+  assert (regress.epochs, regress.batch_size) == (10, 32)
+  # Epochs a caller names are trained as named: no floor of steps.
+  named = task_tune_config(task_spec("count_digit(3)"), quick, epochs=2, patience=4, bias_from_targets=False)
+  assert (named.epochs, named.min_steps, named.patience, named.bias_from_targets) == (2, 0, 4, False)
+  paper = task_tune_config(task_spec("sum_digits"), EVALUATION_PRESETS["paper"])
+  assert (paper.epochs, paper.batch_size, paper.min_steps) == (20, 150, 0)
+
+
+def test_task_tune_config_of_a_users_task_keeps_its_own_settings_and_takes_the_callers_changes():
+  import numpy as np
+
+  from hx.data import task_from_arrays
+  from hx.presets import task_tune_config
+
+  x, y = np.zeros((8, 3), np.float32), np.zeros((8, 1), np.float32)
+  task = task_from_arrays("mine", "Tensor<real>[3] -> Tensor<real>[1]", (x, y), (x, y), (x, y),
+                          training={"epochs": 7, "batch_size": 4})
+  for preset in ("paper", EVALUATION_PRESETS["quick"]):  # a preset's table is not a user's task's
+    config = task_tune_config(task.spec, preset)
+    assert (config.epochs, config.batch_size, config.min_steps) == (7, 4, 0)
+  assert task_tune_config(task.spec, "paper", epochs=2, learning_rate=0.01).epochs == 2
+  with pytest.raises(ValueError, match="task 'mine': training settings: .*epochs"):
+    task_tune_config(task.spec, "paper", epochs=-1)

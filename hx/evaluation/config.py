@@ -20,10 +20,9 @@ from hx.data import SEQUENCES, TaskSizes, TaskStream
 from hx.data import Sequence as TaskSequence
 from hx.data import sequence as paper_sequence
 from hx.data.sources import Sources
-from hx.data.tasks import TaskSpec
 from hx.defaults import OMIT_DEFAULT
 from hx.lang.types import GraphType, function_parts
-from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, kind_group, task_tune_config
+from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, task_tune_config
 from hx.synth.schedules import ToEnd
 from hx.synth.space import SearchSpace, paper_space
 from hx.synth.synthesize import STRATEGIES, Budget
@@ -330,28 +329,14 @@ def _sizes(p: Preset, key: str, module_overrides: Mapping[str, Any] | None,
 
 def _tune_configs(p: Preset, specs: Sequence[Any], epochs: int | None, bias_from_targets: bool,
                   patience: int | None) -> tuple[tuple[str, Any], ...]:
-  """(task kind, TuneConfig) for each kind of the sequence's tasks `specs`: the preset's training settings
-  (a user's task's own, `hx.data.ArrayTaskSpec.training`) and the caller's changes."""
-  configs = []
-  for kind, spec in sorted({s.kind: s for s in specs}.items()):
-    changes = {}
-    paper = isinstance(spec, TaskSpec)  # a user's task trains with its own settings only
-    e = epochs if epochs is not None else dict(p.epochs).get(kind_group(kind)) if paper else None
-    if e is not None:
-      changes["epochs"] = e
-    if paper and kind_group(kind) in dict(p.batch_sizes):
-      changes["batch_size"] = dict(p.batch_sizes)[kind_group(kind)]
-    if not bias_from_targets:
-      changes["bias_from_targets"] = False
-    if patience is not None:
-      changes["patience"] = patience
-    if paper and p.min_steps and epochs is None:  # epochs the caller names are trained as named
-      changes["min_steps"] = p.min_steps
-    try:  # the changes applied here, the one point where a run's training settings are filled in
-      configs.append((kind, dataclasses.replace(task_tune_config(spec, p.training), **changes)))
-    except ValueError as err:  # a user's task's own settings, or a change TuneConfig refuses
-      raise ConfigError(str(err)) from None
-  return tuple(configs)
+  """(task kind, TuneConfig) for each kind of the sequence's tasks `specs`, as
+  `hx.presets.task_tune_config` decides them under the preset `p` with the caller's changes."""
+  try:
+    return tuple((kind, task_tune_config(spec, p, epochs=epochs, patience=patience,
+                                         bias_from_targets=None if bias_from_targets else False))
+                 for kind, spec in sorted({s.kind: s for s in specs}.items()))
+  except ValueError as err:  # a user's task's own settings, or a change TuneConfig refuses
+    raise ConfigError(str(err)) from None
 
 
 def _check_sources(sources: Sources) -> None:
