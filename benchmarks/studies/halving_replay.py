@@ -8,13 +8,13 @@
 A survivor of `hx.synth.schedules.halving.successive_halving` resumes exactly where it paused, so its
 validation scores are the first ones of its uninterrupted run: the per-epoch curves that
 `benchmarks/synthesis.py` records for a `full` run (each ranked candidate's `val_history`) say what any
-schedule with whole-epoch rungs would have done (`hx.synth.schedules.halving.replay`), without training again.
+schedule with whole-epoch rungs would have done (`curve_replay.replay`), without training again.
 For each schedule this prints the program halving would return, its validation and test scores (those of its
 full run: halving's winner trains to the end), its rank in the full run, the candidate-epochs trained and an
 estimate of the training seconds (each candidate's seconds per epoch in the full run, times its epochs under
 halving, plus its compilation once), against the full run's.
 
-`--patience P` (0: none) replays early stopping too (`hx.synth.schedules.halving.stop_by_patience`: each curve
+`--patience P` (0: none) replays early stopping too (`curve_replay.stop_by_patience`: each curve
 cut where `TuneConfig.patience = P` would stop it): one row trains every candidate to the end but for its
 early stop ("first" -), the others halve as well.
 
@@ -49,7 +49,8 @@ def replay_schedules(data: dict, firsts: list[float], etas: list[int],
                      patiences: tuple[int | None, ...] = (None,)) -> list[dict]:
   """One row per patience and (first, eta), and per patience one without halving (first None; not for
   patience None, the full run itself): what would have been chosen on `data`'s full run, at what cost."""
-  from hx.synth.schedules.halving import Halving, replay, stop_by_patience
+  from benchmarks.studies.curve_replay import replay, stop_by_patience
+  from hx.synth.schedules.halving import Halving
 
   run = _full_run(data)
   epochs = int(data["epochs"])

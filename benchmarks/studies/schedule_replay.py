@@ -10,7 +10,7 @@ to the end and records each one's validation score after every epoch (`val_histo
 curves say, without training again, what each schedule would have chosen on each task:
 
 - "every candidate": the run itself;
-- "halving F/ETA": `Halving(first=F, eta=ETA)` (`hx.synth.schedules.halving.replay`);
+- "halving F/ETA": `Halving(first=F, eta=ETA)` (`curve_replay.replay`);
 - "short E, keep K": every candidate's first E epochs, scored by its best validation score among them;
   the best K train to the end (their full runs' scores) and the best of those wins;
 - "cheap first, short E against them": `hx.synth.schedules.cheap_first.CheapFirst` with a probe of E epochs:
@@ -272,8 +272,9 @@ def replay_task(task: dict, halvings: list[tuple[float, int]], shorts: list[tupl
                 keep_at: int | None = None, free: bool = False) -> list[dict]:
   """One row per schedule on `task`: the program chosen, its rank in the full run, its validation and
   test scores, candidate-epochs and modelled seconds."""
+  from benchmarks.studies.curve_replay import replay
   from hx.synth.schedules.estimate import spearman
-  from hx.synth.schedules.halving import Halving, replay
+  from hx.synth.schedules.halving import Halving
 
   cands, epochs = task["cands"], task["epochs"]
   full_order = sorted(range(len(cands)), key=lambda i: (cands[i]["val"], i))

@@ -15,7 +15,7 @@ import pytest
 from hx.compile.fitting import Outcome, Prepared
 from hx.lang.parser import parse
 from hx.synth.executors import Job, JobResult
-from hx.synth.schedules.halving import Halving, replay, step_shares, successive_halving
+from hx.synth.schedules.halving import Halving, step_shares, successive_halving
 from hx.synth.space import Candidate
 from hx.synth.synthesize import Budget, synthesize
 from hx.synth.topdown import enumerate_programs
@@ -168,15 +168,13 @@ def test_a_candidate_that_fails_while_priced_is_not_trained_on():
   assert not got[0].ok and got[1].test_score == 0.0
 
 
-def test_equal_time_is_checked_and_cannot_be_replayed():
+def test_equal_time_is_checked():
   with pytest.raises(ValueError, match="Halving.equal"):
     Halving(equal="flops")
   with pytest.raises(ValueError, match="Halving.price"):
     Halving(equal="time", price=1.0)
   with pytest.raises(ValueError, match="Halving.reference"):
     Halving(equal="time", reference="mean")
-  with pytest.raises(ValueError, match="equal epochs"):
-    replay([[1.0, 0.5]], Halving(first=1, eta=2, equal="time"), 2)
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ train 20 candidates to 2 epochs, 5 to 8 and 1 to 20: 82 candidate-epochs instead
 
 Why these defaults (benchmarks/notes/2026-11-23-halving-replay.md; the figures: benchmarks/RESULTS.md,
 "Synthesis"): on CS1's count_digit and SS's sum_digits (20 candidates, 20 epochs, output biases from the
-targets' mean), the full runs' learning curves replayed over first = 1-4 and eta = 2-4 (`replay`) show one
+targets' mean), the full runs' learning curves replayed over first = 1-4 and eta = 2-4 (below) show one
 schedule that keeps the winner's quality on both: first = 2, eta = 4 keeps sum_digits' top program, and on
 count_digit picks a program whose mean test error over five training seeds equals the full run's winner's
 (that winner is mostly its seed's luck). The default before, eta = 3, did not keep sum_digits' winner.
@@ -22,7 +22,7 @@ best and plateaus where the full run's late learner ends far better. Train fully
 best candidate matters: with early stopping (`TuneConfig.patience = 2`), which only stops candidates
 whose curves flatten, that cost less than every epoch of every candidate and returned the full run's
 winner, with its scores, on all three tasks (benchmarks/notes/2026-11-23-early-stopping.md;
-`stop_by_patience` replays it on a full run's curves).
+benchmarks/studies/curve_replay.py's `stop_by_patience` replays it on a full run's curves).
 
 A survivor continues where it paused (`hx.compile.TuneState`: parameters, batch statistics, optimiser
 state, position), so it gets exactly the steps, batches and dropout keys it would have had without
@@ -44,8 +44,8 @@ scored once, for the chosen parameters.
 
 Since a survivor's curve is the start of its uninterrupted one, one run that trains every candidate to
 the end (each `Ranked.val_history`) tells what any schedule with whole-epoch rungs would have chosen
-and trained: `replay` computes it without training again (benchmarks/studies/halving_replay.py runs it over
-schedules on a synthesis benchmark's output).
+and trained: benchmarks/studies/curve_replay.py's `replay` computes it without training again
+(benchmarks/studies/halving_replay.py runs it over schedules on a synthesis benchmark's output).
 """
 
 from __future__ import annotations
@@ -59,8 +59,7 @@ from hx.synth.schedules.base import ScheduleResult, Train, as_estimates, never
 from hx.synth.schedules.estimate import subsample_context
 from hx.synth.space import Candidate
 
-__all__ = ["EQUAL", "REFERENCES", "Halving", "Rung", "replay", "stop_by_patience", "step_shares",
-           "successive_halving"]
+__all__ = ["EQUAL", "REFERENCES", "Halving", "Rung", "step_shares", "successive_halving"]
 
 EQUAL = ("epochs", "time")
 """What a schedule's rungs give every candidate alike (`Halving.equal`)."""
@@ -314,70 +313,3 @@ def step_shares(results: Sequence[JobResult | None], reference: str = "geomean")
     m = known[len(known) // 2] if len(known) % 2 else 0.5 * (known[len(known) // 2 - 1] +
                                                               known[len(known) // 2])
   return [1.0 if c is None or c <= 0 else min(1.0, m / c) for c in costs]
-
-
-def replay(histories: Sequence[Sequence[float]], schedule: Halving, epochs: int) -> tuple[int, ...]:
-  """The epochs each candidate would train under `schedule`, from learning curves of training them all.
-
-  Because a survivor resumes exactly where it paused, its validation scores under halving are the first
-  ones of its uninterrupted run, so the curves of one full run (`Ranked.val_history`, in the search's
-  order) say what any schedule would have done, without training again: which candidates go on at each
-  rung (the same choice as `successive_halving`: the best score so far, ties to the earlier candidate)
-  and how far each trains. A curve shorter than `epochs` is a candidate that stopped early: it trains no
-  further than its curve. Pass an empty curve for a candidate that failed (a failed candidate never
-  goes on, whatever its clean epochs scored).
-
-  Args:
-    histories: per candidate, its validation score after each full epoch, from the first.
-    schedule: the schedule to replay; every rung must end on a whole epoch (validation scores are
-      recorded per epoch).
-    epochs: the epochs of a full run (the task's `TuneConfig.epochs`).
-
-  Returns:
-    Per candidate, the epochs it trains under `schedule` (as `Ranked.epochs_run` would report). With
-    `val_score = min(history[:n])` for those n epochs, the synthesis's winner is the lowest.
-
-  Raises:
-    ValueError: a rung ending inside an epoch, or a curve longer than `epochs`.
-  """
-  if schedule.equal != "epochs":
-    raise ValueError(f"replay needs a schedule of equal epochs: {schedule} gives rungs by the costs of "
-                     "steps, which learning curves do not record")
-  for i, h in enumerate(histories):
-    if len(h) > epochs:
-      raise ValueError(f"candidate {i}'s curve has {len(h)} epochs, more than the run's {epochs}")
-  rungs = schedule.rungs(epochs, len(histories))
-  for rung in rungs:
-    if rung.until != int(rung.until):
-      raise ValueError(f"a rung of {schedule} ends at {rung.until} epochs, inside an epoch: curves "
-                       "recorded per epoch cannot replay it")
-  trained = [0] * len(histories)
-  active = list(range(len(histories)))
-  for k, rung in enumerate(rungs):
-    if k > 0:
-      scores = [min(h[:n]) if n else math.inf for h, n in zip(histories, trained)]
-      active = [i for i in _best(scores, rung.keep) if trained[i] < len(histories[i])]
-    for i in active:
-      trained[i] = min(int(rung.until), len(histories[i]))
-  return tuple(trained)
-
-
-def stop_by_patience(curve: Sequence[float], patience: int | None) -> tuple[float, ...]:
-  """The start of a full run's learning curve that the same candidate trains with
-  `TuneConfig.patience = patience`: Tune stops after `patience` epochs in a row without a validation
-  score below the best so far (an equal score is no better), so the curve ends at that epoch. With
-  `replay`, what early stopping (alone, or within halving's rungs) would have trained and chosen, from
-  one full run's curves. None: no early stopping, the whole curve."""
-  if patience is None:
-    return tuple(curve)
-  if patience < 1:
-    raise ValueError(f"patience must be >= 1 or None, got {patience}")
-  best, since = math.inf, 0
-  for i, v in enumerate(curve):
-    if v < best:
-      best, since = v, 0
-    else:
-      since += 1
-      if since >= patience:
-        return tuple(curve[:i + 1])
-  return tuple(curve)
