@@ -57,6 +57,7 @@ from pathlib import Path
 from hx.atomic import DirectoryInUse
 from hx.baselines import NetworkError
 from hx.bin.checks import module_overrides
+from hx.bin.spellings import strategies_from_names
 from hx.compile.checkpoint import CheckpointError
 from hx.data import SEQUENCES, DataError, Sources
 from hx.evaluation import ConfigError, EvalConfig, load_records, method_label, rebuild_libraries, run
@@ -201,7 +202,7 @@ def main() -> int:
     configs = [EvalConfig.make(s, preset="paper", seeds=_ints(args.seeds), fractions=_floats(args.fractions),
                                tasks=args.tasks, sources=sources, module_overrides=modules,
                                methods=args.methods.split(",") if args.methods else None,
-                               strategies=[x for x in args.strategies.split(",") if x])
+                               strategies=strategies_from_names(args.strategies.split(",")))
                for s in sequences]
     for config in configs:
       # Every directory checked before anything trains: a mismatch is not found hours later. (Not for

@@ -66,6 +66,8 @@ _LAZY = {
     "Library": "hx.synth",
     "synthesize": "hx.synth",
     "Budget": "hx.synth",
+    "TopDown": "hx.synth",
+    "Evolutionary": "hx.synth",
     "SearchSpace": "hx.synth",
     "run_sequence": "hx.synth",
     "load_run": "hx.synth",

@@ -55,6 +55,7 @@ from hx.bin.checks import (
 )
 from hx.bin.data_flags import sources_from_flags
 from hx.bin.executor_flags import executor_from_flags, schedule_from_flags
+from hx.bin.spellings import STRATEGIES, strategies_from_names, strategy_from_name
 from hx.data import SEQUENCES, DataError
 from hx.evaluation.config import METHODS, ConfigError, EvalConfig, method_label
 from hx.presets import EVALUATION_PRESETS
@@ -71,8 +72,8 @@ _PRESET = flags.DEFINE_string("preset", "quick", f"A preset (hx.presets) that ev
 _METHODS = flags.DEFINE_list("methods", None, f"Methods, of {', '.join(METHODS)} (default: those the paper "
                              "compares on the sequence).")
 _STRATEGY = flags.DEFINE_list("strategy", ["topdown"],
-                              "HOUDINI's synthesis strategies: topdown, evolutionary (an error with "
-                              "--methods that leave out houdini).")
+                              f"HOUDINI's synthesis strategies: {', '.join(STRATEGIES)} (each with its "
+                              "default settings; an error with --methods that leave out houdini).")
 _FRACTIONS = flags.DEFINE_list("fractions", None, "Training fractions in (0, 1] (default: the preset's).")
 _SEEDS = flags.DEFINE_list("seeds", None, "Instantiations of the sequence (default: the preset's).")
 _TASKS = flags.DEFINE_integer("tasks", None, "Run only the sequence's first N tasks.")
@@ -136,6 +137,18 @@ def _integers(minimum: int, what: str, count: int | None = None, distinct: bool 
   return problem
 
 
+def _strategy_problem(name: str, value: list[str] | None) -> str | None:
+  """An unknown spelling in --strategy (`hx.bin.spellings`), in one line."""
+  for item in value or []:
+    if item.strip():
+      try:
+        strategy_from_name(item)
+      except ValueError as err:
+        return f"--{name}: {err}"
+  return None
+
+
+check_flag(_STRATEGY, _strategy_problem)
 check_flag(_SEEDS, _integers(0, "instantiation seeds", distinct=True))
 check_flag(_EXAMPLES, _integers(1, "counts (train,val,test)", count=3))
 
@@ -273,10 +286,15 @@ def _make(sequence, given: dict) -> EvalConfig:
   def flag_or_file(flag, key: str, value):
     return value if flag.present or key not in given else given[key]
 
+  try:
+    strategies = strategies_from_names(flag_or_file(_STRATEGY, "strategies", _STRATEGY.value))
+  except ValueError as err:  # a sequence file's (the flag's own are refused when parsed)
+    raise ConfigError(f"the sequence file's strategies: {err}") from None
+
   return EvalConfig.make(
       sequence, preset=flag_or_file(_PRESET, "preset", _PRESET.value),
       methods=flag_or_file(_METHODS, "methods", _METHODS.value),
-      strategies=flag_or_file(_STRATEGY, "strategies", _STRATEGY.value),
+      strategies=strategies,
       fractions=flag_or_file(_FRACTIONS, "fractions", _numbers("fractions", _FRACTIONS.value, float)),
       seeds=flag_or_file(_SEEDS, "seeds", _numbers("seeds", _SEEDS.value, int)),
       tasks=_TASKS.value, candidates=flag_or_file(_CANDIDATES, "candidates", _CANDIDATES.value),

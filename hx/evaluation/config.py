@@ -23,9 +23,9 @@ from hx.data.sources import Sources
 from hx.defaults import OMIT_DEFAULT
 from hx.lang.types import GraphType, function_parts
 from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, task_tune_config
-from hx.synth.schedules import ToEnd
 from hx.synth.space import SearchSpace, paper_space
-from hx.synth.synthesize import STRATEGIES, Budget
+from hx.synth.strategies import Strategy, TopDown, check_strategy
+from hx.synth.synthesize import Budget
 
 __all__ = ["Preset", "EvalConfig", "ConfigError", "METHODS", "BASELINES", "GRAPH_SEQUENCES",
            "default_methods", "method_label"]
@@ -87,7 +87,8 @@ class EvalConfig:
 
   Attributes:
     sequence: "cs1", "cs2", "cs3", "ss", "gs1", "gs2" or "ls", or a user's sequence's name.
-    methods: method ids in run order: "houdini_<strategy>" first, then baselines (`BASELINES`).
+    methods: method ids in run order: "houdini_<name>" first, one per strategy of `strategies` (its
+      `Strategy.name`), then baselines (`BASELINES`).
     fractions: training fractions, ascending, in (0, 1].
     seeds: the sequence's instantiations (each seeds its classes, data and training).
     preset: the preset's name.
@@ -100,6 +101,8 @@ class EvalConfig:
     sources: where the data comes from.
     tune_configs: (task kind, TuneConfig) per kind of the sequence, shared by every method.
     stream: a user's sequence (`hx.data.TaskStream`), whose tasks `instance` gives; None for the paper's.
+    strategies: HOUDINI's search strategies (`hx.synth.strategies`: `TopDown()`, `Evolutionary(...)`),
+      one per method houdini_<name>, with their settings.
   """
   sequence: str
   methods: tuple[str, ...]
@@ -115,6 +118,7 @@ class EvalConfig:
   sources: Sources
   tune_configs: tuple[tuple[str, Any], ...]
   stream: TaskStream | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
+  strategies: tuple[Strategy, ...] = (TopDown(),)
 
   def instance(self, seed: int) -> TaskSequence:
     """The sequence's instantiation `seed` (its tasks, built on first use for the paper's)."""
@@ -126,15 +130,16 @@ class EvalConfig:
   def houdini(self) -> tuple[str, ...]:
     return tuple(m for m in self.methods if m.startswith("houdini_"))
 
-  def strategy(self, method: str) -> str:
-    return method[len("houdini_"):]
+  def strategy(self, method: str) -> Strategy:
+    """The strategy of HOUDINI's `method` (houdini_<name>)."""
+    return next(s for s in self.strategies if f"houdini_{s.name}" == method)
 
   def tune_config(self, kind: str) -> Any:
     return dict(self.tune_configs)[kind]
 
   @classmethod
   def make(cls, sequence: str | TaskStream, *, preset: str = "quick", methods: Sequence[str] | None = None,
-           strategies: Sequence[str] = ("topdown",), fractions: Sequence[float] | None = None,
+           strategies: Sequence[Strategy] = (TopDown(),), fractions: Sequence[float] | None = None,
            seeds: Sequence[int] | None = None, tasks: int | None = None, candidates: int | None = None,
            seconds: float | None = None, epochs: int | None = None,
            module_overrides: Mapping[str, Any] | None = None,
@@ -149,7 +154,10 @@ class EvalConfig:
       methods: from `METHODS` (None: `default_methods(sequence)`, less the baselines that cannot take
         a task of the sequence; empty: refused); "houdini" runs once per strategy. A baseline named here
         that cannot take one of the tasks run is refused (`hx.baselines.refusal`).
-      strategies: HOUDINI's synthesis strategies ("topdown", "evolutionary").
+      strategies: HOUDINI's search strategies, objects with their settings (`hx.synth.TopDown()`,
+        `hx.synth.Evolutionary(...)`; the binaries read their names, `hx.bin.spellings`), each a method
+        houdini_<name>; a budget or search space one does not take (a schedule with the evolutionary
+        search, say) is refused (`hx.synth.strategies.Strategy.check`).
       fractions, seeds: None: the preset's (empty: refused).
       tasks: run the first `tasks` tasks only (default all).
       candidates, seconds: HOUDINI's budget per task: candidate programs, wall seconds.
@@ -194,21 +202,51 @@ class EvalConfig:
     for name, given in (("methods", methods), ("fractions", fractions)):
       if given is not None and not len(given):  # an empty list is a mistake, not a request for the default
         raise ConfigError(f"{name} is empty: give at least one, or None for the default")
-    strategies = tuple(strategies)
+    strategies = _strategies(strategies)
     ordered = _methods(key, methods, strategies, graphs, specs)
     fractions, seeds, tasks = _runs(p, key, fractions, seeds, tasks, len(specs))
-    budget, budgets = _budgets(p, key, candidates, seconds, schedule, strategies, patience, len(specs))
+    budget, budgets = _budgets(p, key, candidates, seconds, schedule, patience, len(specs))
     space = _search_space(p, key, search, graphs)
+    _strategies_take(strategies, budgets, space)
     module_config, sizes = _sizes(p, key, module_overrides, examples, epochs)
     ordered = _baselines_taking(ordered, specs[:tasks], module_config, named=methods is not None)
     _check_sources(sources)
     return cls(sequence=key, methods=ordered, fractions=fractions, seeds=seeds, preset=preset,
                tasks=tasks, budget=budget, budgets=budgets, space=space, module_config=module_config,
                sizes=sizes, sources=sources,
-               tune_configs=_tune_configs(p, specs, epochs, bias_from_targets, patience), stream=stream)
+               tune_configs=_tune_configs(p, specs, epochs, bias_from_targets, patience), stream=stream,
+               strategies=strategies)
 
 
-def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[str, ...],
+def _strategies(strategies: Sequence[Strategy]) -> tuple[Strategy, ...]:
+  """HOUDINI's strategies, checked: strategy objects (a name is the binaries' spelling: refused), at least
+  one, each name once (each is a method houdini_<name>)."""
+  strategies = tuple(strategies)
+  if not strategies:
+    raise ConfigError("strategies is empty: give at least one, e.g. hx.synth.TopDown()")
+  for s in strategies:
+    try:
+      check_strategy(s, Budget(), SearchSpace())
+    except (TypeError, ValueError) as err:
+      raise ConfigError(f"strategies: {err}") from None
+  names = [s.name for s in strategies]
+  if len(set(names)) != len(names):
+    raise ConfigError(f"a strategy is named twice in {', '.join(names)}: each is the method houdini_<name>")
+  return strategies
+
+
+def _strategies_take(strategies: tuple[Strategy, ...], budgets: tuple[Budget, ...],
+                     space: SearchSpace) -> None:
+  """Each strategy's own refusal of a budget or the search space (`Strategy.check`), as a ConfigError."""
+  for s in strategies:
+    for b in budgets:
+      try:
+        s.check(b, space)
+      except ValueError as err:
+        raise ConfigError(str(err)) from None
+
+
+def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[Strategy, ...],
              graphs: bool, specs: Sequence[Any]) -> tuple[str, ...]:
   """The methods in run order ("houdini_<strategy>" first, then the baselines), checked."""
   methods = tuple(methods) if methods is not None else default_methods(key, graphs)
@@ -217,9 +255,6 @@ def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[str, ...
       raise ConfigError(f"unknown method {m!r}; the methods are {', '.join(METHODS)}")
   if len(set(methods)) != len(methods):
     raise ConfigError(f"a method is named twice in {', '.join(methods)}")
-  if not strategies or any(s not in STRATEGIES for s in strategies):
-    raise ConfigError(f"unknown strategy in {', '.join(strategies) or '(none)'}; the strategies are "
-                      f"{', '.join(STRATEGIES)}")
   if "pnn" in methods and graphs:
     k, spec = next(((k, s) for k, s in enumerate(specs) if _has_graphs([s])), (0, specs[0]))
     raise ConfigError(f"pnn is not defined for the graph sequence {key} (the paper does not compare "
@@ -231,7 +266,7 @@ def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[str, ...
     if "houdini" not in methods:
       raise ConfigError("standalone_with_fold trains HOUDINI's program from scratch: add houdini to the "
                         "methods")
-  ordered = [f"houdini_{s}" for s in strategies if "houdini" in methods]
+  ordered = [f"houdini_{s.name}" for s in strategies if "houdini" in methods]
   return tuple(ordered + [m for m in BASELINES if m in methods])
 
 
@@ -271,12 +306,8 @@ def _runs(p: Preset, key: str, fractions: Sequence[float] | None, seeds: Sequenc
 
 
 def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None, schedule: Any,
-             strategies: tuple[str, ...], patience: int | None, n: int) -> tuple[Budget, tuple[Budget, ...]]:
+             patience: int | None, n: int) -> tuple[Budget, tuple[Budget, ...]]:
   """The sequence's default budget and each task's (`candidates` overrides every task's), checked."""
-  if schedule is not None and schedule != ToEnd() and "evolutionary" in strategies:
-    name = type(schedule).__name__
-    raise ConfigError(f"a schedule ({name}: --schedule) is for the top-down strategy; the "
-                      "evolutionary one scores each generation to the end")
   if patience is not None and patience < 1:
     raise ConfigError(f"patience must be >= 1, got {patience}")
   default = _budget(p, key)

@@ -100,6 +100,13 @@ def settings_json(config: EvalConfig) -> dict:
   (`hx.data.Sources.identity`)."""
   settings = jsonable(config)
   settings["sources"] = config.sources.identity()
+  # HOUDINI's strategies are in `methods` by name (houdini_<name>); their own settings (an evolutionary
+  # search's population, ...) are written where they are not the defaults only, so that the runs saved
+  # before strategies were objects keep their settings.
+  del settings["strategies"]
+  changed = {s.name: jsonable(s) for s in config.strategies if s != type(s)()}
+  if changed:
+    settings["strategy_settings"] = changed
   if config.stream is not None:
     # A user's tasks by what they hold, so that a directory is never resumed on other data.
     from hx.compile.checkpoint import fingerprint

@@ -2,7 +2,7 @@
 lifelong runner::
 
     library = hx.Library()
-    result = hx.synthesize(task, library, strategy="topdown", budget=hx.synth.Budget(candidates=20))
+    result = hx.synthesize(task, library, strategy=hx.synth.TopDown(), budget=hx.synth.Budget(candidates=20))
     for candidate in hx.synth.enumerate(task.type, result.library, limit=10):  # the order, untrained
       print(candidate)
     run = hx.synth.run_sequence(hx.data.sequence("cs1"), "runs/cs1")
@@ -35,7 +35,8 @@ from hx.synth.space import (
   normal_form,
   paper_space,
 )
-from hx.synth.synthesize import STRATEGIES, Budget, Ranked, SynthesisResult, synthesize, task_context
+from hx.synth.strategies import Evolutionary, Strategy, TopDown
+from hx.synth.synthesize import Budget, Ranked, SynthesisResult, synthesize, task_context
 from hx.synth.topdown import EnumerationStats, enumerate_programs
 
 enumerate = enumerate_programs  # noqa: A001 -- the short name users call: hx.synth.enumerate(...)
@@ -45,11 +46,11 @@ __all__ = [
     "COMBINATORS", "ORDERS", "Candidate", "Costs", "SearchSpace", "equivalence_key", "normal_form",
     "paper_space",
     "EnumerationStats", "enumerate", "enumerate_programs",
-    "EvolutionConfig", "Generation", "evolve",
+    "EvolutionConfig", "Generation", "evolve", "Strategy", "TopDown", "Evolutionary",
     "Checkpoints", "Executor", "Job", "JobResult", "LocalExecutor", "TaskContext", "job_seed",
     "train_program",
     "make_executor", "default_executor", "ToEnd", "Halving", "Estimate", "CheapFirst", "parse_schedule",
-    "STRATEGIES", "Budget", "Ranked", "SynthesisResult", "synthesize", "task_context",
+    "Budget", "Ranked", "SynthesisResult", "synthesize", "task_context",
     "SequenceRun", "SettingsMismatch", "run_sequence",
     "Predictor", "RunProgram", "SavedRun", "load_run",
 ]

@@ -60,6 +60,7 @@ from hx.synth.run_directory import (
   training_seed,
 )
 from hx.synth.space import SearchSpace
+from hx.synth.strategies import Evolutionary, Strategy, TopDown, check_strategy
 from hx.synth.synthesize import Budget, SynthesisResult, synthesize
 
 __all__ = ["SequenceRun", "SettingsMismatch", "run_sequence", "record", "RECORD_VERSION"]
@@ -136,8 +137,8 @@ def library_size(library: Any) -> dict:
           "bytes": int(sum(leaf.nbytes for e in library.entries for leaf in e.leaves))}
 
 
-def _settings(sequence: Any, strategy: str, fractions: Sequence[float], budget: Any, space: SearchSpace,
-              module_config: Any, tune_configs: dict, evolution: EvolutionConfig, keep: int) -> dict:
+def _settings(sequence: Any, strategy: Strategy, fractions: Sequence[float], budget: Any, space: SearchSpace,
+              module_config: Any, tune_configs: dict, keep: int) -> dict:
   # A library seed other than the sequence's name (a user's sequence's) seeds other trainings: written
   # then only, so that the paper's runs, whose names were their library seeds, keep their settings.
   library_seed = _library_seed(sequence)
@@ -148,8 +149,15 @@ def _settings(sequence: Any, strategy: str, fractions: Sequence[float], budget: 
       "classes": dict(sequence.classes),
       "tasks": [t.name for t in sequence.tasks], "sources": sequence.sources.identity(),
       "sizes": sequence.sizes,
-      "strategy": strategy, "fractions": list(fractions), "budget": budget, "space": space,
-      "module_config": module_config, "tune_configs": tune_configs, "evolution": evolution, "keep": keep})
+      "strategy": strategy.name, "fractions": list(fractions), "budget": budget, "space": space,
+      "module_config": module_config, "tune_configs": tune_configs, "evolution": _evolution(strategy),
+      "keep": keep})
+
+
+def _evolution(strategy: Strategy) -> EvolutionConfig:
+  """settings.json's "evolution": the evolutionary strategy's settings, and for another strategy the
+  defaults (every run wrote them before strategies were objects, and its settings must still match)."""
+  return strategy.config if isinstance(strategy, Evolutionary) else EvolutionConfig()
 
 
 def _library_seed(sequence: Any) -> Any:
@@ -180,18 +188,18 @@ def _rebuilt_library(full: Any, library: Any, rec: dict, *, sequence: str, libra
   return rebuilt
 
 
-def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str = "topdown",
+def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: Strategy = TopDown(),
                  fractions: Sequence[float] = (1.0,), budget: Budget | Sequence[Budget] = Budget(),
                  space: SearchSpace = SearchSpace(), module_config: Any = None, preset: str = "paper",
-                 tune_configs: dict | None = None, evolution: EvolutionConfig = EvolutionConfig(),
-                 executor: Any = None, keep: int = 3, progress: bool = False,
-                 stop_after: int | None = None, checkpoints: bool = True) -> SequenceRun:
+                 tune_configs: dict | None = None, executor: Any = None, keep: int = 3,
+                 progress: bool = False, stop_after: int | None = None,
+                 checkpoints: bool = True) -> SequenceRun:
   """Runs HOUDINI over `sequence` (an `hx.data.Sequence`), writing into `directory` (see the module doc).
 
   Args:
     sequence: the task sequence, instantiated (its seed also seeds every synthesis).
     directory: the result directory (created; resumed if it holds this run).
-    strategy, budget, space, module_config, evolution, executor, keep: as for `hx.synthesize`; `budget`
+    strategy, budget, space, module_config, executor, keep: as for `hx.synthesize`; `budget`
       may also be one `Budget` per task of the sequence (the authors' budgets differ by task).
     fractions: training fractions to run each task on, in (0, 1].
     preset: where the training settings come from when `tune_configs` is None: `hx.presets.task_tune_config`
@@ -206,7 +214,9 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
 
   Raises:
     SettingsMismatch: `directory` holds another run, or is not empty and holds no run.
-    ValueError: a fraction outside (0, 1], or `tune_configs` missing a kind of the sequence's tasks.
+    TypeError: `strategy` is not a strategy object (`hx.synthesize`).
+    ValueError: a fraction outside (0, 1], `tune_configs` missing a kind of the sequence's tasks, or a
+      budget or space the strategy does not take (`hx.synth.strategies.Strategy.check`).
   """
   from hx.compile import ModuleConfig
 
@@ -216,15 +226,17 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: str =
   budgets = tuple(budget) if isinstance(budget, (tuple, list)) else (budget,) * len(sequence)
   if len(budgets) != len(sequence):
     raise ValueError(f"{len(budgets)} budgets for the {len(sequence)} tasks of {sequence.name}")
+  for b in budgets:  # refused before settings.json is written
+    check_strategy(strategy, b, space)
   budget = budgets[0] if all(b == budgets[0] for b in budgets) else budgets  # one: settings.json as before
   module_config = module_config or ModuleConfig()
   configs = _tune_configs(sequence, preset, tune_configs)
   directory = Path(directory)
-  settings = _settings(sequence, strategy, fractions, budget, space, module_config, configs, evolution, keep)
+  settings = _settings(sequence, strategy, fractions, budget, space, module_config, configs, keep)
   with hold_directory(directory):  # one process writes a run directory; a refused one writes nothing
     started = open_settings(directory, settings)
     plan = _Plan(sequence, directory, started, strategy, fractions, budgets, space, module_config, configs,
-                 evolution, keep, progress, checkpoints)
+                 keep, progress, checkpoints)
     library, done = _saved_library(directory, len(sequence))
     records = [read_record(record_file(directory, i + 1, sequence.build(i).name, f))
                for i in range(done) for f in fractions]
@@ -250,13 +262,12 @@ class _Plan:
   sequence: Any
   directory: Path
   started: str
-  strategy: str
+  strategy: Strategy
   fractions: tuple[float, ...]
   budgets: tuple[Budget, ...]
   space: SearchSpace
   module_config: Any
   configs: dict
-  evolution: EvolutionConfig
   keep: int
   progress: bool
   checkpoints: bool
@@ -331,7 +342,7 @@ def _search_task(plan: _Plan, i: int, library: Any, executor: Any, records: list
     scores = candidates_dir(directory, i + 1, full.name, f) if plan.checkpoints else None
     result = synthesize(task, library, strategy=plan.strategy, budget=plan.budgets[i], seed=seed,
                         space=plan.space, module_config=plan.module_config,
-                        tune_config=plan.configs[full.spec.kind], evolution=plan.evolution, executor=executor,
+                        tune_config=plan.configs[full.spec.kind], executor=executor,
                         sequence=seq.name, keep=plan.keep, progress=plan.progress, when=plan.started,
                         checkpoint_dir=saving, scores_dir=scores, library_seed=_library_seed(seq))
     rec = record(result, task, sequence=seq.name, index=i + 1, fraction=f, seed=seed, library_before=library)

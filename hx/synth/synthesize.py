@@ -1,17 +1,17 @@
 """`hx.synthesize`: find, train and rank programs for a task, and extend the library with the winner.
 
-    result = hx.synthesize(task, library, strategy="topdown", budget=Budget(candidates=20), seed=0)
+    result = hx.synthesize(task, library, strategy=TopDown(), budget=Budget(candidates=20), seed=0)
     print(result.best.program, result.best.val_score, result.best.test_score)
     library = result.library          # the winner's fresh functions frozen in, named nn_<sequence>_<k>
 
 This is HOUDINI's learning algorithm for one task (paper section 3), in four steps: the symbolic module,
-a strategy (`hx.synth.strategies`: top-down enumeration, `hx.synth.topdown`, or evolution,
-`hx.synth.evolution`), proposes typed programs over the library; the neural module (Tune, through an
-executor, `hx.synth.executors`) trains them under the budget's schedule (`hx.synth.schedules`: every one
-to the end by default); the candidates are ranked; the library is extended with the winner. The program
-with the best validation score wins; its test score was computed once, for the parameters of its best
-validation epoch. A candidate that failed (its loss became NaN, say) ranks below every candidate that
-trained, whatever its scores.
+a strategy (`hx.synth.strategies`: top-down enumeration, `TopDown()`, `hx.synth.topdown`, or
+evolution, `Evolutionary(...)`, `hx.synth.evolution`), proposes typed programs over the library; the
+neural module (Tune, through an executor, `hx.synth.executors`) trains them under the budget's schedule
+(`hx.synth.schedules`: every one to the end by default); the candidates are ranked; the library is
+extended with the winner. The program with the best validation score wins; its test score was computed
+once, for the parameters of its best validation epoch. A candidate that failed (its loss became NaN,
+say) ranks below every candidate that trained, whatever its scores.
 """
 
 from __future__ import annotations
@@ -29,17 +29,15 @@ from hx.compile.fitting import OUT_OF_MEMORY, HoldsOutcome, Outcome
 from hx.compile.losses import standard_error
 from hx.lang import program as P
 from hx.lang.types import Type
-from hx.synth.evolution import EvolutionConfig
 from hx.synth.executors import Executor, make_executor
 from hx.synth.jobs import Job, JobResult, TaskContext, job_seed, run_job
 from hx.synth.progress import Progress
 from hx.synth.schedules import Schedule, Scored, ToEnd
 from hx.synth.space import Candidate, Completer, SearchSpace, with_library_seed
-from hx.synth.strategies import STRATEGIES, Strategy, make_strategy
+from hx.synth.strategies import Search, SearchSetup, Strategy, TopDown, check_strategy
 from hx.synth.topdown import EnumerationStats
 
-__all__ = ["Budget", "Ranked", "SynthesisResult", "synthesize", "task_context", "retrain_winner",
-           "STRATEGIES"]
+__all__ = ["Budget", "Ranked", "SynthesisResult", "synthesize", "task_context", "retrain_winner"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,7 +158,7 @@ class SynthesisResult:
 
   Attributes:
     task: the task's name.
-    strategy: "topdown" or "evolutionary".
+    strategy: the strategy's name (`Strategy.name`): "topdown" or "evolutionary".
     ranked: every candidate considered, best first (trained by validation score, then those an `Estimate`
       schedule did not train to the end by their estimate, then failed, then equivalent ones).
     library: the library extended with the winner's fresh functions (the input library if nothing
@@ -321,11 +319,10 @@ def task_context(task: Any, library: Any = None, module_config: Any = None, tune
                      module_config=module_config or ModuleConfig(), checkpoints=checkpoints)
 
 
-def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", budget: Budget = Budget(),
+def synthesize(task: Any, library: Any = None, *, strategy: Strategy = TopDown(), budget: Budget = Budget(),
                seed: int = 0, space: SearchSpace = SearchSpace(), module_config: Any = None,
-               tune_config: Any = None, evolution: EvolutionConfig = EvolutionConfig(),
-               executor: Executor | str | None = None, sequence: str | None = None, keep: int = 3,
-               progress: bool = False, when: str | None = None,
+               tune_config: Any = None, executor: Executor | str | None = None, sequence: str | None = None,
+               keep: int = 3, progress: bool = False, when: str | None = None,
                checkpoint_dir: os.PathLike | str | None = None,
                scores_dir: os.PathLike | str | None = None,
                library_seed: int | str | None = None) -> SynthesisResult:
@@ -335,10 +332,13 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
     task: an `hx.Task` (from `hx.data.build_task` or a sequence), or any value with its attributes
       `name`, `type`, `objective`, `train`, `val`, `test` and `table` (then pass `tune_config`).
     library: the `hx.Library` of trained functions (default: empty).
-    strategy: "topdown" (enumeration in order of cost) or "evolutionary".
+    strategy: the search strategy, an object of `hx.synth.strategies` with its own settings: `TopDown()`
+      (enumeration in the space's order, the default) or `Evolutionary(EvolutionConfig(...))` (evolution:
+      its population, generations and rates). A setting of this call that does not apply to it (the
+      evolutionary search with a schedule, say) is refused (`Strategy.check`).
     budget: candidates to train, partial programs to expand, wall time, and the schedule (every candidate
       to the end by default; `Halving`, `CheapFirst`, `Estimate`: `hx.synth.schedules`).
-    seed: seeds the search (evolution) and every candidate's training (`job_seed`).
+    seed: seeds the evolutionary search and every candidate's training (`job_seed`).
     space: what programs may be built (intermediate types, repeat counts, size and fresh limits).
     module_config: module sizes (an `hx.ModuleConfig`). The default, `hx.ModuleConfig()`, is the paper's
       (appendix C): an MLP with one hidden layer of 1,024 units, batch norm and dropout 0.5; a CNN of 32
@@ -347,7 +347,6 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
       LSTM of 32) are `hx.presets.EVALUATION_PRESETS["quick"].module_config`.
     tune_config: training settings (default: `hx.presets.task_tune_config` of the task: its kind's, or a
       user's task's own).
-    evolution: population, generations and rates of the evolutionary search.
     executor: where candidates train: an Executor, or a name of `hx.synth.executors.make_executor`
       ("local", the default: in this process; "processes"; "ray"), made for this call and closed after
       it. A parallel executor is handed `parallelism` candidates or more at a time (all of the
@@ -377,6 +376,10 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
 
   Returns:
     A `SynthesisResult`.
+
+  Raises:
+    TypeError: `strategy` is not a strategy object (a name such as "topdown" is the binaries' spelling).
+    ValueError: a setting the strategy does not take, or a `keep` below 1.
   """
   from hx.synth.library import Library
   from hx.synth.prior import offer, one_fresh, reused_programs
@@ -405,16 +408,16 @@ def synthesize(task: Any, library: Any = None, *, strategy: str = "topdown", bud
   try:
     with show.watching():  # the epochs of candidates that train in this process move the bar
       search, results, estimates = _search_and_train(task.type, context, executor, show, strategy=strategy,
-                                                     budget=budget, space=space, evolution=evolution,
-                                                     seed=seed, wall=wall, first=first, then=then,
+                                                     budget=budget, space=space, seed=seed, wall=wall,
+                                                     first=first, then=then,
                                                      seeded=_seeded(sequence, library_seed))
   finally:
     show.close()
     if owned:
       executor.close()
-  result = _ranked_and_added(task, context, library, strategy, search, results, estimates, space, keep=keep,
-                             sequence=sequence, when=when, wall=wall)
-  shortfall = _shortfall(task, strategy, budget, space, search, len(results) - len(first), wall)
+  result = _ranked_and_added(task, context, library, strategy.name, search, results, estimates, space,
+                             keep=keep, sequence=sequence, when=when, wall=wall)
+  shortfall = _shortfall(task, budget, search, len(results) - len(first), wall)
   if shortfall is not None:
     logging.warning("%s", shortfall)
   cannot_fit = _cannot_fit(task, result.ranked)
@@ -439,8 +442,7 @@ def _cannot_fit(task: Any, ranked: Sequence[Ranked]) -> str | None:
           "--module, or smaller batches fit it in less)")
 
 
-def _shortfall(task: Any, strategy: str, budget: Budget, space: SearchSpace, search: Strategy, trained: int,
-               wall: float) -> str | None:
+def _shortfall(task: Any, budget: Budget, search: Search, trained: int, wall: float) -> str | None:
   """Why a synthesis trained fewer than `budget.candidates` candidates (`trained` of them, earlier
   programs proposed on top of the budget not counted), with the size of the space where the search ran
   out of programs; None where it trained as many as asked (or no number was asked)."""
@@ -453,36 +455,27 @@ def _shortfall(task: Any, strategy: str, budget: Budget, space: SearchSpace, sea
   stats = search.enumeration
   if budget.enumerated is not None and stats is not None and stats.expanded >= budget.enumerated:
     return f"{head}: the search expanded as many partial programs as Budget.enumerated={budget.enumerated}"
-  if strategy != "topdown":
-    return f"{head}: the evolutionary search proposed only {_count(trained, 'distinct program')}"
-  return (f"{head}: the search space holds only {_count(trained, 'program')} of type {task.type} (the "
-          f"SearchSpace decides which: max_size {space.max_size}, max_fresh {space.max_fresh}, "
-          "intermediate_types, combinators)")
+  return f"{head}: {search.exhausted(trained)}"
 
 
-def _check_arguments(strategy: str, budget: Budget, keep: int, space: SearchSpace) -> None:
-  """ValueError for a strategy, a keep, a schedule or a space `synthesize` cannot run."""
-  if strategy not in STRATEGIES:
-    raise ValueError(f"unknown strategy {strategy!r}; the strategies are {', '.join(STRATEGIES)}")
-  if space.reused_programs and strategy != "topdown":
-    raise ValueError("SearchSpace.reused_programs proposes earlier programs before the top-down "
-                     "enumeration; the evolutionary search draws its own initial population")
+def _check_arguments(strategy: Strategy, budget: Budget, keep: int, space: SearchSpace) -> None:
+  """TypeError for a strategy that is no strategy object; ValueError for a keep `synthesize` cannot run,
+  or a budget or space the strategy does not take (`Strategy.check`)."""
+  check_strategy(strategy, budget, space)
   if keep < 1:
     raise ValueError(f"keep must be >= 1, got {keep}")
-  if budget.schedule is not None and strategy != "topdown":
-    raise ValueError("the schedules (Budget.schedule: halving, estimates, cheap first) are for the top-down "
-                     "strategy; evolution scores each generation to the end")
 
 
 def _search_and_train(task_type: Type, context: TaskContext, executor: Executor, show: Progress, *,
-                      strategy: str, budget: Budget, space: SearchSpace, evolution: EvolutionConfig,
-                      seed: int, wall: float, first: Sequence[Candidate] = (), then: Any = None,
+                      strategy: Strategy, budget: Budget, space: SearchSpace, seed: int, wall: float,
+                      first: Sequence[Candidate] = (), then: Any = None,
                       seeded: Callable[[Candidate], Candidate] = lambda c: c
-                      ) -> tuple[Strategy, list[JobResult], dict[int, Scored]]:
-  """The strategy proposes, the schedule trains, until the strategy stops or the budget runs out: the
-  strategy, every candidate's result in the order of their jobs, and the estimates of those the schedule
-  stopped before the end (by job index). `first` and `then`: `TopDown`'s (`first` on top of the budget's
-  candidates); `seeded`: each proposed candidate as its training is seeded (`_seeded`)."""
+                      ) -> tuple[Search, list[JobResult], dict[int, Scored]]:
+  """The strategy's search proposes, the schedule trains, until the search stops or the budget runs out:
+  the search, every candidate's result in the order of their jobs, and the estimates of those the
+  schedule stopped before the end (by job index). `first` and `then`: the top-down search's
+  (`hx.synth.strategies.TopDownSearch`; `first` on top of the budget's candidates); `seeded`: each
+  proposed candidate as its training is seeded (`_seeded`)."""
   deadline = None if budget.seconds is None else wall + budget.seconds
   results: list[JobResult] = []
   estimates: dict[int, Scored] = {}
@@ -497,10 +490,10 @@ def _search_and_train(task_type: Type, context: TaskContext, executor: Executor,
   # In the search's order, candidates go to the executor in batches it can run at once; without a time
   # budget all of them in one (a parallel executor then keeps every worker busy to the end).
   batch = budget.candidates if budget.seconds is None and budget.candidates else parallelism
-  search = make_strategy(strategy, task_type, context.library, space=space,
-                         module_config=context.module_config, limit=budget.candidates,
-                         max_expanded=budget.enumerated, batch=batch, evolution=evolution, seed=seed,
-                         stop=out_of_budget, first=first, then=then)
+  search = strategy.start(SearchSetup(task_type, context.library, space=space,
+                                       module_config=context.module_config, limit=budget.candidates,
+                                       max_expanded=budget.enumerated, batch=batch, first=first, then=then,
+                                       seed=seed, stop=out_of_budget))
   schedule = budget.training_schedule
   scores: dict[tuple, float] = {}
   while (proposed := search.propose(scores)) is not None:
@@ -513,7 +506,7 @@ def _search_and_train(task_type: Type, context: TaskContext, executor: Executor,
   return search, results, estimates
 
 
-def _ranked_and_added(task: Any, context: TaskContext, library: Any, strategy: str, search: Strategy,
+def _ranked_and_added(task: Any, context: TaskContext, library: Any, strategy: str, search: Search,
                       results: list[JobResult], estimates: dict[int, Scored], space: SearchSpace, *,
                       keep: int, sequence: str | None, when: str | None, wall: float) -> SynthesisResult:
   """The candidates ranked (the winner trained again where its outcome was kept without variables), the

@@ -59,6 +59,9 @@ def test_a_sequence_file_runs_to_its_report_and_resumes(tmp_path):
     ('preset = "huge"', (), "unknown preset 'huge'"),
     ("", ("--methods=houdini,rnn",), "unknown method 'rnn'"),
     ("", ("--methods=houdini,pnn", "--fractions=2"), "training fraction 2 is outside (0, 1]"),
+    ('strategies = ["random"]', (),
+     "error: the sequence file's strategies: unknown strategy 'random'; the strategies are topdown, "
+     "evolutionary"),
 ]))
 def test_a_bad_sequence_file_or_flag_is_one_line(tmp_path, extra, flags, message):
   path = write(tmp_path, extra)

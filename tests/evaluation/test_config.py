@@ -1,4 +1,5 @@
-"""The presets per sequence: module sizes (`Preset.modules`), search spaces and budgets."""
+"""The presets per sequence: module sizes (`Preset.modules`), search spaces and budgets; HOUDINI's
+strategies as objects, one method each, and what each refuses."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from hx.evaluation.config import ConfigError, EvalConfig
 from hx.lang.parser import parse
 from hx.lang.types import parse_type
 from hx.presets import EVALUATION_PRESETS
+from hx.synth.evolution import EvolutionConfig
+from hx.synth.schedules import Halving
 from hx.synth.space import SearchSpace
+from hx.synth.strategies import Evolutionary, TopDown
 
 IMAGE = "Tensor<real>[3][28][28]"
 STATE = "Tensor<real>[2]"
@@ -69,3 +73,50 @@ def test_the_quick_preset_searches_the_graph_sequences_as_the_paper_preset_does(
   assert len(positions) == 5 and all(p.position <= quick.budgets[1].candidates for p in positions), positions
   first = list(rank1_positions("paper", space=SearchSpace(order="cost"), tables=["tab:GS2Progs"]))
   assert first[1].position > 4 and first[2].position > 4
+
+
+def test_each_strategy_object_is_a_houdini_method_with_its_settings():
+  small = Evolutionary(EvolutionConfig(population=4, generations=2))
+  c = EvalConfig.make("cs1", methods=["houdini", "llt"], strategies=[small, TopDown()])
+  assert c.methods == ("houdini_evolutionary", "houdini_topdown", "llt")
+  assert c.strategy("houdini_evolutionary") is small and c.strategy("houdini_topdown") == TopDown()
+  assert EvalConfig.make("cs1").strategies == (TopDown(),)
+
+
+@pytest.mark.parametrize("strategies, message", [
+    (("topdown",), "strategies: strategy must be a strategy object, hx.synth.TopDown() or "
+                   "hx.synth.Evolutionary(...), got 'topdown' (the name 'topdown' is how the binaries' flags "
+                   "spell one)"),
+    ((), "strategies is empty: give at least one, e.g. hx.synth.TopDown()"),
+    ((TopDown(), TopDown()), "a strategy is named twice in topdown, topdown: each is the method "
+                             "houdini_<name>"),
+])
+def test_strategies_that_are_no_objects_or_twice_the_same_method_are_refused(strategies, message):
+  with pytest.raises(ConfigError) as err:
+    EvalConfig.make("cs1", strategies=strategies)
+  assert str(err.value) == message
+
+
+def test_the_evolutionary_strategys_own_check_refuses_a_schedule_and_reused_programs():
+  with pytest.raises(ConfigError) as err:
+    EvalConfig.make("cs1", strategies=[TopDown(), Evolutionary()], schedule=Halving())
+  assert str(err.value) == ("a schedule (Halving) is for the top-down strategy; the evolutionary one scores "
+                            "each generation to the end")
+  with pytest.raises(ConfigError, match="SearchSpace.reused_programs proposes earlier programs"):
+    EvalConfig.make("cs1", strategies=[Evolutionary()], search={"library_tasks": 2, "reused_programs": 1})
+  EvalConfig.make("cs1", strategies=[TopDown()], schedule=Halving(),
+                  search={"library_tasks": 2, "reused_programs": 1})
+
+
+def test_the_settings_write_a_strategys_own_settings_only_where_they_are_not_its_defaults():
+  from hx.evaluation.runner import settings_json
+
+  plain = settings_json(EvalConfig.make("cs1", methods=["houdini"], strategies=[TopDown(), Evolutionary()]))
+  assert plain["methods"] == ["houdini_topdown", "houdini_evolutionary"]
+  assert "strategies" not in plain and "strategy_settings" not in plain  # as runs wrote them before
+  small = EvolutionConfig(population=4, generations=2)
+  changed = settings_json(EvalConfig.make("cs1", methods=["houdini"], strategies=[Evolutionary(small)]))
+  assert changed["strategy_settings"] == {"evolutionary": {"config": {
+      "population": 4, "generations": 2, "crossover_rate": 0.5, "mutation_rate": 0.3, "tries": 20}}}
+  assert {k: v for k, v in changed.items() if k not in ("strategy_settings", "methods")} == {
+      k: v for k, v in plain.items() if k != "methods"}

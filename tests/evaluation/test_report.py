@@ -12,7 +12,7 @@ from hx.evaluation import ConfigError, EvalConfig, build_report, load_records, s
 from hx.evaluation.paper import paper_top
 from hx.evaluation.records import fraction_file, task_dir
 from hx.presets import task_sizes
-from hx.synth import SearchSpace, paper_space
+from hx.synth import Evolutionary, SearchSpace, TopDown, paper_space
 
 
 def _write(directory, method, instance, index, task, fraction, test, *, metric="rmse", synthetic=False,
@@ -151,7 +151,7 @@ def test_presets_and_their_checks():
   assert paper.space == paper_space(graphs=False) and quick.space == SearchSpace(order="cost")
   assert paper.module_config == ModuleConfig() and paper.tune_config("sum_digits").epochs == 20
   assert {c.min_steps for _, c in paper.tune_configs} == {0}
-  gs = EvalConfig.make("gs2", preset="paper", strategies=("topdown", "evolutionary"))
+  gs = EvalConfig.make("gs2", preset="paper", strategies=(TopDown(), Evolutionary()))
   assert gs.methods == ("houdini_topdown", "houdini_evolutionary", "standalone", "llt")
   # GraphSeq.py: M=10 for the regression, M=60 for each shortest-path task.
   assert gs.fractions == (1.0,) and [b.candidates for b in gs.budgets] == [10, 60, 60]

@@ -31,6 +31,7 @@ from hx.synth.schedules.cheap_first import (
   survivors,
 )
 from hx.synth.space import Candidate, SearchSpace
+from hx.synth.strategies import Evolutionary
 from hx.synth.synthesize import Budget, synthesize
 from tests.synth.test_estimate import cs1  # noqa: F401 -- the fixture
 from tests.synth.test_synthesize import TINY
@@ -432,7 +433,7 @@ def test_bad_schedules_are_refused():
   with pytest.raises(ValueError, match="keep_at must be a positive number of epochs or None, got 0"):
     CheapFirst(keep_at=0)
   with pytest.raises(ValueError, match="top-down"):
-    synthesize(None, None, strategy="evolutionary", budget=Budget(schedule=CheapFirst()))
+    synthesize(None, None, strategy=Evolutionary(), budget=Budget(schedule=CheapFirst()))
 
 
 def _synth(cs1, schedule):  # noqa: F811

@@ -17,7 +17,7 @@ from hx.compile.values import ListBatch, gather, take
 from hx.data import TaskSizes, sequence
 from hx.lang import parse
 from hx.lang.types import parse_type
-from hx.synth import Budget, Estimate, Library, Trained, synthesize
+from hx.synth import Budget, Estimate, Evolutionary, Library, Trained, synthesize
 from hx.synth.schedules.estimate import (
   compact_table,
   fit_head,
@@ -303,7 +303,7 @@ def test_the_candidates_trained_to_the_end_are_those_of_training_every_candidate
 def test_estimates_are_for_top_down_only(cs1):
   task, library = cs1
   with pytest.raises(ValueError, match="top-down"):
-    synthesize(task, library, strategy="evolutionary", budget=Budget(candidates=2, schedule=Estimate()),
+    synthesize(task, library, strategy=Evolutionary(), budget=Budget(candidates=2, schedule=Estimate()),
                module_config=TINY, tune_config=TuneConfig(epochs=1))
 
 

@@ -33,6 +33,7 @@ from hx.synth.executors import (
 )
 from hx.synth.parallel import ProcessExecutor, _portable, _restore, available_cpus
 from hx.synth.schedules.halving import Halving, Rung
+from hx.synth.strategies import Evolutionary
 from hx.synth.synthesize import Budget, synthesize
 from tests.synth.test_synthesize import TINY, sum_task
 
@@ -134,7 +135,7 @@ def test_halving_rungs():
 
 def test_halving_is_for_the_topdown_strategy():
   with pytest.raises(ValueError, match="top-down"):
-    synthesize(sum_task(n=60), None, strategy="evolutionary", budget=Budget(schedule=Halving()),
+    synthesize(sum_task(n=60), None, strategy=Evolutionary(), budget=Budget(schedule=Halving()),
                tune_config=CONFIG)
 
 

@@ -301,7 +301,7 @@ def test_a_search_scores_earlier_programs_as_they_are_then_trains_the_best_with_
   assert ranked[0].val_score < ranked[1].val_score
   assert result.candidates_trained == 4
   with pytest.raises(ValueError, match="reused_programs proposes earlier programs before the top-down"):
-    hx.synthesize(_task("is_left_again", "left", 7), library, strategy="evolutionary", space=space)
+    hx.synthesize(_task("is_left_again", "left", 7), library, strategy=hx.synth.Evolutionary(), space=space)
 
 
 def test_within_the_reuse_tolerance_the_fewest_fresh_functions_win(two_tasks):

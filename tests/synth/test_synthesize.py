@@ -18,9 +18,11 @@ from hx.compile.values import ListBatch, Split
 from hx.data import Sources, TaskSizes, build_task, sequence, task_spec
 from hx.lang.types import parse_type
 from hx.synth import Library
+from hx.synth.evolution import EvolutionConfig
 from hx.synth.executors import JobResult, TaskContext, train_program
 from hx.synth.lifelong import SettingsMismatch, run_sequence
 from hx.synth.space import SearchSpace
+from hx.synth.strategies import Evolutionary, TopDown
 from hx.synth.synthesize import Budget, synthesize, task_context
 
 SUM = parse_type("List<Tensor<real>[1]> -> Tensor<real>[1]")
@@ -94,11 +96,9 @@ def test_same_seed_same_result_and_the_seed_matters():
 @pytest.mark.slow
 def test_evolution_trains_nothing_twice_and_reports_equivalents():
   task = sum_task(n=300)
-  from hx.synth.evolution import EvolutionConfig
-  r = synthesize(task, None, strategy="evolutionary", budget=Budget(candidates=None), module_config=TINY,
-                 tune_config=TuneConfig(epochs=1, batch_size=50),
-                 evolution=EvolutionConfig(population=4, generations=3), seed=0,
-                 space=SearchSpace(max_size=4))
+  r = synthesize(task, None, strategy=Evolutionary(EvolutionConfig(population=4, generations=3)),
+                 budget=Budget(candidates=None), module_config=TINY,
+                 tune_config=TuneConfig(epochs=1, batch_size=50), seed=0, space=SearchSpace(max_size=4))
   trained = [x for x in r.ranked if x.status != "equivalent"]
   assert r.candidates_trained == len(trained) >= 2
   from hx.synth.space import equivalence_key
@@ -107,6 +107,20 @@ def test_evolution_trains_nothing_twice_and_reports_equivalents():
   for x in r.ranked:
     if x.status == "equivalent":
       assert x.reason.startswith("equivalent to ") and equivalence_key(x.program, x.fresh_types) in keys
+
+
+def test_the_evolutionary_strategy_object_ranks_the_programs_the_name_and_its_settings_did():
+  # What synthesize(..., strategy="evolutionary", evolution=EvolutionConfig(population=3, generations=2))
+  # ranked, with these arguments, before strategies were objects: the same programs in the same order.
+  r = synthesize(sum_task(n=60), None, strategy=Evolutionary(EvolutionConfig(population=3, generations=2)),
+                 budget=Budget(candidates=None), module_config=TINY,
+                 tune_config=TuneConfig(epochs=1, batch_size=50), seed=0, space=SearchSpace(max_size=4))
+  assert r.strategy == "evolutionary" and repr(r).startswith("SynthesisResult(sum_numbers: evolutionary, 4 ")
+  assert [(str(x.search_program), x.status) for x in r.ranked] == [
+      ("compose(nn_1, map_l(nn_2))", "trained"), ("nn_1", "trained"),
+      ("compose(nn_1, conv_l(nn_2))", "trained"), ("fold_l(nn_1, zeros(1))", "trained")]
+  assert [x.val_score for x in r.ranked] == pytest.approx(
+      [0.7928267508711929, 0.951213543427655, 0.9589776524076996, 2.478818471696748], rel=1e-4)
 
 
 class _Scripted:
@@ -144,8 +158,14 @@ def test_failed_candidates_rank_last_whatever_their_scores():
 
 def test_bad_arguments_are_refused():
   task = sum_task(n=60)
-  with pytest.raises(ValueError, match="unknown strategy"):
-    synthesize(task, None, strategy="random", tune_config=TuneConfig(epochs=1))
+  with pytest.raises(TypeError, match=r"strategy must be a strategy object, hx.synth.TopDown\(\) or "
+                                      r"hx.synth.Evolutionary\(...\), got 'topdown' \(the name 'topdown'"):
+    synthesize(task, None, strategy="topdown", tune_config=TuneConfig(epochs=1))
+  with pytest.raises(TypeError, match="unexpected keyword argument 'evolution'"):
+    synthesize(task, None, strategy=TopDown(), evolution=EvolutionConfig(), tune_config=TuneConfig(epochs=1))
+  with pytest.raises(ValueError, match="Budget.enumerated=9 bounds the partial programs the top-down search"):
+    synthesize(task, None, strategy=Evolutionary(), budget=Budget(enumerated=9),
+               tune_config=TuneConfig(epochs=1))
   with pytest.raises(ValueError, match="pass tune_config"):
     synthesize(task, None)
   with pytest.raises(ValueError, match="Budget.candidates"):
