@@ -36,7 +36,7 @@ its large sets and tests repeat). The flags given override the preset's. It comm
 records are committed by hand as tasks finish (`git add` of its records, settings and reports).
 
 At the end (or when the time runs out) it writes the stream's metrics into the run's directory
-(`hx.evaluation.stream_metrics.write_stream_report`: stream.md and plots/stream_*.png, beside the
+(`hx.evaluation.stream_report.write_stream_report`: stream.md and plots/stream_*.png, beside the
 runner's report.md), re-scoring HOUDINI's winners on the final library unless `--no_rescore`, and prints
 the measured wall time per task with the estimate for the whole stream (the mean over the tasks done,
 times the stream's length: HOUDINI's later tasks search a larger library, so it is a lower bound for
@@ -55,7 +55,8 @@ import hx
 from hx.atomic import DirectoryInUse, hold_directory
 from hx.data import DataError, Sources, long_stream, stream_plan
 from hx.evaluation import ConfigError, load_records
-from hx.evaluation.stream_metrics import task_rows, write_stream_report
+from hx.evaluation.stream_metrics import task_rows
+from hx.evaluation.stream_report import write_stream_report
 from hx.presets import STREAM_PRESETS
 from hx.synth.schedules import parse_schedule
 

@@ -1,5 +1,5 @@
 """The memory this process holds: what a long run records after each task, so that its growth can be
-read from the records (`hx.evaluation.stream_metrics`).
+read from the records (`hx.evaluation.stream_memory`).
 
 `process_memory()` gives the resident set size now (the pages of this process in RAM: its arrays, compiled
 executables and caches, which a bounded run must release) and the largest it has been. On Linux both come

@@ -79,7 +79,8 @@ fixes everything: the plan and every example (`long_stream(seed)` twice gives eq
 The names say what each task is: "recognise_digit(3)", "recognise_digit(3), less data, as task 2",
 "classify_digit(0,4,5,7,9), relabelled from task 5", "count_digit(3), inverted, from task 4",
 "recognise_sign(speed_70), distractor [synthetic: gtsrb-synthetic]"; `StreamTask` holds the same as
-fields, which `hx.evaluation.stream_metrics` reads to group the repeated tasks.
+fields, which `hx.evaluation.stream_summary` and `hx.evaluation.stream_repeats` read to group the
+repeated tasks.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ from hx.evaluation.fraction_plots import collect_figures, write_figures
 from hx.evaluation.records import load_records
 from hx.evaluation.report import build_report, summary_lines
 from hx.evaluation.runner import EvaluationRun, rebuild_libraries, run
-from hx.evaluation.stream_metrics import rescore_winners, write_stream_report
+from hx.evaluation.stream_forgetting import rescore_winners
+from hx.evaluation.stream_report import write_stream_report
 
 evaluate = run
 """`run` as `hx.evaluate`: every method on every task of a sequence (a paper's or a user's)."""

@@ -1,4 +1,4 @@
-"""Forgetting in a stream's metrics (`hx.evaluation.stream_metrics`), exactly, on hand-made rows and a
+"""Forgetting in a stream's metrics (`hx.evaluation.stream_forgetting`), exactly, on hand-made rows and a
 hand-made `rescored.json`: CTrL's forgetting of experience replay and EWC (each earlier task's final
 score minus its recorded one), zero by construction for the baselines that keep their networks, the
 final scores averaged after the last task, and the summary's forgetting column. No training."""
@@ -10,14 +10,10 @@ import json
 import pytest
 
 from hx.evaluation.records import RESCORED_FILE, read_rescored
-from hx.evaluation.stream_metrics import (
-  Forgetting,
-  Rescored,
-  TaskRow,
-  continual_forgetting,
-  stream_section,
-  summary,
-)
+from hx.evaluation.stream_forgetting import Forgetting, Rescored, continual_forgetting
+from hx.evaluation.stream_metrics import TaskRow
+from hx.evaluation.stream_report import stream_section
+from hx.evaluation.stream_summary import summary
 
 
 def _row(index, method, metric, test):
@@ -93,7 +89,7 @@ def test_the_report_has_a_forgetting_column_only_where_a_continual_baseline_ran(
 
 
 def test_the_interval_is_1_96_standard_errors_of_the_mean():
-  from hx.evaluation.stream_metrics import interval
+  from hx.evaluation.stream_summary import interval
 
   assert interval([10.0, 20.0, 30.0, None]) == pytest.approx(1.96 * 10.0 / 3 ** 0.5)
   assert interval([5.0]) is None and interval([]) is None
@@ -112,7 +108,7 @@ def test_a_four_task_stream_reports_the_forgetting_of_replay_and_ewc(tmp_path):
   import hx
   from hx.data import Sources, StreamSettings, long_stream, stream_plan
   from hx.evaluation import load_records
-  from hx.evaluation.stream_metrics import write_stream_report
+  from hx.evaluation.stream_report import write_stream_report
 
   tiny = StreamSettings(images=(24, 10, 10), lists=(12, 6, 6), epochs=(1, 1, 1), batch_size=12, min_steps=2)
   stream = long_stream(0, 4, tiny, Sources(standin_per_class=(20, 6, 6)))  # regress, recognise x2, count
@@ -141,7 +137,7 @@ def test_a_four_task_stream_reports_the_forgetting_of_replay_and_ewc(tmp_path):
 
 
 def test_replay_and_ewc_memory_counts_one_trunk_per_kind_every_head_and_what_each_task_kept(tmp_path):
-  from hx.evaluation.stream_metrics import MemoryPoint, network_growth
+  from hx.evaluation.stream_memory import MemoryPoint, network_growth
 
   def rec(index, trunk, trunk_parameters, head, kept):
     return {"method": "ewc", "instance": 0, "fraction": 1.0, "task_index": index, "parameters": 999,

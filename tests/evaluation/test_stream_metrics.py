@@ -13,25 +13,13 @@ import pytest
 import hx
 from hx.data import Sources, StreamSettings, long_stream, stream_plan
 from hx.evaluation import load_records
-from hx.evaluation.stream_metrics import (
-  Forgetting,
-  Growth,
-  LibraryPoint,
-  Rescored,
-  TaskRow,
-  growth_by_relation,
-  library_growth,
-  memory_growth,
-  network_growth,
-  plot_stream,
-  repeats_growth,
-  rescore_winners,
-  reuse_on_repeats,
-  stream_section,
-  summary,
-  task_rows,
-  write_stream_report,
-)
+from hx.evaluation.stream_forgetting import Forgetting, Rescored, rescore_winners
+from hx.evaluation.stream_memory import LibraryPoint, library_growth, memory_growth, network_growth
+from hx.evaluation.stream_metrics import TaskRow, task_rows
+from hx.evaluation.stream_plots import plot_stream
+from hx.evaluation.stream_repeats import Growth, growth_by_relation, repeats_growth, reuse_on_repeats
+from hx.evaluation.stream_report import stream_section, write_stream_report
+from hx.evaluation.stream_summary import summary
 from hx.synth.library import Library
 
 TINY = StreamSettings(images=(24, 10, 10), epochs=(1, 1, 1), batch_size=12, min_steps=2)

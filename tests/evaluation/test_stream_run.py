@@ -8,16 +8,12 @@ import re
 import hx
 from hx.data import Sources, StreamSettings, long_stream, stream_plan
 from hx.evaluation import load_records
-from hx.evaluation.stream_metrics import (
-  library_growth,
-  memory_growth,
-  process_memory_after,
-  rescore_winners,
-  reuse_on_repeats,
-  summary,
-  task_rows,
-  write_stream_report,
-)
+from hx.evaluation.stream_forgetting import rescore_winners
+from hx.evaluation.stream_memory import library_growth, memory_growth, process_memory_after
+from hx.evaluation.stream_metrics import task_rows
+from hx.evaluation.stream_repeats import reuse_on_repeats
+from hx.evaluation.stream_report import write_stream_report
+from hx.evaluation.stream_summary import summary
 
 # regress_cell, recognise_digit(d), the same with a tenth of the data, count_digit(d): a few dozen
 # examples each, one or two epochs, so that the run takes seconds once compiled.

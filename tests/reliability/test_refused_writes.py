@@ -144,9 +144,9 @@ def test_the_report_and_its_plots_are_written_atomically():
   """build_report and the stream's metrics write through hx.atomic (no file of theirs written in place)."""
   import inspect
 
-  from hx.evaluation import report, stream_metrics
+  from hx.evaluation import report, stream_plots, stream_report
 
-  for module in (report, stream_metrics):
+  for module in (report, stream_plots, stream_report):
     source = inspect.getsource(module)
     assert ".write_text(" not in source and "savefig(path" not in source and "savefig(paths" not in source
 
