@@ -65,10 +65,14 @@ collections such as "batch_stats"), `apply(variables, frozen, x, *, train, rng)`
 new_state)` when training (the updated non-"params" collections) and `y` otherwise, and a hashable `key`
 that identifies `apply`; optionally `output_activation` (then `apply` takes `logits=`).
 
-Where the parts are: `hx.compile.batching` cuts the run into fixed shapes (epoch orders, evaluation
-chunks, pack capacities); `hx.compile.executables` holds what runs on the device (the training step and
-its `TrainState` carry, the evaluation, the executable cache); here are the settings and results, and
-`tune` as a few small functions (the run prepared, the epoch loop, a pause, the result).
+Where the parts are: `hx.compile.tune_inputs` holds what `tune` is given (`Tunable`, `TuneConfig`,
+`TuneData`) and `hx.compile.tune_results` what it gives back (`EpochRecord`, `TuneResult`, and the
+`TuneState` a paused run resumes from); `hx.compile.batching` cuts the run into fixed shapes (epoch
+orders, evaluation chunks, pack capacities); `hx.compile.executables` holds what runs on the device (the
+training step and its `TrainState` carry, the evaluation, the executable cache); `hx.compile.scoring`
+scores variables on a split (`evaluate`, and the evaluator `tune` validates and tests with). Here is
+`tune` as a few small functions (the run prepared, the epoch loop, a pause, the result), with its
+optimiser and first variables; the names users import from those modules are importable from here too.
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ import dataclasses
 import functools
 import math
 import time
-from typing import Any, Callable, Iterator, NamedTuple, Protocol
+from typing import Any, Callable, Iterator, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -89,27 +93,25 @@ import optax
 from hx.compile.batching import (
   EvalPlan,
   epoch_order,
-  eval_plan,
   num_examples,
   pack_capacity,  # looked up here by each run (tests wrap it)
   shared_eval_plans,
 )
 from hx.compile.cache import ensure_compilation_cache
-from hx.compile.distinct import element_split, select_slots, worth_it
 from hx.compile.executables import (
   TrainState,
   apply_for,
   clear_tune_caches,
   executable,
-  gathered,
-  make_eval,
-  make_per_image,
   make_train_step,
   resolve_objective,
   tune_stats,
 )
-from hx.compile.losses import Objective, finish_metric
+from hx.compile.losses import Objective
 from hx.compile.modules import set_output_bias
+from hx.compile.scoring import _Evaluator, _packs, evaluate
+from hx.compile.tune_inputs import Tunable, TuneConfig, TuneData
+from hx.compile.tune_results import EpochRecord, TuneResult, TuneState
 from hx.lang.values import Split, images_per_example, real_elements
 
 __all__ = [
@@ -117,247 +119,6 @@ __all__ = [
   "evaluate", "tune_stats", "clear_tune_caches", "resolve_objective", "initial_variables",
   "output_bias_from_targets", "epochs_watched", "optimizer",
 ]
-
-
-class Tunable(Protocol):
-  """What `tune` needs of a compiled program (hx.compile.lower.CompiledProgram provides it)."""
-  key: Any
-
-  def init(self, rng: Any) -> Any: ...
-
-  def apply(self, variables: Any, frozen: Any, x: Any, *, train: bool, rng: Any) -> Any: ...
-
-  # Optional: `penalty(params, state, frozen, rng) -> scalar`, added to every training step's loss
-  # (`hx.compile.executables.make_train_step`; its structure is part of `key`).
-
-
-@dataclasses.dataclass(frozen=True)
-class TuneConfig:
-  """Training settings. The per-task values (epochs, batch size, learning rate) and where each comes
-  from are in `hx.presets.training_settings`; these defaults are the authors' code's optimiser (Adam 1e-3,
-  batches of 150) and the paper's 20 epochs of the list tasks.
-
-  Attributes:
-    learning_rate: Adam's step size.
-    batch_size: examples per training step.
-    epochs: passes over the training set at most.
-    patience: stop after this many epochs without a better validation score; None: run all epochs.
-    seed: seeds initialisation, shuffling and dropout.
-    eval_images: most images (list elements, graph nodes: padded rows through the per-element networks)
-      evaluated at once, to bound evaluation memory: a chunk holds max(1, eval_images // L) examples of
-      L images each, and a split of n examples is cut into equal chunks of at most that many.
-    fuse_eval: evaluate all chunks of a split in one call (`lax.map`); None: yes except on CPU.
-    nan_check_every: the host looks at the device's non-finite-loss flag every this many training steps
-      (and at the end of every epoch): a candidate whose loss turns NaN or infinite stops within this many
-      steps. Each look is one scalar read that waits for the steps before it to finish (the host stops
-      queueing steps ahead for that moment), so a look every step would serialise the loop; one every
-      few dozen steps keeps the stall rare.
-    pack_lists: for list and graph inputs, run the per-element networks of a map over the input
-      (map_l over its elements, map_g over its nodes) on the real elements or nodes only
-      (`hx.compile.lower`'s `apply(pack=...)`), in training and in evaluation. Before training, Tune
-      finds the most real elements any batch of the run will hold (the epochs' permutations are known
-      from the seed) and compiles the step for that many (`pack_capacity`); for a split it evaluates, the
-      most any evaluation chunk holds (`eval_pack_capacity`; a run's validation and test splits, when
-      shaped alike, share the larger, hence one executable); both rounded up to a sixteenth of the
-      padded batch or chunk, so that runs and splits of similar fill share one executable. Same losses,
-      gradients, batch statistics and scores up to rounding; lists of 2-5 padded to 5 save about a
-      quarter of the CNN's work, validation lists of 6-8 padded to 8 an eighth, random graphs of 30-50
-      nodes padded to 64 about a third. False: every element, padding included (as before).
-    bias_from_targets: for an "mse" objective with one output per example (not per list element or
-      graph node) and a program whose output is a fresh module's linear output layer
-      (`CompiledProgram.output_slot`: `nn_1`, `compose(nn_a, map_l(...))`), that layer's bias starts at
-      the mean of the training targets instead of 0 (`initial_variables`). Ours, not the paper's (which
-      says nothing of initialisation) nor the authors' (PyTorch's `nn.Linear` bias starts near 0): Adam
-      moves a parameter about one learning rate per step, so a bias starting at 0 for targets such as
-      regress_mnist's (cost, initial distance) pairs (mean about (3.8, 56)) or sum_digits' sums spends
-      thousands of steps walking to their scale (`benchmarks/regressor_training.py`, RESULTS.md).
-      False: every bias starts at 0, as the module templates initialise them.
-    val_every: also score the validation split every this share of the whole run's training steps
-      (`epochs` x steps per epoch, rounded to a whole number of steps, at least 1), counted from the
-      run's start whatever pauses it makes, besides at the end of every epoch; the best parameters are
-      kept wherever they were scored (`best_epoch` is then the epoch in progress). 0.01 is the authors'
-      code's schedule, which scores validation every 1% of the training iterations; a training whose
-      validation score jumps within an epoch (GS2's learned relaxation: benchmarks/RESULTS.md) then keeps
-      its best point instead of the epoch's end. Each score is one validation pass. None: at the end of
-      every epoch only (the paper's "epoch where the validation error was minimized").
-    min_steps: a run on n training examples takes at least this many optimiser steps: `for_examples(n)`
-      raises `epochs` to ceil(min_steps / steps per epoch) where it is fewer (steps per epoch:
-      ceil(n / batch_size)). Ours (the quick preset's): on a small training fraction a few epochs of one
-      step each leave a network's score to the luck of its initialisation, and a comparison of methods
-      with it. 0: `epochs` as given (the paper's). Callers that size a run for a task apply it
-      (`hx.synth.task_context`, the baselines, `hx.bin.train`); `tune` itself runs `epochs`.
-  """
-  learning_rate: float = 1e-3
-  batch_size: int = 150
-  epochs: int = 20
-  patience: int | None = None
-  seed: int = 0
-  eval_images: int = 8192
-  fuse_eval: bool | None = None
-  nan_check_every: int = 50
-  pack_lists: bool = True
-  bias_from_targets: bool = True
-  val_every: float | None = None
-  min_steps: int = 0
-
-  def __post_init__(self):
-    for name in ("batch_size", "eval_images", "nan_check_every"):
-      if getattr(self, name) < 1:
-        raise ValueError(f"TuneConfig.{name} must be >= 1, got {getattr(self, name)}")
-    if self.min_steps < 0:
-      raise ValueError(f"TuneConfig.min_steps must be >= 0, got {self.min_steps}")
-    if self.epochs < 0:
-      raise ValueError(f"TuneConfig.epochs must be >= 0, got {self.epochs}")
-    if self.learning_rate < 0:
-      raise ValueError(f"TuneConfig.learning_rate must be >= 0, got {self.learning_rate}")
-    if self.patience is not None and self.patience < 1:
-      raise ValueError(f"patience must be >= 1 or None, got {self.patience}")
-    if self.val_every is not None and not 0 < self.val_every <= 1:
-      raise ValueError(f"TuneConfig.val_every must be in (0, 1] (a share of the run's steps) or None, got "
-                       f"{self.val_every}")
-
-  def steps_per_epoch(self, n: int) -> int:
-    """Optimiser steps in an epoch of a training split of `n` examples: ceil(n / batch_size), at least 1
-    (the last batch filled up, see the module docstring)."""
-    return max(1, math.ceil(n / self.batch_size))
-
-  def for_examples(self, n: int) -> TuneConfig:
-    """These settings for a training split of `n` examples: `epochs` raised to meet `min_steps`."""
-    steps = self.steps_per_epoch(n)
-    epochs = max(self.epochs, math.ceil(self.min_steps / steps))
-    return self if epochs == self.epochs else dataclasses.replace(self, epochs=epochs)
-
-
-class TuneData(NamedTuple):
-  """A task's data as Tune consumes it (see `hx.compile.values`); a pytree.
-
-  Attributes:
-    train, val: Splits; inputs hold int32 indices into `table` (or the values themselves if `table` is
-      None).
-    test: optional Split, scored once at the end.
-    table: `(num_images, *image_shape)` images, or None when the inputs are the values.
-  """
-  train: Split
-  val: Split
-  test: Split | None = None
-  table: Any = None
-
-  def on_device(self) -> TuneData:
-    """The same data as device arrays; do this once per task so candidates do not copy it again."""
-    return jax.device_put(self)
-
-
-@dataclasses.dataclass(frozen=True)
-class EpochRecord:
-  """One epoch: the mean training loss, the validation score and loss at its end, wall seconds of its
-  training steps and of its validation passes (the one at its end, and those within it under
-  `TuneConfig.val_every`)."""
-  epoch: int
-  train_loss: float
-  val_score: float
-  val_loss: float
-  train_seconds: float
-  val_seconds: float
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class TuneState:
-  """Where a paused `tune` stopped: pass it back as `tune(..., resume=state)` to continue.
-
-  Arrays may be on the device or host NumPy (pickled to another process, say); `tune` copies them before
-  training, so one state can be resumed more than once.
-
-  Attributes:
-    params, collections: the current trainable parameters and the other variable collections (e.g.
-      {"batch_stats": ...}).
-    opt_state: the optimiser's state (Adam's step count and moments) for `params`.
-    epoch: full epochs done; step: training steps done of epoch `epoch + 1` (0 at an epoch boundary).
-    loss_sum: float32 scalar, the summed training loss of those `step` steps (for the epoch's record).
-    score: the validation score of the current parameters (the pause point's).
-    best_variables, best_score, best_epoch: the best validation so far (None, inf, 0 if none).
-    since_best: full epochs since the best one (for `patience`).
-    history: the records of the epochs done.
-    steps_run: training steps run in all.
-    seed, batch_size, learning_rate: the settings it was trained with; resuming with others is an error.
-    steps_per_epoch: training steps per epoch (ceil(training examples / batch_size)).
-  """
-  params: Any
-  collections: Any
-  opt_state: Any
-  epoch: int
-  step: int
-  loss_sum: Any
-  score: float
-  best_variables: Any
-  best_score: float
-  best_epoch: int
-  since_best: int
-  history: tuple[EpochRecord, ...]
-  steps_run: int
-  seed: int
-  batch_size: int
-  learning_rate: float
-
-  steps_per_epoch: int
-
-  @property
-  def position(self) -> float:
-    """Epochs trained so far, a partial epoch counted by its share of steps (e.g. 1.5)."""
-    return self.epoch + self.step / self.steps_per_epoch
-
-  def without_best(self) -> TuneState:
-    """This state with no best epoch yet: resumed, the run keeps only the epochs it scores from now on
-    (as after its validation data change, `hx.synth.schedules.halving`'s last rung on the whole split)."""
-    return dataclasses.replace(self, best_variables=None, best_score=math.inf, best_epoch=0, since_best=0)
-
-  def on_host(self) -> TuneState:
-    """The same state with host NumPy arrays (to pickle it, or send it to another process)."""
-    arrays = (self.params, self.collections, self.opt_state, self.loss_sum, self.best_variables)
-    params, collections, opt_state, loss_sum, best = jax.tree.map(np.asarray, jax.device_get(arrays))
-    return dataclasses.replace(self, params=params, collections=collections, opt_state=opt_state,
-                               loss_sum=loss_sum, best_variables=best)
-
-
-@dataclasses.dataclass
-class TuneResult:
-  """The outcome of one `tune`.
-
-  A failed candidate (`failed` set: its loss or validation score became NaN or infinite) keeps the
-  variables and scores of its best clean epoch, if one finished before the failure, or has none
-  (variables None, val_score nan, test_score None). A search must rank every failed candidate below
-  every clean one whatever its scores (check `failed` first): its training was cut short, and a
-  candidate that diverges is not one to build on.
-
-  Attributes:
-    variables: the variables of the best clean validation epoch (None if no epoch finished cleanly).
-    val_score: their validation score (metric: % error or RMSE; lower is better; nan if none).
-    test_score: their test score, or None (no test split, or no clean epoch).
-    best_epoch: the epoch (from 1) of `variables`; 0 if none.
-    epochs_run: epochs trained (the failed one included).
-    steps_run: training steps run in all (those of a failed epoch up to the check that caught it).
-    history: one record per clean epoch.
-    failed: None, or why the candidate failed (e.g. "loss became nan at epoch 3 step 17").
-    objective: the objective it was trained and scored with (`from_logits` as Tune chose it).
-    init_seconds, compile_seconds, train_seconds, eval_seconds: wall time of initialisation, of the
-      compilations this call needed (0 when all executables were cached), of the training steps, and of
-      the validation and test passes (of this call only, when it resumed a paused run).
-    state: a `TuneState` to resume from when this call paused (`until` before `config.epochs`, and
-      neither failed nor stopped early); None when training is over. A paused result has no test score.
-  """
-  variables: Any
-  val_score: float
-  test_score: float | None
-  best_epoch: int
-  epochs_run: int
-  history: list[EpochRecord]
-  failed: str | None
-  steps_run: int = 0
-  objective: Objective | None = None
-  init_seconds: float = 0.0
-  compile_seconds: float = 0.0
-  train_seconds: float = 0.0
-  eval_seconds: float = 0.0
-  state: TuneState | None = None
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -728,124 +489,7 @@ def _result(run: _Run, progress: _Progress, variables: dict, init_seconds: float
 
 
 # ----------------------------------------------------------------------------------------------------
-# Scoring a split, the first variables, and the small helpers of both.
-
-class _PerImage(NamedTuple):
-  """A scoring over distinct images (`hx.compile.distinct`): the per-image part (its executable, the
-  calls' image rows on the device, its fresh slots' names and its frozen slots), and the rest (its
-  `apply` and executable key, its fresh slots' names and frozen slots, the shape of the per-image
-  outputs it reads as its table, the split with its inputs indexed by the distinct images)."""
-  exe: Any
-  rows: list
-  fresh: tuple[str, ...]
-  frozen: Any
-  compile_seconds: float
-  rest_apply: Callable
-  rest_key: Any
-  rest_fresh: tuple[str, ...]
-  rest_frozen: Any
-  rest_table: jax.ShapeDtypeStruct
-  split: Split
-
-
-def _per_image(compiled: Any, objective: Objective, config: TuneConfig, plan: EvalPlan, pack: int | None,
-               frozen: Any, table: Any, split: Split, variables: Any) -> _PerImage | None:
-  """The scoring of `split` over its distinct images (`plan.distinct`), or None where it does not apply (no
-  image table, not a CompiledProgram, no per-image part) or would not save a tenth of the rows
-  (`distinct.worth_it`)."""
-  from hx.compile.lower import CompiledProgram, compile_part
-
-  distinct = plan.distinct
-  if table is None or distinct is None or not isinstance(compiled, CompiledProgram):
-    return None
-  parts = element_split(compiled.program, real_elements(split.inputs) is not None)
-  if parts is None:
-    return None
-  num_chunks, chunk = np.asarray(plan.chunks).shape
-  plain = num_chunks * (pack if pack is not None else chunk * images_per_example(split.inputs))
-  if not worth_it(distinct.rows.size, plain):
-    return None
-  part, rest = parts
-  inner = compile_part(compiled, part)
-  inner_frozen = select_slots(frozen, compiled.library_slots, inner.library_slots)
-  rows = [jax.device_put(r) for r in distinct.rows]
-  # The part's output is the program's only where nothing comes after it: only then is it logits.
-  logits = rest is None and objective.from_logits and inner.output_logits
-  args = (select_slots(variables, compiled.fresh_slots, inner.fresh_slots), inner_frozen, table, rows[0])
-  exe, seconds = executable("per_image", (inner.key, logits), lambda: make_per_image(inner.apply, logits), (),
-                            args)
-  rest_table = jax.ShapeDtypeStruct((distinct.rows.size, *exe.out_info.shape[1:]), exe.out_info.dtype)
-  remapped = split._replace(inputs=jax.device_put(distinct.inputs))
-  if rest is None:
-    return _PerImage(exe, rows, inner.fresh_slots, inner_frozen, seconds, gathered, ("gathered",), (), (),
-                     rest_table, remapped)
-  outer = compile_part(compiled, rest)
-  return _PerImage(exe, rows, inner.fresh_slots, inner_frozen, seconds, apply_for(outer, objective),
-                   outer.key, outer.fresh_slots,
-                   select_slots(frozen, compiled.library_slots, outer.library_slots), rest_table, remapped)
-
-
-class _Evaluator:
-  """Scores variables on one split with the cached evaluation executable(s).
-
-  Where the program has a per-image part (`hx.compile.distinct`) and `distinct` is on, that part runs
-  once per distinct image of the split and the rest of the program on its outputs, when that runs at
-  least a tenth fewer rows through it (`distinct.worth_it`)."""
-
-  def __init__(self, compiled: Tunable, objective: Objective, config: TuneConfig, frozen: Any, table: Any,
-               split: Split, variables: Any, plan: EvalPlan | None = None, distinct: bool = True):
-    self.objective = objective
-    self.fused = config.fuse_eval if config.fuse_eval is not None else jax.default_backend() != "cpu"
-    plan = plan if plan is not None else eval_plan(split, config.eval_images, _packs(compiled, config))
-    chunks, self.pack = plan.chunks, plan.pack
-    self.frozen, self.table, self.split = frozen, table, split
-    self.slots = getattr(compiled, "fresh_slots", ())
-    if self.fused:
-      self.idx = [jax.device_put(chunks)]
-    else:
-      self.idx = [jax.device_put(row) for row in chunks]
-    self.per_image = p = _per_image(compiled, objective, config, plan, self.pack, frozen, table, split,
-                                    variables) if distinct else None
-    if p is None:
-      apply, key, scored = apply_for(compiled, objective), compiled.key, (variables, frozen, table, split)
-    else:
-      apply, key = p.rest_apply, p.rest_key
-      scored = (select_slots(variables, self.slots, p.rest_fresh), p.rest_frozen, p.rest_table, p.split)
-    name = "eval_fused" if self.fused else "eval"
-    v, f, t, s = scored
-    args = (v, f, t, s.inputs, s.targets, self.idx[0])
-    self.exe, seconds = executable(name, (key, objective, self.pack),
-                                   lambda: make_eval(apply, objective, self.fused, self.pack), (), args)
-    self.compile_seconds = seconds + (p.compile_seconds if p is not None else 0.0)
-
-  def __call__(self, variables: Any) -> tuple[float, float]:
-    """(score, mean loss) of `variables` on the split."""
-    frozen, table, split, p = self.frozen, self.table, self.split, self.per_image
-    if p is not None:
-      inner = select_slots(variables, self.slots, p.fresh)
-      outs = [p.exe(inner, p.frozen, self.table, rows) for rows in p.rows]
-      table = outs[0] if len(outs) == 1 else jnp.concatenate(outs)
-      variables, frozen, split = select_slots(variables, self.slots, p.rest_fresh), p.rest_frozen, p.split
-    sums = [self.exe(variables, frozen, table, split.inputs, split.targets, idx) for idx in self.idx]
-    total = np.asarray(jax.device_get(sum(sums[1:], sums[0])), np.float64)
-    score = finish_metric(self.objective, total[0], total[1])
-    loss = float(total[2] / total[3]) if total[3] > 0 else float("nan")
-    return score, loss
-
-
-def evaluate(compiled: Tunable, variables: Any, frozen: Any, split: Split, objective: Objective, *,
-             table: Any = None, config: TuneConfig = TuneConfig(),
-             distinct: bool = True) -> tuple[float, float]:
-  """(score, mean loss) of `variables` on `split`: the metric (% error or RMSE) and the objective's loss
-  (from logits when the program can give them, as in `tune`). `distinct`: score the program's per-image
-  part once per distinct image of the split where that saves work (`hx.compile.distinct`; the same
-  scores up to rounding), as `tune` does; False: every occurrence."""
-  ensure_compilation_cache()
-  objective = resolve_objective(compiled, objective)
-  frozen, table, split = jax.device_put((frozen, table, split))
-  evaluator = _Evaluator(compiled, objective, config, frozen, table, split, variables, distinct=distinct)
-  return evaluator(variables)
-
+# The first variables, and the small helpers of the run.
 
 def _run_keys(config: TuneConfig) -> tuple[jax.Array, jax.Array, jax.Array]:
   """(initialisation, example order, dropout) keys of a run, all from `config.seed`."""
@@ -887,11 +531,6 @@ def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective
   params = list(variables["params"])
   params[slot] = set_output_bias(spec, params[slot], targets.reshape(targets.shape[0], -1).mean(0))
   return dict(variables, params=tuple(params))
-
-
-def _packs(compiled: Tunable, config: TuneConfig) -> bool:
-  """Whether a run packs its lists and graphs: `TuneConfig.pack_lists`, for a program that can."""
-  return bool(config.pack_lists and getattr(compiled, "packs_lists", False))
 
 
 def _split_variables(variables: dict) -> tuple[Any, dict]:

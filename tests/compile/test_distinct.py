@@ -10,7 +10,8 @@ from hx.compile.batching import eval_plan, shared_eval_plans
 from hx.compile.distinct import distinct_images, element_split, row_quantum, select_slots, worth_it
 from hx.compile.executables import clear_tune_caches, tune_stats
 from hx.compile.lower import compile_part
-from hx.compile.tuning import _Evaluator, resolve_objective
+from hx.compile.scoring import _Evaluator
+from hx.compile.tuning import resolve_objective
 from hx.compile.values import Split
 from hx.data import Sources, TaskSizes, build_task, task_spec
 from hx.lang import parse

@@ -20,7 +20,7 @@ from hx.compile.batching import (
   signature,
 )
 from hx.compile.losses import Objective
-from hx.compile.tuning import _Evaluator
+from hx.compile.scoring import _Evaluator
 from hx.compile.values import ListBatch, Split, gather, real_elements, rows, take
 from hx.data import Sources, TaskSizes, build_task, task_spec
 from hx.lang import parse

@@ -13,7 +13,7 @@ import pytest
 from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, evaluate, tune
 from hx.compile.batching import eval_chunks, eval_pack_capacity, pack_capacity
 from hx.compile.losses import Objective
-from hx.compile.tuning import _Evaluator
+from hx.compile.scoring import _Evaluator
 from hx.compile.values import EdgeGraphBatch, GraphBatch, SharedGraphs, Split, gather, real_elements, take
 from hx.data import Sources, TaskSizes, build_task, task_spec
 from hx.data.grids import grid_layouts

@@ -6,7 +6,7 @@ import chex
 import numpy as np
 import pytest
 
-from hx.compile import tuning
+from hx.compile import scoring
 from hx.compile.tuning import TuneConfig, tune
 from tests.compile.test_tune import MSE, Linear, _regression
 
@@ -47,13 +47,13 @@ def test_scoring_within_epochs_keeps_the_best_point_that_pausing_there_would_sco
 
 def test_each_point_is_one_validation_pass(monkeypatch):
   calls = []
-  original = tuning._Evaluator.__call__
+  original = scoring._Evaluator.__call__
 
   def counting(self, variables):
     calls.append(self)
     return original(self, variables)
 
-  monkeypatch.setattr(tuning._Evaluator, "__call__", counting)
+  monkeypatch.setattr(scoring._Evaluator, "__call__", counting)
   data, model = _regression(), Linear(4, 1)
   tune(model, model.frozen(), data, MSE, CONFIG)
   assert len(calls) == 3 + 1  # every epoch's end, and the test split once
