@@ -1,6 +1,6 @@
-"""The shape of hx's code, checked from its source: no function over 60 lines of code (docstring,
-comments and blank lines aside), no class name defined twice, and no public name (one a module lists in
-`__all__`) assigned in two modules, so that one concept has one definition."""
+"""The shape of hx's code, checked from its source: no file over 800 lines, no function over 60 lines of
+code (docstring, comments and blank lines aside), no class name defined twice, and no public name (one a
+module lists in `__all__`) assigned in two modules, so that one concept has one definition."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 HX = Path(__file__).resolve().parents[1] / "hx"
 MAX_LINES = 60
+MAX_FILE_LINES = 800
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -54,6 +55,12 @@ def test_no_function_is_over_sixty_lines_of_code():
         if n > MAX_LINES:
           long.append(f"{name}:{node.lineno} {node.name} ({n} lines)")
   assert long == []
+
+
+def test_no_file_is_over_800_lines():
+  long = {str(p.relative_to(HX.parent)): n for p in sorted(HX.rglob("*.py"))
+          if (n := len(p.read_text("utf-8").splitlines())) > MAX_FILE_LINES}
+  assert long == {}
 
 
 def test_no_class_name_is_defined_twice():
