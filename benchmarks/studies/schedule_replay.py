@@ -97,6 +97,17 @@ def load_tasks(root: str, min_candidates: int) -> list[dict]:
   return tasks
 
 
+def _program_and_fresh(key: str) -> tuple[str, str]:
+  """A kept candidate's program and its fresh functions' types ("[('nn_1', 'TYPE'), ...]") from its key:
+  today's, the canonical JSON of `hx.synth.jobs.Checkpoints.key` ({"program": P, "fresh": {name: type},
+  ...}), or an older hx's text ("task ... | data ... | program P | fresh [...] | settings ...")."""
+  if key.startswith("{"):
+    what = json.loads(key)
+    return what["program"], str(sorted(what["fresh"].items()))
+  fields = dict(f.split(" ", 1) for f in key.split(" | ") if f.startswith(("program ", "fresh ")))
+  return fields["program"], fields["fresh"]
+
+
 def load_under_way(root: str, min_candidates: int) -> list[dict]:
   """Every HOUDINI top-down task under `root` still under way (kept candidates, no record yet) with at
   least `min_candidates` kept, in `load_tasks`'s form (see the module docstring for what differs)."""
@@ -116,10 +127,9 @@ def load_under_way(root: str, min_candidates: int) -> list[dict]:
       o = load_kept(path, key)
       if o.status != "trained" or not o.history:
         continue
-      # The key's fields (`hx.synth.jobs`): "task ... | data ... | program P | fresh [...] | settings ...".
-      fields = dict(f.split(" ", 1) for f in key.split(" | ") if f.startswith(("program ", "fresh ")))
+      program, fresh = _program_and_fresh(key)
       n = len(o.history)
-      cands.append(dict(program=f"{fields['program']} {fields['fresh']}", val=o.val_score, test=o.test_score,
+      cands.append(dict(program=f"{program} {fresh}", val=o.val_score, test=o.test_score,
                         curve=[r.val_score for r in o.history], compile=o.compile_seconds,
                         train=n * statistics.median(r.train_seconds for r in o.history),
                         eval=n * statistics.median(r.val_seconds for r in o.history), epochs=n))

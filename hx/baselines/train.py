@@ -141,10 +141,11 @@ def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tu
     # A fresh start is named by how it is made, not by its bits: the same seed's initialisation computed
     # on another device (or jax) can differ at rounding, and a run saved on one machine must resume on
     # another. Given variables (transferred weights) are named by their bits, read from stored files.
+    # Named by the canonical JSON of what is trained (`hx.canonical`): every field of the training settings.
     origin = f"seed {seed} fresh" if variables is None else fingerprint(init)
-    key = (f"baseline {method} | task {task.name} | {description} | {config} | "
-           f"data {fingerprint(ready.data)} | start {origin} | frozen {fingerprint(frozen)}")
-    checkpoint = checkpoint_in(checkpoint_dir, key)
+    checkpoint = checkpoint_in(checkpoint_dir, {
+        "baseline": method, "task": task.name, "network": description, "training": config,
+        "data": fingerprint(ready.data), "start": origin, "frozen": fingerprint(frozen)})
   outcome = fit(tunable, ready, seed=seed, frozen=frozen, variables=init, checkpoint=checkpoint)
   network = None
   if outcome.variables is not None and arch is not None:

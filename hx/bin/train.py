@@ -167,8 +167,8 @@ def main(argv: list[str]) -> int:
       print(f"  {setting}: {where}")
   checkpoint = None
   if _CHECKPOINT.value is not None:
-    checkpoint = checkpoint_in(_CHECKPOINT.value, f"train {task.name} | program {program} | {config} | "
-                                                  f"data {fingerprint(ready.data)}")
+    checkpoint = checkpoint_in(_CHECKPOINT.value, {"train": task.name, "program": str(program),
+                                                   "training": config, "data": fingerprint(ready.data)})
   try:
     if checkpoint is not None and os.path.exists(checkpoint.path):
       saved = describe_checkpoint(checkpoint.path)

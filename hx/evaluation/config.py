@@ -20,7 +20,6 @@ from hx.data import SEQUENCES, TaskSizes, TaskStream
 from hx.data import Sequence as TaskSequence
 from hx.data import sequence as paper_sequence
 from hx.data.sources import Sources
-from hx.defaults import OMIT_DEFAULT
 from hx.lang.types import GraphType, function_parts
 from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, task_tune_config
 from hx.synth.space import SearchSpace, paper_space
@@ -117,7 +116,7 @@ class EvalConfig:
   sizes: TaskSizes
   sources: Sources
   tune_configs: tuple[tuple[str, Any], ...]
-  stream: TaskStream | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
+  stream: TaskStream | None = None
   strategies: tuple[Strategy, ...] = (TopDown(),)
 
   def instance(self, seed: int) -> TaskSequence:

@@ -20,6 +20,7 @@ import time
 import zlib
 from typing import Any, Mapping, Sequence
 
+from hx.canonical import canonical_json
 from hx.compile.fitting import HoldsOutcome, Outcome, Prepared, out_of_memory, seeded, train
 from hx.lang import program as P
 from hx.lang.types import Type
@@ -58,55 +59,64 @@ class Checkpoints:
   rungs pause and resume in memory). Run again, a finished candidate's file gives its result without
   training, and an unfinished one's continues where it was saved, to the result of an uninterrupted run.
 
+  A candidate's file is named by the hash of the canonical JSON of what it trains (`key`,
+  `hx.canonical.content_key`) and holds that JSON, checked when it is read back. A candidate checkpointed
+  or kept by an hx that named files by reprs (before a run directory's layout version 2,
+  `hx.synth.run_directory`) is not found under its new name and is trained again.
+
   Attributes:
     directory: one file per candidate (`for_job`); must be reachable from every worker (on a cluster,
       a shared file system).
-    task_key: what the task is (`task_key`: its name and a fingerprint of its data); a candidate's key adds
-      its program, fresh types, seed, training and module settings and the library's versions.
+    task_key: what the task is (`task_key`: {"task": its name, "data": a fingerprint of its data}); a
+      candidate's key adds its program, fresh types, seeded training settings, module settings, the
+      library and its schedule.
     every_seconds: how often a training candidate is saved.
     scores: where each candidate trained to the end also leaves its outcome without variables, a small
       JSON file (`hx.synth.kept`), used when its checkpoint file is gone; None: none.
   """
   directory: str
-  task_key: str
+  task_key: Mapping[str, str]
   every_seconds: float = 120.0
   scores: str | None = None
 
   def for_job(self, job: Job, context: TaskContext) -> Any:
-    """The `hx.compile.checkpoint.Checkpoint` of `job` in `context`."""
+    """The `hx.compile.checkpoint.Checkpoint` of `job` in `context`: its key names the library's functions
+    with their versions (weights' hashes)."""
     from hx.compile.checkpoint import checkpoint_in
 
     library = context.library.versions() if context.library is not None else {}
-    return checkpoint_in(self.directory, self._key(job, context, sorted(library.items())), self.every_seconds)
+    return checkpoint_in(self.directory, self.key(job, context, dict(library)), self.every_seconds)
 
   def kept_for(self, job: Job, context: TaskContext) -> tuple[str, str] | None:
-    """(path, key) of `job`'s kept outcome (`hx.synth.kept`), or None without a `scores` directory. The
-    key names the library's functions, not their weights' hashes, so that it survives a library rebuilt
-    on another machine."""
+    """(path, key) of `job`'s kept outcome (`hx.synth.kept`; the key is the canonical JSON of `key`), or
+    None without a `scores` directory. The key names the library's functions, not their weights' hashes,
+    so that it survives a library rebuilt on another machine."""
     from hx.synth.kept import kept_path
 
     if self.scores is None:
       return None
-    key = self._key(job, context, list(context.library.names) if context.library is not None else [])
+    key = canonical_json(self.key(job, context, list(context.library.names) if context.library is not None
+                                  else []))
     return os.fspath(kept_path(self.scores, key)), key
 
-  def _key(self, job: Job, context: TaskContext, library: Any) -> str:
-    """What `job` trains: the task, program, fresh types, seeded settings, modules, `library` and
-    schedule."""
-    fresh = sorted((k, str(t)) for k, t in job.candidate.fresh_types.items())
-    key = (f"{self.task_key} | program {job.candidate.program} | fresh {fresh} | "
-           f"{seeded(context.ready, job.seed)} | {context.module_config} | library {library}")
-    if job.schedule is not None:
-      key += f" | schedule {job.schedule}"
-    return key
+  def key(self, job: Job, context: TaskContext, library: Any) -> dict[str, Any]:
+    """What `job` trains, as a plain dict: the task and its data's fingerprint (`task_key`), the program,
+    the fresh functions' types, the seeded training settings (`hx.compile.TuneConfig`), the module
+    settings (`hx.compile.ModuleConfig`), `library` (its functions' versions, or names) and the schedule
+    (`Job.schedule`, None for a run to the end). Its canonical JSON (`hx.canonical`) is the key of the
+    job's checkpoint and kept files; every field of each settings dataclass is in it."""
+    return {**self.task_key, "program": str(job.candidate.program),
+            "fresh": {k: str(t) for k, t in job.candidate.fresh_types.items()},
+            "training": seeded(context.ready, job.seed), "modules": context.module_config,
+            "library": library, "schedule": job.schedule}
 
 
-def task_key(name: str, data: Any) -> str:
-  """`name` and a fingerprint of `data` (every array's dtype, shape and bytes): the task part of a
-  checkpoint key, so that a directory of checkpoints is never resumed on other data."""
+def task_key(name: str, data: Any) -> dict[str, str]:
+  """{"task": `name`, "data": a fingerprint of `data` (every array's dtype, shape and bytes)}: the task part
+  of a checkpoint key, so that a directory of checkpoints is never resumed on other data."""
   from hx.compile.checkpoint import fingerprint
 
-  return f"task {name} | data {fingerprint(data)}"
+  return {"task": name, "data": fingerprint(data)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,15 +129,16 @@ class Job:
     seed: seeds its training (`job_seed`).
     until: pause after this many epochs (a float; `hx.compile.tune`'s `until`); None: train to the end.
     resume: a paused run's `hx.compile.TuneState` (host arrays) to continue from; None: start afresh.
-    schedule: the successive-halving schedule it is part of (its text), or None. A run paused inside an
-      epoch scores an extra validation there, so a halved candidate's checkpoint is keyed by it.
+    schedule: the schedule it is part of (the schedule's value: `hx.synth.schedules.Halving`,
+      `CheapFirst`), or None. A run paused inside an epoch scores an extra validation there, so such a
+      candidate's checkpoint is keyed by it (`Checkpoints.key`, every field of it).
   """
   index: int
   candidate: Candidate
   seed: int
   until: float | None = None
   resume: Any = dataclasses.field(default=None, compare=False, repr=False)
-  schedule: str | None = None
+  schedule: Any = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)

@@ -15,21 +15,23 @@ as its readers use it, `read_record` reads one; `read_settings` reads a run's se
 
 `RECORD_VERSION` is the version of a run directory's layout: every record and settings.json holds it
 ("record_version"). A file without it was written before hx recorded the version, in version 1's layout,
-and is read as version 1; a file of any other version is refused in one line that names the file and
-both versions (`LayoutVersionError`), never read as this version's layout.
+and is read as version 1. Version 2 writes every field of the settings' dataclasses, where version 1 left
+some out at their defaults; its records are version 1's. So records of both versions are read alike, and a
+settings.json of version 1 is read as it is and brought to version 2 when its run is resumed
+(`hx.synth.run_directory.open_settings`). A file of any other version is refused in one line that names
+the file and the versions (`LayoutVersionError`), never read as this version's layout.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
 
 from hx.atomic import write_atomically
-from hx.defaults import omit_defaults
+from hx.canonical import jsonable
 from hx.jsonread import (
   Check,
   Invalid,
@@ -53,56 +55,52 @@ __all__ = [
     "jsonable", "from_jsonable", "write_json", "JsonFileError", "read_json", "Invalid", "Check", "check",
     "integer", "number",
     "score", "text", "boolean", "anything", "nullable", "array", "row", "obj", "RECORD", "read_record",
-    "SETTINGS_FILE_SCHEMA", "EVALUATION_SETTINGS", "read_settings", "RECORD_VERSION", "LayoutVersionError",
+    "SETTINGS_FILE_SCHEMA", "EVALUATION_SETTINGS", "read_settings", "read_settings_file", "RECORD_VERSION",
+    "READ_VERSIONS", "LayoutVersionError", "layout_version", "check_layout_version",
 ]
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 """The version of a run directory's layout (`hx.synth.run_directory`) and of its records
 (`hx.synth.lifelong.record`, `hx.evaluation.records.baseline_record`), held by every record and
-settings.json as "record_version"."""
+settings.json as "record_version". 2: settings.json holds every field of its dataclasses (version 1 left
+those of `hx.synth.run_directory.VERSION_1_OMITTED` out at their defaults); records as in version 1."""
+
+READ_VERSIONS = (1, RECORD_VERSION)
+"""The layout versions this hx reads: a version 1 record as a version 2 one (the same fields), a version 1
+settings.json migrated when its run resumes (`hx.synth.run_directory.open_settings`)."""
 
 
 class LayoutVersionError(JsonFileError):
-  """A record or settings.json of a run directory's layout other than `RECORD_VERSION` (a newer hx's):
-  the message names the file, its version and the one this hx reads."""
+  """A record or settings.json of a run directory's layout this hx does not read (not in `READ_VERSIONS`:
+  a newer hx's): the message names the file, its version and the ones this hx reads."""
+
+
+def layout_version(value: dict) -> Any:
+  """The layout version of the JSON object `value` (a record or a settings.json): its "record_version",
+  1 where it has none (written before hx recorded it)."""
+  return value.get("record_version", 1)
 
 
 def check_layout_version(path: os.PathLike | str, value: dict) -> None:
   """Refuses the JSON object `value` read from `path` (a record or a settings.json) unless its
-  "record_version" is `RECORD_VERSION`, or missing (version 1, written before hx recorded it).
+  "record_version" is one of `READ_VERSIONS`, or missing (version 1, written before hx recorded it).
 
   Raises:
     LayoutVersionError: another version.
   """
-  version = value.get("record_version", 1)
-  if version != RECORD_VERSION:
+  version = layout_version(value)
+  if version not in READ_VERSIONS or isinstance(version, bool):
     newer = isinstance(version, int) and version > RECORD_VERSION
     raise LayoutVersionError(path, f"a run directory's layout of record_version {version}"
                                    f"{', written by a newer hx' if newer else ''}; this hx reads "
-                                   f"record_version {RECORD_VERSION} only: use the hx that wrote it, or "
-                                   "another directory")
-
-
-def jsonable(x: Any) -> Any:
-  """`x` as plain JSON values: dataclasses and dicts as objects (keys as text; a field marked
-  `hx.defaults.OMIT_DEFAULT` left out where it holds its default), lists and tuples as arrays, a
-  non-finite float as its text ("nan", "inf"), anything else (types, programs) as its text."""
-  if dataclasses.is_dataclass(x) and not isinstance(x, type):
-    return {name: jsonable(value) for name, value in omit_defaults(x)}
-  if isinstance(x, dict):
-    return {str(k): jsonable(v) for k, v in x.items()}
-  if isinstance(x, (list, tuple)):
-    return [jsonable(v) for v in x]
-  if x is None or isinstance(x, (bool, int, str)):
-    return x
-  if isinstance(x, float):
-    return x if math.isfinite(x) else str(x)
-  return str(x)
+                                   f"record_version {' or '.join(map(str, READ_VERSIONS))} only: use the "
+                                   "hx that wrote it, or another directory")
 
 
 def from_jsonable(cls: type, value: Any, where: str) -> Any:
   """The frozen dataclass `cls` (e.g. `hx.compile.ModuleConfig`) that `jsonable` wrote as `value`: a field
-  missing from `value` takes its default (`hx.defaults.OMIT_DEFAULT`), a field whose default is a
+  missing from `value` takes its default (a file of an older hx, or of layout version 1, which left some
+  fields out at their defaults: `hx.synth.run_directory.VERSION_1_OMITTED`), a field whose default is a
   dataclass is read as one, arrays become tuples, "nan" and "inf" floats.
 
   Raises:
@@ -171,8 +169,8 @@ RECORD = obj({
 def read_record(path: os.PathLike | str) -> dict:
   """The record in `path`, checked against `RECORD`. JsonFileError (naming the file, and the field where
   one does not fit) if it is unreadable ("not a readable record: it is not valid JSON ...") or does not fit
-  ("not a valid record: ranked[0].test: expected ..."); LayoutVersionError (one) if it is of another
-  layout's version (`check_layout_version`)."""
+  ("not a valid record: ranked[0].test: expected ..."); LayoutVersionError (one) if it is of a layout
+  this hx does not read (`check_layout_version`: records of versions 1 and 2 are read alike)."""
   try:
     value = read_json(path)
   except JsonFileError as err:
@@ -191,7 +189,7 @@ def read_record(path: os.PathLike | str) -> dict:
 SETTINGS_FILE_SCHEMA = obj({"settings": obj({}), "started": text(nonempty=True)},
                            optional={"record_version": integer(minimum=1)})
 """The envelope of every settings.json: the settings (an object), the run's start time and its layout's
-version (`RECORD_VERSION`; missing: 1)."""
+version (`RECORD_VERSION`, or 1: missing, written before hx recorded it)."""
 
 _FRACTION = number(above=0, maximum=1)
 
@@ -207,7 +205,16 @@ any may be missing (an older run), and each present is of its type."""
 def read_settings(path: os.PathLike | str, settings: Check | None = None) -> tuple[dict, str]:
   """(settings, started) of the settings.json at `path`; the settings also fit `settings` if given (e.g.
   `EVALUATION_SETTINGS`). JsonFileError (naming the file and the field) if unreadable or ill-formed,
-  LayoutVersionError (one) if of another layout's version (`check_layout_version`)."""
+  LayoutVersionError (one) if of a layout this hx does not read (`check_layout_version`). A version 1
+  file's settings are given as it holds them (`read_settings_file` says which version it is)."""
+  saved, started, _ = read_settings_file(path, settings)
+  return saved, started
+
+
+def read_settings_file(path: os.PathLike | str, settings: Check | None = None) -> tuple[dict, str, int]:
+  """(settings, started, layout version) of the settings.json at `path`: as `read_settings`, with the
+  file's version (1 or `RECORD_VERSION`, `READ_VERSIONS`), which says whether its settings need the
+  fields version 1 left out (`hx.synth.run_directory.open_settings`)."""
   whole = check(read_json(path), SETTINGS_FILE_SCHEMA, path)
   check_layout_version(path, whole)
   if settings is not None:
@@ -215,4 +222,4 @@ def read_settings(path: os.PathLike | str, settings: Check | None = None) -> tup
       settings(whole["settings"], "settings")
     except Invalid as err:
       raise JsonFileError(path, str(err)) from None
-  return whole["settings"], whole["started"]
+  return whole["settings"], whole["started"], layout_version(whole)

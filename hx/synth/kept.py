@@ -14,22 +14,25 @@ is the file's, with no variables (`JobResult.restored`). Only the winner needs v
 keeps its fresh functions), and `hx.synthesize` trains it again with its job seed, as
 `hx.synth.synthesize.retrain_winner` does for a recorded task.
 
-The key says what was trained: the task (its name and data fingerprint), the program, its fresh types,
-the seeded training settings, the module settings and the library's function names, not their weights'
-hashes: a library rebuilt on another machine (`retrain_winner`: equal up to the last digits of float32
+The key says what was trained, as canonical JSON (`hx.synth.jobs.Checkpoints.key`, `hx.canonical`): the
+task (its name and data fingerprint), the program, its fresh types, the seeded training settings, the
+module settings, the schedule and the library's function names, not their weights' hashes: a library
+rebuilt on another machine (`retrain_winner`: equal up to the last digits of float32
 arithmetic) keeps the files usable. On the machine that trained them the resumed synthesis gives the
 uninterrupted one's ranking and winner bit for bit; on another, the kept scores are the first machine's,
 and the winner's variables (and its scores in the ranking) are the retrained ones.
 
-A file that cannot be read, or that holds another key, raises `CheckpointError` with its path.
+A file that cannot be read, or that holds another key, raises `CheckpointError` with its path. A file
+kept by an hx that keyed candidates by reprs (a run directory of layout version 1,
+`hx.synth.run_directory`) has another name: its candidate is trained again.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
+from hx.canonical import text_key
 from hx.compile.checkpoint import CheckpointError, history_from_rows, history_rows
 from hx.compile.fitting import Outcome
 from hx.synth.jsonfiles import (
@@ -58,8 +61,9 @@ _FIELDS = ("status", "reason", "val_score", "test_score", "epochs_run", "best_ep
 
 
 def kept_path(directory: os.PathLike | str, key: str) -> Path:
-  """The file of the candidate `key` in `directory` (named by a hash of the key)."""
-  return Path(directory) / f"{hashlib.blake2b(key.encode(), digest_size=16).hexdigest()}.json"
+  """The file of the candidate `key` (its canonical JSON text) in `directory`, named by the key's hash
+  (`hx.canonical.text_key`: the `content_key` of what the key writes)."""
+  return Path(directory) / f"{text_key(key)}.json"
 
 
 def save_kept(path: os.PathLike | str, key: str, outcome: Outcome) -> None:

@@ -15,9 +15,17 @@ settings.json of its own at DIR. Both check a settings file the same way (`open_
 every training by the same formula (`training_seed`), so that HOUDINI and the baselines train a task at
 a fraction with one seed, and a resumed run gives what an uninterrupted one gives.
 
-The layout's version is `RECORD_VERSION` (`hx.synth.jsonfiles`): a directory of another version is refused
-in one line that names it (`open_settings`), one without a version (written before hx recorded it) is
-read as version 1.
+The layout's version is `RECORD_VERSION` (`hx.synth.jsonfiles`), 2. A directory of version 1 (or without a
+version: written before hx recorded it) is read, and resumed: its settings.json left the fields of
+`VERSION_1_OMITTED` out where they held their defaults, so `open_settings` fills them in from the settings
+asked for before it compares the two, and rewrites the file as version 2 (`migrated_settings`). Its records
+are read as they are: a record's layout did not change. A directory of any other version is refused in
+one line that names the file and the versions.
+
+Resumed by this hx, a task that an older hx left unfinished trains again the candidates it had checkpointed
+or kept: their files are named by a hash of what they train (`hx.canonical.content_key`), no longer by
+reprs, so those files are not found (and are left where they are). Finished tasks are read from their
+records, which no such name touches: they are not trained again.
 """
 
 from __future__ import annotations
@@ -26,15 +34,65 @@ import datetime
 import re
 import zlib
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from hx.atomic import LOCK_FILE
-from hx.synth.jsonfiles import RECORD_VERSION, JsonFileError, LayoutVersionError, read_settings, write_json
+from hx.synth.jsonfiles import (
+  RECORD_VERSION,
+  JsonFileError,
+  LayoutVersionError,
+  read_settings_file,
+  write_json,
+)
 
 __all__ = ["RECORD_VERSION", "SETTINGS_FILE", "SettingsMismatch", "task_dir", "fraction_file", "record_file",
-           "library_dir", "checkpoint_dir", "candidates_dir", "training_seed", "open_settings"]
+           "library_dir", "checkpoint_dir", "candidates_dir", "training_seed", "open_settings",
+           "VERSION_1_OMITTED", "migrated_settings"]
 
 SETTINGS_FILE = "settings.json"
+
+
+VERSION_1_OMITTED: Mapping[str, Any] = {
+    # hx.synth.space.SearchSpace
+    "library_tasks": None, "probed_tasks": None, "reused_programs": 0, "reuse_tolerance": 0.0,
+    "reuse_standard_errors": 0.0,
+    # hx.synth.schedules.CheapFirst
+    "eta": None, "keep_at": 2.0, "free": False,
+    # hx.compile.ModuleConfig
+    "mlp_order": "bn_relu", "fold_step_norm": True,
+    # hx.evaluation.EvalConfig
+    "stream": None,
+}
+"""The settings fields a settings.json of layout version 1 left out where they held their defaults, by
+name, with those defaults (as JSON values): fields added to the settings' dataclasses after runs had been
+saved, which version 1's hx wrote only where they differed from their defaults, so that the earlier runs'
+settings still matched. Version 2 writes every field; `migrated_settings` puts these back into a version 1
+file's settings. Fixed: a field added from now on is written at every value, so the runs saved before it
+hold other settings than the ones asked, and resuming them needs a migration of its own (a layout version
+3), not an entry here."""
+
+
+def migrated_settings(saved: Any, asked: Any) -> Any:
+  """The settings `saved` of a version 1 settings.json as version 2 writes them, for the run `asked` (the
+  settings as JSON values): wherever `asked` holds a field of `VERSION_1_OMITTED` at its default (of the
+  same JSON type: true is not 1) in an object where `saved` lacks it, the field is added to `saved`, at
+  every depth (objects by key, arrays of equal length element by element). Anything else is left as
+  `saved` holds it, to be compared with `asked` as it is: a field `saved` lacks that `asked` holds at
+  another value (a run of other settings) stays missing."""
+  if isinstance(saved, dict) and isinstance(asked, dict):
+    out = {k: migrated_settings(v, asked[k]) if k in asked else v for k, v in saved.items()}
+    for k, v in asked.items():
+      if k not in saved and k in VERSION_1_OMITTED and _same_json(v, VERSION_1_OMITTED[k]):
+        out[k] = v
+    return out
+  if isinstance(saved, list) and isinstance(asked, list) and len(saved) == len(asked):
+    return [migrated_settings(s, a) for s, a in zip(saved, asked)]
+  return saved
+
+
+def _same_json(a: Any, b: Any) -> bool:
+  """Whether two JSON values are equal as JSON (2 and 2.0 alike, true and 1 not)."""
+  return a == b and isinstance(a, bool) == isinstance(b, bool)
 
 
 class SettingsMismatch(ValueError):
@@ -86,6 +144,9 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
                   error: type[Exception] = SettingsMismatch, write: bool = True) -> str | None:
   """Writes DIR/settings.json for a new run, or checks it against `settings` for a resumed one.
 
+  A settings.json of layout version 1 is compared as `migrated_settings` makes it; where it is the same run
+  it is rewritten as version 2 (unless `write` is False) and the run resumes.
+
   Args:
     directory: the run directory (created if missing).
     settings: the run's settings as JSON values.
@@ -102,26 +163,29 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
 
   Raises:
     `error`: the directory holds a run with other settings (the message names the differing keys), a
-      settings file that cannot be read or is of another layout's version (the message names both), or
-      other files and no settings file.
+      settings file that cannot be read or is of a layout this hx does not read (the message names the
+      file and the versions), or other files and no settings file.
   """
   directory = Path(directory)
   path = directory / SETTINGS_FILE
   if path.exists():
     try:
-      saved, started = read_settings(path)
+      saved, started, version = read_settings_file(path)
     except LayoutVersionError as err:
       raise error(str(err)) from None
     except JsonFileError as err:
       raise error(f"{path} is not an {what}'s settings file ({err.problem})") from None
+    if version != RECORD_VERSION:
+      saved = migrated_settings(saved, settings)
     if saved == settings:
-      return started
-    merged = merge(saved, settings) if merge is not None else None
+      merged = saved
+    else:
+      merged = merge(saved, settings) if merge is not None else None
     if merged is None:
       diff = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
       raise error(f"{directory} holds a run with other settings (differing: {', '.join(diff)}); "
                   f"{resume_hint}")
-    if merged != saved and write:
+    if (merged != saved or version != RECORD_VERSION) and write:
       write_json(path, {"settings": merged, "started": started, "record_version": RECORD_VERSION})
     return started
   if directory.exists() and (not directory.is_dir() or any(p.name != LOCK_FILE for p in directory.iterdir())):

@@ -77,7 +77,6 @@ import itertools
 import math
 from typing import Any, Collection, Iterator, Mapping, Sequence
 
-from hx.defaults import OMIT_DEFAULT
 from hx.lang import program as P
 from hx.lang.errors import HxTypeError
 from hx.lang.infer import infer
@@ -209,11 +208,11 @@ class SearchSpace:
   costs: Costs = Costs()
   order: str = "authors"
   authors_filter: bool = False
-  library_tasks: int | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
-  probed_tasks: int | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
-  reused_programs: int = dataclasses.field(default=0, metadata={OMIT_DEFAULT: True})
-  reuse_tolerance: float = dataclasses.field(default=0.0, metadata={OMIT_DEFAULT: True})
-  reuse_standard_errors: float = dataclasses.field(default=0.0, metadata={OMIT_DEFAULT: True})
+  library_tasks: int | None = None
+  probed_tasks: int | None = None
+  reused_programs: int = 0
+  reuse_tolerance: float = 0.0
+  reuse_standard_errors: float = 0.0
 
   def __post_init__(self):
     if self.order not in ORDERS:

@@ -51,26 +51,72 @@ def test_cs1_at_2_percent_is_committed():
   assert {r["method"] for r in records} == {"houdini_topdown", "standalone", "llt", "pnn"}
 
 
-@pytest.mark.parametrize("run", RUNS, ids=[str(p.relative_to(ROOT)) for p in RUNS])
-def test_the_paper_preset_still_writes_the_module_settings_a_committed_run_saved(run):
-  # A run resumes only where its saved settings equal what the preset writes now: a ModuleConfig field
-  # added since (e.g. mlp_order) must be left out at its default (`hx.synth.jsonfiles.OMIT_DEFAULT`).
+def _written_now(saved: dict) -> dict:
+  """The settings today's hx writes for the evaluation whose committed settings are `saved`
+  (`hx.evaluation.runner.settings_json` of `EvalConfig.make` with its sequence, preset, methods, fractions,
+  seeds and tasks, and the module settings it changed from its preset's), with its data sources as saved
+  (their files, which the sources name by content, are not in the checkout)."""
   from hx.evaluation import EvalConfig
+  from hx.evaluation.runner import settings_json
   from hx.synth.jsonfiles import jsonable
 
-  saved = json.loads((run / "settings.json").read_text("utf-8"))["settings"]
-  assert saved["preset"] == "paper"
-  assert jsonable(EvalConfig.make(saved["sequence"], preset="paper").module_config) == saved["module_config"]
+  preset = jsonable(EvalConfig.make(saved["sequence"], preset=saved["preset"]).module_config)
+  changed = {k: tuple(v) if isinstance(v, list) else v for k, v in saved["module_config"].items()
+             if v != preset[k]}
+  methods = ["houdini" if m == "houdini_topdown" else m for m in saved["methods"]]
+  config = EvalConfig.make(saved["sequence"], preset=saved["preset"], methods=methods,
+                           fractions=saved["fractions"], seeds=saved["seeds"], tasks=saved["tasks"],
+                           module_overrides=changed)
+  return {**settings_json(config), "sources": saved["sources"]}
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[str(p.relative_to(ROOT)) for p in RUNS])
+def test_the_paper_preset_still_writes_the_module_settings_a_committed_run_saved(run):
+  # A run resumes only where its saved settings equal what the preset writes now. The committed runs are
+  # of layout version 1, whose settings left the ModuleConfig fields added since (mlp_order,
+  # fold_step_norm) out at their defaults: migrated (`hx.synth.run_directory.migrated_settings`), they
+  # hold every field, at the values the preset writes now.
+  from hx.evaluation import EvalConfig
+  from hx.synth.jsonfiles import jsonable
+  from hx.synth.run_directory import migrated_settings
+
+  whole = json.loads((run / "settings.json").read_text("utf-8"))
+  saved = whole["settings"]
+  assert saved["preset"] == "paper" and whole.get("record_version", 1) == 1
+  now = jsonable(EvalConfig.make(saved["sequence"], preset="paper").module_config)
+  assert migrated_settings(saved, {**saved, "module_config": now})["module_config"] == now
+  assert {"mlp_order", "fold_step_norm"} <= set(now)
+
+
+@pytest.mark.parametrize("run", RUNS + VARIANTS, ids=[str(p.relative_to(ROOT)) for p in RUNS + VARIANTS])
+def test_a_committed_evaluation_opens_migrated_for_the_settings_written_now(run, tmp_path):
+  # Its settings.json (version 1) opens through the migration against what today's hx writes for the same
+  # command, and is rewritten as version 2 with the run's start time: the run resumes.
+  from hx.evaluation import ConfigError
+  from hx.synth.jsonfiles import read_settings
+  from hx.synth.run_directory import open_settings
+
+  whole = json.loads((run / "settings.json").read_text("utf-8"))
+  asked = _written_now(whole["settings"])
+  copy = tmp_path / run.name
+  copy.mkdir()
+  shutil.copy(run / "settings.json", copy / "settings.json")
+  assert open_settings(copy, asked, what="hx evaluation", error=ConfigError) == whole["started"]
+  assert json.loads((copy / "settings.json").read_text("utf-8"))["record_version"] == 2
+  assert read_settings(copy / "settings.json") == (asked, whole["started"])
 
 
 @pytest.mark.parametrize("run", VARIANTS, ids=[str(p.relative_to(ROOT)) for p in VARIANTS])
 def test_a_committed_variant_is_not_the_paper_preset(run):
-  # A variant's folder holds what the paper preset does not write: its module settings differ.
+  # A variant's folder holds what the paper preset does not write: its module settings differ, once the
+  # fields its version 1 settings left out at their defaults are filled in.
   from hx.evaluation import EvalConfig
   from hx.synth.jsonfiles import jsonable
+  from hx.synth.run_directory import migrated_settings
 
   saved = json.loads((run / "settings.json").read_text("utf-8"))["settings"]
-  assert jsonable(EvalConfig.make(saved["sequence"], preset="paper").module_config) != saved["module_config"]
+  paper = jsonable(EvalConfig.make(saved["sequence"], preset="paper").module_config)
+  assert migrated_settings(saved, {**saved, "module_config": paper})["module_config"] != paper
 
 
 @pytest.mark.slow

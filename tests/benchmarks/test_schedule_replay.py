@@ -56,14 +56,22 @@ def _settings(sequence_dir, **batch_sizes):
       [kind, {"batch_size": b, "epochs": 20}] for kind, b in batch_sizes.items()]}}))
 
 
-def _keep(folder, program: str, fresh: list, curve: list[float], epoch_seconds: list[float], test: float):
-  """A kept candidate as `hx.synth.kept` writes it, under a key of `hx.synth.jobs`' form."""
+def _keep(folder, program: str, fresh: list, curve: list[float], epoch_seconds: list[float], test: float,
+          older: bool = False):
+  """A kept candidate as `hx.synth.kept` writes it, under a key of `hx.synth.jobs.Checkpoints.key`'s form
+  (`older`: of the text form an older hx wrote)."""
+  from hx.canonical import canonical_json
+  from hx.compile import ModuleConfig, TuneConfig
   from hx.compile.fitting import Outcome
   from hx.compile.tuning import EpochRecord
   from hx.synth.kept import kept_path, save_kept
 
-  key = (f"task count_digit(0) | data abc | program {program} | fresh {fresh} | TuneConfig(epochs=3) | "
-         "ModuleConfig() | library ['nn_cs1_1']")
+  key = canonical_json({"task": "count_digit(0)", "data": "abc", "program": program, "fresh": dict(fresh),
+                        "training": TuneConfig(epochs=3), "modules": ModuleConfig(), "library": ["nn_cs1_1"],
+                        "schedule": None})
+  if older:
+    key = (f"task count_digit(0) | data abc | program {program} | fresh {fresh} | TuneConfig(epochs=3) | "
+           "ModuleConfig() | library ['nn_cs1_1']")
   history = tuple(EpochRecord(t, 1.0, v, v * v, s, s / 10)
                   for t, (v, s) in enumerate(zip(curve, epoch_seconds), 1))
   outcome = Outcome(status="trained", reason=None, val_score=min(curve), test_score=test,
@@ -82,7 +90,7 @@ def test_a_task_under_way_is_replayed_from_its_kept_candidates(tmp_path):
   _keep(folder, "compose(nn_1, map_l(lib.nn_cs1_1))", [("nn_1", "List -> Real")], [3.0, 2.0, 2.5],
         [10.0, 110.0, 10.0], 2.1)
   _keep(folder, "compose(nn_1, map_l(nn_2))", [("nn_1", "A"), ("nn_2", "B")], [1.5, 1.4, 1.6],
-        [50.0, 50.0, 50.0], 1.45)
+        [50.0, 50.0, 50.0], 1.45, older=True)
   [task] = load_under_way(str(tmp_path), 2)
   assert task["name"] == "cs1 3 count_digit(0) @ 1 (under way, 2 kept)"
   assert task["epochs"] == 3 and task["val_examples"] == 2100
@@ -92,6 +100,7 @@ def test_a_task_under_way_is_replayed_from_its_kept_candidates(tmp_path):
   assert (a["val"], a["test"], a["curve"], a["order"]) == (2.0, 2.1, [3.0, 2.0, 2.5], 0)
   assert a["train"] == pytest.approx(30.0) and a["eval"] == pytest.approx(3.0) and a["compile"] == 4.0
   assert b["train"] == pytest.approx(150.0) and b["order"] == 1
+  assert b["program"] == "compose(nn_1, map_l(nn_2)) [('nn_1', 'A'), ('nn_2', 'B')]"  # an older hx's key
   assert load_under_way(str(tmp_path), 3) == []  # fewer kept than asked
   # Once the task has its record, the record is what load_tasks replays: no second copy here.
   (seed / "records" / "03_count_digit(0)").mkdir(parents=True)

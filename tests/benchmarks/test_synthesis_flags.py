@@ -117,8 +117,6 @@ def test_the_cheap_schedule_names_its_probe_and_a_bad_one_is_refused():
   assert _cheap_schedule("cheap:40:2@1.5:4") == CheapFirst(probe_steps=40, keep=2, keep_at=1.5, eta=4)
   assert _cheap_schedule("cheap:40:3@2+free") == CheapFirst(probe_steps=40, keep=3, keep_at=2.0, free=True)
   assert _cheap_schedule("cheap+free") == CheapFirst(free=True) and not _cheap_schedule("cheap:40").free
-  assert repr(CheapFirst(free=True)) == "CheapFirst(probe_steps=80, cheap=0.2, keep=3, free=True)"
-  assert repr(CheapFirst()) == "CheapFirst(probe_steps=80, cheap=0.2, keep=3)"  # as runs saved it before
   for name in ("cheap:x", "cheap:0", "cheap:4:0", "cheap:4:2:1", "cheap:4:2:x", "cheap:4:2:4:1",
                "cheap:4:3@0", "cheap:4:3@x", "cheap:4:3+fre", "cheap:4:3+"):
     with pytest.raises(SystemExit, match=rf"schedule '{re.escape(name)}': cheap, cheap:S, cheap:S:K or "

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from hx.baselines import layers
+from hx.canonical import content_key, jsonable
 from hx.compile.modules import (
   TEMPLATES,
   apply_module,
@@ -105,14 +106,14 @@ def test_the_mlp_order_is_the_batch_norm_s_place():
   assert not np.allclose(np.asarray(run[0]), np.asarray(run[1]))
   with pytest.raises(ValueError, match="mlp_order"):
     dataclasses.replace(CFG, mlp_order="bn_after")
-  # Checkpoint keys hold the config's repr: the default's is what it was before the field existed.
-  assert "mlp_order" not in repr(CFG)
-  assert repr(dataclasses.replace(CFG, mlp_order="relu_bn")).endswith(", mlp_order='relu_bn')")
+  # Checkpoint keys hold the config's canonical JSON (hx.canonical): every field, the default's too.
+  assert jsonable(CFG)["mlp_order"] == "bn_relu"
+  assert content_key(dataclasses.replace(CFG, mlp_order="relu_bn")) != content_key(CFG)
 
 
 def test_only_a_fold_step_loses_its_batch_norm():
   # fold_step_norm=False takes the batch norm out of two-argument MLPs (fold steps) alone; the default
-  # names nothing, so earlier specs, settings and checkpoint keys stay as they were.
+  # spec names nothing, so earlier specs stay as they were (settings and keys name every field).
   off = dataclasses.replace(CFG, fold_step_norm=False)
   step = _spec("fold step without batch norm")
   assert step["batch_norm"] is False and _spec("mlp").get("batch_norm") is None
@@ -120,7 +121,7 @@ def test_only_a_fold_step_loses_its_batch_norm():
   assert set(params) == {"hidden", "out"} and stats == {}
   one = spec("Tensor<real>[3] -> Tensor<real>[2]", None, off)
   assert one.get("batch_norm") is None and "bn" in init_module(one, jax.random.key(0))[0]
-  assert "fold_step_norm" not in repr(CFG) and repr(off).endswith(", fold_step_norm=False)")
+  assert jsonable(CFG)["fold_step_norm"] is True and content_key(off) != content_key(CFG)
 
 
 def test_unknown_templates_are_refused():

@@ -184,7 +184,7 @@ def test_a_probe_inside_an_epoch_pauses_there_and_keys_the_candidates_by_the_sch
   out, stopped = cheap_first(candidates(2), schedule, EPOCHS, STEPS, seed=0, run=recording)
   # The cheap one on to 2 epochs (the default keep_at), then to the end; then the costly one.
   assert run.calls == [[(0, 1.5, None), (1, 1.5, None)], [(0, 2.0, 1.5)], [(0, None, 2.0)], [(1, None, 1.5)]]
-  assert {j.schedule for j in jobs} == {repr(schedule)} and stopped == {}
+  assert {j.schedule for j in jobs} == {schedule} and stopped == {}
   # Judged at the probe, the cheap one goes straight on to the end.
   run = Scripted([0.01, 1.0], [flat(0.5), flat(0.4)])
   cheap_first(candidates(2), CheapFirst(probe_steps=15, keep_at=None), EPOCHS, STEPS, seed=0, run=run)
@@ -285,14 +285,14 @@ def test_a_rung_inside_an_epoch_keys_the_candidates_by_the_schedule():
   # Nothing cheap (equal costs): the better one goes on, to 1.5 epochs, 4.5, 13.5 and the end.
   assert run.calls == [[(0, 0.5, None), (1, 0.5, None)], [(1, 1.5, 0.5)], [(1, 4.5, 1.5)], [(1, 13.5, 4.5)],
                        [(1, None, 13.5)]]
-  assert {j.schedule for j in run.jobs} == {repr(schedule)}
-  assert repr(schedule) == "CheapFirst(probe_steps=5, cheap=0.2, keep=3, eta=3)"
-  # Without eta the text and the settings are what they were before eta existed (runs saved then resume).
-  assert repr(CheapFirst()) == "CheapFirst(probe_steps=80, cheap=0.2, keep=3)"
-  assert jsonable(CheapFirst()) == {"probe_steps": 80, "cheap": 0.2, "keep": 3}
+  assert {j.schedule for j in run.jobs} == {schedule}  # keyed by every field (Checkpoints.key)
+  assert repr(schedule) == "CheapFirst(probe_steps=5, cheap=0.2, keep=3, eta=3, keep_at=2.0, free=False)"
+  # The settings name every field, at its default too (a run directory's layout version 2).
+  assert jsonable(CheapFirst()) == {"probe_steps": 80, "cheap": 0.2, "keep": 3, "eta": None, "keep_at": 2.0,
+                                    "free": False}
   assert CheapFirst().keep_at == 2
-  assert repr(CheapFirst(keep_at=None)) == "CheapFirst(probe_steps=80, cheap=0.2, keep=3, keep_at=None)"
-  assert jsonable(schedule) == {"probe_steps": 5, "cheap": 0.2, "keep": 3, "eta": 3}
+  assert jsonable(schedule) == {"probe_steps": 5, "cheap": 0.2, "keep": 3, "eta": 3, "keep_at": 2.0,
+                                "free": False}
 
 
 def test_keep_at_judges_the_cheap_candidates_after_more_epochs_than_the_probe():
@@ -401,9 +401,9 @@ def test_keep_at_at_or_before_the_probe_or_at_the_end():
   run = Scripted(cost, score)
   cheap_first(candidates(4), schedule, EPOCHS, STEPS, seed=0, run=run)
   assert run.calls[1] == [(i, 2.5, 1.0) for i in range(3)]
-  assert {j.schedule for j in run.jobs} == {repr(schedule)}
-  assert repr(schedule) == "CheapFirst(probe_steps=10, cheap=0.2, keep=1, keep_at=2.5)"
-  assert jsonable(schedule) == {"probe_steps": 10, "cheap": 0.2, "keep": 1, "keep_at": 2.5}
+  assert {j.schedule for j in run.jobs} == {schedule}
+  assert jsonable(schedule) == {"probe_steps": 10, "cheap": 0.2, "keep": 1, "eta": None, "keep_at": 2.5,
+                                "free": False}
 
 
 def test_out_of_time_before_the_look_trains_nothing_more():

@@ -1,5 +1,6 @@
 """A synthesis interrupted midway resumes its candidates from their checkpoint files (`checkpoint_dir`)."""
 
+import json
 import os
 
 import pytest
@@ -88,7 +89,7 @@ def test_task_context_names_what_it_needs():
     task_context(sum_task(n=50))
   context = task_context(sum_task(n=50), tune_config=TuneConfig(epochs=1), checkpoint_dir="somewhere")
   assert context.checkpoints.directory == "somewhere"
-  assert context.checkpoints.task_key.startswith("task sum_numbers | data ")
+  assert context.checkpoints.task_key == {"task": "sum_numbers", "data": ck.fingerprint(context.ready.data)}
   assert (task_context(sum_task(n=50), tune_config=TuneConfig()).checkpoints is None)
   assert (task_context(sum_task(n=50, seed=1), tune_config=TuneConfig(), checkpoint_dir="x")
           .checkpoints.task_key != context.checkpoints.task_key)
@@ -106,6 +107,70 @@ def test_task_key_fingerprints_every_array_with_its_shape():
   assert key != task_key("t", {**base, "a": np.zeros((3, 0), np.float32)})  # same bytes, other shape
   assert key != task_key("t", {**base, "c": np.ones((2, 2), np.uint8)})  # same bytes, other dtype
   assert key != task_key("u", base)
+
+
+def _job_and_context(tmp_path):
+  from hx.lang import parse, parse_type
+  from hx.synth.jobs import Job
+  from hx.synth.space import Candidate
+
+  context = task_context(sum_task(n=50), module_config=TINY, tune_config=TuneConfig(epochs=2, batch_size=50),
+                         checkpoint_dir=tmp_path / "checkpoints", scores_dir=tmp_path / "kept")
+  fresh = (("nn_1", parse_type("List<Tensor<real>[1]> -> Tensor<real>[1]")),)
+  return Job(0, Candidate(parse("nn_1"), fresh, 1.0, ("nn_1",)), seed=7), context
+
+
+def test_a_candidates_key_is_the_canonical_json_of_what_it_trains(tmp_path):
+  from hx.canonical import canonical_json, content_key, jsonable
+
+  job, context = _job_and_context(tmp_path)
+  checkpoint = context.checkpoints.for_job(job, context)
+  what = {"task": "sum_numbers", "data": ck.fingerprint(context.ready.data), "program": "nn_1",
+          "fresh": {"nn_1": "List<Tensor<real>[1]> -> Tensor<real>[1]"},
+          "training": jsonable(TuneConfig(epochs=2, batch_size=50, seed=7)), "modules": jsonable(TINY),
+          "library": {}, "schedule": None}
+  assert json.loads(checkpoint.key) == what
+  assert checkpoint.key == canonical_json(what)
+  assert checkpoint.path == os.path.join(tmp_path / "checkpoints", f"{content_key(what)}.npz")
+  # Every field of the settings, those at their defaults too.
+  assert {"mlp_order", "fold_step_norm"} <= set(what["modules"]) and "min_steps" in what["training"]
+  # The kept file: the library's names, not their versions; named by the hash of its key's text.
+  path, key = context.checkpoints.kept_for(job, context)
+  assert key == canonical_json({**what, "library": []})
+  assert path == os.path.join(tmp_path / "kept", f"{content_key({**what, 'library': []})}.json")
+
+
+def test_a_candidates_key_changes_with_its_module_settings_schedule_and_training(tmp_path):
+  import dataclasses
+
+  from hx.synth.schedules import CheapFirst, Halving
+
+  job, context = _job_and_context(tmp_path)
+
+  def files(job, context):
+    return (context.checkpoints.for_job(job, context).path,) + context.checkpoints.kept_for(job, context)
+
+  def trained_with(**changes):
+    ready = dataclasses.replace(context.ready, tune_config=dataclasses.replace(context.ready.tune_config,
+                                                                               **changes))
+    return dataclasses.replace(context, ready=ready)
+
+  base = files(job, context)
+  assert files(job, context) == base  # the same job: the same files
+  variants = [
+      files(job, dataclasses.replace(context, module_config=dataclasses.replace(TINY, mlp_order="relu_bn"))),
+      files(job, dataclasses.replace(context, module_config=dataclasses.replace(TINY, fold_step_norm=False))),
+      files(job, dataclasses.replace(context, module_config=dataclasses.replace(TINY, mlp_hidden=33))),
+      files(dataclasses.replace(job, schedule=CheapFirst()), context),
+      files(dataclasses.replace(job, schedule=CheapFirst(free=True)), context),
+      files(dataclasses.replace(job, schedule=CheapFirst(keep_at=None)), context),
+      files(dataclasses.replace(job, schedule=Halving()), context),
+      files(dataclasses.replace(job, schedule=Halving(reference="median")), context),
+      files(job, trained_with(learning_rate=2e-3)), files(job, trained_with(min_steps=10)),
+      files(dataclasses.replace(job, seed=8), context),
+  ]
+  for i in range(3):  # checkpoint path, kept path, kept key
+    assert len({v[i] for v in variants} | {base[i]}) == len(variants) + 1
 
 
 @pytest.mark.slow
@@ -126,7 +191,9 @@ def test_halving_saves_its_last_rung_and_resumes_it(tmp_path, monkeypatch):
   from hx.compile.checkpoint import describe_checkpoint
 
   assert describe_checkpoint(saved)["kind"] == "paused" and describe_checkpoint(saved)["epochs"] == 5
-  assert "schedule Halving(first=1" in describe_checkpoint(saved)["key"]
+  from hx.canonical import jsonable
+
+  assert json.loads(describe_checkpoint(saved)["key"])["schedule"] == jsonable(Halving(first=1, eta=2))
   count = _count_tune(monkeypatch)
   resumed = synthesize(task, None, checkpoint_dir=tmp_path, **kw)
   assert count[0] == 1  # from the file's epoch 5, not from the rung's epoch 4

@@ -65,4 +65,4 @@ def test_the_schedule_is_checked_and_named_in_its_text():
   with pytest.raises(ValueError, match="val_examples"):
     Halving(val_examples=0)
   assert repr(Halving(first=1, eta=2, val_examples=300)) == (
-      "Halving(first=1, eta=2, min_keep=1, val_examples=300)")
+      "Halving(first=1, eta=2, min_keep=1, equal='epochs', price=0.1, reference='geomean', val_examples=300)")

@@ -205,11 +205,8 @@ def test_a_job_reports_the_steps_its_cost_is_priced_by():
   assert step_shares([paused, paused]) == [1.0, 1.0]
 
 
-def test_the_text_of_an_equal_epochs_schedule_is_unchanged():
-  # A halved candidate's checkpoint is keyed by this text: runs saved before `equal` existed resume.
-  assert repr(Halving(first=0.5, eta=2)) == "Halving(first=0.5, eta=2, min_keep=1)"
-  # And so does one of equal time under the median, the only reference before `reference` existed.
-  assert repr(Halving(equal="time", price=0.2, reference="median")) == (
-      "Halving(first=2.0, eta=4, min_keep=1, equal='time', price=0.2)")
-  assert repr(Halving(equal="time")) == (
-      "Halving(first=2.0, eta=4, min_keep=1, equal='time', price=0.1, reference='geomean')")
+def test_a_schedules_repr_is_the_dataclasss_with_every_field():
+  # No longer a key (a halved candidate's checkpoint is keyed by the schedule's canonical JSON,
+  # hx.synth.jobs.Checkpoints.key): the dataclass's own repr, every field named.
+  assert repr(Halving(first=0.5, eta=2)) == ("Halving(first=0.5, eta=2, min_keep=1, equal='epochs', "
+                                             "price=0.1, reference='geomean', val_examples=None)")

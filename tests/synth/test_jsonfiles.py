@@ -33,13 +33,20 @@ def test_write_json_replaces_the_file_whole_or_not_at_all(tmp_path):
   assert [p.name for p in path.parent.iterdir()] == ["record.json"]  # no temporary file left
 
 
-def test_a_field_marked_omit_default_is_written_only_where_it_differs():
-  from hx.defaults import OMIT_DEFAULT
+def test_every_field_is_written_at_its_default_too():
+  # Layout version 2 (hx.synth.jsonfiles.RECORD_VERSION): no field is left out, whatever it holds.
+  from hx.compile import ModuleConfig
+  from hx.synth.schedules import CheapFirst
 
   @dataclasses.dataclass(frozen=True)
   class Settings:
     a: int = 1
-    b: str = dataclasses.field(default="old", metadata={OMIT_DEFAULT: True})
+    b: str = "old"
 
-  assert jsonable(Settings()) == {"a": 1}
+  assert jsonable(Settings()) == {"a": 1, "b": "old"}
   assert jsonable(Settings(a=2, b="new")) == {"a": 2, "b": "new"}
+  modules = jsonable(ModuleConfig())
+  assert modules["mlp_order"] == "bn_relu" and modules["fold_step_norm"] is True
+  assert jsonable(CheapFirst()) == {"probe_steps": 80, "cheap": 0.2, "keep": 3, "eta": None, "keep_at": 2.0,
+                                    "free": False}
+

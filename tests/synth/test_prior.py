@@ -142,8 +142,8 @@ def test_inputs_without_an_image_table_are_offered_the_latest_tasks(two_tasks):
   assert offered_library(two_tasks, vectors, 1).names == ("nn_sq_2",)  # the latest
 
 
-def test_the_bound_is_a_search_setting_left_out_of_settings_at_its_default():
-  assert "library_tasks" not in jsonable(SearchSpace())
+def test_the_bound_is_a_search_setting_written_at_its_default_too():
+  assert jsonable(SearchSpace())["library_tasks"] is None
   assert jsonable(SearchSpace(library_tasks=8))["library_tasks"] == 8
   for bad in (0, -1, 2.5, True):
     with pytest.raises(ValueError, match="library_tasks must be an integer >= 1"):
@@ -224,7 +224,7 @@ def test_a_retired_source_is_not_probed_and_is_offered_after_the_probed_ones(two
 def test_the_probe_bound_is_a_search_setting():
   from hx.bin.run import parse_search
 
-  assert "probed_tasks" not in jsonable(SearchSpace(library_tasks=8))
+  assert jsonable(SearchSpace(library_tasks=8))["probed_tasks"] is None
   assert jsonable(SearchSpace(library_tasks=8, probed_tasks=24))["probed_tasks"] == 24
   for bad in (4, 0, 2.5, True):
     with pytest.raises(ValueError, match="probed_tasks must be an integer >= library_tasks"):
@@ -327,7 +327,7 @@ def test_within_the_reuse_tolerance_the_fewest_fresh_functions_win(two_tasks):
 def test_reused_programs_is_a_search_setting_that_needs_the_prior():
   from hx.bin.run import parse_search
 
-  assert "reused_programs" not in jsonable(SearchSpace(library_tasks=8))
+  assert jsonable(SearchSpace(library_tasks=8))["reused_programs"] == 0
   assert jsonable(SearchSpace(library_tasks=8, reused_programs=1))["reused_programs"] == 1
   for bad in (-1, 1.5, True):
     with pytest.raises(ValueError, match="reused_programs must be an integer >= 0"):
@@ -364,7 +364,7 @@ def test_within_standard_errors_of_the_best_the_fewest_fresh_functions_win(two_t
 def test_the_winner_rules_margins_are_search_settings_of_numbers_at_least_0(name):
   from hx.bin.run import parse_search
 
-  assert name not in jsonable(SearchSpace())
+  assert jsonable(SearchSpace())[name] == 0.0
   assert jsonable(SearchSpace(**{name: 0.1}))[name] == 0.1
   for bad in (-0.1, math.inf, True, "0.1"):
     with pytest.raises(ValueError, match=f"{name} must be a number >= 0"):

@@ -113,10 +113,13 @@ def test_bad_text_is_one_line_naming_what_and_what_would_do(text, message):
 
 def test_budget_settings_are_as_runs_saved_them():
   """A run resumes where its settings.json equals what the code writes: `Budget`'s JSON form for each
-  schedule is the one written before schedules shared a protocol (`ToEnd` is the None it was)."""
+  schedule is the one written before schedules shared a protocol (`ToEnd` is the None it was), with every
+  field (a run directory's layout version 2; version 1 left CheapFirst's eta, keep_at and free out at
+  their defaults, `hx.synth.run_directory.VERSION_1_OMITTED`)."""
   base = {"candidates": 20, "enumerated": None, "seconds": None}
   halving = {"first": 2.0, "eta": 4, "min_keep": 1, "equal": "epochs", "price": 0.1, "reference": "geomean",
              "val_examples": None}
+  cheap_first = {"probe_steps": 80, "cheap": 0.2, "keep": 3, "eta": None, "keep_at": 2.0, "free": False}
   expected = [
       (Budget(), {**base, "schedule": None}),
       (Budget(schedule=ToEnd()), {**base, "schedule": None}),
@@ -125,9 +128,9 @@ def test_budget_settings_are_as_runs_saved_them():
                                                                "schedule": halving}),
       (Budget(schedule=parse_schedule("halving:eta=2,equal=time,val=300")),
        {**base, "schedule": {**halving, "eta": 2, "equal": "time", "val_examples": 300}}),
-      (Budget(schedule=CheapFirst()), {**base, "schedule": {"probe_steps": 80, "cheap": 0.2, "keep": 3}}),
-      (Budget(schedule=parse_schedule("cheap_first:probe=1")),
-       {**base, "schedule": {"probe_steps": 1, "cheap": 0.2, "keep": 3}}),
+      (Budget(schedule=CheapFirst()), {**base, "schedule": cheap_first}),
+      (Budget(schedule=parse_schedule("cheap_first:probe=1")), {**base, "schedule": {**cheap_first,
+                                                                                     "probe_steps": 1}}),
       (Budget(schedule=CheapFirst(eta=4, keep_at=None, free=True)),
        {**base, "schedule": {"probe_steps": 80, "cheap": 0.2, "keep": 3, "eta": 4, "keep_at": None,
                              "free": True}}),

@@ -1,6 +1,6 @@
 """`ModuleConfig`: the sizes of the module templates, the paper's defaults (appendix C) where it gives
-them; a frozen dataclass whose repr names the checkpoints' keys (`hx.defaults`) and whose pickle carries
-the user modules registered in this process (`hx.compile.modules.registry`)."""
+them; a frozen dataclass whose fields (as canonical JSON, `hx.canonical`) name the checkpoints' keys and
+whose pickle carries the user modules registered in this process (`hx.compile.modules.registry`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 
 from hx.compile.fixpoint import FixConfig
 from hx.compile.modules.registry import install_registrations, pickled_registrations
-from hx.defaults import OMIT_DEFAULT, omit_defaults
 
 __all__ = ["GRAPH_KERNELS", "ModuleConfig"]
 
@@ -89,14 +88,8 @@ class ModuleConfig:
   bn_momentum: float = 0.9
   bn_epsilon: float = 1e-5
   fix: FixConfig = FixConfig()
-  # Added after runs were saved: named in the repr and the settings only where not the defaults
-  # (`hx.defaults`).
-  mlp_order: str = dataclasses.field(default="bn_relu", metadata={OMIT_DEFAULT: True})
-  fold_step_norm: bool = dataclasses.field(default=True, metadata={OMIT_DEFAULT: True})
-
-  def __repr__(self) -> str:
-    # The dataclass's own repr (checkpoint keys hold it), but for the fields marked OMIT_DEFAULT.
-    return f"ModuleConfig({', '.join(f'{n}={v!r}' for n, v in omit_defaults(self))})"
+  mlp_order: str = "bn_relu"
+  fold_step_norm: bool = True
 
   def __post_init__(self):
     bad = [a for a in self.graph_aggregations if a not in AGGREGATIONS]

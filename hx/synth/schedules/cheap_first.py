@@ -75,7 +75,6 @@ import dataclasses
 import math
 from typing import Callable, ClassVar, Iterable, Mapping, Sequence
 
-from hx.defaults import OMIT_DEFAULT, omit_defaults
 from hx.synth.jobs import Job, JobResult, TaskContext, continued, job_seed, step_costs
 from hx.synth.schedules.base import ScheduleResult, Train, as_estimates, never
 from hx.synth.space import Candidate
@@ -123,15 +122,9 @@ class CheapFirst:
   probe_steps: int = 80
   cheap: float = 0.2
   keep: int | None = 3
-  # Added after runs were saved: left out of their settings and checkpoint keys while None (hx.defaults).
-  eta: int | None = dataclasses.field(default=None, metadata={OMIT_DEFAULT: True})
-  # Added after runs were saved, and left out of settings and keys at its default, 2: the text the earlier
-  # runs saved now reads as keep_at=2. A look on an epoch's end changes no candidate's training (only
-  # which candidates go on), so their checkpoints and kept files stay valid.
-  keep_at: float | None = dataclasses.field(default=2.0, metadata={OMIT_DEFAULT: True})
-  # Added after runs were saved: left out of settings and keys while False. It changes which candidates go
-  # on, never how one trains, so checkpoints and kept files stay valid.
-  free: bool = dataclasses.field(default=False, metadata={OMIT_DEFAULT: True})
+  eta: int | None = None
+  keep_at: float | None = 2.0
+  free: bool = False
 
   def __post_init__(self):
     if self.probe_steps < 1:
@@ -145,10 +138,6 @@ class CheapFirst:
     if self.keep_at is not None and not self.keep_at > 0:
       raise ValueError(f"CheapFirst.keep_at must be a positive number of epochs or None, got "
                        f"{self.keep_at}")
-
-  def __repr__(self) -> str:
-    # Job.schedule (a candidate's checkpoint key where the probe pauses inside an epoch) is this text.
-    return f"CheapFirst({', '.join(f'{n}={v!r}' for n, v in omit_defaults(self))})"
 
   def run(self, candidates: Iterable[Candidate], context: TaskContext, seed: int, train: Train,
           out_of_time: Callable[[], bool] = never, *, first_index: int = 0,
@@ -313,7 +302,7 @@ def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: i
   # Pauses on epochs' ends leave the runs as they would be without the schedule: keyed as the full run's
   # (their checkpoints and kept files shared with it); one inside an epoch adds a validation.
   pauses = [until] + rungs + ([] if look is None or look >= epochs else [look])
-  key = None if all(u == int(u) for u in pauses) else repr(schedule)
+  key = None if all(u == int(u) for u in pauses) else schedule
   jobs = [Job(first_index + i, c, job_seed(seed, c), schedule=key) for i, c in enumerate(candidates)]
   if not jobs:
     return [], {}

@@ -146,19 +146,6 @@ class Halving:
     if self.val_examples is not None and self.val_examples < 1:
       raise ValueError(f"Halving.val_examples must be >= 1 or None, got {self.val_examples}")
 
-  def __repr__(self) -> str:
-    # Job.schedule (and so a halved candidate's checkpoint key) is this text: equal epochs keep the text
-    # they had before `equal` and `price` existed, and the median reference before `reference`, so runs
-    # saved then resume.
-    text = f"Halving(first={self.first!r}, eta={self.eta!r}, min_keep={self.min_keep!r}"
-    if self.equal != "epochs":
-      text += f", equal={self.equal!r}, price={self.price!r}"
-      if self.reference != "median":
-        text += f", reference={self.reference!r}"
-    if self.val_examples is not None:
-      text += f", val_examples={self.val_examples!r}"
-    return text + ")"
-
   def run(self, candidates: Iterable[Candidate], context: TaskContext, seed: int, train: Train,
           out_of_time: Callable[[], bool] = never, *, first_index: int = 0,
           batch: int | None = None) -> ScheduleResult:
@@ -236,8 +223,7 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
   subsample = schedule.val_examples is not None
   if subsample and run_subsample is None:
     raise ValueError(f"{schedule!r} scores a validation subsample: pass run_subsample")
-  jobs = [Job(first_index + i, c, job_seed(seed, c), schedule=repr(schedule))
-          for i, c in enumerate(candidates)]
+  jobs = [Job(first_index + i, c, job_seed(seed, c), schedule=schedule) for i, c in enumerate(candidates)]
   latest: list[JobResult | None] = [None] * len(jobs)
   reached = [0.0] * len(jobs)
   share = [1.0] * len(jobs)
