@@ -111,27 +111,27 @@ def _versions() -> dict:
 
 
 def _executor(spec: str, ray_address: str | None):
-  """(executor, label) for an --executors item."""
-  from hx.synth.executors import default_executor, make_executor
+  """(executor, label) for an --executors item: a running executor, which the caller closes."""
+  from hx.synth.executors import Local, Processes, Ray, default_executor
 
   if spec == "local":
-    return make_executor("local"), "local"
+    return Local().start(), "local"
   if spec == "processes":
-    executor = make_executor("processes")  # ProcessExecutor's defaults: one worker per core, one core each
+    executor = Processes().start()  # ProcessExecutor's defaults: one worker per core, one core each
     return executor, f"processes {executor.workers}x{executor.threads}"
   if spec == "default":
-    name, options = default_executor()
-    label = name if name == "local" else f"processes {options['workers']}x{options['threads']}"
-    return make_executor(name, **options), f"default ({label})"
+    settings = default_executor()
+    label = "local" if settings == Local() else f"processes {settings.workers}x{settings.threads}"
+    return settings.start(), f"default ({label})"
   if spec.startswith("processes:"):
     size, _, option = spec.split(":", 1)[1].partition(":")
     if option not in ("", "lend"):
       raise SystemExit(f"unknown option {option!r} of executor {spec!r}: processes:WxT or processes:WxT:lend")
     workers, threads = (int(v) for v in size.split("x"))
     label = f"processes {workers}x{threads}" + (" lending" if option else "")
-    return make_executor("processes", workers=workers, threads=threads, lend=bool(option)), label
+    return Processes(workers=workers, threads=threads, lend=bool(option)).start(), label
   if spec == "ray":
-    executor = make_executor("ray", address=ray_address)
+    executor = Ray(address=ray_address).start()
     return executor, f"ray ({ray_address or 'local'}, {executor.parallelism} slots)"
   raise SystemExit(f"unknown executor {spec!r}")
 

@@ -5,7 +5,7 @@ each, its value a name and settings, `NAME:KEY=VALUE,...` (`hx.synth.options`).
     executor = executor_from_flags()      # an Executor; close() it when done
     budget = Budget(candidates=20, schedule=schedule_from_flags())
 
-    --executor=processes:workers=4,threads=1,lend=true,max_retries=2   (hx.synth.executors.parse_executor)
+    --executor=processes:workers=4,threads=1,lend=true,max_retries=2   (hx.bin.spellings.parse_executor)
     --schedule=halving:eta=4,first=2,val=200                           (hx.synth.schedules.parse_schedule)
 
 --executor=auto (the default) is `hx.synth.executors.default_executor()`: the calling process on an
@@ -33,20 +33,20 @@ _SCHEDULE = flags.DEFINE_string(
 
 
 def executor_from_flags() -> Any:
-  """The Executor --executor describes (`hx.synth.executors.parse_executor`, `make_executor`).
+  """The Executor --executor describes (`hx.bin.spellings.parse_executor`), started.
 
   Raises:
     FlagError: --executor names no executor, or a key or value it does not take.
     ValueError, ImportError, ConnectionError: the executor cannot start (settings it refuses, no Ray, no
       cluster at the address).
   """
-  from hx.synth.executors import make_executor, parse_executor
+  from hx.bin.spellings import parse_executor
 
   try:
-    name, options = parse_executor(_EXECUTOR.value)
+    settings = parse_executor(_EXECUTOR.value)
   except ValueError as err:
     raise FlagError(f"--executor: {err}") from None
-  return make_executor(name, **options)
+  return settings.start()
 
 
 def schedule_from_flags() -> Any:

@@ -555,8 +555,10 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
     bars: while a task trains, show its progress on stderr (`hx.synth.progress.Progress`: a bar on a
       terminal, plain lines otherwise).
     report: build the report and plots when done (or stopped).
-    executor: where HOUDINI's candidates train (`hx.synthesize`'s executor: an Executor, which the
-      caller closes, or a name); None: in this process. The baselines train in this process.
+    executor: where HOUDINI's candidates train (`hx.synthesize`'s executor): a running Executor, which
+      the caller closes, or executor settings (`hx.synth.Processes(...)`), started for each HOUDINI
+      method and instantiation and closed after it; None: in this process. The baselines train in this
+      process.
 
   Raises:
     ConfigError: the directory holds another run, or other files.

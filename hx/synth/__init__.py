@@ -12,13 +12,16 @@ from hx.synth.evolution import EvolutionConfig, Generation, evolve
 from hx.synth.executors import (
   Checkpoints,
   Executor,
+  ExecutorSettings,
   Job,
   JobResult,
+  Local,
   LocalExecutor,
+  Processes,
+  Ray,
   TaskContext,
   default_executor,
   job_seed,
-  make_executor,
   train_program,
 )
 from hx.synth.library import FORMAT_VERSION, Added, Entry, Library, LibraryError, Provenance, Trained
@@ -48,8 +51,8 @@ __all__ = [
     "EnumerationStats", "enumerate", "enumerate_programs",
     "EvolutionConfig", "Generation", "evolve", "Strategy", "TopDown", "Evolutionary",
     "Checkpoints", "Executor", "Job", "JobResult", "LocalExecutor", "TaskContext", "job_seed",
-    "train_program",
-    "make_executor", "default_executor", "ToEnd", "Halving", "Estimate", "CheapFirst", "parse_schedule",
+    "train_program", "ExecutorSettings", "Local", "Processes", "Ray", "default_executor",
+    "ToEnd", "Halving", "Estimate", "CheapFirst", "parse_schedule",
     "Budget", "Ranked", "SynthesisResult", "synthesize", "task_context",
     "SequenceRun", "SettingsMismatch", "run_sequence",
     "Predictor", "RunProgram", "SavedRun", "load_run",

@@ -48,6 +48,7 @@ from hx.atomic import hold_directory
 from hx.compile.fitting import score_json
 from hx.process_memory import process_memory
 from hx.synth.evolution import EvolutionConfig
+from hx.synth.executors import check_executor, start_executor
 from hx.synth.jsonfiles import jsonable, read_record, write_json
 from hx.synth.run_directory import (
   RECORD_VERSION,
@@ -200,7 +201,8 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: Strat
     sequence: the task sequence, instantiated (its seed also seeds every synthesis).
     directory: the result directory (created; resumed if it holds this run).
     strategy, budget, space, module_config, executor, keep: as for `hx.synthesize`; `budget`
-      may also be one `Budget` per task of the sequence (the authors' budgets differ by task).
+      may also be one `Budget` per task of the sequence (the authors' budgets differ by task). Executor
+      settings (`hx.synth.Processes(...)`, say) are started once for every task and closed at the end.
     fractions: training fractions to run each task on, in (0, 1].
     preset: where the training settings come from when `tune_configs` is None: `hx.presets.task_tune_config`
       of each task kind under this preset ("paper", "authors" or "quick").
@@ -214,7 +216,7 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: Strat
 
   Raises:
     SettingsMismatch: `directory` holds another run, or is not empty and holds no run.
-    TypeError: `strategy` is not a strategy object (`hx.synthesize`).
+    TypeError: `strategy` or `executor` is not an object of its kind (`hx.synthesize`).
     ValueError: a fraction outside (0, 1], `tune_configs` missing a kind of the sequence's tasks, or a
       budget or space the strategy does not take (`hx.synth.strategies.Strategy.check`).
   """
@@ -228,6 +230,7 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: Strat
     raise ValueError(f"{len(budgets)} budgets for the {len(sequence)} tasks of {sequence.name}")
   for b in budgets:  # refused before settings.json is written
     check_strategy(strategy, b, space)
+  check_executor(executor)
   budget = budgets[0] if all(b == budgets[0] for b in budgets) else budgets  # one: settings.json as before
   module_config = module_config or ModuleConfig()
   configs = _tune_configs(sequence, preset, tune_configs)
@@ -243,15 +246,19 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: Strat
     library, done = _rebuilt_from_records(plan, library, done, stop_after, records)
     if done:
       logging.info("%s: resuming after task %d of %d", directory, done, len(sequence))
-    if isinstance(executor, str):
-      # One executor for every task: worker processes or a Ray connection start once (they end with this
-      # process; pass an executor instance to close it yourself).
-      from hx.synth.executors import make_executor
-
-      executor = make_executor(executor)
-    last = len(sequence) if stop_after is None else min(stop_after, len(sequence))
-    for i in range(done, last):
-      library = _search_task(plan, i, library, executor, records)
+    # One executor for every task: worker processes or a Ray connection start once, and end with the run
+    # (a running executor given is its caller's to close; None: each synthesis's own, in this process).
+    owned = None
+    if executor is not None:
+      executor, started = start_executor(executor)
+      owned = executor if started else None
+    try:
+      last = len(sequence) if stop_after is None else min(stop_after, len(sequence))
+      for i in range(done, last):
+        library = _search_task(plan, i, library, executor, records)
+    finally:
+      if owned is not None:
+        owned.close()
     return SequenceRun(directory, tuple(records), library, done)
 
 

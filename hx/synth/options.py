@@ -1,5 +1,5 @@
 """Settings written as one line of text, `NAME` or `NAME:KEY=VALUE,KEY=VALUE`: how the binaries' flags name
-a schedule (`hx.synth.schedules.parse_schedule`) or an executor (`hx.synth.executors.parse_executor`).
+a schedule (`hx.synth.schedules.parse_schedule`) or an executor (`hx.bin.spellings.parse_executor`).
 
     read_options("halving:eta=2,val=none", {"halving": {"eta": "int", "val": "int | None"}}, "schedule")
     # -> ("halving", {"eta": 2, "val": None})

@@ -1,7 +1,7 @@
 """Executors that train candidates in parallel: worker processes on this machine, or Ray tasks.
 
-    executor = ProcessExecutor(workers=2, threads=1)     # hx.synthesize(..., executor="processes")
-    executor = RayExecutor(address="auto")               # hx.synthesize(..., executor="ray", ...)
+    executor = ProcessExecutor(workers=2, threads=1)     # hx.synth.Processes(workers=2, threads=1).start()
+    executor = RayExecutor(address="auto")               # hx.synth.Ray(address="auto").start()
 
 Both implement `hx.synth.executors.Executor`: `run(context, jobs)` yields one `JobResult` per job, in
 the order they finish, and `close()`. What they share:
@@ -524,7 +524,7 @@ class RayExecutor:
     try:
       import ray
     except ImportError as err:
-      raise ImportError("executor='ray' needs Ray: pip install 'hx[ray]' (or pip install ray)") from err
+      raise ImportError("hx.synth.Ray() needs Ray: pip install 'hx[ray]' (or pip install ray)") from err
     if cpus_per_job < 1 or max_retries < 0:
       raise ValueError(f"bad RayExecutor settings: cpus_per_job={cpus_per_job}, max_retries={max_retries}")
     self._ray = ray

@@ -29,7 +29,7 @@ from hx.compile.fitting import OUT_OF_MEMORY, HoldsOutcome, Outcome
 from hx.compile.losses import standard_error
 from hx.lang import program as P
 from hx.lang.types import Type
-from hx.synth.executors import Executor, make_executor
+from hx.synth.executors import Executor, ExecutorSettings, LocalExecutor, check_executor, start_executor
 from hx.synth.jobs import Job, JobResult, TaskContext, job_seed, run_job
 from hx.synth.progress import Progress
 from hx.synth.schedules import Schedule, Scored, ToEnd
@@ -321,7 +321,8 @@ def task_context(task: Any, library: Any = None, module_config: Any = None, tune
 
 def synthesize(task: Any, library: Any = None, *, strategy: Strategy = TopDown(), budget: Budget = Budget(),
                seed: int = 0, space: SearchSpace = SearchSpace(), module_config: Any = None,
-               tune_config: Any = None, executor: Executor | str | None = None, sequence: str | None = None,
+               tune_config: Any = None, executor: ExecutorSettings | Executor | None = None,
+               sequence: str | None = None,
                keep: int = 3, progress: bool = False, when: str | None = None,
                checkpoint_dir: os.PathLike | str | None = None,
                scores_dir: os.PathLike | str | None = None,
@@ -347,10 +348,11 @@ def synthesize(task: Any, library: Any = None, *, strategy: Strategy = TopDown()
       LSTM of 32) are `hx.presets.EVALUATION_PRESETS["quick"].module_config`.
     tune_config: training settings (default: `hx.presets.task_tune_config` of the task: its kind's, or a
       user's task's own).
-    executor: where candidates train: an Executor, or a name of `hx.synth.executors.make_executor`
-      ("local", the default: in this process; "processes"; "ray"), made for this call and closed after
-      it. A parallel executor is handed `parallelism` candidates or more at a time (all of the
-      candidate budget at once when there is no time budget).
+    executor: where candidates train: executor settings (`hx.synth.executors`: `Local()`, the default:
+      in this process; `Processes(workers=..., threads=...)`; `Ray(address=...)`), started for this call
+      and closed after it, or a running `Executor` (which its caller closes). A parallel executor is
+      handed `parallelism` candidates or more at a time (all of the candidate budget at once when there
+      is no time budget).
     sequence: names the new library functions nn_<sequence>_<k> (default: the task's kind, else "task").
     library_seed: with `sequence`, what the library functions nn_<sequence>_<k> a candidate calls stand
       for in its training seed, nn_<library_seed>_<k> (`hx.synth.space.with_library_seed`), so that the
@@ -378,13 +380,15 @@ def synthesize(task: Any, library: Any = None, *, strategy: Strategy = TopDown()
     A `SynthesisResult`.
 
   Raises:
-    TypeError: `strategy` is not a strategy object (a name such as "topdown" is the binaries' spelling).
+    TypeError: `strategy` or `executor` is not an object of its kind (a name such as "topdown" or
+      "processes" is the binaries' spelling of one).
     ValueError: a setting the strategy does not take, or a `keep` below 1.
   """
   from hx.synth.library import Library
   from hx.synth.prior import offer, one_fresh, reused_programs
 
   _check_arguments(strategy, budget, keep, space)
+  check_executor(executor)
   wall = time.perf_counter()
   library = library if library is not None else Library()
   prior = offer(library, task, space.library_tasks, probed=space.probed_tasks)
@@ -401,8 +405,7 @@ def synthesize(task: Any, library: Any = None, *, strategy: Strategy = TopDown()
 
     def then(best: Candidate) -> list[Candidate]:  # the best-scoring earlier program, one function new
       return one_fresh(best.program, task.type, completer)
-  owned = executor is None or isinstance(executor, str)
-  executor = make_executor(executor)
+  executor, owned = start_executor(executor)
   total = None if budget.candidates is None else budget.candidates + len(first)
   show = Progress(f"{task.name} @ {100 * getattr(task, 'fraction', 1.0):g}%", total, progress)
   try:
@@ -631,7 +634,7 @@ def retrain_winner(task: Any, library: Any, program: Any, fresh_types: dict, *, 
   candidate = _seeded(sequence, library_seed)(Candidate(
       program, tuple((n, fresh_types[n]) for n in P.fresh_names(program)), 0.0,
       equivalence_key(program, fresh_types)))
-  executor = make_executor(None)
+  executor = LocalExecutor()
   try:
     (result,) = executor.run(context, [Job(0, candidate, job_seed(seed, candidate))])
   finally:

@@ -30,6 +30,10 @@ def test_executor_from_flags():
     chosen = executor_flags.executor_from_flags()
     assert isinstance(chosen, (LocalExecutor, ProcessExecutor))  # by the machine's backend and cores
     chosen.close()
+  with flagsaver.flagsaver(executor="processes:workers=2,job_timeout=60"):
+    pool = executor_flags.executor_from_flags()  # started: its workers start at its first jobs
+    assert (pool.workers, pool.job_timeout) == (2, 60.0)
+    pool.close()
 
 
 @pytest.mark.parametrize("text, message", [
@@ -40,6 +44,8 @@ def test_executor_from_flags():
     ("local:workers=2", "--executor: local: unknown key 'workers'; it takes no keys"),
     ("auto:workers=2", "--executor: auto: unknown key 'workers'; it takes no keys"),
     ("processes:lend=maybe", "--executor: processes: lend='maybe' is not true or false"),
+    ("processes:workers=0", "--executor: processes:workers=0: bad Processes settings: workers=0, "
+                            "threads=None, max_retries=2"),
 ])
 def test_a_bad_executor_is_one_flag_error(text, message):
   with flagsaver.flagsaver(executor=text):

@@ -281,7 +281,7 @@ def test_a_module_other_processes_cannot_import_is_refused_when_sent():
   register_module("local", PAIR_TYPE, init=linear_init, apply=local_apply)
   with pytest.raises(pickle.PicklingError, match=r"module 'local' .* cannot be sent to another process: "
                                                  r".*local_apply is defined in a function's body.*"
-                                                 r"executor='local'"):
+                                                 r"executor=hx.synth.Local\(\)"):
     pickle.dumps(SMALL)
   assert copy.copy(SMALL) is SMALL  # copies are not refused
 
@@ -312,7 +312,7 @@ def test_other_processes_train_the_users_encoder_as_this_process_does(executor):
   register_module("encoder", ENCODER_TYPE, module=Encoder())
   task = _task()
   local = hx.synthesize(task, budget=hx.Budget(candidates=2), module_config=SMALL)
-  chosen = ProcessExecutor(workers=2, threads=1) if executor == "processes" else "ray"
+  chosen = ProcessExecutor(workers=2, threads=1) if executor == "processes" else hx.synth.Ray()
   elsewhere = hx.synthesize(task, budget=hx.Budget(candidates=2), module_config=SMALL, executor=chosen)
   if executor == "processes":
     chosen.close()

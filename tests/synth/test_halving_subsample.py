@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from hx.synth.executors import Local
 from hx.synth.schedules.halving import Halving
 from hx.synth.synthesize import Budget, synthesize
 from tests.synth.test_parallel import CONFIG
@@ -22,7 +23,7 @@ def _run(val_examples):
   config = dataclasses.replace(CONFIG, epochs=EPOCHS)
   return synthesize(sum_task(n=300), None, budget=Budget(candidates=4, schedule=Halving(
       **SCHEDULE, val_examples=val_examples)), module_config=TINY, tune_config=config, seed=3,
-      executor="local")
+      executor=Local())
 
 
 @pytest.mark.slow

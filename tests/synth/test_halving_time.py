@@ -14,7 +14,7 @@ import pytest
 
 from hx.compile.fitting import Outcome, Prepared
 from hx.lang.parser import parse
-from hx.synth.executors import Job, JobResult
+from hx.synth.executors import Job, JobResult, Local
 from hx.synth.schedules.halving import Halving, step_shares, successive_halving
 from hx.synth.space import Candidate
 from hx.synth.synthesize import Budget, synthesize
@@ -182,7 +182,7 @@ def test_a_synthesis_under_equal_time_prices_candidates_by_their_steps():
   config = dataclasses.replace(CONFIG, epochs=2)
   r = synthesize(sum_task(n=300), None, budget=Budget(candidates=4, schedule=Halving(first=0.5, eta=2,
                                                                                        equal="time")),
-                 module_config=TINY, tune_config=config, seed=1, executor="local")
+                 module_config=TINY, tune_config=config, seed=1, executor=Local())
   assert r.candidates_trained == 4
   assert r.best.test_score is not None and r.best.epochs_run == config.epochs
 

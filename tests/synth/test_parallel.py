@@ -22,14 +22,16 @@ import pytest
 from hx.compile import TuneConfig, TuneData
 from hx.compile.fitting import Prepared
 from hx.synth.executors import (
-  EXECUTORS,
   Job,
+  Local,
   LocalExecutor,
+  Processes,
+  Ray,
   TaskContext,
   default_executor,
   job_seed,
-  make_executor,
   run_job,
+  start_executor,
 )
 from hx.synth.parallel import ProcessExecutor, _portable, _restore, available_cpus
 from hx.synth.schedules.halving import Halving, Rung
@@ -88,32 +90,35 @@ class Killer:
 
 # --- Names, defaults, schedules (no training) --------------------------------------------------------
 
-def test_executors_by_name_and_clear_errors():
-  assert EXECUTORS == ("local", "processes", "ray")
-  assert isinstance(make_executor("local"), LocalExecutor) and isinstance(make_executor(None), LocalExecutor)
+def test_executor_settings_start_their_executors_and_clear_errors():
+  local, started = start_executor(Local())
+  assert isinstance(local, LocalExecutor) and started
+  default, started = start_executor(None)
+  assert isinstance(default, LocalExecutor) and started
   mine = LocalExecutor()
-  assert make_executor(mine) is mine
-  with pytest.raises(ValueError, match="unknown executor 'threads'"):
-    make_executor("threads")
-  with pytest.raises(ValueError, match="not an executor instance"):
-    make_executor(mine, workers=2)
-  with pytest.raises(ValueError, match="takes no options"):
-    make_executor("local", workers=2)
-  pool = make_executor("processes", workers=3, threads=1, max_retries=1)
-  assert isinstance(pool, ProcessExecutor) and pool.parallelism == 3 and pool.max_retries == 1
+  assert start_executor(mine) == (mine, False)  # a running one is its caller's to close
+  pool, started = start_executor(Processes(workers=3, threads=1, max_retries=1))
+  assert isinstance(pool, ProcessExecutor) and started and pool.parallelism == 3 and pool.max_retries == 1
   pool.close()  # never started: nothing to stop
+  with pytest.raises(TypeError, match="executor must be hx.synth.Local"):
+    start_executor("processes")
   with pytest.raises(ValueError, match="bad ProcessExecutor"):
     ProcessExecutor(workers=0)
 
 
 def test_default_executor_is_local_up_to_two_cores_and_workers_of_two_cores_beyond():
-  assert default_executor("gpu") == ("local", {})
-  assert default_executor("cpu", cores=1) == ("local", {})
-  assert default_executor("cpu", cores=2) == ("local", {})
-  assert default_executor("cpu", cores=16) == ("processes", {"workers": 8, "threads": 2})
-  assert default_executor("cpu", cores=5) == ("processes", {"workers": 2, "threads": 2})
-  name, _ = default_executor()  # this machine
-  assert name in ("local", "processes")
+  assert default_executor("gpu") == Local()
+  assert default_executor("cpu", cores=1) == Local()
+  assert default_executor("cpu", cores=2) == Local()
+  assert default_executor("cpu", cores=16) == Processes(workers=8, threads=2)
+  assert default_executor("cpu", cores=5) == Processes(workers=2, threads=2)
+  assert default_executor() in (Local(), Processes(**_two_core_workers()))  # this machine
+
+
+def _two_core_workers() -> dict:
+  from hx.synth.parallel import default_process_options
+
+  return default_process_options()
 
 
 def test_halving_rungs():
@@ -147,6 +152,8 @@ def test_an_unreachable_ray_address_is_named():
     RayExecutor(address="127.0.0.1:9")
   with pytest.raises(ValueError, match="HOST:PORT"):
     RayExecutor(address="head-node")
+  with pytest.raises(ValueError, match="HOST:PORT"):
+    Ray(address="head-node").start()  # the settings start nothing until asked
 
 
 # --- Training ------------------------------------------------------------------------------------------

@@ -60,7 +60,8 @@ def test_a_user_task_trains_in_other_processes_as_in_this_one(executor):
     pytest.importorskip("ray", reason="Ray is not installed (the 'ray' extra)")
   t = task(8)
   local = hx.synthesize(t, budget=hx.Budget(candidates=2))
-  elsewhere = hx.synthesize(t, budget=hx.Budget(candidates=2), executor=executor)
+  settings = hx.synth.Processes() if executor == "processes" else hx.synth.Ray()
+  elsewhere = hx.synthesize(t, budget=hx.Budget(candidates=2), executor=settings)
   assert _scores(elsewhere) == _scores(local)
 
 

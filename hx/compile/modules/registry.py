@@ -120,9 +120,9 @@ def register_module(name: str, fn_type: str | Type, *, module: Any = None,
   is refused: which would a fresh function take?); a name registered again with an equal definition
   (the same type and flax module, or the same init and apply functions) is a no-op, with another one is
   refused (`unregister_module` first); a flax module is initialised on zeros of 2 rows. To train in
-  worker processes or on Ray (`executor="processes"` / `"ray"`) the module's class, or the init and
-  apply functions, must be importable there by name: defined at the top level of a module on the
-  workers' path, not in the script run as `__main__` (else the executor refuses before training).
+  worker processes or on Ray (`executor=hx.synth.Processes()` / `hx.synth.Ray()`) the module's class, or
+  the init and apply functions, must be importable there by name: defined at the top level of a module
+  on the workers' path, not in the script run as `__main__` (else the executor refuses before training).
 
   Args:
     name: the module's name: letters, digits, "_", "." and "-", not starting with a digit.
@@ -327,7 +327,7 @@ def _check_portable(r: Registration) -> None:
       raise pickle.PicklingError(
         f"module {r.name!r} ({r.describe()}) cannot be sent to another process: {qualname} is defined in "
         f"{where}, which a worker cannot import. Define it at the top level of an importable module to "
-        "train with executor='processes' or 'ray', or train with executor='local'")
+        "train with executor=hx.synth.Processes() or hx.synth.Ray(), or train with executor=hx.synth.Local()")
 
 
 def _import_roots(registrations: Sequence[Registration]) -> tuple[str, ...]:
