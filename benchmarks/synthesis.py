@@ -111,7 +111,7 @@ def _versions() -> dict:
 
 
 def _executor(spec: str, ray_address: str | None):
-  """(executor, label) for an --executors item: a running executor, which the caller closes."""
+  """(executor, label) for an --executors entry: a running executor, which the caller closes."""
   from hx.synth.executors import Local, Processes, Ray, default_executor
 
   if spec == "local":

@@ -139,10 +139,10 @@ def _integers(minimum: int, what: str, count: int | None = None, distinct: bool 
 
 def _strategy_problem(name: str, value: list[str] | None) -> str | None:
   """An unknown spelling in --strategy (`hx.bin.spellings`), in one line."""
-  for item in value or []:
-    if item.strip():
+  for text in value or []:
+    if text.strip():
       try:
-        strategy_from_name(item)
+        strategy_from_name(text)
       except ValueError as err:
         return f"--{name}: {err}"
   return None

@@ -118,5 +118,5 @@ def test_the_settings_write_a_strategys_own_settings_only_where_they_are_not_its
   changed = settings_json(EvalConfig.make("cs1", methods=["houdini"], strategies=[Evolutionary(small)]))
   assert changed["strategy_settings"] == {"evolutionary": {"config": {
       "population": 4, "generations": 2, "crossover_rate": 0.5, "mutation_rate": 0.3, "tries": 20}}}
-  assert {k: v for k, v in changed.items() if k not in ("strategy_settings", "methods")} == {
-      k: v for k, v in plain.items() if k != "methods"}
+  assert {k: changed[k] for k in changed if k not in ("strategy_settings", "methods")} == {
+      k: plain[k] for k in plain if k != "methods"}
