@@ -16,8 +16,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "hx"
 LAYERS = ("lang", "compile", "data", "presets", "synth", "baselines", "evaluation", "bin")
 """hx's packages from the bottom up (and `hx/presets.py`, between data and synth): a package imports only
 from packages before it."""
-BESIDE = ("atomic", "canonical", "cpu_convolutions", "determinism", "jsonread", "process_memory")
-"""Modules beside the packages (`hx/atomic.py`, `hx/canonical.py`, `hx/cpu_convolutions.py`,
+BESIDE = ("atomic", "canonical_json", "cpu_convolutions", "determinism", "jsonread", "process_memory")
+"""Modules beside the packages (`hx/atomic.py`, `hx/canonical_json.py`, `hx/cpu_convolutions.py`,
 `hx/determinism.py`, `hx/jsonread.py`, `hx/process_memory.py`): any layer may import them."""
 
 

@@ -141,7 +141,7 @@ def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tu
     # A fresh start is named by how it is made, not by its bits: the same seed's initialisation computed
     # on another device (or jax) can differ at rounding, and a run saved on one machine must resume on
     # another. Given variables (transferred weights) are named by their bits, read from stored files.
-    # Named by the canonical JSON of what is trained (`hx.canonical`): every field of the training settings.
+    # Named by the canonical JSON of what is trained (`hx.canonical_json`): every field of the training settings.
     origin = f"seed {seed} fresh" if variables is None else fingerprint(init)
     checkpoint = checkpoint_in(checkpoint_dir, {
         "baseline": method, "task": task.name, "network": description, "training": config,

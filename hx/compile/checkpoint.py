@@ -46,7 +46,7 @@ import numpy as np
 from absl import logging
 
 from hx.atomic import write_atomically
-from hx.canonical import canonical_json, content_key
+from hx.canonical_json import canonical_json, content_key
 from hx.compile.tuning import (
   EpochRecord,
   TuneConfig,
@@ -109,8 +109,8 @@ class Checkpoint:
 def checkpoint_in(directory: os.PathLike | str, what: Any, every_seconds: float = 120.0) -> Checkpoint:
   """The checkpoint of the run `what` in `directory`: `what` is a plain dict of what is trained (JSON
   values and settings dataclasses: the program, the training settings, the data's fingerprint, ...), whose
-  canonical JSON (`hx.canonical.canonical_json`, every field of every dataclass) is the checkpoint's key,
-  and whose hash (`hx.canonical.content_key`) names its file, so that one directory holds the files of
+  canonical JSON (`hx.canonical_json.canonical_json`, every field of every dataclass) is the checkpoint's key,
+  and whose hash (`hx.canonical_json.content_key`) names its file, so that one directory holds the files of
   many runs (a synthesis's candidates) without clashes. A file saved by an hx that keyed checkpoints by
   reprs has another name: its run is trained again."""
   return Checkpoint(os.path.join(os.fspath(directory), f"{content_key(what)}.npz"), canonical_json(what),

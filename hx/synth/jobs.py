@@ -20,7 +20,7 @@ import time
 import zlib
 from typing import Any, Mapping, Sequence
 
-from hx.canonical import canonical_json
+from hx.canonical_json import canonical_json
 from hx.compile.fitting import HoldsOutcome, Outcome, Prepared, out_of_memory, seeded, train
 from hx.lang import program as P
 from hx.lang.types import Type
@@ -60,7 +60,7 @@ class Checkpoints:
   training, and an unfinished one's continues where it was saved, to the result of an uninterrupted run.
 
   A candidate's file is named by the hash of the canonical JSON of what it trains (`key`,
-  `hx.canonical.content_key`) and holds that JSON, checked when it is read back. A candidate checkpointed
+  `hx.canonical_json.content_key`) and holds that JSON, checked when it is read back. A candidate checkpointed
   or kept by an hx that named files by reprs (before a run directory's layout version 2,
   `hx.synth.run_directory`) is not found under its new name and is trained again.
 
@@ -103,7 +103,7 @@ class Checkpoints:
     """What `job` trains, as a plain dict: the task and its data's fingerprint (`task_key`), the program,
     the fresh functions' types, the seeded training settings (`hx.compile.TuneConfig`), the module
     settings (`hx.compile.ModuleConfig`), `library` (its functions' versions, or names) and the schedule
-    (`Job.schedule`, None for a run to the end). Its canonical JSON (`hx.canonical`) is the key of the
+    (`Job.schedule`, None for a run to the end). Its canonical JSON (`hx.canonical_json`) is the key of the
     job's checkpoint and kept files; every field of each settings dataclass is in it."""
     return {**self.task_key, "program": str(job.candidate.program),
             "fresh": {k: str(t) for k, t in job.candidate.fresh_types.items()},

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from hx.atomic import write_atomically
-from hx.canonical import jsonable
+from hx.canonical_json import jsonable
 from hx.jsonread import (
   Check,
   Invalid,

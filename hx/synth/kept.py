@@ -14,7 +14,7 @@ is the file's, with no variables (`JobResult.restored`). Only the winner needs v
 keeps its fresh functions), and `hx.synthesize` trains it again with its job seed, as
 `hx.synth.synthesize.retrain_winner` does for a recorded task.
 
-The key says what was trained, as canonical JSON (`hx.synth.jobs.Checkpoints.key`, `hx.canonical`): the
+The key says what was trained, as canonical JSON (`hx.synth.jobs.Checkpoints.key`, `hx.canonical_json`): the
 task (its name and data fingerprint), the program, its fresh types, the seeded training settings, the
 module settings, the schedule and the library's function names, not their weights' hashes: a library
 rebuilt on another machine (`retrain_winner`: equal up to the last digits of float32
@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hx.canonical import text_key
+from hx.canonical_json import text_key
 from hx.compile.checkpoint import CheckpointError, history_from_rows, history_rows
 from hx.compile.fitting import Outcome
 from hx.synth.jsonfiles import (
@@ -62,7 +62,7 @@ _FIELDS = ("status", "reason", "val_score", "test_score", "epochs_run", "best_ep
 
 def kept_path(directory: os.PathLike | str, key: str) -> Path:
   """The file of the candidate `key` (its canonical JSON text) in `directory`, named by the key's hash
-  (`hx.canonical.text_key`: the `content_key` of what the key writes)."""
+  (`hx.canonical_json.text_key`: the `content_key` of what the key writes)."""
   return Path(directory) / f"{text_key(key)}.json"
 
 

@@ -23,7 +23,7 @@ are read as they are: a record's layout did not change. A directory of any other
 one line that names the file and the versions.
 
 Resumed by this hx, a task that an older hx left unfinished trains again the candidates it had checkpointed
-or kept: their files are named by a hash of what they train (`hx.canonical.content_key`), no longer by
+or kept: their files are named by a hash of what they train (`hx.canonical_json.content_key`), no longer by
 reprs, so those files are not found (and are left where they are). Finished tasks are read from their
 records, which no such name touches: they are not trained again.
 """

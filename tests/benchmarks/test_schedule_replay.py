@@ -60,7 +60,7 @@ def _keep(folder, program: str, fresh: list, curve: list[float], epoch_seconds: 
           older: bool = False):
   """A kept candidate as `hx.synth.kept` writes it, under a key of `hx.synth.jobs.Checkpoints.key`'s form
   (`older`: of the text form an older hx wrote)."""
-  from hx.canonical import canonical_json
+  from hx.canonical_json import canonical_json
   from hx.compile import ModuleConfig, TuneConfig
   from hx.compile.fitting import Outcome
   from hx.compile.tuning import EpochRecord

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from hx.baselines import layers
-from hx.canonical import content_key, jsonable
+from hx.canonical_json import content_key, jsonable
 from hx.compile.modules import (
   TEMPLATES,
+  Rows,
   apply_module,
   init_module,
   linear_output,
@@ -79,7 +80,7 @@ def test_init_apply_and_reference_agree(case):
   params, stats = init_module(s, jax.random.key(0))
   params, stats = randomize(params, 1), randomize(stats, 2)
   inputs = _inputs(s, 4, np.random.default_rng(3))
-  y, new_stats = jit_apply_module(s, params, stats, inputs, mask=jnp.ones(4, bool), keys=None, train=False)
+  y, new_stats = jit_apply_module(s, params, stats, inputs, Rows(jnp.ones(4, bool)))
   assert y.shape == (4,) + s.output.shape
   assert jax.tree.structure(new_stats) == jax.tree.structure(stats)
   if TEMPLATES[s.template].reference is None:
@@ -101,12 +102,12 @@ def test_the_mlp_order_is_the_batch_norm_s_place():
   params, stats = init_module(hx, jax.random.key(0))
   params, stats = randomize(params, 1), randomize(stats, 2)
   inputs = _inputs(hx, 4, np.random.default_rng(3))
-  run = [jit_apply_module(s, params, stats, inputs, mask=jnp.ones(4, bool), keys=None, train=False)[0]
+  run = [jit_apply_module(s, params, stats, inputs, Rows(jnp.ones(4, bool)))[0]
          for s in (hx, authors)]
   assert not np.allclose(np.asarray(run[0]), np.asarray(run[1]))
   with pytest.raises(ValueError, match="mlp_order"):
     dataclasses.replace(CFG, mlp_order="bn_after")
-  # Checkpoint keys hold the config's canonical JSON (hx.canonical): every field, the default's too.
+  # Checkpoint keys hold the config's canonical JSON (hx.canonical_json): every field, the default's too.
   assert jsonable(CFG)["mlp_order"] == "bn_relu"
   assert content_key(dataclasses.replace(CFG, mlp_order="relu_bn")) != content_key(CFG)
 
@@ -170,6 +171,6 @@ def test_the_baselines_lstm_and_mlp_are_the_templates():
   states, last = lstm_scan(params, lb.values, lb.mask)
   lengths = np.asarray(lb.mask).sum(1)
   np.testing.assert_array_equal(np.asarray(last), np.asarray(states)[np.arange(6), lengths - 1])
-  y, _ = apply_module(s, params, stats, (lb,), mask=jnp.ones(6, bool), keys=None, train=False)
+  y, _ = apply_module(s, params, stats, (lb,), Rows(jnp.ones(6, bool)))
   np.testing.assert_allclose(np.asarray(y), np.asarray(last @ params["out"]["w"] + params["out"]["b"]),
                              rtol=1e-6, atol=1e-6)

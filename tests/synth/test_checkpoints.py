@@ -121,7 +121,7 @@ def _job_and_context(tmp_path):
 
 
 def test_a_candidates_key_is_the_canonical_json_of_what_it_trains(tmp_path):
-  from hx.canonical import canonical_json, content_key, jsonable
+  from hx.canonical_json import canonical_json, content_key, jsonable
 
   job, context = _job_and_context(tmp_path)
   checkpoint = context.checkpoints.for_job(job, context)
@@ -191,7 +191,7 @@ def test_halving_saves_its_last_rung_and_resumes_it(tmp_path, monkeypatch):
   from hx.compile.checkpoint import describe_checkpoint
 
   assert describe_checkpoint(saved)["kind"] == "paused" and describe_checkpoint(saved)["epochs"] == 5
-  from hx.canonical import jsonable
+  from hx.canonical_json import jsonable
 
   assert json.loads(describe_checkpoint(saved)["key"])["schedule"] == jsonable(Halving(first=1, eta=2))
   count = _count_tune(monkeypatch)

@@ -1,5 +1,5 @@
 """`ModuleConfig`: the sizes of the module templates, the paper's defaults (appendix C) where it gives
-them; a frozen dataclass whose fields (as canonical JSON, `hx.canonical`) name the checkpoints' keys and
+them; a frozen dataclass whose fields (as canonical JSON, `hx.canonical_json`) name the checkpoints' keys and
 whose pickle carries the user modules registered in this process (`hx.compile.modules.registry`)."""
 
 from __future__ import annotations

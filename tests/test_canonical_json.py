@@ -1,11 +1,11 @@
-"""The canonical JSON of a value and its hash (`hx.canonical`): what names hx's saved files."""
+"""The canonical JSON of a value and its hash (`hx.canonical_json`): what names hx's saved files."""
 
 import dataclasses
 import hashlib
 import json
 from pathlib import Path
 
-from hx.canonical import canonical_json, content_key, jsonable, text_key
+from hx.canonical_json import canonical_json, content_key, jsonable, text_key
 
 
 @dataclasses.dataclass(frozen=True)
