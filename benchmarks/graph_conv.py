@@ -48,7 +48,7 @@ from jax import lax
 from hx.compile import modules
 from hx.compile.fixpoint import fixed_point
 from hx.compile.lower import compile_program
-from hx.compile.modules import ModuleConfig, Neighbourhoods, apply_module
+from hx.compile.modules import ModuleConfig, Neighbourhoods, Rows, apply_module
 from hx.compile.values import (
   GraphBatch,
   ListBatch,
@@ -111,8 +111,8 @@ class DenseRepeat:
     lists = (x.neighbour_mask.astype(bool) & real[..., None]).reshape(r * n, k)
 
     def kernel(params, gathered):
-      y, _ = apply_module(self.spec, params, {}, (ListBatch(gathered, lists),), mask=real.reshape(-1),
-                          keys=None, train=True)
+      y, _ = apply_module(self.spec, params, {}, (ListBatch(gathered, lists),),
+                          Rows(real.reshape(-1), train=True))
       return y
 
     kernel = jax.checkpoint(kernel) if self.remat else kernel
@@ -168,7 +168,7 @@ def fix_iterations(spec, params, x: GraphBatch) -> int:
   mask = np.asarray(e.mask).reshape(-1)
 
   def f(theta, v, aux, state):
-    y, _ = apply_module(spec, theta, {}, (aux._replace(nodes=v),), mask=mask, keys=None, train=False)
+    y, _ = apply_module(spec, theta, {}, (aux._replace(nodes=v),), Rows(mask))
     return y, state
 
   run = jax.jit(lambda p, v, nb: fixed_point(f, p, v, nb, (), mask[:, None], ModuleConfig().fix))

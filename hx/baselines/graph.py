@@ -31,6 +31,7 @@ import jax.numpy as jnp
 
 from hx.baselines import layers
 from hx.baselines.networks import MLP, RNN, Architecture
+from hx.compile.modules.layers import Rows
 from hx.compile.modules.templates import apply_module
 from hx.lang.values import GraphBatch
 
@@ -88,8 +89,7 @@ class GraphRNN:
       source = (params[role], stats[role]) if self.trainable_regressor else (
           frozen[role]["params"], frozen[role]["batch_stats"])
       keys = layers.row_keys(rng, b * n, site) if trains else None
-      h, st = apply_module(self.arch.spec(role), source[0], source[1], (h,), mask=rows, keys=keys,
-                           train=trains)
+      h, st = apply_module(self.arch.spec(role), source[0], source[1], (h,), Rows(rows, keys, trains))
       if trains:
         new_stats[role] = st
     states = h.reshape((b, n, -1))

@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from hx.compile.modules.layers import activate, matmul
+from hx.compile.modules.layers import Rows, activate, matmul
 from hx.compile.modules.layers import apply_dense as dense
 from hx.compile.modules.lstm import lstm_scan as lstm
 from hx.compile.modules.mlp import mlp_layers
@@ -36,8 +36,8 @@ def row_keys(rng: Any, rows: int, site: int) -> jax.Array:
   return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(rows))
 
 
-def mlp(spec: Any, params: dict, stats: dict, x: jax.Array, *, mask: jax.Array, keys: jax.Array | None,
-        train: bool, logits: bool = False, hidden_extra: jax.Array | None = None,
+def mlp(spec: Any, params: dict, stats: dict, x: jax.Array, rows: Rows, *, logits: bool = False,
+        hidden_extra: jax.Array | None = None,
         out_extra: jax.Array | None = None) -> tuple[jax.Array, jax.Array, dict]:
   """The `mlp` template with optional additions to its two pre-activations.
 
@@ -45,9 +45,8 @@ def mlp(spec: Any, params: dict, stats: dict, x: jax.Array, *, mask: jax.Array, 
     spec: the module's `ModuleSpec` (template "mlp").
     params, stats: its parameters and batch statistics (`init_module`).
     x: (R, ...) input (the template's arguments, flattened and concatenated).
-    mask: (R,) bool, the real rows (batch-norm statistics).
-    keys: (R,) dropout keys, or None for no dropout.
-    train: batch statistics and dropout (with keys) if True.
+    rows: the real rows (batch-norm statistics), the dropout keys, and whether it trains (batch statistics
+      and dropout with keys) (`hx.compile.modules.Rows`).
     logits: skip the output activation.
     hidden_extra: (R, hidden) added to the hidden layer's pre-activation (before batch norm), or None.
     out_extra: (R, n_out) added to the output layer's pre-activation, or None.
@@ -57,8 +56,8 @@ def mlp(spec: Any, params: dict, stats: dict, x: jax.Array, *, mask: jax.Array, 
     norm and ReLU (before dropout), which later progressive columns read; the updated statistics.
   """
   r = x.shape[0]
-  y, hidden, new_stats = mlp_layers(spec, params, stats, x.reshape(r, -1).astype(jnp.float32), mask=mask,
-                                    keys=keys, train=train, hidden_extra=hidden_extra, out_extra=out_extra)
+  y, hidden, new_stats = mlp_layers(spec, params, stats, x.reshape(r, -1).astype(jnp.float32), rows,
+                                    hidden_extra=hidden_extra, out_extra=out_extra)
   y = y.reshape((r,) + spec.output.shape)
   return activate(y, "none" if logits else spec.activation), hidden, new_stats
 

@@ -49,6 +49,7 @@ from hx.baselines import layers
 from hx.baselines.networks import ENC, MLP, RNN, Architecture
 from hx.compile.modules.choice import module_spec
 from hx.compile.modules.config import ModuleConfig
+from hx.compile.modules.layers import Rows
 from hx.compile.modules.templates import apply_module, init_module
 from hx.lang.types import FunctionType, ListType, TensorType
 
@@ -224,20 +225,19 @@ class PNN:
       enc = col.arch.encoder
       if enc == ENC:
         enc_extra = layers.adapter(lat["enc_out"], jnp.concatenate(enc_hiddens, -1)) if k else None
-        f, enc_hidden, enc_stats = layers.mlp(col.arch.spec(ENC), p[ENC], s[ENC], images, mask=rows,
-                                              keys=keys(0), train=trains, out_extra=enc_extra)
+        f, enc_hidden, enc_stats = layers.mlp(col.arch.spec(ENC), p[ENC], s[ENC], images,
+                                              Rows(rows, keys(0), trains), out_extra=enc_extra)
         f = f.reshape(r, -1)
         enc_hiddens.append(enc_hidden)
         if trains:
           new_stats[ENC] = enc_stats
       else:  # the CNN keeps no batch statistics
-        f, _ = apply_module(col.arch.spec(enc), p[enc], s[enc], (images,), mask=rows, keys=keys(0),
-                            train=trains)
+        f, _ = apply_module(col.arch.spec(enc), p[enc], s[enc], (images,), Rows(rows, keys(0), trains))
       hidden_extra = layers.adapter(lat["hidden"], jnp.concatenate(feats, -1)) if k else None
       out_extra = layers.adapter(lat["out"], jnp.concatenate(hiddens, -1)) if k else None
-      o, h, mlp_stats = layers.mlp(col.arch.spec(MLP), p[MLP], s[MLP], f, mask=rows, keys=keys(1),
-                                   train=trains, logits=logits and final and not is_list,
-                                   hidden_extra=hidden_extra, out_extra=out_extra)
+      o, h, mlp_stats = layers.mlp(col.arch.spec(MLP), p[MLP], s[MLP], f, Rows(rows, keys(1), trains),
+                                   logits=logits and final and not is_list, hidden_extra=hidden_extra,
+                                   out_extra=out_extra)
       if trains:
         new_stats[MLP] = mlp_stats
       o_flat = o.reshape(r, -1)

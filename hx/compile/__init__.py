@@ -13,7 +13,7 @@ _MODULES = {
     "hx.compile.fixpoint": ("FixConfig", "fixed_point"),
     "hx.lang.objectives": ("Objective", "objective_for_type"),
     "hx.compile.lower": ("CompiledProgram", "compile_program", "make_frozen"),
-    "hx.compile.modules": ("ModuleConfig", "ModuleSpec", "NoTemplateError", "Registration",
+    "hx.compile.modules": ("ModuleConfig", "ModuleSpec", "NoTemplateError", "Registration", "Rows",
                            "UnregisteredModuleError", "UnresolvedTypeError", "apply_module", "init_module",
                            "module_spec", "register_module", "registered_modules", "unregister_module"),
     "hx.compile.reference": ("RefGraph", "reference_apply"),

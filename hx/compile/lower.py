@@ -112,6 +112,7 @@ from hx.compile.fixpoint import FixConfig, fixed_point
 from hx.compile.modules.choice import module_spec
 from hx.compile.modules.config import ModuleConfig
 from hx.compile.modules.graph_kernel import Neighbourhoods
+from hx.compile.modules.layers import Rows
 from hx.compile.modules.spec import ModuleSpec
 from hx.compile.modules.templates import apply_module, init_module, linear_output
 from hx.lang import program as P
@@ -328,7 +329,7 @@ class _Ctx:
     # nodes; no other value is packed (a value inside a loop carries a new tracer, so it is not either).
     self.pack = pack
     # Set while repeat's body is traced: module calls there recompute their graph kernels' activations in
-    # the backward pass (`hx.compile.modules.apply_module`'s `recompute`).
+    # the backward pass (`hx.compile.modules.Rows.recompute`).
     self.recompute = False
 
 
@@ -404,8 +405,8 @@ class _Lowering:
       else:
         train, params, stats = False, ctx.frozen[slot]["params"], ctx.frozen[slot]["batch_stats"]
       k = _fold_keys(keys, site) if train else None
-      y, new = apply_module(spec, params, stats, inputs, mask=mask, keys=k, train=train,
-                            logits=terminal and ctx.logits, recompute=ctx.recompute)
+      y, new = apply_module(spec, params, stats, inputs, Rows(mask, k, train, ctx.recompute),
+                            logits=terminal and ctx.logits)
       if fresh and train:
         ctx.stats = ctx.stats[:slot] + (new,) + ctx.stats[slot + 1:]
       return y

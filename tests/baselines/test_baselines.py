@@ -12,7 +12,7 @@ from hx import baselines
 from hx.baselines import CNN, MLP, RNN, architecture, layers
 from hx.baselines.pnn import PNN
 from hx.compile import compile_program
-from hx.compile.modules import apply_module, init_module, module_spec
+from hx.compile.modules import Rows, apply_module, init_module, module_spec
 from hx.compile.values import ListBatch
 from hx.lang import parse
 from hx.lang.types import parse_type
@@ -181,16 +181,15 @@ def test_the_opened_up_layers_compute_what_the_templates_compute():
   spec = module_spec(parse_type("Tensor<real>[5] -> Tensor<bool>[3]"), TINY)
   p, s = init_module(spec, rng)
   for train in (False, True):
-    want, want_stats = apply_module(spec, p, s, (x,), mask=mask, keys=None, train=train)
-    got, hidden, got_stats = layers.mlp(spec, p, s, x, mask=mask, keys=None, train=train)
+    want, want_stats = apply_module(spec, p, s, (x,), Rows(mask, train=train))
+    got, hidden, got_stats = layers.mlp(spec, p, s, x, Rows(mask, train=train))
     np.testing.assert_allclose(got, want, rtol=1e-6)
     assert _equal(got_stats, want_stats) and hidden.shape == (6, 16)
   lspec = module_spec(parse_type("List<Tensor<real>[5]> -> Tensor<real>[2]"), TINY)
   lp, ls = init_module(lspec, rng)
   values = jax.random.normal(rng, (3, 4, 5))
   lmask = jnp.array([[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1]], bool)
-  want, _ = apply_module(lspec, lp, ls, (ListBatch(values, lmask),), mask=jnp.ones(3, bool), keys=None,
-                         train=False)
+  want, _ = apply_module(lspec, lp, ls, (ListBatch(values, lmask),), Rows(jnp.ones(3, bool)))
   states, last = layers.lstm(lp, values, lmask)
   np.testing.assert_allclose(layers.dense(lp["out"], last), want, rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(states[0, 2], states[0, 3])  # the state holds over padding

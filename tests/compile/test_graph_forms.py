@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hx.compile.modules import ModuleConfig, Neighbourhoods, apply_module, init_module, module_spec
+from hx.compile.modules import ModuleConfig, Neighbourhoods, Rows, apply_module, init_module, module_spec
 from hx.compile.reference import RefGraph, reference_apply, to_batch, unbatch
 from hx.compile.values import (
   EdgeGraphBatch,
@@ -140,8 +140,8 @@ def test_the_graph_kernel_is_one_function_on_lists_and_on_edges_ties_included():
   weights = jnp.asarray(rng.normal(size=(r, 2)).astype(np.float32))
 
   def dense(params, values):
-    y, _ = apply_module(spec, params, {}, (ListBatch(values, jnp.asarray(mask)),), mask=jnp.asarray(row_mask),
-                        keys=None, train=True)
+    y, _ = apply_module(spec, params, {}, (ListBatch(values, jnp.asarray(mask)),),
+                        Rows(jnp.asarray(row_mask), train=True))
     return jnp.sum(jnp.sin(y * weights)), y
 
   # Node u of the edge form is list u's own value; entry j >= 1 of list u is a node of its own (outside
@@ -155,7 +155,7 @@ def test_the_graph_kernel_is_one_function_on_lists_and_on_edges_ties_included():
     nodes = jnp.concatenate([values[:, 0], values[:, 1:].reshape(-1, 3)])
     nb = Neighbourhoods(nodes, jnp.asarray(senders), jnp.asarray(receivers), jnp.asarray(edge_mask))
     node_mask = jnp.concatenate([jnp.asarray(row_mask), jnp.zeros(r * (k - 1), bool)])
-    y, _ = apply_module(spec, params, {}, (nb,), mask=node_mask, keys=None, train=True)
+    y, _ = apply_module(spec, params, {}, (nb,), Rows(node_mask, train=True))
     return jnp.sum(jnp.sin(y[:r] * weights)), y[:r]
 
   (l0, y0), g0 = jax.jit(jax.value_and_grad(dense, (0, 1), has_aux=True))(params, values)
@@ -186,7 +186,7 @@ def test_the_rematerialised_graph_kernel_equals_the_plain_one():
 
   def lists(params, values, recompute):
     y, _ = apply_module(spec, params, {}, (ListBatch(values, jnp.asarray(mask & row_mask[:, None])),),
-                        mask=jnp.asarray(row_mask), keys=None, train=True, recompute=recompute)
+                        Rows(jnp.asarray(row_mask), train=True, recompute=recompute))
     return jnp.sum(jnp.sin(y * weights))
 
   def edges(params, values, recompute):
@@ -194,7 +194,7 @@ def test_the_rematerialised_graph_kernel_equals_the_plain_one():
     edge_mask = jnp.asarray(mask[:, 1:].reshape(-1))
     nb = Neighbourhoods(nodes, jnp.asarray(senders), jnp.asarray(receivers), edge_mask)
     node_mask = jnp.concatenate([jnp.asarray(row_mask), jnp.zeros(r * (k - 1), bool)])
-    y, _ = apply_module(spec, params, {}, (nb,), mask=node_mask, keys=None, train=True, recompute=recompute)
+    y, _ = apply_module(spec, params, {}, (nb,), Rows(node_mask, train=True, recompute=recompute))
     return jnp.sum(jnp.sin(y[:r] * weights))
 
   def run(recompute):

@@ -14,6 +14,7 @@ from hx.compile.lower import compile_program, lowering_cache_info, make_frozen
 from hx.compile.modules import (
   ModuleConfig,
   NoTemplateError,
+  Rows,
   UnresolvedTypeError,
   apply_module,
   init_module,
@@ -137,7 +138,7 @@ def test_map_batch_statistics_are_masked():
   _, stats = cp.apply(variables, frozen, x, train=True, rng=jax.random.key(0))
   flat = np.stack([a for e in examples for a in e])
   _, want = apply_module(cp.specs["nn_e"], variables["params"][0], variables["batch_stats"][0],
-                         (jnp.asarray(flat),), mask=jnp.ones(len(flat), bool), keys=None, train=True)
+                         (jnp.asarray(flat),), Rows(jnp.ones(len(flat), bool), train=True))
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), stats[0], want)
   w, b = (np.asarray(variables["params"][0]["hidden"][k]) for k in ("w", "b"))
   m = CFG.bn_momentum

@@ -15,6 +15,7 @@ from hx.compile.lower import compile_program
 from hx.compile.modules import (
   ModuleConfig,
   NoTemplateError,
+  Rows,
   UnresolvedTypeError,
   cnn_feature_size,
   cnn_layout,
@@ -73,7 +74,7 @@ def test_paper_cnn_has_no_output_layer_unless_the_type_asks():
   assert "out" not in params and stats == {}
   assert [c["w"].shape for c in params["convs"]] == [(5, 5, 1, 32), (5, 5, 32, 64)]
   x = jax.random.normal(jax.random.key(1), (2, 1, 28, 28))
-  y, _ = jit_apply_module(s, params, stats, (x,), mask=jnp.ones(2, bool), keys=None, train=False)
+  y, _ = jit_apply_module(s, params, stats, (x,), Rows(jnp.ones(2, bool)))
   assert y.shape == (2, 1024) and float(y.min()) >= 0.0  # ReLU features
   head = module_spec(T("Tensor<real>[3][28][28] -> Tensor<real>[2]"))
   assert head["output_layer"] is True
@@ -95,7 +96,7 @@ def test_small_images_get_a_smaller_cnn(side, channels, kernel, features):
   assert (s["channels"], s["kernel"], s["features"]) == (channels, kernel, features)
   params, stats = init_module(s, jax.random.key(0))
   x = jnp.ones((3, 1, side, side))
-  y, _ = jit_apply_module(s, params, stats, (x,), mask=jnp.ones(3, bool), keys=None, train=False)
+  y, _ = jit_apply_module(s, params, stats, (x,), Rows(jnp.ones(3, bool)))
   assert y.shape == (3, 1) and bool(jnp.all((y >= 0) & (y <= 1)))
 
 
@@ -155,12 +156,12 @@ def test_activations_are_applied():
   ]:
     s = module_spec(T(text), CFG)
     params, stats = init_module(s, jax.random.key(1))
-    y, _ = jit_apply_module(s, params, stats, (x,), mask=ones, keys=None, train=False)
+    y, _ = jit_apply_module(s, params, stats, (x,), Rows(ones))
     assert y.shape == (5,) + s.output.shape
     assert check(np.asarray(y)) in (None, True)
   s = module_spec(T("Tensor<real>[4] -> Tensor<real>[3]"), CFG)
   params, stats = init_module(s, jax.random.key(1))
-  y, _ = jit_apply_module(s, params, stats, (x,), mask=ones, keys=None, train=False)
+  y, _ = jit_apply_module(s, params, stats, (x,), Rows(ones))
   assert float(y.min()) < 0.0  # no activation on real outputs
 
 
@@ -170,12 +171,12 @@ def test_masked_batch_norm_ignores_masked_rows():
   x = jax.random.normal(jax.random.key(1), (6, 3))
   junk = x.at[4:].set(1e3)
   mask = jnp.array([1, 1, 1, 1, 0, 0], bool)
-  y_masked, s_masked = jit_apply_module(s, params, stats, (junk,), mask=mask, keys=None, train=True)
-  y_sub, s_sub = jit_apply_module(s, params, stats, (x[:4],), mask=jnp.ones(4, bool), keys=None, train=True)
+  y_masked, s_masked = jit_apply_module(s, params, stats, (junk,), Rows(mask, train=True))
+  y_sub, s_sub = jit_apply_module(s, params, stats, (x[:4],), Rows(jnp.ones(4, bool), train=True))
   np.testing.assert_allclose(y_masked[:4], y_sub, rtol=1e-5, atol=1e-6)
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), s_masked, s_sub)
   # No real row at all: the running statistics stay where they were.
-  _, s_none = jit_apply_module(s, params, stats, (x,), mask=jnp.zeros(6, bool), keys=None, train=True)
+  _, s_none = jit_apply_module(s, params, stats, (x,), Rows(jnp.zeros(6, bool), train=True))
   jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, b), s_none, stats)
 
 
@@ -184,14 +185,13 @@ def test_dropout_mask_depends_only_on_the_row_key():
   params, stats = init_module(s, jax.random.key(0))
   x = jax.random.normal(jax.random.key(1), (4, 3))
   keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(5), i))(jnp.arange(4))
-  y, _ = jit_apply_module(s, params, stats, (x,), mask=jnp.ones(4, bool), keys=keys, train=True)
+  y, _ = jit_apply_module(s, params, stats, (x,), Rows(jnp.ones(4, bool), keys, True))
   # Row 2 alone, with its own key, gets the same output (up to the batch statistics, fixed by
   # evaluating the same rows): compare a batch with rows reordered.
   perm = jnp.array([2, 0, 3, 1])
-  y_perm, _ = jit_apply_module(s, params, stats, (x[perm],), mask=jnp.ones(4, bool), keys=keys[perm],
-                               train=True)
+  y_perm, _ = jit_apply_module(s, params, stats, (x[perm],), Rows(jnp.ones(4, bool), keys[perm], True))
   np.testing.assert_allclose(y_perm, y[perm], rtol=1e-5, atol=1e-6)
-  y_other, _ = jit_apply_module(s, params, stats, (x,), mask=jnp.ones(4, bool), keys=keys[::-1], train=True)
+  y_other, _ = jit_apply_module(s, params, stats, (x,), Rows(jnp.ones(4, bool), keys[::-1], True))
   assert not np.allclose(y_other, y)
 
 
@@ -202,8 +202,8 @@ def test_cnn_spatial_dropout_drops_whole_channels():
   params, stats = init_module(s, jax.random.key(0))
   x = jax.random.normal(jax.random.key(1), (8, 1, 16, 16))
   keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(3), i))(jnp.arange(8))
-  y, _ = jit_apply_module(s, params, stats, (x,), mask=jnp.ones(8, bool), keys=keys, train=True)
-  y0, _ = jit_apply_module(s, params, stats, (x,), mask=jnp.ones(8, bool), keys=None, train=False)
+  y, _ = jit_apply_module(s, params, stats, (x,), Rows(jnp.ones(8, bool), keys, True))
+  y0, _ = jit_apply_module(s, params, stats, (x,), Rows(jnp.ones(8, bool)))
   y, y0 = np.asarray(y).reshape(8, 2, 2, 8), np.asarray(y0).reshape(8, 2, 2, 8)  # (H, W, C) order
   dropped = np.all(y == 0, axis=(1, 2)) & ~np.all(y0 == 0, axis=(1, 2))
   assert dropped.any()
@@ -217,10 +217,8 @@ def test_lstm_reads_only_the_valid_prefix():
   params, stats = init_module(s, jax.random.key(0))
   v = jax.random.normal(jax.random.key(1), (2, 5, 3))
   mask = jnp.array([[1, 1, 0, 0, 0], [1, 1, 1, 1, 1]], bool)
-  y, _ = jit_apply_module(s, params, stats, (ListBatch(v, mask),), mask=jnp.ones(2, bool), keys=None,
-                          train=False)
-  y2, _ = jit_apply_module(s, params, stats, (ListBatch(v[:, :2], mask[:, :2]),), mask=jnp.ones(2, bool),
-                       keys=None, train=False)
+  y, _ = jit_apply_module(s, params, stats, (ListBatch(v, mask),), Rows(jnp.ones(2, bool)))
+  y2, _ = jit_apply_module(s, params, stats, (ListBatch(v[:, :2], mask[:, :2]),), Rows(jnp.ones(2, bool)))
   np.testing.assert_allclose(y[0], y2[0], rtol=1e-5, atol=1e-6)
   assert not np.allclose(y[1], y2[1])
 
@@ -361,7 +359,7 @@ def test_cnn_training_slices_give_the_same_values_and_gradients(monkeypatch):
   x = jax.random.normal(jax.random.key(1), (23, 1, 12, 12))
 
   def run(params, x, train=True):
-    y, _ = modules.apply_module(s, params, {}, (x,), mask=jnp.ones(x.shape[0], bool), keys=None, train=train)
+    y, _ = modules.apply_module(s, params, {}, (x,), Rows(jnp.ones(x.shape[0], bool), train=train))
     return y
 
   rows = {"n": 5}
@@ -392,7 +390,7 @@ def test_cnn_trains_in_one_call_where_xla_runs_its_own_convolutions(monkeypatch)
   x = jax.random.normal(jax.random.key(1), (23, 1, 12, 12))
 
   def run(params, x):
-    y, _ = modules.apply_module(s, params, {}, (x,), mask=jnp.ones(x.shape[0], bool), keys=None, train=True)
+    y, _ = modules.apply_module(s, params, {}, (x,), Rows(jnp.ones(x.shape[0], bool), train=True))
     return y
 
   monkeypatch.setattr(cnn_blocks, "_cnn_slice_rows", lambda *_: 5)

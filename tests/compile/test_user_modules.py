@@ -22,6 +22,7 @@ import pytest
 import hx
 from hx.compile import (
   ModuleConfig,
+  Rows,
   UnregisteredModuleError,
   apply_module,
   compile_program,
@@ -106,7 +107,7 @@ def test_a_flax_module_gives_its_type_a_user_spec():
   params, stats = init_module(spec, jax.random.key(0))
   assert stats == {} and params["Dense_0"]["kernel"].shape == (8 * 8 * 4, 32)
   x = jnp.asarray(_images(5, 0)[0])
-  y, new = apply_module(spec, params, stats, (x,), mask=jnp.ones(5, bool), keys=None, train=True)
+  y, new = apply_module(spec, params, stats, (x,), Rows(jnp.ones(5, bool), train=True))
   assert y.shape == (5, 32) and new == {}
   np.testing.assert_allclose(y, Encoder().apply({"params": params}, x), rtol=1e-6)
   np.testing.assert_allclose(reference_module(spec, params, stats, [x[0]]), y[0], rtol=1e-5, atol=1e-6)
@@ -117,8 +118,7 @@ def test_an_init_apply_pair_gets_the_output_activation_unless_logits_are_asked()
   assert spec.activation == "sigmoid"
   params, stats = init_module(spec, jax.random.key(1))
   x = jnp.asarray(_images(3, 0)[0])
-  run = lambda logits: apply_module(spec, params, stats, (x,), mask=jnp.ones(3, bool), keys=None,
-                                    train=False, logits=logits)[0]
+  run = lambda logits: apply_module(spec, params, stats, (x,), Rows(jnp.ones(3, bool)), logits=logits)[0]
   np.testing.assert_allclose(run(True), linear_apply(params, x), rtol=1e-6)
   np.testing.assert_allclose(run(False), jax.nn.sigmoid(linear_apply(params, x)), rtol=1e-6)
 

@@ -110,7 +110,7 @@ from hx.compile.modules.config import GRAPH_KERNELS, ModuleConfig
 from hx.compile.modules.config import _config_with_modules as _config_with_modules
 from hx.compile.modules.graph_kernel import _RECOMPUTED as _RECOMPUTED
 from hx.compile.modules.graph_kernel import Neighbourhoods
-from hx.compile.modules.layers import PRECISION, activate, apply_dense, batch_norm, matmul, row_dropout
+from hx.compile.modules.layers import PRECISION, Rows, activate, apply_dense, batch_norm, matmul, row_dropout
 from hx.compile.modules.lstm import lstm_scan
 from hx.compile.modules.mlp import mlp_layers
 from hx.compile.modules.registry import (
@@ -135,7 +135,7 @@ from hx.compile.modules.templates import (
 
 __all__ = [
   "GRAPH_KERNELS", "ModuleConfig", "ModuleSpec", "NoTemplateError", "UnresolvedTypeError", "module_spec",
-  "init_module", "apply_module", "reference_module", "cnn_feature_size", "cnn_layout", "cnn_features",
+  "init_module", "apply_module", "Rows", "reference_module", "cnn_feature_size", "cnn_layout", "cnn_features",
   "Template", "TEMPLATES", "USER_TEMPLATE",
   "linear_output", "set_output_bias", "mlp_layers", "lstm_scan", "Neighbourhoods", "apply_dense", "activate",
   "batch_norm", "row_dropout", "PRECISION", "matmul",

@@ -17,7 +17,7 @@ import numpy as np
 
 from hx.compile.cnn_blocks import run_blocks
 from hx.compile.modules.config import ModuleConfig
-from hx.compile.modules.layers import _dense, _size, activate, apply_dense, row_dropout
+from hx.compile.modules.layers import Rows, _dense, _size, activate, apply_dense, row_dropout
 from hx.compile.modules.reference_layers import (
   _ref_activate,
   _ref_conv2d,
@@ -81,15 +81,14 @@ def _init_cnn(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
   return params, {}
 
 
-def _apply_cnn(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
-               keys: jax.Array | None, train: bool, activation: str,
-               recompute: bool) -> tuple[jax.Array, dict]:
+def _apply_cnn(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, rows: Rows, *,
+               activation: str) -> tuple[jax.Array, dict]:
   (x,) = inputs
   r = x.shape[0]
   h = jnp.transpose(x.astype(jnp.float32), (0, 2, 3, 1))  # channel-first types, NHWC convolutions
-  h = run_blocks(params["convs"], h, spec["pool"], train)
-  if train and keys is not None and spec["dropout"] > 0:
-    h = row_dropout(h, keys, spec["dropout"], (h.shape[-1],), spatial=True)
+  h = run_blocks(params["convs"], h, spec["pool"], rows.train)
+  if rows.train and rows.keys is not None and spec["dropout"] > 0:
+    h = row_dropout(h, rows.keys, spec["dropout"], (h.shape[-1],), spatial=True)
   h = h.reshape(r, -1)
   out_shape = (r,) + spec.output.shape
   if spec["output_layer"]:

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hx.compile.modules.layers import _dense, _size, activate, apply_dense
+from hx.compile.modules.layers import Rows, _dense, _size, activate, apply_dense
 from hx.compile.modules.reference_layers import _ref_activate, _ref_dense, _ref_relu, _ref_vector
 from hx.compile.modules.spec import ModuleSpec
 
@@ -156,15 +156,14 @@ def _init_graph_kernel(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
           "node_out": _dense(keys[3], h, _size(spec.output) - _kept(spec), zero=_residual(spec))}, {}
 
 
-def _apply_graph_kernel(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
-                        keys: jax.Array | None, train: bool, activation: str,
-                        recompute: bool) -> tuple[jax.Array, dict]:
+def _apply_graph_kernel(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, rows: Rows, *,
+                        activation: str) -> tuple[jax.Array, dict]:
   (lb,) = inputs
   if isinstance(lb, Neighbourhoods):
-    kernel = _RECOMPUTED[_graph_kernel_edges] if recompute else _graph_kernel_edges
-    y = kernel(spec, params, lb, mask)
+    kernel = _RECOMPUTED[_graph_kernel_edges] if rows.recompute else _graph_kernel_edges
+    y = kernel(spec, params, lb, rows.mask)
     return activate(y.reshape((lb.nodes.shape[0],) + spec.output.shape), activation), stats
-  kernel = _RECOMPUTED[_graph_kernel_lists] if recompute else _graph_kernel_lists
+  kernel = _RECOMPUTED[_graph_kernel_lists] if rows.recompute else _graph_kernel_lists
   y = kernel(spec, params, lb.values, lb.mask)
   return activate(y.reshape((lb.values.shape[0],) + spec.output.shape), activation), stats
 

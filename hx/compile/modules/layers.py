@@ -1,10 +1,12 @@
 """The layers the templates share, in JAX on R rows: dense layers (and their initialisers), the output
 activations, per-row dropout and masked batch norm, all float32 with float32 products on every
-backend (`PRECISION`). Parameters are plain dicts of arrays: a dense layer {"w": (n_in, n_out), "b":
-(n_out,)}, a batch norm {"scale": (F,), "bias": (F,)} with statistics {"mean": (F,), "var": (F,)}."""
+backend (`PRECISION`); and `Rows`, the R rows a module runs on and how (its mask, dropout keys and mode).
+Parameters are plain dicts of arrays: a dense layer {"w": (n_in, n_out), "b": (n_out,)}, a batch norm
+{"scale": (F,), "bias": (F,)} with statistics {"mean": (F,), "var": (F,)}."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -13,7 +15,30 @@ from jax import lax
 
 from hx.lang.types import Type
 
-__all__ = ["PRECISION", "activate", "apply_dense", "batch_norm", "matmul", "row_dropout"]
+__all__ = ["PRECISION", "Rows", "activate", "apply_dense", "batch_norm", "matmul", "row_dropout"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rows:
+  """The R rows a module runs on, and how (`hx.compile.modules.apply_module`, every template's `apply`).
+
+  A JAX pytree: `mask` and `keys` are its leaves, `train` and `recompute` part of its structure (static),
+  so a jitted function taking a Rows compiles once per mode, as under `static_argnames`.
+
+  Attributes:
+    mask: (R,) bool, the rows that are real (only they enter batch-norm statistics).
+    keys: (R,) per-row PRNG keys for dropout, or None for no dropout.
+    train: bool; batch statistics (and, with keys, dropout) if True, running statistics if False.
+    recompute: bool; the call runs inside a loop (repeat's body): a graph kernel then recomputes its pair
+      network in the backward pass instead of keeping it (the same values and gradients; faster there).
+  """
+  mask: jax.Array
+  keys: jax.Array | None = None
+  train: bool = False
+  recompute: bool = False
+
+
+jax.tree_util.register_dataclass(Rows, data_fields=("mask", "keys"), meta_fields=("train", "recompute"))
 
 
 # Initialisation. Weights: LeCun normal (flax's Dense/Conv default), biases zero (Tune may then start

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from hx.compile.modules.layers import PRECISION, _dense, _size, activate, apply_dense, matmul
+from hx.compile.modules.layers import PRECISION, Rows, _dense, _size, activate, apply_dense, matmul
 from hx.compile.modules.reference_layers import _ref_activate, _ref_dense, _ref_sigmoid, _ref_vector
 from hx.compile.modules.spec import ModuleSpec
 
@@ -69,9 +69,8 @@ def lstm_scan(params: dict, values: jax.Array, mask: jax.Array) -> tuple[jax.Arr
   return jnp.swapaxes(states, 0, 1), last
 
 
-def _apply_lstm(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
-                keys: jax.Array | None, train: bool, activation: str,
-                recompute: bool) -> tuple[jax.Array, dict]:
+def _apply_lstm(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, rows: Rows, *,
+                activation: str) -> tuple[jax.Array, dict]:
   (lb,) = inputs
   _, last = lstm_scan(params, lb.values, lb.mask)
   y = apply_dense(params["out"], last).reshape((lb.values.shape[0],) + spec.output.shape)

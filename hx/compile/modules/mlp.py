@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hx.compile.modules.layers import _dense, _size, activate, apply_dense, batch_norm, row_dropout
+from hx.compile.modules.layers import Rows, _dense, _size, activate, apply_dense, batch_norm, row_dropout
 from hx.compile.modules.reference_layers import _ref_activate, _ref_dense, _ref_relu, _ref_vector
 from hx.compile.modules.spec import ModuleSpec
 
@@ -30,8 +30,8 @@ def _init_mlp(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
   return params, stats
 
 
-def mlp_layers(spec: ModuleSpec, params: dict, stats: dict, x: jax.Array, *, mask: jax.Array,
-               keys: jax.Array | None, train: bool, hidden_extra: jax.Array | None = None,
+def mlp_layers(spec: ModuleSpec, params: dict, stats: dict, x: jax.Array, rows: Rows, *,
+               hidden_extra: jax.Array | None = None,
                out_extra: jax.Array | None = None) -> tuple[jax.Array, jax.Array, dict]:
   """The `mlp` template's layers on x (R, n_in) float32, its arguments flattened and concatenated:
   Dense -> masked batch norm -> ReLU (or ReLU -> batch norm under the spec's "order" "relu_bn",
@@ -39,6 +39,7 @@ def mlp_layers(spec: ModuleSpec, params: dict, stats: dict, x: jax.Array, *, mas
   pre-activations (a progressive network's lateral inputs, `hx.baselines.layers.mlp`).
 
   Args:
+    rows: the rows' mask (batch-norm statistics), dropout keys and mode (`Rows`; `recompute` not read).
     hidden_extra: (R, hidden) added to the hidden layer's pre-activation (before batch norm), or None.
     out_extra: (R, n_out) added to the output layer's pre-activation, or None.
 
@@ -54,27 +55,26 @@ def mlp_layers(spec: ModuleSpec, params: dict, stats: dict, x: jax.Array, *, mas
   if not spec.get("batch_norm", True):
     h = jax.nn.relu(h)
   elif spec.get("order", "bn_relu") == "relu_bn":
-    h, new_stats["bn"] = batch_norm(jax.nn.relu(h), params["bn"], stats["bn"], mask, train,
+    h, new_stats["bn"] = batch_norm(jax.nn.relu(h), params["bn"], stats["bn"], rows.mask, rows.train,
                                     spec["bn_momentum"], spec["bn_epsilon"])
   else:
-    h, new_stats["bn"] = batch_norm(h, params["bn"], stats["bn"], mask, train, spec["bn_momentum"],
+    h, new_stats["bn"] = batch_norm(h, params["bn"], stats["bn"], rows.mask, rows.train, spec["bn_momentum"],
                                     spec["bn_epsilon"])
     h = jax.nn.relu(h)
   hidden = h
-  if train and keys is not None and spec["dropout"] > 0:
-    h = row_dropout(h, keys, spec["dropout"], h.shape[1:])
+  if rows.train and rows.keys is not None and spec["dropout"] > 0:
+    h = row_dropout(h, rows.keys, spec["dropout"], h.shape[1:])
   y = apply_dense(params["out"], h)
   if out_extra is not None:
     y = y + out_extra
   return y, hidden, new_stats
 
 
-def _apply_mlp(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
-               keys: jax.Array | None, train: bool, activation: str,
-               recompute: bool) -> tuple[jax.Array, dict]:
+def _apply_mlp(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, rows: Rows, *,
+               activation: str) -> tuple[jax.Array, dict]:
   r = inputs[0].shape[0]
   x = jnp.concatenate([a.reshape(r, -1).astype(jnp.float32) for a in inputs], -1)
-  y, _, new_stats = mlp_layers(spec, params, stats, x, mask=mask, keys=keys, train=train)
+  y, _, new_stats = mlp_layers(spec, params, stats, x, rows)
   return activate(y.reshape((r,) + spec.output.shape), activation), new_stats
 
 

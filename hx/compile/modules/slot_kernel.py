@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from hx.compile.modules.graph_kernel import Neighbourhoods, _kept, _residual, _update
-from hx.compile.modules.layers import _dense, _size, _uniform_dense, activate, apply_dense
+from hx.compile.modules.layers import Rows, _dense, _size, _uniform_dense, activate, apply_dense
 from hx.compile.modules.spec import ModuleSpec
 
 
@@ -38,9 +38,8 @@ def _init_slot_kernel(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
   return {"hidden": hidden, "out": out}, {}
 
 
-def _apply_slot_kernel(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
-                       keys: jax.Array | None, train: bool, activation: str,
-                       recompute: bool) -> tuple[jax.Array, dict]:
+def _apply_slot_kernel(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, rows: Rows, *,
+                       activation: str) -> tuple[jax.Array, dict]:
   (lb,) = inputs
   if isinstance(lb, Neighbourhoods):
     raise NotImplementedError("a slot kernel reads its neighbour list by slot (direction); edge lists have "

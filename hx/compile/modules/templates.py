@@ -2,8 +2,8 @@
 by its spec: `init_module`, `apply_module`, `reference_module`, `linear_output` and `set_output_bias`.
 
 Every template's `_init_T(spec, keys)` takes the 4 keys `init_module` splits its key into and returns
-(params, batch_stats). Every `_apply_T(spec, params, stats, inputs, *, mask, keys, train, activation,
-recompute)` returns (y (R, *output shape), new_stats), as `apply_module` documents. Every
+(params, batch_stats). Every `_apply_T(spec, params, stats, inputs, rows, *, activation)` (`rows` a
+`Rows`) returns (y (R, *output shape), new_stats), as `apply_module` documents. Every
 `_reference_T(spec, params, stats, args)` takes float64 parameters and one example's arguments and
 returns the output (output shape, float64).
 """
@@ -20,6 +20,7 @@ import numpy as np
 
 from hx.compile.modules.cnn import _apply_cnn, _init_cnn, _reference_cnn
 from hx.compile.modules.graph_kernel import _apply_graph_kernel, _init_graph_kernel, _reference_graph_kernel
+from hx.compile.modules.layers import Rows
 from hx.compile.modules.lstm import _apply_lstm, _init_lstm, _reference_lstm
 from hx.compile.modules.mlp import _apply_mlp, _init_mlp, _reference_mlp
 from hx.compile.modules.slot_kernel import _apply_slot_kernel, _init_slot_kernel
@@ -37,8 +38,8 @@ class Template(NamedTuple):
 
   Attributes:
     init: (spec, keys (4,)) -> (params, batch_stats), fresh parameters.
-    apply: (spec, params, stats, inputs, *, mask, keys, train, activation, recompute) -> (y, new_stats),
-      the module on R rows (`apply_module`).
+    apply: (spec, params, stats, inputs, rows, *, activation) -> (y, new_stats), the module on the R rows
+      of `rows` (a `Rows`) with the output activation `activation` (`apply_module`).
     reference: (spec, params, stats, args) -> y, the module on one example in inference mode in float64
       NumPy (`reference_module`); None for the slot kernel, whose slots are positions (a grid cell's
       directions) that the reference interpreter's neighbour lists do not keep. A user module's reference
@@ -83,9 +84,8 @@ def init_module(spec: ModuleSpec, rng: jax.Array) -> tuple[dict, dict]:
   return _template(spec).init(spec, jax.random.split(rng, 4))
 
 
-def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, mask: jax.Array,
-                 keys: jax.Array | None, train: bool, logits: bool = False,
-                 recompute: bool = False) -> tuple[jax.Array, dict]:
+def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, rows: Rows, *,
+                 logits: bool = False) -> tuple[jax.Array, dict]:
   """Runs the module on R rows.
 
   Args:
@@ -93,19 +93,16 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, *, 
     params, stats: its parameters and batch statistics (from `init_module`).
     inputs: one array `(R, *arg shape)` per argument, or one ListBatch (`(R, L, *elem)`, (R, L)) for the
       lstm and graph_kernel templates, or (graph_kernel only) one `Neighbourhoods` of R nodes.
-    mask: (R,) bool, the rows that are real (only they enter batch-norm statistics).
-    keys: (R,) per-row PRNG keys for dropout, or None for no dropout.
-    train: batch statistics (and, with keys, dropout) if True; running statistics if False.
+    rows: the rows' mask and dropout keys, and the mode: training or not, recomputed in the backward
+      pass or not (`Rows`).
     logits: skip the output activation (sigmoid / softmax): y is then the pre-activation, for losses
       computed from logits (`hx.compile.losses`, exact gradients for confident mistakes).
-    recompute: the call runs inside a loop (repeat's body): a graph kernel then recomputes its pair
-      network in the backward pass instead of keeping it (the same values and gradients; faster there).
 
   Returns:
     (y, new_stats): y of shape `(R, *output shape)`; new_stats equal to stats unless training with BN.
   """
-  return _template(spec).apply(spec, params, stats, inputs, mask=mask, keys=keys, train=train,
-                               activation="none" if logits else spec.activation, recompute=recompute)
+  return _template(spec).apply(spec, params, stats, inputs, rows,
+                               activation="none" if logits else spec.activation)
 
 
 def reference_module(spec: ModuleSpec, params: dict, stats: dict, args: Sequence[Any]) -> np.ndarray:

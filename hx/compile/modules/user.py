@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hx.compile.modules.layers import activate
+from hx.compile.modules.layers import Rows, activate
 from hx.compile.modules.reference_layers import _ref_activate
 from hx.compile.modules.registry import registration_of
 from hx.compile.modules.spec import ModuleSpec
@@ -20,10 +20,9 @@ def _init_user(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
   return registration_of(spec).init_params(keys[0]), {}
 
 
-def _apply_user(spec: ModuleSpec, params: Any, stats: dict, inputs: tuple, *, mask: jax.Array,
-                keys: jax.Array | None, train: bool, activation: str,
-                recompute: bool) -> tuple[jax.Array, dict]:
-  # No mask, keys or train: a user module is a pure function of its parameters (`register_module`).
+def _apply_user(spec: ModuleSpec, params: Any, stats: dict, inputs: tuple, rows: Rows, *,
+                activation: str) -> tuple[jax.Array, dict]:
+  # No rows read (mask, keys, train): a user module is a pure function of its parameters (`register_module`).
   r = registration_of(spec)
   xs = tuple(jnp.asarray(x).astype(jnp.float32) for x in inputs)
   y = r.apply_params(params, *xs)
