@@ -66,6 +66,7 @@ _LAZY = {
     "Library": "hx.synth",
     "synthesize": "hx.synth",
     "Budget": "hx.synth",
+    "SynthesisConfig": "hx.synth",
     "TopDown": "hx.synth",
     "Evolutionary": "hx.synth",
     "SearchSpace": "hx.synth",

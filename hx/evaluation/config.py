@@ -22,9 +22,9 @@ from hx.data import sequence as paper_sequence
 from hx.data.sources import Sources
 from hx.lang.types import GraphType, function_parts
 from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, task_tune_config
+from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.space import SearchSpace, paper_space
 from hx.synth.strategies import Strategy, TopDown, check_strategy
-from hx.synth.synthesize import Budget
 
 __all__ = ["Preset", "EvalConfig", "ConfigError", "METHODS", "BASELINES", "GRAPH_SEQUENCES",
            "default_methods", "method_label"]
@@ -132,6 +132,14 @@ class EvalConfig:
   def strategy(self, method: str) -> Strategy:
     """The strategy of HOUDINI's `method` (houdini_<name>)."""
     return next(s for s in self.strategies if f"houdini_{s.name}" == method)
+
+  def synthesis(self, method: str) -> SynthesisConfig:
+    """What HOUDINI's `method` ("houdini_<strategy>") decides with on every task of the sequence, as one
+    value (`hx.synth.SynthesisConfig`: the strategy, the sequence's default budget, the space, the module
+    sizes, every kind's training settings, the three best candidates kept), which `hx.synth.run_sequence`
+    takes as given, with `budgets` for each task's own."""
+    return SynthesisConfig(strategy=self.strategy(method), budget=self.budget, space=self.space,
+                           module_config=self.module_config, tune_configs=self.tune_configs, keep=3)
 
   def tune_config(self, kind: str) -> Any:
     return dict(self.tune_configs)[kind]

@@ -316,10 +316,8 @@ class _Runner:
     from hx.synth.lifelong import run_sequence
 
     c = self.config
-    run_sequence(seq, self.method_dir(method, instance), strategy=c.strategy(method), fractions=c.fractions,
-                 budget=c.budgets, space=c.space, module_config=c.module_config,
-                 tune_configs=dict(c.tune_configs), keep=3,
-                 stop_after=tasks, executor=self.executor, progress=self.bars)
+    run_sequence(seq, self.method_dir(method, instance), c.synthesis(method), fractions=c.fractions,
+                 budgets=c.budgets, stop_after=tasks, executor=self.executor, progress=self.bars)
 
   # -- baselines ------------------------------------------------------------------------------------
   def baseline(self, method: str, instance: int, seq: Any, index: int, fraction: float) -> None:

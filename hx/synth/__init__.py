@@ -2,12 +2,14 @@
 lifelong runner::
 
     library = hx.Library()
-    result = hx.synthesize(task, library, strategy=hx.synth.TopDown(), budget=hx.synth.Budget(candidates=20))
+    config = hx.synth.SynthesisConfig(strategy=hx.synth.TopDown(), budget=hx.synth.Budget(candidates=20))
+    result = hx.synthesize(task, library, config)
     for candidate in hx.synth.enumerate(task.type, result.library, limit=10):  # the order, untrained
       print(candidate)
-    run = hx.synth.run_sequence(hx.data.sequence("cs1"), "runs/cs1")
+    run = hx.synth.run_sequence(hx.data.sequence("cs1"), "runs/cs1", config)
 """
 
+from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.evolution import EvolutionConfig, Generation, evolve
 from hx.synth.executors import (
   Checkpoints,
@@ -39,7 +41,7 @@ from hx.synth.space import (
   paper_space,
 )
 from hx.synth.strategies import Evolutionary, Strategy, TopDown
-from hx.synth.synthesize import Budget, Ranked, SynthesisResult, synthesize, task_context
+from hx.synth.synthesize import Ranked, SynthesisResult, synthesize, task_context
 from hx.synth.topdown import EnumerationStats, enumerate_programs
 
 enumerate = enumerate_programs  # noqa: A001 -- the short name users call: hx.synth.enumerate(...)
@@ -53,7 +55,7 @@ __all__ = [
     "Checkpoints", "Executor", "Job", "JobResult", "LocalExecutor", "TaskContext", "job_seed",
     "train_program", "ExecutorSettings", "Local", "Processes", "Ray", "default_executor",
     "ToEnd", "Halving", "Estimate", "CheapFirst", "parse_schedule",
-    "Budget", "Ranked", "SynthesisResult", "synthesize", "task_context",
+    "Budget", "SynthesisConfig", "Ranked", "SynthesisResult", "synthesize", "task_context",
     "SequenceRun", "SettingsMismatch", "run_sequence",
     "Predictor", "RunProgram", "SavedRun", "load_run",
 ]

@@ -1,6 +1,7 @@
 """Lifelong learning over a task sequence: synthesize each task, grow the library, record, resume.
 
-    run = hx.synth.run_sequence(hx.data.sequence("cs1", seed=0), "runs/cs1", fractions=(0.1, 1.0))
+    run = hx.synth.run_sequence(hx.data.sequence("cs1", seed=0), "runs/cs1", hx.synth.SynthesisConfig(),
+                                fractions=(0.1, 1.0))
 
 For each task of the sequence, in order, and each training fraction, `hx.synthesize` runs with the
 library as it stood before the task; then, as the paper does, the library is extended with the best
@@ -47,6 +48,7 @@ from absl import logging
 from hx.atomic import hold_directory
 from hx.compile.fitting import score_json
 from hx.process_memory import process_memory
+from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.evolution import EvolutionConfig
 from hx.synth.executors import check_executor, start_executor
 from hx.synth.jsonfiles import jsonable, read_record, write_json
@@ -60,9 +62,8 @@ from hx.synth.run_directory import (
   record_file,
   training_seed,
 )
-from hx.synth.space import SearchSpace
-from hx.synth.strategies import Evolutionary, Strategy, TopDown, check_strategy
-from hx.synth.synthesize import Budget, SynthesisResult, synthesize
+from hx.synth.strategies import Evolutionary, Strategy, check_strategy
+from hx.synth.synthesize import SynthesisResult, synthesize
 
 __all__ = ["SequenceRun", "SettingsMismatch", "run_sequence", "record", "RECORD_VERSION"]
 
@@ -138,8 +139,10 @@ def library_size(library: Any) -> dict:
           "bytes": int(sum(leaf.nbytes for e in library.entries for leaf in e.leaves))}
 
 
-def _settings(sequence: Any, strategy: Strategy, fractions: Sequence[float], budget: Any, space: SearchSpace,
-              module_config: Any, tune_configs: dict, keep: int) -> dict:
+def _settings(sequence: Any, config: SynthesisConfig, fractions: Sequence[float], budget: Any,
+              tune_configs: dict) -> dict:
+  """The run's settings.json: the sequence and what `config` decides with, `budget` (one, or one per
+  task) and `tune_configs` (every kind's) resolved, in the fields runs have always written."""
   # A library seed other than the sequence's name (a user's sequence's) seeds other trainings: written
   # then only, so that the paper's runs, whose names were their library seeds, keep their settings.
   library_seed = _library_seed(sequence)
@@ -150,9 +153,9 @@ def _settings(sequence: Any, strategy: Strategy, fractions: Sequence[float], bud
       "classes": dict(sequence.classes),
       "tasks": [t.name for t in sequence.tasks], "sources": sequence.sources.identity(),
       "sizes": sequence.sizes,
-      "strategy": strategy.name, "fractions": list(fractions), "budget": budget, "space": space,
-      "module_config": module_config, "tune_configs": tune_configs, "evolution": _evolution(strategy),
-      "keep": keep})
+      "strategy": config.strategy.name, "fractions": list(fractions), "budget": budget,
+      "space": config.space, "module_config": config.module_config, "tune_configs": tune_configs,
+      "evolution": _evolution(config.strategy), "keep": config.keep})
 
 
 def _evolution(strategy: Strategy) -> EvolutionConfig:
@@ -167,8 +170,8 @@ def _library_seed(sequence: Any) -> Any:
   return getattr(sequence, "library_seed", None)
 
 
-def _rebuilt_library(full: Any, library: Any, rec: dict, *, sequence: str, library_seed: Any, seed: int,
-                     fraction: float, module_config: Any, tune_config: Any, keep: int, when: str) -> Any:
+def _rebuilt_library(full: Any, library: Any, rec: dict, config: SynthesisConfig, *, sequence: str,
+                     library_seed: Any, seed: int, fraction: float, when: str) -> Any:
   """The library after the task `full` whose record at the largest fraction is `rec`: `library` with its
   winner trained again (`hx.synth.synthesize.retrain_winner`), or `library` itself when nothing won."""
   from hx.lang import parse, parse_type
@@ -179,36 +182,33 @@ def _rebuilt_library(full: Any, library: Any, rec: dict, *, sequence: str, libra
     return library
   task = full if fraction == 1.0 else full.with_fraction(fraction)
   # As `synthesize` names them: the trained ones among the `keep` best after the winner.
-  runners_up = [parse(x["program"]) for x in rec["ranked"][1:keep] if x["status"] == "trained"]
+  runners_up = [parse(x["program"]) for x in rec["ranked"][1:config.keep] if x["status"] == "trained"]
   rebuilt, result = retrain_winner(task, library, parse(best["program"]),
-                                   {n: parse_type(t) for n, t in best["fresh_types"].items()}, seed=seed,
-                                   module_config=module_config, tune_config=tune_config, sequence=sequence,
-                                   runners_up=runners_up, when=when, library_seed=library_seed)
+                                   {n: parse_type(t) for n, t in best["fresh_types"].items()}, config,
+                                   seed=seed, sequence=sequence, library_seed=library_seed,
+                                   runners_up=runners_up, when=when)
   logging.info("%s: library rebuilt from its record by training %s again: validation %.6g (recorded %.6g)",
                task.name, best["program"], result.val_score, best["val"])
   return rebuilt
 
 
-def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: Strategy = TopDown(),
-                 fractions: Sequence[float] = (1.0,), budget: Budget | Sequence[Budget] = Budget(),
-                 space: SearchSpace = SearchSpace(), module_config: Any = None, preset: str = "paper",
-                 tune_configs: dict | None = None, executor: Any = None, keep: int = 3,
-                 progress: bool = False, stop_after: int | None = None,
+def run_sequence(sequence: Any, directory: os.PathLike | str, config: SynthesisConfig = SynthesisConfig(), *,
+                 fractions: Sequence[float] = (1.0,), budgets: Sequence[Budget] | None = None,
+                 executor: Any = None, progress: bool = False, stop_after: int | None = None,
                  checkpoints: bool = True) -> SequenceRun:
   """Runs HOUDINI over `sequence` (an `hx.data.Sequence`), writing into `directory` (see the module doc).
 
   Args:
     sequence: the task sequence, instantiated (its seed also seeds every synthesis).
     directory: the result directory (created; resumed if it holds this run).
-    strategy, budget, space, module_config, executor, keep: as for `hx.synthesize`; `budget`
-      may also be one `Budget` per task of the sequence (the authors' budgets differ by task). Executor
-      settings (`hx.synth.Processes(...)`, say) are started once for every task and closed at the end.
+    config: what every task's synthesis decides with (`hx.synth.SynthesisConfig`), taken as given: its
+      `tune_configs` must hold every kind of the sequence's tasks, or be empty (each task's own,
+      `SynthesisConfig.tune_config`); an evaluation makes it once (`hx.evaluation.EvalConfig.synthesis`).
     fractions: training fractions to run each task on, in (0, 1].
-    preset: where the training settings come from when `tune_configs` is None: `hx.presets.task_tune_config`
-      of each task kind under this preset ("paper", "authors" or "quick").
-    tune_configs: task kind -> `hx.compile.TuneConfig`, one for every kind of the sequence's tasks, used
-      as given (an evaluation resolves them once, `hx.evaluation.EvalConfig.tune_configs`); None: the
-      preset's.
+    budgets: one `Budget` per task of the sequence, in place of `config.budget` (the authors' budgets
+      differ by task); None: `config.budget` for every task.
+    executor: as for `hx.synthesize`; executor settings (`hx.synth.Processes(...)`, say) are started once
+      for every task and closed at the end.
     progress: show progress bars.
     stop_after: stop after this many tasks are finished in all (for tests of resuming); None: all.
     checkpoints: save candidates as they train under DIR/checkpoints (module docstring); False: a task
@@ -216,30 +216,27 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, *, strategy: Strat
 
   Raises:
     SettingsMismatch: `directory` holds another run, or is not empty and holds no run.
-    TypeError: `strategy` or `executor` is not an object of its kind (`hx.synthesize`).
-    ValueError: a fraction outside (0, 1], `tune_configs` missing a kind of the sequence's tasks, or a
-      budget or space the strategy does not take (`hx.synth.strategies.Strategy.check`).
+    TypeError: `executor` is not an object of its kind (`hx.synthesize`).
+    ValueError: a fraction outside (0, 1], `config.tune_configs` missing a kind of the sequence's tasks,
+      or a budget the strategy does not take (`hx.synth.strategies.Strategy.check`).
   """
-  from hx.compile import ModuleConfig
-
   fractions = tuple(sorted({float(f) for f in fractions}))
   if not fractions or any(not 0 < f <= 1 for f in fractions):
     raise ValueError(f"fractions must be in (0, 1], got {fractions}")
-  budgets = tuple(budget) if isinstance(budget, (tuple, list)) else (budget,) * len(sequence)
+  budgets = tuple(budgets) if budgets is not None else (config.budget,) * len(sequence)
   if len(budgets) != len(sequence):
     raise ValueError(f"{len(budgets)} budgets for the {len(sequence)} tasks of {sequence.name}")
   for b in budgets:  # refused before settings.json is written
-    check_strategy(strategy, b, space)
+    check_strategy(config.strategy, b, config.space)
   check_executor(executor)
   budget = budgets[0] if all(b == budgets[0] for b in budgets) else budgets  # one: settings.json as before
-  module_config = module_config or ModuleConfig()
-  configs = _tune_configs(sequence, preset, tune_configs)
+  # Every kind's training settings, resolved once: settings.json names them, every synthesis takes them.
+  config = dataclasses.replace(config, tune_configs=_tune_configs(sequence, config))
   directory = Path(directory)
-  settings = _settings(sequence, strategy, fractions, budget, space, module_config, configs, keep)
+  settings = _settings(sequence, config, fractions, budget, dict(config.tune_configs))
   with hold_directory(directory):  # one process writes a run directory; a refused one writes nothing
     started = open_settings(directory, settings)
-    plan = _Plan(sequence, directory, started, strategy, fractions, budgets, space, module_config, configs,
-                 keep, progress, checkpoints)
+    plan = _Plan(sequence, directory, started, config, fractions, budgets, progress, checkpoints)
     library, done = _saved_library(directory, len(sequence))
     records = [read_record(record_file(directory, i + 1, sequence.build(i).name, f))
                for i in range(done) for f in fractions]
@@ -269,30 +266,22 @@ class _Plan:
   sequence: Any
   directory: Path
   started: str
-  strategy: Strategy
+  config: SynthesisConfig
   fractions: tuple[float, ...]
   budgets: tuple[Budget, ...]
-  space: SearchSpace
-  module_config: Any
-  configs: dict
-  keep: int
   progress: bool
   checkpoints: bool
 
 
-def _tune_configs(sequence: Any, preset: str, tune_configs: dict | None) -> dict:
-  """Task kind -> TuneConfig for every kind of `sequence`'s tasks: `tune_configs` as given, else the
-  preset's (`hx.presets.task_tune_config`)."""
+def _tune_configs(sequence: Any, config: SynthesisConfig) -> dict:
+  """Task kind -> TuneConfig for every kind of `sequence`'s tasks, sorted by kind: `config`'s
+  (`SynthesisConfig.spec_tune_config`: its table, or each task's own where it has none)."""
   specs = {t.kind: t for t in sequence.tasks}
-  if tune_configs is None:
-    from hx.presets import task_tune_config
-
-    return {k: task_tune_config(specs[k], preset) for k in sorted(specs)}
-  missing = sorted(set(specs) - set(tune_configs))
+  missing = sorted(set(specs) - set(dict(config.tune_configs))) if config.tune_configs else []
   if missing:
-    raise ValueError(f"tune_configs has no training settings for the task kind(s) {', '.join(missing)} of "
-                     f"{sequence.name}")
-  return {k: tune_configs[k] for k in sorted(tune_configs)}
+    raise ValueError(f"SynthesisConfig.tune_configs has no training settings for the task kind(s) "
+                     f"{', '.join(missing)} of {sequence.name}")
+  return {k: config.spec_tune_config(specs[k]) for k in sorted(specs)}
 
 
 def _saved_library(directory: Path, tasks: int) -> tuple[Any, int]:
@@ -324,11 +313,10 @@ def _rebuilt_from_records(plan: _Plan, library: Any, done: int, stop_after: int 
     if not all(p.exists() for p in paths):
       break
     recorded = [read_record(p) for p in paths]
-    library = _rebuilt_library(full, library, recorded[-1], sequence=seq.name,
+    library = _rebuilt_library(full, library, recorded[-1], plan.config, sequence=seq.name,
                                library_seed=_library_seed(seq),
                                seed=training_seed(seq.seed, done, plan.fractions[-1]),
-                               fraction=plan.fractions[-1], module_config=plan.module_config,
-                               tune_config=plan.configs[full.spec.kind], keep=plan.keep, when=plan.started)
+                               fraction=plan.fractions[-1], when=plan.started)
     library.save(library_dir(plan.directory, done + 1))
     records.extend(recorded)
     done += 1
@@ -347,11 +335,10 @@ def _search_task(plan: _Plan, i: int, library: Any, executor: Any, records: list
     logging.info("%s task %d/%d %s, fraction %g", seq.name, i + 1, len(seq), task.name, f)
     saving = checkpoint_dir(directory, i + 1, full.name, f) if plan.checkpoints else None
     scores = candidates_dir(directory, i + 1, full.name, f) if plan.checkpoints else None
-    result = synthesize(task, library, strategy=plan.strategy, budget=plan.budgets[i], seed=seed,
-                        space=plan.space, module_config=plan.module_config,
-                        tune_config=plan.configs[full.spec.kind], executor=executor,
-                        sequence=seq.name, keep=plan.keep, progress=plan.progress, when=plan.started,
-                        checkpoint_dir=saving, scores_dir=scores, library_seed=_library_seed(seq))
+    result = synthesize(task, library, dataclasses.replace(plan.config, budget=plan.budgets[i]), seed=seed,
+                        executor=executor, sequence=seq.name, library_seed=_library_seed(seq),
+                        progress=plan.progress, when=plan.started, checkpoint_dir=saving,
+                        scores_dir=scores)
     rec = record(result, task, sequence=seq.name, index=i + 1, fraction=f, seed=seed, library_before=library)
     write_json(record_file(directory, i + 1, full.name, f), rec)
     records.append(rec)

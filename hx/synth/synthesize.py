@@ -1,6 +1,6 @@
 """`hx.synthesize`: find, train and rank programs for a task, and extend the library with the winner.
 
-    result = hx.synthesize(task, library, strategy=TopDown(), budget=Budget(candidates=20), seed=0)
+    result = hx.synthesize(task, library, SynthesisConfig(budget=Budget(candidates=20)), seed=0)
     print(result.best.program, result.best.val_score, result.best.test_score)
     library = result.library          # the winner's fresh functions frozen in, named nn_<sequence>_<k>
 
@@ -29,55 +29,16 @@ from hx.compile.fitting import OUT_OF_MEMORY, HoldsOutcome, Outcome
 from hx.compile.losses import standard_error
 from hx.lang import program as P
 from hx.lang.types import Type
+from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.executors import Executor, ExecutorSettings, LocalExecutor, check_executor, start_executor
 from hx.synth.jobs import Job, JobResult, TaskContext, job_seed, run_job
 from hx.synth.progress import Progress
-from hx.synth.schedules import Schedule, Scored, ToEnd
+from hx.synth.schedules import Scored
 from hx.synth.space import Candidate, Completer, SearchSpace, with_library_seed
-from hx.synth.strategies import Search, SearchSetup, Strategy, TopDown, check_strategy
+from hx.synth.strategies import Search, SearchSetup
 from hx.synth.topdown import EnumerationStats
 
-__all__ = ["Budget", "Ranked", "SynthesisResult", "synthesize", "task_context", "retrain_winner"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Budget:
-  """How much a synthesis may do. None means no limit.
-
-  Attributes:
-    candidates: programs to train at most (the paper restricts the counting and long sequences to 20
-      evaluated programs).
-    enumerated: partial programs the top-down search may expand at most.
-    seconds: wall time; no new candidate starts after it (the one training finishes; a parallel
-      executor's batch, or a halving rung, that started finishes).
-    schedule: how the candidates train (`hx.synth.schedules`, `training_schedule`): None (the default)
-      or `ToEnd()`, which it stands for: every candidate to the end (the task's epochs, the paper's
-      way); a `Halving`: successive halving; an `Estimate`: every candidate estimated, the best few
-      trained to the end; a `CheapFirst`: every candidate probed, the cheap ones and the costly ones
-      ahead of them trained to the end, or with its `eta` in halving rungs. The last three are ours, the
-      top-down strategy only. A `ToEnd()` given is kept as None, so that a budget's settings (its JSON
-      in a run's settings.json) are the same either way.
-  """
-  candidates: int | None = 20
-  enumerated: int | None = None
-  seconds: float | None = None
-  schedule: Schedule | None = None
-
-  def __post_init__(self):
-    for name in ("candidates", "enumerated", "seconds"):
-      v = getattr(self, name)
-      if v is not None and v <= 0:
-        raise ValueError(f"Budget.{name} must be positive or None, got {v}")
-    if self.schedule is not None and not callable(getattr(self.schedule, "run", None)):
-      raise ValueError(f"Budget.schedule must be a schedule of hx.synth.schedules (ToEnd, Halving, "
-                       f"CheapFirst, Estimate) or None, got {self.schedule!r}")
-    if self.schedule == ToEnd():
-      object.__setattr__(self, "schedule", None)  # the default, written as before schedules were objects
-
-  @property
-  def training_schedule(self) -> Schedule:
-    """The schedule the candidates train under: `schedule`, or `ToEnd()` for None."""
-    return ToEnd() if self.schedule is None else self.schedule
+__all__ = ["Ranked", "SynthesisResult", "synthesize", "task_context", "retrain_winner"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
@@ -319,35 +280,23 @@ def task_context(task: Any, library: Any = None, module_config: Any = None, tune
                      module_config=module_config or ModuleConfig(), checkpoints=checkpoints)
 
 
-def synthesize(task: Any, library: Any = None, *, strategy: Strategy = TopDown(), budget: Budget = Budget(),
-               seed: int = 0, space: SearchSpace = SearchSpace(), module_config: Any = None,
-               tune_config: Any = None, executor: ExecutorSettings | Executor | None = None,
-               sequence: str | None = None,
-               keep: int = 3, progress: bool = False, when: str | None = None,
+def synthesize(task: Any, library: Any = None, config: SynthesisConfig = SynthesisConfig(), *, seed: int = 0,
+               executor: ExecutorSettings | Executor | None = None, sequence: str | None = None,
+               library_seed: int | str | None = None, progress: bool = False, when: str | None = None,
                checkpoint_dir: os.PathLike | str | None = None,
-               scores_dir: os.PathLike | str | None = None,
-               library_seed: int | str | None = None) -> SynthesisResult:
+               scores_dir: os.PathLike | str | None = None) -> SynthesisResult:
   """Searches programs for `task`, trains them, ranks them and extends the library with the winner.
 
   Args:
     task: an `hx.Task` (from `hx.data.build_task` or a sequence), or any value with its attributes
-      `name`, `type`, `objective`, `train`, `val`, `test` and `table` (then pass `tune_config`).
+      `name`, `type`, `objective`, `train`, `val`, `test` and `table` (then give its training settings in
+      `config.tune_configs`).
     library: the `hx.Library` of trained functions (default: empty).
-    strategy: the search strategy, an object of `hx.synth.strategies` with its own settings: `TopDown()`
-      (enumeration in the space's order, the default) or `Evolutionary(EvolutionConfig(...))` (evolution:
-      its population, generations and rates). A setting of this call that does not apply to it (the
-      evolutionary search with a schedule, say) is refused (`Strategy.check`).
-    budget: candidates to train, partial programs to expand, wall time, and the schedule (every candidate
-      to the end by default; `Halving`, `CheapFirst`, `Estimate`: `hx.synth.schedules`).
+    config: what the synthesis decides with (`hx.synth.SynthesisConfig`: the strategy, the budget and
+      its schedule, the search space, the module sizes, the training settings of each task kind, how
+      many candidates keep their variables), taken as given; the default is the paper's top-down search
+      of 20 candidates with the paper's module sizes and each task's own training settings.
     seed: seeds the evolutionary search and every candidate's training (`job_seed`).
-    space: what programs may be built (intermediate types, repeat counts, size and fresh limits).
-    module_config: module sizes (an `hx.ModuleConfig`). The default, `hx.ModuleConfig()`, is the paper's
-      (appendix C): an MLP with one hidden layer of 1,024 units, batch norm and dropout 0.5; a CNN of 32
-      and 64 channels, 5x5 convolutions and 2x2 max-pooling; an LSTM of 100 units. These are large for a
-      small data set or a laptop: the quick preset's sizes (an MLP of 64, a CNN of 8 and 16 channels, an
-      LSTM of 32) are `hx.presets.EVALUATION_PRESETS["quick"].module_config`.
-    tune_config: training settings (default: `hx.presets.task_tune_config` of the task: its kind's, or a
-      user's task's own).
     executor: where candidates train: executor settings (`hx.synth.executors`: `Local()`, the default:
       in this process; `Processes(workers=..., threads=...)`; `Ray(address=...)`), started for this call
       and closed after it, or a running `Executor` (which its caller closes). A parallel executor is
@@ -357,8 +306,6 @@ def synthesize(task: Any, library: Any = None, *, strategy: Strategy = TopDown()
     library_seed: with `sequence`, what the library functions nn_<sequence>_<k> a candidate calls stand
       for in its training seed, nn_<library_seed>_<k> (`hx.synth.space.with_library_seed`), so that the
       sequence's name seeds nothing (`hx.data.Sequence.library_seed`); None: their names.
-    keep: how many of the best candidates keep their trained variables (and are named as the paper's
-      tables name their top 3).
     progress: show the progress (`hx.synth.progress.Progress`: a bar on a terminal, plain lines
       otherwise: candidates done, the current one's epoch, the best validation score, the time left);
       logging goes through absl either way.
@@ -380,21 +327,25 @@ def synthesize(task: Any, library: Any = None, *, strategy: Strategy = TopDown()
     A `SynthesisResult`.
 
   Raises:
-    TypeError: `strategy` or `executor` is not an object of its kind (a name such as "topdown" or
-      "processes" is the binaries' spelling of one).
-    ValueError: a setting the strategy does not take, or a `keep` below 1.
+    TypeError: `executor` is not an object of its kind (a name such as "processes" is the binaries'
+      spelling of one), or `config` is no `SynthesisConfig`.
+    ValueError: the task's training settings are not in `config` (`SynthesisConfig.tune_config`).
   """
   from hx.synth.library import Library
   from hx.synth.prior import offer, one_fresh, reused_programs
 
-  _check_arguments(strategy, budget, keep, space)
+  if not isinstance(config, SynthesisConfig):
+    raise TypeError(f"hx.synthesize takes its settings as one hx.synth.SynthesisConfig(strategy=..., "
+                    f"budget=..., space=..., module_config=..., tune_configs=..., keep=...), got "
+                    f"{type(config).__name__}")
   check_executor(executor)
+  budget, space = config.budget, config.space
   wall = time.perf_counter()
   library = library if library is not None else Library()
   prior = offer(library, task, space.library_tasks, probed=space.probed_tasks)
   offered = prior.library
   prior_seconds = time.perf_counter() - wall
-  context = task_context(task, offered, module_config, _tune_config(task, tune_config),
+  context = task_context(task, offered, config.module_config, config.tune_config(task),
                          checkpoint_dir=checkpoint_dir, scores_dir=scores_dir)
   first, then = (), None
   if space.reused_programs:
@@ -410,16 +361,15 @@ def synthesize(task: Any, library: Any = None, *, strategy: Strategy = TopDown()
   show = Progress(f"{task.name} @ {100 * getattr(task, 'fraction', 1.0):g}%", total, progress)
   try:
     with show.watching():  # the epochs of candidates that train in this process move the bar
-      search, results, estimates = _search_and_train(task.type, context, executor, show, strategy=strategy,
-                                                     budget=budget, space=space, seed=seed, wall=wall,
-                                                     first=first, then=then,
+      search, results, estimates = _search_and_train(task.type, context, executor, show, config, seed=seed,
+                                                     wall=wall, first=first, then=then,
                                                      seeded=_seeded(sequence, library_seed))
   finally:
     show.close()
     if owned:
       executor.close()
-  result = _ranked_and_added(task, context, library, strategy.name, search, results, estimates, space,
-                             keep=keep, sequence=sequence, when=when, wall=wall)
+  result = _ranked_and_added(task, context, library, config, search, results, estimates,
+                             sequence=sequence, when=when, wall=wall)
   shortfall = _shortfall(task, budget, search, len(results) - len(first), wall)
   if shortfall is not None:
     logging.warning("%s", shortfall)
@@ -461,17 +411,9 @@ def _shortfall(task: Any, budget: Budget, search: Search, trained: int, wall: fl
   return f"{head}: {search.exhausted(trained)}"
 
 
-def _check_arguments(strategy: Strategy, budget: Budget, keep: int, space: SearchSpace) -> None:
-  """TypeError for a strategy that is no strategy object; ValueError for a keep `synthesize` cannot run,
-  or a budget or space the strategy does not take (`Strategy.check`)."""
-  check_strategy(strategy, budget, space)
-  if keep < 1:
-    raise ValueError(f"keep must be >= 1, got {keep}")
-
-
-def _search_and_train(task_type: Type, context: TaskContext, executor: Executor, show: Progress, *,
-                      strategy: Strategy, budget: Budget, space: SearchSpace, seed: int, wall: float,
-                      first: Sequence[Candidate] = (), then: Any = None,
+def _search_and_train(task_type: Type, context: TaskContext, executor: Executor, show: Progress,
+                      config: SynthesisConfig, *, seed: int, wall: float, first: Sequence[Candidate] = (),
+                      then: Any = None,
                       seeded: Callable[[Candidate], Candidate] = lambda c: c
                       ) -> tuple[Search, list[JobResult], dict[int, Scored]]:
   """The strategy's search proposes, the schedule trains, until the search stops or the budget runs out:
@@ -479,6 +421,7 @@ def _search_and_train(task_type: Type, context: TaskContext, executor: Executor,
   schedule stopped before the end (by job index). `first` and `then`: the top-down search's
   (`hx.synth.strategies.TopDownSearch`; `first` on top of the budget's candidates); `seeded`: each
   proposed candidate as its training is seeded (`_seeded`)."""
+  budget = config.budget
   deadline = None if budget.seconds is None else wall + budget.seconds
   results: list[JobResult] = []
   estimates: dict[int, Scored] = {}
@@ -493,7 +436,7 @@ def _search_and_train(task_type: Type, context: TaskContext, executor: Executor,
   # In the search's order, candidates go to the executor in batches it can run at once; without a time
   # budget all of them in one (a parallel executor then keeps every worker busy to the end).
   batch = budget.candidates if budget.seconds is None and budget.candidates else parallelism
-  search = strategy.start(SearchSetup(task_type, context.library, space=space,
+  search = config.strategy.start(SearchSetup(task_type, context.library, space=config.space,
                                        module_config=context.module_config, limit=budget.candidates,
                                        max_expanded=budget.enumerated, batch=batch, first=first, then=then,
                                        seed=seed, stop=out_of_budget))
@@ -509,12 +452,13 @@ def _search_and_train(task_type: Type, context: TaskContext, executor: Executor,
   return search, results, estimates
 
 
-def _ranked_and_added(task: Any, context: TaskContext, library: Any, strategy: str, search: Search,
-                      results: list[JobResult], estimates: dict[int, Scored], space: SearchSpace, *,
-                      keep: int, sequence: str | None, when: str | None, wall: float) -> SynthesisResult:
+def _ranked_and_added(task: Any, context: TaskContext, library: Any, config: SynthesisConfig, search: Search,
+                      results: list[JobResult], estimates: dict[int, Scored], *, sequence: str | None,
+                      when: str | None, wall: float) -> SynthesisResult:
   """The candidates ranked (the winner trained again where its outcome was kept without variables), the
   `library` (the whole one: the search may have been offered a part, `context.library`) extended with
   the winner, as `synthesize` returns them."""
+  space, keep = config.space, config.keep
   ranked = _winner_first(sorted(results, key=lambda r: _sort_key(r, estimates)), space,
                          context.ready.objective.metric, num_examples(context.ready.data.val),
                          context.library.names if space.library_tasks is not None else None)
@@ -526,7 +470,7 @@ def _ranked_and_added(task: Any, context: TaskContext, library: Any, strategy: s
     added = _extend(library, ranked[:keep], context, sequence or kind or "task", task.name, when)
   out = _ranking(ranked, estimates, added, keep, search.equivalent)
   return SynthesisResult(
-      task=task.name, strategy=strategy, ranked=tuple(out),
+      task=task.name, strategy=config.strategy.name, ranked=tuple(out),
       library=added.library if added is not None else library, added=added,
       search_seconds=search.seconds, compile_seconds=sum(r.compile_seconds for r in results),
       train_seconds=sum(r.train_seconds for r in results), eval_seconds=sum(r.eval_seconds for r in results),
@@ -546,18 +490,6 @@ def _why_no_program(task_type: Type, module_config: Any) -> str | None:
   except NoTemplateError as err:
     return str(err)
   return None
-
-
-def _tune_config(task: Any, tune_config: Any) -> Any:
-  """`tune_config`, or the task's own training settings (`hx.presets.task_tune_config`: its kind's, or a
-  user's task's)."""
-  if tune_config is not None:
-    return tune_config
-  from hx.presets import task_tune_config
-
-  if getattr(task, "spec", None) is None:
-    raise ValueError(f"task {task.name} has no spec to take training settings from: pass tune_config")
-  return task_tune_config(task.spec)
 
 
 def _ranking(ranked: Sequence[JobResult], estimates: dict[int, Scored], added: Any, keep: int,
@@ -607,14 +539,13 @@ def _run(executor: Executor, context: TaskContext, jobs: Sequence[Job], show: Pr
   return out
 
 
-def retrain_winner(task: Any, library: Any, program: Any, fresh_types: dict, *, seed: int,
-                   module_config: Any = None, tune_config: Any = None, sequence: str | None = None,
-                   runners_up: Sequence[Any] = (), when: str | None = None,
-                   library_seed: int | str | None = None) -> tuple[Any, JobResult]:
-  """The library a `synthesize(task, library, seed=seed, ...)` whose winner was `program` returned,
-  rebuilt by training that one candidate again, as the synthesis trained it (the same job seed, training
-  settings and library), and adding it as `synthesize` does; `runners_up`: the programs the synthesis
-  ranked after it (kept in the library's provenance).
+def retrain_winner(task: Any, library: Any, program: Any, fresh_types: dict, config: SynthesisConfig, *,
+                   seed: int, sequence: str | None = None, library_seed: int | str | None = None,
+                   runners_up: Sequence[Any] = (), when: str | None = None) -> tuple[Any, JobResult]:
+  """The library a `synthesize(task, library, config, seed=seed, ...)` whose winner was `program`
+  returned, rebuilt by training that one candidate again, as the synthesis trained it (the same job seed,
+  module sizes and training settings of `config`, and library), and adding it as `synthesize` does;
+  `runners_up`: the programs the synthesis ranked after it (kept in the library's provenance).
 
   For a run whose records were kept but not its libraries (`hx.synth.run_sequence` on a fresh clone of a
   committed reproduction): one candidate's training instead of the task's search. On the machine that ran
@@ -630,7 +561,7 @@ def retrain_winner(task: Any, library: Any, program: Any, fresh_types: dict, *, 
   from hx.synth.space import equivalence_key
 
   kind = getattr(getattr(task, "spec", None), "kind", None)
-  context = task_context(task, library, module_config, _tune_config(task, tune_config))
+  context = task_context(task, library, config.module_config, config.tune_config(task))
   candidate = _seeded(sequence, library_seed)(Candidate(
       program, tuple((n, fresh_types[n]) for n in P.fresh_names(program)), 0.0,
       equivalence_key(program, fresh_types)))
