@@ -20,7 +20,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from absl import logging
 
@@ -361,16 +361,17 @@ def synthesize(task: Any, library: Any = None, config: SynthesisConfig = Synthes
   show = Progress(f"{task.name} @ {100 * getattr(task, 'fraction', 1.0):g}%", total, progress)
   try:
     with show.watching():  # the epochs of candidates that train in this process move the bar
-      search, results, estimates = _search_and_train(task.type, context, executor, show, config, seed=seed,
-                                                     wall=wall, first=first, then=then,
-                                                     seeded=_seeded(sequence, library_seed))
+      setup = SearchSetup(task.type, context.library, space=space, module_config=context.module_config,
+                          first=first, then=then, seed=seed)
+      searched = _search_and_train(setup, context, executor, show, config, wall=wall,
+                                   seeded=_seeded(sequence, library_seed))
   finally:
     show.close()
     if owned:
       executor.close()
-  result = _ranked_and_added(task, context, library, config, search, results, estimates,
-                             sequence=sequence, when=when, wall=wall)
-  shortfall = _shortfall(task, budget, search, len(results) - len(first), wall)
+  result = _ranked_and_added(task, context, library, config, searched, sequence=sequence, when=when,
+                             wall=wall)
+  shortfall = _shortfall(task, budget, searched.search, len(searched.results) - len(first), wall)
   if shortfall is not None:
     logging.warning("%s", shortfall)
   cannot_fit = _cannot_fit(task, result.ranked)
@@ -411,17 +412,28 @@ def _shortfall(task: Any, budget: Budget, search: Search, trained: int, wall: fl
   return f"{head}: {search.exhausted(trained)}"
 
 
-def _search_and_train(task_type: Type, context: TaskContext, executor: Executor, show: Progress,
-                      config: SynthesisConfig, *, seed: int, wall: float, first: Sequence[Candidate] = (),
-                      then: Any = None,
-                      seeded: Callable[[Candidate], Candidate] = lambda c: c
-                      ) -> tuple[Search, list[JobResult], dict[int, Scored]]:
-  """The strategy's search proposes, the schedule trains, until the search stops or the budget runs out:
-  the search, every candidate's result in the order of their jobs, and the estimates of those the
-  schedule stopped before the end (by job index). `first` and `then`: the top-down search's
-  (`hx.synth.strategies.TopDownSearch`; `first` on top of the budget's candidates); `seeded`: each
-  proposed candidate as its training is seeded (`_seeded`)."""
-  budget = config.budget
+class _Searched(NamedTuple):
+  """What a task's search and training gave (`_search_and_train`).
+
+  Attributes:
+    search: the strategy's running search, stopped (its time, counters and equivalent programs).
+    results: every candidate's `JobResult`, in the order of their jobs.
+    estimates: the estimates of the candidates the schedule stopped before the end, by job index.
+  """
+  search: Search
+  results: list[JobResult]
+  estimates: dict[int, Scored]
+
+
+def _search_and_train(setup: SearchSetup, context: TaskContext, executor: Executor, show: Progress,
+                      config: SynthesisConfig, *, wall: float,
+                      seeded: Callable[[Candidate], Candidate] = lambda c: c) -> _Searched:
+  """The strategy's search proposes, the schedule trains, until the search stops or the budget runs out.
+  `setup`: the search's task type, library, space, module sizes, seed and the top-down search's `first`
+  and `then` (`hx.synth.strategies.TopDownSearch`; `first` on top of the budget's candidates), the
+  budget's bounds filled in here; `seeded`: each proposed candidate as its training is seeded
+  (`_seeded`)."""
+  budget, first, seed = config.budget, setup.first, setup.seed
   deadline = None if budget.seconds is None else wall + budget.seconds
   results: list[JobResult] = []
   estimates: dict[int, Scored] = {}
@@ -436,10 +448,9 @@ def _search_and_train(task_type: Type, context: TaskContext, executor: Executor,
   # In the search's order, candidates go to the executor in batches it can run at once; without a time
   # budget all of them in one (a parallel executor then keeps every worker busy to the end).
   batch = budget.candidates if budget.seconds is None and budget.candidates else parallelism
-  search = config.strategy.start(SearchSetup(task_type, context.library, space=config.space,
-                                       module_config=context.module_config, limit=budget.candidates,
-                                       max_expanded=budget.enumerated, batch=batch, first=first, then=then,
-                                       seed=seed, stop=out_of_budget))
+  search = config.strategy.start(dataclasses.replace(setup, limit=budget.candidates,
+                                                     max_expanded=budget.enumerated, batch=batch,
+                                                     stop=out_of_budget))
   schedule = budget.training_schedule
   scores: dict[tuple, float] = {}
   while (proposed := search.propose(scores)) is not None:
@@ -449,16 +460,17 @@ def _search_and_train(task_type: Type, context: TaskContext, executor: Executor,
     results.extend(got.results)
     estimates.update(got.estimates)
     scores = {r.candidate.key: r.val_score if r.ok else math.inf for r in got.results}
-  return search, results, estimates
+  return _Searched(search, results, estimates)
 
 
-def _ranked_and_added(task: Any, context: TaskContext, library: Any, config: SynthesisConfig, search: Search,
-                      results: list[JobResult], estimates: dict[int, Scored], *, sequence: str | None,
-                      when: str | None, wall: float) -> SynthesisResult:
+def _ranked_and_added(task: Any, context: TaskContext, library: Any, config: SynthesisConfig,
+                      searched: _Searched, *, sequence: str | None, when: str | None,
+                      wall: float) -> SynthesisResult:
   """The candidates ranked (the winner trained again where its outcome was kept without variables), the
   `library` (the whole one: the search may have been offered a part, `context.library`) extended with
   the winner, as `synthesize` returns them."""
   space, keep = config.space, config.keep
+  search, results, estimates = searched
   ranked = _winner_first(sorted(results, key=lambda r: _sort_key(r, estimates)), space,
                          context.ready.objective.metric, num_examples(context.ready.data.val),
                          context.library.names if space.library_tasks is not None else None)
