@@ -2,8 +2,9 @@
 last batch (the symbolic module of the paper's section 3). A strategy is a small frozen dataclass of its
 own settings, as a schedule is (`hx.synth.schedules`):
 
-    hx.synthesize(task, library, strategy=TopDown())                    # the default
-    hx.synthesize(task, library, strategy=Evolutionary(EvolutionConfig(population=10, generations=20)))
+    hx.synthesize(task, library, SynthesisConfig(strategy=TopDown()))   # the default
+    hx.synthesize(task, library, SynthesisConfig(strategy=Evolutionary(EvolutionConfig(population=10,
+                                                                                       generations=20))))
 
 - `TopDown` (name "topdown"; its search `TopDownSearch`, `hx.synth.topdown`): one batch, the enumeration
   in its order, taken from it as the schedule trains; the scores do not change the order. It has no
@@ -115,7 +116,7 @@ class Search(Protocol):
 
 
 class Strategy(Protocol):
-  """A search strategy's settings (`TopDown`, `Evolutionary`): `hx.synthesize`'s `strategy`.
+  """A search strategy's settings (`TopDown`, `Evolutionary`): `SynthesisConfig.strategy` (`hx.synth.config`).
 
   Attributes:
     name: "topdown" or "evolutionary": the strategy in records, settings.json and the method ids
@@ -135,7 +136,7 @@ class Strategy(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class TopDown:
-  """The top-down strategy, the paper's and `hx.synthesize`'s default: the programs in the order of
+  """The top-down strategy, the paper's and `SynthesisConfig`'s default: the programs in the order of
   `hx.synth.topdown.enumerate_programs` (`SearchSpace.order`), trained as the budget's schedule says.
 
   It has no settings of its own, and takes every budget, schedule and search space: the partial programs
@@ -151,9 +152,7 @@ class TopDown:
   def start(self, setup: SearchSetup) -> TopDownSearch:
     """The enumeration of `setup.task_type`'s programs (`TopDownSearch`), within `limit` and
     `max_expanded`, with `first` and `then` ahead of it."""
-    return TopDownSearch(setup.task_type, setup.library, space=setup.space, module_config=setup.module_config,
-                         limit=setup.limit, max_expanded=setup.max_expanded, batch=setup.batch,
-                         first=setup.first, then=setup.then)
+    return TopDownSearch(setup)
 
 
 _REUSED = ("SearchSpace.reused_programs proposes earlier programs before the top-down enumeration; the "
@@ -233,27 +232,24 @@ class TopDownSearch:
   proposal, in its order; with `first`, a proposal of those candidates before it.
 
   Args:
-    task_type, library, space, module_config: as `enumerate_programs` takes them.
-    limit: candidates at most (None: until the space is exhausted), `first` not counted.
-    max_expanded: partial programs to expand at most (None: no bound).
-    batch: candidates handed to the executor at once (`Search.batch`).
-    first: candidates proposed on their own before the enumeration (`hx.synth.prior.reused_programs`:
-      earlier programs scored as they are).
-    then: given the best-scoring of `first` (none when every one failed), the candidates proposed ahead
-      of the enumeration, counted in `limit` (`hx.synth.prior.one_fresh`: that program with one function
-      new). The enumeration's candidates equivalent to one proposed before are not proposed again.
+    setup: what it searches (`SearchSetup`): the task type, library, space and module sizes as
+      `enumerate_programs` takes them; `limit`, candidates at most (None: until the space is exhausted),
+      `first` not counted; `max_expanded`, partial programs to expand at most (None: no bound); `batch`,
+      candidates handed to the executor at once (`Search.batch`); `first`, candidates proposed on their
+      own before the enumeration (`hx.synth.prior.reused_programs`: earlier programs scored as they are);
+      `then`, given the best-scoring of `first` (none when every one failed), the candidates proposed
+      ahead of the enumeration, counted in `limit` (`hx.synth.prior.one_fresh`: that program with one
+      function new). The enumeration's candidates equivalent to one proposed before are not proposed
+      again.
   """
 
-  def __init__(self, task_type: Type, library: Any, *, space: SearchSpace = SearchSpace(),
-               module_config: Any = None, limit: int | None = None, max_expanded: int | None = None,
-               batch: int | None = None, first: Sequence[Candidate] = (),
-               then: Callable[[Candidate], Sequence[Candidate]] | None = None):
-    self._task_type, self._library = task_type, library
-    self._space, self._module_config = space, module_config
-    self._limit, self._max_expanded = limit, max_expanded
-    self.batch = batch
+  def __init__(self, setup: SearchSetup):
+    self._task_type, self._library = setup.task_type, setup.library
+    self._space, self._module_config = setup.space, setup.module_config
+    self._limit, self._max_expanded = setup.limit, setup.max_expanded
+    self.batch = setup.batch
     self._stats = EnumerationStats()
-    self._first, self._then = tuple(first), then
+    self._first, self._then = tuple(setup.first), setup.then
     self._then_seconds = 0.0
     self._proposals = 0
 

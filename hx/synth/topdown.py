@@ -34,7 +34,7 @@ import dataclasses
 import heapq
 import itertools
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 from hx.lang import program as P
 from hx.lang.errors import HxTypeError
@@ -157,7 +157,8 @@ def _best_first(task_type: Type, library: Any, space: SearchSpace, config: Any, 
   # repeat(9, ?) and repeat(10, ?) enter their queue only once that hole is filled.
   queue: list[tuple] = [(rank(start), 0, next(seq), start, ())]
   seen: set[tuple] = set()
-  checked: dict[tuple, bool] = {}  # the filler prechecks done so far (`_precheck_key`)
+  # What every filling shares; `checked` holds the filler prechecks done so far (`_precheck_key`).
+  search = _Filling(index, task_type, space, stats, checked={})
   clock = time.perf_counter()
   while queue:
     if max_expanded is not None and stats.expanded >= max_expanded:
@@ -185,7 +186,7 @@ def _best_first(task_type: Type, library: Any, space: SearchSpace, config: Any, 
     stats.expanded += 1
     repeats: list[tuple[int, P.Program]] = []
     lib_rank = None  # every library function in one hole ranks alike (the rank sees only node kinds)
-    for new, filler, fresh in _fillings(partial, holes[0], index, task_type, space, stats, checked):
+    for new, filler, fresh in _fillings(partial, holes[0], search):
       tie = 0 if authors else fresh
       if authors and isinstance(filler, P.Repeat):
         if not repeats:
@@ -226,14 +227,31 @@ def _library_index(lib_types: dict[str, Type]) -> _LibraryIndex:
   return _LibraryIndex(lib_types, tuple(lib_types), tuple((t, tuple(g)) for t, g in groups.items()))
 
 
-def _fillings(partial: P.Program, first_hole: tuple[P.Position, P.Hole], index: _LibraryIndex,
-              task_type: Type, space: SearchSpace, stats: EnumerationStats, checked: dict[tuple, bool]
+class _Filling(NamedTuple):
+  """What every filling of one enumeration's holes shares (`_fillings`).
+
+  Attributes:
+    index: the library's functions by type (`_LibraryIndex`).
+    task_type: the type of the programs enumerated.
+    space: the search space (its fillers, size and fresh-function limits).
+    stats: the enumeration's counters, updated as fillers are proposed and refused.
+    checked: the filler prechecks done so far (`_precheck_key` -> typable), shared by every hole.
+  """
+  index: _LibraryIndex
+  task_type: Type
+  space: SearchSpace
+  stats: EnumerationStats
+  checked: dict[tuple, bool]
+
+
+def _fillings(partial: P.Program, first_hole: tuple[P.Position, P.Hole], search: _Filling
               ) -> Iterator[tuple[P.Program, P.Program, int]]:
   """(the filled program, its holes annotated; the filler; its fresh functions) for each filler of
   `partial`'s first hole within the space's size and fresh-function limits that types, in the fillers'
-  order; counts the others in `stats`. `checked` holds the prechecks of earlier holes (`_precheck_key`).
-  The library's functions are looked up by type (`_library_fillings`).
+  order; counts the others in `search.stats`. The library's functions are looked up by type
+  (`_library_fillings`).
   """
+  index, task_type, space, stats, checked = search
   pos, hole = first_hole
   known = set(P.fresh_names(partial))
   name = f"nn_{len(known) + 1}"
@@ -248,8 +266,7 @@ def _fillings(partial: P.Program, first_hole: tuple[P.Position, P.Hole], index: 
   slot = [_LIBRARY_SLOT] if index.names else []
   for filler in fillers(partial, pos, hole, slot, space, name):
     if isinstance(filler, P.Lib):
-      yield from _library_fillings(partial, pos, base_size, len(known), index, context, task_type, space,
-                                   stats, checked)
+      yield from _library_fillings(partial, pos, base_size, len(known), context, search)
       continue
     stats.proposed += 1
     fresh = len(known.union(P.fresh_names(filler)))
@@ -263,9 +280,8 @@ def _fillings(partial: P.Program, first_hole: tuple[P.Position, P.Hole], index: 
     yield filled, filler, fresh
 
 
-def _library_fillings(partial: P.Program, pos: P.Position, base_size: int, fresh: int, index: _LibraryIndex,
-                      context: Callable[[], Type], task_type: Type, space: SearchSpace,
-                      stats: EnumerationStats, checked: dict[tuple, bool]
+def _library_fillings(partial: P.Program, pos: P.Position, base_size: int, fresh: int,
+                      context: Callable[[], Type], search: _Filling
                       ) -> Iterator[tuple[P.Program, P.Program, int]]:
   """`_fillings` of the library's functions, in the library's order, each counted in `stats` as one
   filler.
@@ -275,6 +291,7 @@ def _library_fillings(partial: P.Program, pos: P.Position, base_size: int, fresh
   annotation). A growing library repeats its types (a CNN, a recogniser per task), so a hole costs its
   library's distinct types, plus one step per function that fits.
   """
+  index, task_type, space, stats, checked = search
   stats.proposed += len(index.names)
   if base_size + 1 > space.max_size or fresh > space.max_fresh:  # a library function adds size 1
     stats.too_big += len(index.names)
