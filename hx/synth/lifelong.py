@@ -170,23 +170,25 @@ def _library_seed(sequence: Any) -> Any:
   return getattr(sequence, "library_seed", None)
 
 
-def _rebuilt_library(full: Any, library: Any, rec: dict, config: SynthesisConfig, *, sequence: str,
-                     library_seed: Any, seed: int, fraction: float, when: str) -> Any:
-  """The library after the task `full` whose record at the largest fraction is `rec`: `library` with its
-  winner trained again (`hx.synth.synthesize.retrain_winner`), or `library` itself when nothing won."""
+def _rebuilt_library(plan: _Plan, index: int, full: Any, library: Any, rec: dict) -> Any:
+  """The library after `full`, the task `index` (0-based) of `plan`'s sequence, whose record at the
+  largest fraction is `rec`: `library` with its winner trained again
+  (`hx.synth.synthesize.retrain_winner`, with the synthesis's seed and `plan.config`), or `library`
+  itself when nothing won."""
   from hx.lang import parse, parse_type
   from hx.synth.synthesize import retrain_winner
 
   best = rec["ranked"][0] if rec["ranked"] else None
   if best is None or best["status"] != "trained":
     return library
+  seq, config, fraction = plan.sequence, plan.config, plan.fractions[-1]
   task = full if fraction == 1.0 else full.with_fraction(fraction)
   # As `synthesize` names them: the trained ones among the `keep` best after the winner.
   runners_up = [parse(x["program"]) for x in rec["ranked"][1:config.keep] if x["status"] == "trained"]
   rebuilt, result = retrain_winner(task, library, parse(best["program"]),
                                    {n: parse_type(t) for n, t in best["fresh_types"].items()}, config,
-                                   seed=seed, sequence=sequence, library_seed=library_seed,
-                                   runners_up=runners_up, when=when)
+                                   seed=training_seed(seq.seed, index, fraction), sequence=seq.name,
+                                   library_seed=_library_seed(seq), runners_up=runners_up, when=plan.started)
   logging.info("%s: library rebuilt from its record by training %s again: validation %.6g (recorded %.6g)",
                task.name, best["program"], result.val_score, best["val"])
   return rebuilt
@@ -313,10 +315,7 @@ def _rebuilt_from_records(plan: _Plan, library: Any, done: int, stop_after: int 
     if not all(p.exists() for p in paths):
       break
     recorded = [read_record(p) for p in paths]
-    library = _rebuilt_library(full, library, recorded[-1], plan.config, sequence=seq.name,
-                               library_seed=_library_seed(seq),
-                               seed=training_seed(seq.seed, done, plan.fractions[-1]),
-                               fraction=plan.fractions[-1], when=plan.started)
+    library = _rebuilt_library(plan, done, full, library, recorded[-1])
     library.save(library_dir(plan.directory, done + 1))
     records.extend(recorded)
     done += 1
