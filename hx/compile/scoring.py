@@ -32,6 +32,23 @@ from hx.lang.values import Split, images_per_example, real_elements
 __all__ = ["evaluate"]
 
 
+class _Scoring(NamedTuple):
+  """What scores a program's variables on its splits, fixed for a training (`_Evaluator`, `_per_image`).
+
+  Attributes:
+    compiled: the candidate (a `Tunable`: a CompiledProgram, or a baseline's network).
+    objective: its `Objective`, resolved for it (`resolve_objective`: from logits where it gives them).
+    config: the `TuneConfig` whose evaluation settings apply (eval_images, fuse_eval, pack_lists).
+    frozen: the frozen library parameters it calls, as its `apply` takes them (a pytree of arrays).
+    table: the image table the splits' inputs index ((N, *image shape) float32), or None.
+  """
+  compiled: Tunable
+  objective: Objective
+  config: TuneConfig
+  frozen: Any
+  table: Any
+
+
 class _PerImage(NamedTuple):
   """A scoring over distinct images (`hx.compile.distinct`): the per-image part (its executable, the
   calls' image rows on the device, its fresh slots' names and its frozen slots), and the rest (its
@@ -50,14 +67,14 @@ class _PerImage(NamedTuple):
   split: Split
 
 
-def _per_image(compiled: Any, objective: Objective, config: TuneConfig, plan: EvalPlan, pack: int | None,
-               frozen: Any, table: Any, split: Split, variables: Any) -> _PerImage | None:
+def _per_image(scoring: _Scoring, plan: EvalPlan, split: Split, variables: Any) -> _PerImage | None:
   """The scoring of `split` over its distinct images (`plan.distinct`), or None where it does not apply (no
   image table, not a CompiledProgram, no per-image part) or would not save a tenth of the rows
   (`distinct.worth_it`)."""
   from hx.compile.lower import CompiledProgram, compile_part
 
-  distinct = plan.distinct
+  compiled, objective, _, frozen, table = scoring
+  distinct, pack = plan.distinct, plan.pack
   if table is None or distinct is None or not isinstance(compiled, CompiledProgram):
     return None
   parts = element_split(compiled.program, real_elements(split.inputs) is not None)
@@ -94,8 +111,9 @@ class _Evaluator:
   once per distinct image of the split and the rest of the program on its outputs, when that runs at
   least a tenth fewer rows through it (`distinct.worth_it`)."""
 
-  def __init__(self, compiled: Tunable, objective: Objective, config: TuneConfig, frozen: Any, table: Any,
-               split: Split, variables: Any, plan: EvalPlan | None = None, distinct: bool = True):
+  def __init__(self, scoring: _Scoring, split: Split, variables: Any, plan: EvalPlan | None = None,
+               distinct: bool = True):
+    compiled, objective, config, frozen, table = scoring
     self.objective = objective
     self.fused = config.fuse_eval if config.fuse_eval is not None else jax.default_backend() != "cpu"
     plan = plan if plan is not None else eval_plan(split, config.eval_images, _packs(compiled, config))
@@ -106,8 +124,7 @@ class _Evaluator:
       self.idx = [jax.device_put(chunks)]
     else:
       self.idx = [jax.device_put(row) for row in chunks]
-    self.per_image = p = _per_image(compiled, objective, config, plan, self.pack, frozen, table, split,
-                                    variables) if distinct else None
+    self.per_image = p = _per_image(scoring, plan, split, variables) if distinct else None
     if p is None:
       apply, key, scored = apply_for(compiled, objective), compiled.key, (variables, frozen, table, split)
     else:
@@ -145,8 +162,8 @@ def evaluate(compiled: Tunable, variables: Any, frozen: Any, split: Split, objec
   ensure_compilation_cache()
   objective = resolve_objective(compiled, objective)
   frozen, table, split = jax.device_put((frozen, table, split))
-  evaluator = _Evaluator(compiled, objective, config, frozen, table, split, variables, distinct=distinct)
-  return evaluator(variables)
+  scoring = _Scoring(compiled, objective, config, frozen, table)
+  return _Evaluator(scoring, split, variables, distinct=distinct)(variables)
 
 
 def _packs(compiled: Tunable, config: TuneConfig) -> bool:

@@ -109,7 +109,7 @@ from hx.compile.executables import (
 )
 from hx.compile.losses import Objective
 from hx.compile.modules import set_output_bias
-from hx.compile.scoring import _Evaluator, _packs, evaluate
+from hx.compile.scoring import _Evaluator, _packs, _Scoring, evaluate
 from hx.compile.tune_inputs import Tunable, TuneConfig, TuneData
 from hx.compile.tune_results import EpochRecord, TuneResult, TuneState
 from hx.lang.values import Split, images_per_example, real_elements
@@ -184,7 +184,8 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   carry, variables = _first_carry(compiled, config, objective, tx, data.train.targets, variables, resume)
   init_seconds = time.perf_counter() - start
   frozen, data = jax.device_put((frozen, data))
-  run = _prepare(compiled, objective, config, tx, frozen, data, carry, variables, resume, until)
+  run = _prepare(_Scoring(compiled, objective, config, frozen, data.table), data, tx, carry, variables,
+                 resume, until)
   progress = _train(run, carry, _Progress.start(resume))
   return _result(run, progress, variables, init_seconds)
 
@@ -227,8 +228,9 @@ class _Run:
   """What one call to `tune` trains and scores with, fixed before its first step.
 
   Attributes:
-    config, objective: the call's settings and its resolved objective.
-    frozen, data: the library parameters, and the splits and image table, on the device.
+    scoring: the candidate, its resolved objective, the call's settings, and the library parameters and
+      image table on the device (`hx.compile.scoring._Scoring`).
+    data: the splits and image table, on the device.
     steps: training steps per epoch.
     epochs: the last epoch of the run (`config.epochs`, or 0 when there is nothing to train).
     first_epoch, first_step: full epochs done before this call, and steps done of the next.
@@ -242,10 +244,7 @@ class _Run:
     val_eval: the validation split's evaluator; test_plan: the test split's plan (None without one).
     compile_seconds: wall time of the compilations so far.
   """
-  compiled: Tunable
-  config: TuneConfig
-  objective: Objective
-  frozen: Any
+  scoring: _Scoring
   data: TuneData
   steps: int
   epochs: int
@@ -261,11 +260,17 @@ class _Run:
   test_plan: EvalPlan | None
   compile_seconds: float
 
+  @property
+  def config(self) -> TuneConfig:
+    """The call's settings (`scoring.config`)."""
+    return self.scoring.config
 
-def _prepare(compiled: Tunable, objective: Objective, config: TuneConfig, tx: optax.GradientTransformation,
-             frozen: Any, data: TuneData, carry: TrainState, variables: dict, resume: TuneState | None,
-             until: float | None) -> _Run:
-  """The run's schedule, example orders, compiled training step and validation evaluator."""
+
+def _prepare(scoring: _Scoring, data: TuneData, tx: optax.GradientTransformation, carry: TrainState,
+             variables: dict, resume: TuneState | None, until: float | None) -> _Run:
+  """The run's schedule, example orders, compiled training step and validation evaluator; `scoring.table`
+  is `data.table`, and `variables` what `carry` holds."""
+  compiled, objective, config, frozen, _ = scoring
   _, order_key, dropout_key = _run_keys(config)
   n = num_examples(data.train)
   steps = config.steps_per_epoch(n)
@@ -293,12 +298,11 @@ def _prepare(compiled: Tunable, objective: Objective, config: TuneConfig, tx: op
   # Validation and test splits of the same shapes share one capacity, hence one executable.
   splits = [data.val] + ([data.test] if data.test is not None else [])
   plans = shared_eval_plans(splits, config.eval_images, _packs(compiled, config))
-  val_eval = _Evaluator(compiled, objective, config, frozen, data.table, data.val, variables, plans[0])
+  val_eval = _Evaluator(scoring, data.val, variables, plans[0])
   every = None if config.val_every is None else max(1, round(config.val_every * steps * config.epochs))
   test_plan = plans[1] if data.test is not None else None
-  return _Run(compiled, config, objective, frozen, data, steps, epochs, first_epoch, first_step,
-              end, every, orders, step_id, dropout_key, train_exe, val_eval, test_plan,
-              compile_seconds + val_eval.compile_seconds)
+  return _Run(scoring, data, steps, epochs, first_epoch, first_step, end, every, orders, step_id,
+              dropout_key, train_exe, val_eval, test_plan, compile_seconds + val_eval.compile_seconds)
 
 
 def _orders(key: jax.Array, first_epoch: int, n: int, total: int) -> Callable[[int], jax.Array]:
@@ -431,7 +435,7 @@ def _steps(run: _Run, carry: TrainState, epoch: int, begin: int, stop: int, best
   """Training steps begin .. stop - 1 of epoch `epoch` (from 1), with the NaN checks and the validations
   within the epoch (`val_every`) between them; the last step's checks are `_epoch`'s."""
   order, key = run.orders(epoch - 1), jax.random.fold_in(run.dropout_key, epoch)
-  exe, frozen, table, train, within = run.train_exe, run.frozen, run.data.table, run.data.train, 0.0
+  exe, frozen, table, train, within = run.train_exe, run.scoring.frozen, run.data.table, run.data.train, 0.0
   for s in range(begin, stop):
     carry = exe(carry, frozen, table, train.inputs, train.targets, order, run.step_id(s), key)
     inside = s + 1 < stop  # the epoch's last step and a pause point are scored after the loop in any case
@@ -475,8 +479,7 @@ def _result(run: _Run, progress: _Progress, variables: dict, init_seconds: float
   test_score = None
   if best.variables is not None and run.data.test is not None and progress.paused is None:
     t0 = time.perf_counter()
-    test_eval = _Evaluator(run.compiled, run.objective, run.config, run.frozen, run.data.table, run.data.test,
-                           best.variables, run.test_plan)
+    test_eval = _Evaluator(run.scoring, run.data.test, best.variables, run.test_plan)
     compile_seconds += test_eval.compile_seconds
     test_score, _ = test_eval(best.variables)
     eval_seconds += time.perf_counter() - t0 - test_eval.compile_seconds
@@ -484,7 +487,7 @@ def _result(run: _Run, progress: _Progress, variables: dict, init_seconds: float
       variables=best.variables, val_score=best.score if best.variables is not None else math.nan,
       test_score=test_score, best_epoch=best.epoch, epochs_run=progress.epochs_run,
       history=list(progress.history), failed=progress.failed, steps_run=progress.steps_run,
-      objective=run.objective, init_seconds=init_seconds, compile_seconds=compile_seconds,
+      objective=run.scoring.objective, init_seconds=init_seconds, compile_seconds=compile_seconds,
       train_seconds=progress.train_seconds, eval_seconds=eval_seconds, state=progress.paused)
 
 

@@ -10,7 +10,7 @@ from hx.compile.batching import eval_plan, shared_eval_plans
 from hx.compile.distinct import distinct_images, element_split, row_quantum, select_slots, worth_it
 from hx.compile.executables import clear_tune_caches, tune_stats
 from hx.compile.lower import compile_part
-from hx.compile.scoring import _Evaluator
+from hx.compile.scoring import _Evaluator, _Scoring
 from hx.compile.tuning import resolve_objective
 from hx.compile.values import Split
 from hx.data import Sources, TaskSizes, build_task, task_spec
@@ -165,8 +165,8 @@ def test_scores_over_distinct_images_equal_scores_over_every_occurrence(tasks, c
   variables = compiled.init(jax.random.key(case))
   variables["batch_stats"] = jax.tree.map(lambda a: a + 0.2, variables["batch_stats"])
   objective = resolve_objective(compiled, task.objective)
-  data = jax.device_put((frozen, task.table, task.val))
-  evaluator = _Evaluator(compiled, objective, TuneConfig(), *data, variables)
+  scoring = _Scoring(compiled, objective, TuneConfig(), *jax.device_put((frozen, task.table)))
+  evaluator = _Evaluator(scoring, jax.device_put(task.val), variables)
   assert evaluator.per_image is not None  # the distinct path is the one measured
   assert sum(r.size for r in evaluator.per_image.rows) < 0.9 * np.asarray(task.val.inputs.values
                                                                           if which != "recognize"
@@ -185,8 +185,8 @@ def test_a_fold_over_the_table_is_scored_over_every_occurrence(tasks):
   compiled = compile_program(parse("fold_l(nn_s, zeros(1))"),
                              {"nn_s": T("Tensor<real>[1] -> Tensor<real>[16] -> Tensor<real>[1]")}, SMALL)
   variables = compiled.init(jax.random.key(0))
-  data = jax.device_put(((), features, task.val))
-  assert _Evaluator(compiled, task.objective, TuneConfig(), *data, variables).per_image is None
+  scoring = _Scoring(compiled, task.objective, TuneConfig(), *jax.device_put(((), features)))
+  assert _Evaluator(scoring, jax.device_put(task.val), variables).per_image is None
 
 
 def test_tune_scores_over_distinct_images(tasks):

@@ -20,7 +20,7 @@ from hx.compile.batching import (
   signature,
 )
 from hx.compile.losses import Objective
-from hx.compile.scoring import _Evaluator
+from hx.compile.scoring import _Evaluator, _Scoring
 from hx.compile.values import ListBatch, Split, gather, real_elements, rows, take
 from hx.data import Sources, TaskSizes, build_task, task_spec
 from hx.lang import parse
@@ -253,10 +253,11 @@ def test_packed_evaluation_equals_the_padded_one_on_count_digit():
   config = TuneConfig(eval_images=16 * 8)  # chunks of at most 16 lists: 4 chunks of 13, 2 padding slots
   padded, packed = (TuneConfig(eval_images=config.eval_images, pack_lists=p) for p in (False, True))
   table, objective = jnp.asarray(task.table), task.objective
-  evaluator = _Evaluator(compiled, objective, packed, (), table, jax.device_put(split), variables)
+  evaluator = _Evaluator(_Scoring(compiled, objective, packed, (), table), jax.device_put(split), variables)
   capacity = eval_pack_capacity(lengths, eval_chunks(n, 16), 8)
   assert evaluator.pack == capacity and capacity < 13 * 8
-  assert _Evaluator(compiled, objective, padded, (), table, jax.device_put(split), variables).pack is None
+  unpacked = _Scoring(compiled, objective, padded, (), table)
+  assert _Evaluator(unpacked, jax.device_put(split), variables).pack is None
   score0, loss0 = evaluate(compiled, variables, (), split, objective, table=table, config=padded)
   score1, loss1 = evaluate(compiled, variables, (), split, objective, table=table, config=packed)
   assert score1 == pytest.approx(score0, rel=1e-5) and loss1 == pytest.approx(loss0, rel=1e-5)

@@ -13,7 +13,7 @@ import pytest
 from hx.compile import ModuleConfig, TuneConfig, TuneData, compile_program, evaluate, tune
 from hx.compile.batching import eval_chunks, eval_pack_capacity, pack_capacity
 from hx.compile.losses import Objective
-from hx.compile.scoring import _Evaluator
+from hx.compile.scoring import _Evaluator, _Scoring
 from hx.compile.values import EdgeGraphBatch, GraphBatch, SharedGraphs, Split, gather, real_elements, take
 from hx.data import Sources, TaskSizes, build_task, task_spec
 from hx.data.grids import grid_layouts
@@ -138,7 +138,8 @@ def test_packed_evaluation_equals_the_padded_one_on_graphs(form):
   assert (chunks < 0).any()
   capacity = eval_pack_capacity(lengths, chunks, 16)
   assert capacity is not None and capacity < chunks.shape[1] * 16
-  assert _Evaluator(compiled, objective, packed, (), table, jax.device_put(split), variables).pack == capacity
+  scoring = _Scoring(compiled, objective, packed, (), table)
+  assert _Evaluator(scoring, jax.device_put(split), variables).pack == capacity
   score0, loss0 = evaluate(compiled, variables, (), split, objective, table=table, config=padded)
   score1, loss1 = evaluate(compiled, variables, (), split, objective, table=table, config=packed)
   assert np.isfinite(score0) and score0 > 0
