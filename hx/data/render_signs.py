@@ -25,6 +25,7 @@ cast: GTSRB has many dark, washed-out images) and Gaussian pixel noise.
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
@@ -79,13 +80,30 @@ def _glyph(ch: str, w: float) -> list[list[tuple[float, float]]]:
   raise KeyError(ch)
 
 
-def _text_sdf(u: np.ndarray, v: np.ndarray, text: str, width: float, height: float, y0: float = 0.0,
-              glyph_w: float = 4.0, stroke: float = 1.3, gap: float = 0.8) -> np.ndarray:
-  """Signed distance (sign units) to `text` centred at (0, y0), `height` tall overall, at most `width` wide.
+class _Lettering(NamedTuple):
+  """The stroke font's proportions, in its units (a glyph is 7 units tall).
 
-  Glyphs are `glyph_w` units wide ("1": 2), strokes `stroke` units thick, `gap` units of space between.
+  Attributes:
+    glyph_w: float, a glyph's width ("1" is always 2 wide).
+    stroke: float, a stroke's thickness.
+    gap: float, the space between two glyphs' strokes.
+  """
+  glyph_w: float = 4.0
+  stroke: float = 1.3
+  gap: float = 0.8
+
+
+_LETTERING = _Lettering()  # the two-digit speed limits' proportions
+
+
+def _text_sdf(u: np.ndarray, v: np.ndarray, text: str, width: float, height: float, y0: float = 0.0,
+              lettering: _Lettering = _LETTERING) -> np.ndarray:
+  """Signed distance (sign units) to `text` centred at (0, y0), `height` tall overall, at most `width` wide,
+  in the proportions `lettering`.
+
   Text wider than `width` is squeezed horizontally (the strokes with it, as narrow road-sign lettering).
   """
+  glyph_w, stroke, gap = lettering
   widths = [2.0 if c == "1" else glyph_w for c in text]
   advance = stroke + gap
   total = sum(widths) + advance * (len(text) - 1) + stroke  # outer extent, units
@@ -141,7 +159,7 @@ def _face(c: int, u: np.ndarray, v: np.ndarray, px: float) -> np.ndarray:
     if len(number) == 2:
       paint(_text_sdf(u, v, number, 1.16, 0.84), _BLACK)
     else:  # three digits: smaller and narrower, as on real 100 signs
-      paint(_text_sdf(u, v, number, 1.24, 0.76, glyph_w=3.4), _BLACK)
+      paint(_text_sdf(u, v, number, 1.24, 0.76, lettering=_Lettering(glyph_w=3.4)), _BLACK)
   elif c == 5:  # traffic signals: red-bordered white triangle, black housing, red / amber / green lights
     # Rounded corners (radius 0.08) whose tips touch the unit circle: 2 * half / sqrt(3) + 0.08 = 1.
     corner = 0.08
@@ -157,7 +175,7 @@ def _face(c: int, u: np.ndarray, v: np.ndarray, px: float) -> np.ndarray:
     apothem = np.cos(np.pi / 8)
     paint(octagon - apothem, _WHITE)
     paint(octagon - 0.9 * apothem, _RED)
-    paint(_text_sdf(u, v, "STOP", 1.45, 0.46, glyph_w=3.6, stroke=1.4, gap=1.0), _WHITE)
+    paint(_text_sdf(u, v, "STOP", 1.45, 0.46, lettering=_Lettering(glyph_w=3.6, stroke=1.4, gap=1.0)), _WHITE)
   return rgba.astype(np.float32)
 
 
