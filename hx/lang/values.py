@@ -31,14 +31,23 @@ builds the containers and `hx.compile`, which runs programs on them (and re-expo
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple, Union
 
 import numpy as np
 
+if TYPE_CHECKING:
+  import jax
+  import numpy.typing as npt
+
 __all__ = ["ListBatch", "GraphBatch", "EdgeGraphBatch", "GraphLayouts", "SharedGraphs", "Split", "gather",
            "take", "rows", "num_examples", "images_per_example", "real_elements", "index_dtype",
-           "ELEMENT_BATCHES",
+           "ELEMENT_BATCHES", "Array", "Batch", "Inputs",
            "edges_from_table", "table_from_edges", "check_graphs", "pack_graphs", "size_bucket"]
+
+Array = Union[np.ndarray, "jax.Array"]
+"""An array of a container: NumPy as the data layer builds it, or JAX on the device (inside the jitted
+step, a tracer)."""
 
 
 class ListBatch(NamedTuple):
@@ -48,8 +57,8 @@ class ListBatch(NamedTuple):
     values: `(B, L, *elem)` element values (or (B, L) int32 indices into an image table).
     mask: (B, L) bool, True for real elements; the real elements of each row are a prefix.
   """
-  values: Any
-  mask: Any
+  values: Array
+  mask: Array
 
 
 class GraphBatch(NamedTuple):
@@ -62,10 +71,10 @@ class GraphBatch(NamedTuple):
     neighbour_mask: (B, N, K) bool, True for real entries of each neighbour list (a prefix).
     mask: (B, N) bool, True for real nodes; the real nodes of each graph are a prefix.
   """
-  values: Any
-  neighbours: Any
-  neighbour_mask: Any
-  mask: Any
+  values: Array
+  neighbours: Array
+  neighbour_mask: Array
+  mask: Array
 
 
 class EdgeGraphBatch(NamedTuple):
@@ -88,11 +97,11 @@ class EdgeGraphBatch(NamedTuple):
     mask: (B, N) bool, True for real nodes; the real nodes of each graph are a prefix. A real edge joins
       two real nodes (`check_graphs`).
   """
-  values: Any
-  senders: Any
-  receivers: Any
-  edge_mask: Any
-  mask: Any
+  values: Array
+  senders: Array
+  receivers: Array
+  edge_mask: Array
+  mask: Array
 
 
 ELEMENT_BATCHES = (ListBatch, GraphBatch, EdgeGraphBatch)
@@ -107,9 +116,9 @@ class GraphLayouts(NamedTuple):
     neighbour_mask: (S, N, K) bool.
     mask: (S, N) bool, True for real nodes.
   """
-  neighbours: Any
-  neighbour_mask: Any
-  mask: Any
+  neighbours: Array
+  neighbour_mask: Array
+  mask: Array
 
 
 class SharedGraphs(NamedTuple):
@@ -121,9 +130,16 @@ class SharedGraphs(NamedTuple):
     layout: (n,) integer; example i has the structure `layouts[:, layout[i]]`.
     layouts: the shared GraphLayouts (S of them).
   """
-  values: Any
-  layout: Any
+  values: Array
+  layout: Array
   layouts: GraphLayouts
+
+
+Batch = Union[Array, ListBatch, GraphBatch, EdgeGraphBatch]
+"""A batch's inputs as a program consumes them: an array, a ListBatch, a GraphBatch or an EdgeGraphBatch."""
+
+Inputs = Union[Batch, SharedGraphs]
+"""A split's inputs: a `Batch`, or SharedGraphs (graphs sharing a few layouts)."""
 
 
 class Split(NamedTuple):
@@ -139,8 +155,8 @@ class Split(NamedTuple):
       exact integers may be stored as uint8 to save memory: the training loop casts targets to float32
       (int32 for class indices) inside the jitted step.
   """
-  inputs: Any
-  targets: Any
+  inputs: Inputs
+  targets: Array
 
 
 def index_dtype(size: int) -> np.dtype:
@@ -153,7 +169,7 @@ def index_dtype(size: int) -> np.dtype:
   raise ValueError(f"a table of {size} rows needs 64-bit indices")
 
 
-def take(inputs: Any, idx: Any) -> Any:
+def take(inputs: Inputs, idx: Array | slice) -> Batch:
   """Examples `idx` of a split's inputs, as the program consumes them.
 
   Args:
@@ -183,7 +199,7 @@ def take(inputs: Any, idx: Any) -> Any:
   return inputs[idx]
 
 
-def rows(inputs: Any, idx: Any) -> Any:
+def rows(inputs: Inputs, idx: Array | slice) -> Inputs:
   """Examples `idx` of a split's inputs in the split's own form (SharedGraphs stays SharedGraphs, sharing
   its layouts); e.g. a prefix of a split."""
   if isinstance(inputs, SharedGraphs):
@@ -193,14 +209,14 @@ def rows(inputs: Any, idx: Any) -> Any:
   return take(inputs, idx)
 
 
-def num_examples(inputs: Any) -> int:
+def num_examples(inputs: Inputs) -> int:
   """n, the number of examples of a split's inputs."""
   if isinstance(inputs, (*ELEMENT_BATCHES, SharedGraphs)):
     return int(inputs.values.shape[0])
   return int(inputs.shape[0])
 
 
-def images_per_example(inputs: Any) -> int:
+def images_per_example(inputs: Inputs) -> int:
   """How many rows (images, list elements or graph nodes) an example of these inputs pushes through the
   per-element networks, padding included: 1 for a tensor, L for a list, N for a graph."""
   if isinstance(inputs, (*ELEMENT_BATCHES, SharedGraphs)):
@@ -208,7 +224,7 @@ def images_per_example(inputs: Any) -> int:
   return 1
 
 
-def real_elements(inputs: Any) -> np.ndarray | None:
+def real_elements(inputs: Inputs) -> np.ndarray | None:
   """(n,) int64: the real list elements or graph nodes of each example of a split's inputs (a ListBatch,
   GraphBatch, EdgeGraphBatch or SharedGraphs; NumPy or device arrays, read on the host), the rows a
   packed map pushes through its function; None for tensor inputs (nothing is padded)."""
@@ -220,7 +236,7 @@ def real_elements(inputs: Any) -> np.ndarray | None:
   return None
 
 
-def gather(table: Any, inputs: Any) -> Any:
+def gather(table: Array, inputs: Batch) -> Batch:
   """`inputs` with each array of integer image indices replaced by the images it points at.
 
   Args:
@@ -281,7 +297,8 @@ def check_graphs(graphs: EdgeGraphBatch, name: str = "graph") -> None:
                        f"(0..{nodes[b] - 1})")
 
 
-def pack_graphs(values: Any, senders: Any, receivers: Any, nodes: int | None = None,
+def pack_graphs(values: Sequence[npt.ArrayLike], senders: Sequence[npt.ArrayLike],
+                receivers: Sequence[npt.ArrayLike], nodes: int | None = None,
                 edges: int | None = None, fill: float = 0.0, name: str = "graph") -> EdgeGraphBatch:
   """An EdgeGraphBatch of graphs given one by one.
 
