@@ -24,10 +24,12 @@ import json
 import math
 from typing import Any
 
+from hx.jsonread import JsonValue
+
 __all__ = ["jsonable", "canonical_json", "content_key", "text_key"]
 
 
-def jsonable(x: Any) -> Any:
+def jsonable(x: Any) -> JsonValue:
   """`x` as plain JSON values: dataclasses (every field, in field order) and dicts as objects (keys as
   text), lists and tuples as arrays, a non-finite float as its text ("nan", "inf", "-inf"), anything
   else (types, programs, paths) as its text (`str`)."""

@@ -19,10 +19,15 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
-__all__ = ["JsonFileError", "read_json", "parse_json", "Invalid", "Check", "check", "integer", "number",
-           "score", "text", "boolean", "anything", "nullable", "array", "row", "obj"]
+__all__ = ["JsonValue", "JsonFileError", "read_json", "parse_json", "Invalid", "Check", "check", "integer",
+           "number", "score", "text", "boolean", "anything", "nullable", "array", "row", "obj"]
+
+JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
+"""A JSON value as Python's `json` reads and writes it: null (None), true or false, a number (an int, or a
+float: NaN and the infinities too, which Python's reader admits), a string, an array (a list) or an object
+(a dict with string keys), arrays and objects holding JSON values in turn."""
 
 
 class JsonFileError(ValueError):
@@ -39,7 +44,7 @@ class JsonFileError(ValueError):
     super().__init__(f"{self.path}: {problem}")
 
 
-def read_json(path: os.PathLike | str) -> Any:
+def read_json(path: os.PathLike | str) -> JsonValue:
   """The JSON value in the file `path`.
 
   Raises:
@@ -57,7 +62,7 @@ def read_json(path: os.PathLike | str) -> Any:
   return parse_json(text_, path)
 
 
-def parse_json(text_: str, path: os.PathLike | str) -> Any:
+def parse_json(text_: str, path: os.PathLike | str) -> JsonValue:
   """The JSON value `text_` writes, read from the file `path` (alone, or inside it: a checkpoint's JSON
   text). JsonFileError as `read_json` raises it if it is not JSON hx reads."""
   try:
@@ -81,11 +86,11 @@ class Invalid(ValueError):
     super().__init__(f"{where or 'the top level'}: {problem}")
 
 
-Check = Callable[[Any, str], None]
+Check = Callable[[JsonValue, str], None]
 """A schema: called with a value and where it is, raises `Invalid` unless the value fits."""
 
 
-def check(value: Any, schema: Check, path: os.PathLike | str) -> Any:
+def check(value: JsonValue, schema: Check, path: os.PathLike | str) -> JsonValue:
   """`value` (read from the file `path`) if it fits `schema`; JsonFileError naming the file and the place
   otherwise."""
   try:
@@ -95,7 +100,7 @@ def check(value: Any, schema: Check, path: os.PathLike | str) -> Any:
   return value
 
 
-def _shown(value: Any) -> str:
+def _shown(value: JsonValue) -> str:
   """A value as a message shows it: its JSON, cut to 60 characters."""
   try:
     shown = json.dumps(value, allow_nan=True)
@@ -104,11 +109,11 @@ def _shown(value: Any) -> str:
   return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: JsonValue) -> bool:
   return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: JsonValue) -> bool:
   return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -117,7 +122,7 @@ def integer(minimum: int | None = None, maximum: int | None = None) -> Check:
   bounds = (f" >= {minimum}" if minimum is not None else "") + (
       f"{' and' if minimum is not None else ''} <= {maximum}" if maximum is not None else "")
 
-  def check_integer(value: Any, where: str) -> None:
+  def check_integer(value: JsonValue, where: str) -> None:
     if (not _is_int(value) or (minimum is not None and value < minimum)
         or (maximum is not None and value > maximum)):
       raise Invalid(where, f"expected an integer{bounds}, got {_shown(value)}")
@@ -130,7 +135,7 @@ def number(minimum: float | None = None, maximum: float | None = None, above: fl
       f" > {above:g}" if above is not None else "", f" >= {minimum:g}" if minimum is not None else "",
       f" <= {maximum:g}" if maximum is not None else "") if part)
 
-  def check_number(value: Any, where: str) -> None:
+  def check_number(value: JsonValue, where: str) -> None:
     if (not _is_number(value) or not math.isfinite(value) or (above is not None and value <= above)
         or (minimum is not None and value < minimum) or (maximum is not None and value > maximum)):
       raise Invalid(where, f"expected a finite number{bounds}, got {_shown(value)}")
@@ -141,7 +146,7 @@ def number(minimum: float | None = None, maximum: float | None = None, above: fl
 _NON_FINITE = ("nan", "inf", "-inf")
 
 
-def score(value: Any, where: str) -> None:
+def score(value: JsonValue, where: str) -> None:
   """A score or loss as `jsonable` writes one: a number, or the text of a non-finite float ("nan",
   "inf", "-inf"; a NaN literal too, which Python's JSON reads). `nullable(score)` admits null (not
   scored) as well."""
@@ -152,7 +157,7 @@ def score(value: Any, where: str) -> None:
 
 def text(choices: tuple[str, ...] | None = None, nonempty: bool = False) -> Check:
   """A JSON string, one of `choices` if given, not empty if `nonempty`."""
-  def check_text(value: Any, where: str) -> None:
+  def check_text(value: JsonValue, where: str) -> None:
     if not isinstance(value, str):
       raise Invalid(where, f"expected a string, got {_shown(value)}")
     if choices is not None and value not in choices:
@@ -162,19 +167,19 @@ def text(choices: tuple[str, ...] | None = None, nonempty: bool = False) -> Chec
   return check_text
 
 
-def boolean(value: Any, where: str) -> None:
+def boolean(value: JsonValue, where: str) -> None:
   """true or false."""
   if not isinstance(value, bool):
     raise Invalid(where, f"expected true or false, got {_shown(value)}")
 
 
-def anything(value: Any, where: str) -> None:
+def anything(value: JsonValue, where: str) -> None:
   """Any JSON value (a field whose presence is all a reader needs)."""
 
 
 def nullable(schema: Check) -> Check:
   """null, or a value that fits `schema`."""
-  def check_nullable(value: Any, where: str) -> None:
+  def check_nullable(value: JsonValue, where: str) -> None:
     if value is not None:
       schema(value, where)
   return check_nullable
@@ -182,7 +187,7 @@ def nullable(schema: Check) -> Check:
 
 def array(item: Check = anything, min_size: int = 0) -> Check:
   """A JSON array of at least `min_size` values, each fitting `item`."""
-  def check_array(value: Any, where: str) -> None:
+  def check_array(value: JsonValue, where: str) -> None:
     if not isinstance(value, list):
       raise Invalid(where, f"expected an array, got {_shown(value)}")
     if len(value) < min_size:
@@ -195,7 +200,7 @@ def array(item: Check = anything, min_size: int = 0) -> Check:
 def row(*items: Check) -> Check:
   """A JSON array of exactly len(items) values, the i-th fitting items[i] (a table's row, e.g. an epoch's
   [epoch, train_loss, val_score, val_loss, train_seconds, val_seconds])."""
-  def check_row(value: Any, where: str) -> None:
+  def check_row(value: JsonValue, where: str) -> None:
     if not isinstance(value, list):
       raise Invalid(where, f"expected an array of {len(items)} values, got {_shown(value)}")
     if len(value) != len(items):
@@ -213,7 +218,7 @@ def obj(required: Mapping[str, Check], optional: Mapping[str, Check] | None = No
   and their values left unchecked, unless `values` is given: then every value of the object fits it."""
   optional = dict(optional or {})
 
-  def check_obj(value: Any, where: str) -> None:
+  def check_obj(value: JsonValue, where: str) -> None:
     if not isinstance(value, dict):
       raise Invalid(where, f"expected an object, got {_shown(value)}")
     missing = [k for k in required if k not in value]
