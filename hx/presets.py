@@ -140,14 +140,21 @@ The lifelong stream of `hx.data.long_stream` (after CTrL's S^long) at two sizes,
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Union
 
 from hx.data.streams import StreamSettings
 from hx.data.tasks import FRACTIONS, GRAPH_FAMILIES, KINDS, TaskSizes, TaskSpec
 
+if TYPE_CHECKING:
+  from hx.compile.fixpoint import FixConfig
+  from hx.compile.modules import ModuleConfig
+  from hx.compile.tuning import TuneConfig
+  from hx.data.task import ArrayTaskSpec
+
 __all__ = ["TrainingSettings", "training_settings", "task_tune_config", "task_sizes", "task_sizes_source",
            "kind_group",
-           "PRESETS", "Preset", "EVALUATION_PRESETS", "GRAPH_SEQUENCES", "StreamPreset", "STREAM_PRESETS"]
+           "PRESETS", "Preset", "EVALUATION_PRESETS", "GRAPH_SEQUENCES", "StreamPreset", "STREAM_PRESETS",
+           "ModuleSetting", "TuneSetting"]
 
 PRESETS = ("paper", "authors", "quick")
 """Every preset's name, what `--preset` means in every binary: each names split sizes and training
@@ -161,6 +168,16 @@ _PAPER = "paper, appendix C"
 _AUTHORS = "authors' code"
 _OURS = "hx 'quick' preset (ours)"
 _GRAPHS = "hx's random-graph tasks (ours, not in the paper), trained as the grid tasks"
+
+ModuleSetting = Union[bool, int, float, str, tuple[int, ...], tuple[str, ...], "FixConfig"]
+"""The value of one `hx.compile.ModuleConfig` field (e.g. 64 for "mlp_hidden", (8, 16) for "cnn_channels"):
+what a preset's module sizes and a caller's module changes give a field."""
+
+TuneSetting = Union[bool, int, float, None]
+"""The value of one `hx.compile.TuneConfig` field (e.g. 5 for "epochs", None for "patience")."""
+
+_SizeSetting = Union[tuple[int, ...], tuple[tuple[int, int], ...]]
+"""The value of one `TaskSizes` field: (train, val, test) counts, list lengths, or ((size, count), ...)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,7 +226,7 @@ class TrainingSettings:
         return where
     raise KeyError(f"no source recorded for {setting!r}")
 
-  def tune_config(self, **overrides: Any) -> Any:
+  def tune_config(self, **overrides: TuneSetting) -> TuneConfig:
     """A `hx.compile.TuneConfig` with these settings (and `overrides`, e.g. seed=1); imports JAX."""
     from hx.compile.tuning import TuneConfig
 
@@ -221,7 +238,7 @@ class TrainingSettings:
 
 # The split sizes of each preset, as `TaskSizes` fields that differ from its defaults (the paper's, whose
 # sources `TaskSizes`' docstring gives), with where each comes from.
-_TASK_SIZES: dict[str, tuple[tuple[tuple[str, Any], ...], str]] = {
+_TASK_SIZES: dict[str, tuple[tuple[tuple[str, _SizeSetting], ...], str]] = {
     "paper": ((), f"{_PAPER}: 12,000 training lists, 2,100 test examples, 70,000 3x3 + 1,000,000 4x4 "
                   "training grids and 10,000 5x5 test grids; the authors' where it gives none (2,100 "
                   "validation lists, 6,000 / 2,100 / 2,100 recognize examples); 1,000 5x5 validation grids "
@@ -362,9 +379,10 @@ def training_settings(kind: str, preset: str = "paper") -> TrainingSettings:
       val_every=val_every)
 
 
-def task_tune_config(spec: Any, preset: str | Preset = "paper", *, epochs: int | None = None,
-                     batch_size: int | None = None, learning_rate: float | None = None,
-                     patience: int | None = None, bias_from_targets: bool | None = None) -> Any:
+def task_tune_config(spec: TaskSpec | ArrayTaskSpec, preset: str | Preset = "paper", *,
+                     epochs: int | None = None, batch_size: int | None = None,
+                     learning_rate: float | None = None, patience: int | None = None,
+                     bias_from_targets: bool | None = None) -> TuneConfig:
   """The `hx.compile.TuneConfig` a task trains with: the one place where a run's training settings, its
   epochs above all, are decided, for every method and binary (`hx.evaluation.EvalConfig.make`,
   `hx.synthesize` and `hx.synth.run_sequence` without settings of their own, `hx-train`); imports JAX.
@@ -400,7 +418,7 @@ def task_tune_config(spec: Any, preset: str | Preset = "paper", *, epochs: int |
       config = TuneConfig(**dict(spec.training))
     except (TypeError, ValueError) as err:
       raise ValueError(f"task {spec.name!r}: training settings: {err}") from None
-  changes: dict[str, Any] = {}
+  changes: dict[str, TuneSetting] = {}
   if evaluation is not None and paper:
     group = kind_group(spec.kind)
     for name, table in (("epochs", evaluation.epochs), ("batch_size", evaluation.batch_sizes)):
@@ -450,16 +468,16 @@ class Preset:
   fractions: tuple[float, ...]
   graph_fractions: tuple[float, ...]
   seeds: tuple[int, ...]
-  module_sizes: tuple[tuple[str, Any], ...] = ()
-  graph_modules: tuple[tuple[str, Any], ...] = ()
-  sequence_modules: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+  module_sizes: tuple[tuple[str, ModuleSetting], ...] = ()
+  graph_modules: tuple[tuple[str, ModuleSetting], ...] = ()
+  sequence_modules: tuple[tuple[str, tuple[tuple[str, ModuleSetting], ...]], ...] = ()
   task_candidates: tuple[tuple[str, int, int], ...] = ()
   search: str = "cost"
   min_steps: int = 0
   graph_search: str | None = None
 
   @property
-  def module_config(self) -> Any:
+  def module_config(self) -> ModuleConfig:
     """The preset's `hx.compile.ModuleConfig` (imports JAX)."""
     from hx.compile.modules import ModuleConfig
 
@@ -481,7 +499,7 @@ class Preset:
   def default_fractions(self, sequence: str) -> tuple[float, ...]:
     return self.graph_fractions if sequence in GRAPH_SEQUENCES else self.fractions
 
-  def modules(self, sequence: str) -> Any:
+  def modules(self, sequence: str) -> ModuleConfig:
     """The module sizes of `sequence` under this preset."""
     config = self.module_config
     if sequence in GRAPH_SEQUENCES and self.graph_modules:
@@ -528,7 +546,7 @@ class StreamPreset:
   """
   name: str
   settings: StreamSettings
-  module_sizes: tuple[tuple[str, Any], ...] = ()
+  module_sizes: tuple[tuple[str, ModuleSetting], ...] = ()
   candidates: int = 6
   schedule: str | None = None
 
