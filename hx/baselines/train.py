@@ -28,7 +28,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -125,10 +125,38 @@ class BaselineResult(HoldsOutcome):
   sources: tuple[tuple[str, str], ...] = ()
 
 
-def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tune_config: TuneConfig,
-         seed: int, variables: Any, to_modules: Any, arch: Architecture | None, column: int | None = None,
-         sources: tuple = (), checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
+class _ToTrain(NamedTuple):
+  """One baseline network, as `_run` trains it.
+
+  Attributes:
+    description: str, the network as an hx program's text, or a description in that style
+      (`BaselineResult.description`).
+    tunable: what Tune trains: a CompiledProgram, or a network with its protocol (`hx.compile.tuning.Tunable`:
+      `GraphRNN`, `PNN`, `ContinualNet`).
+    frozen: the `frozen` argument its apply takes (the arrays it uses and does not train; () or {}: none).
+    variables: the variables it starts from ({"params", "batch_stats"}, as `tunable.init` gives them), or
+      None: `tunable.init` from the seed's key (with the output bias from the targets' mean where the
+      settings say so).
+    to_modules: trained variables -> role -> {"params", "batch_stats"}, the `Network`'s modules.
+    arch: its `Architecture`, or None: a program trained from scratch, which keeps no `Network`.
+    column: int, a progressive network's column (from 0), or None.
+    sources: for LLT, where each layer started from (`hx.baselines.llt.transfer`); else ().
+  """
+  description: str
+  tunable: Any
+  frozen: Any
+  variables: Any
+  to_modules: Callable[[Any], Mapping[str, Any]]
+  arch: Architecture | None
+  column: int | None = None
+  sources: tuple[tuple[str, str], ...] = ()
+
+
+def _run(method: str, task: Any, net: _ToTrain, tune_config: TuneConfig, seed: int,
+         checkpoint_dir: os.PathLike | str | None) -> BaselineResult:
+  """`net` trained on `task` under `method`'s name (its checkpoint in `checkpoint_dir`, if given)."""
   start = time.perf_counter()
+  description, tunable, frozen, variables, to_modules, arch, column, sources = net
   ready = prepare(task, tune_config)
   config = seeded(ready, seed)
   init = variables
@@ -141,7 +169,8 @@ def _run(method: str, task: Any, description: str, tunable: Any, frozen: Any, tu
     # A fresh start is named by how it is made, not by its bits: the same seed's initialisation computed
     # on another device (or jax) can differ at rounding, and a run saved on one machine must resume on
     # another. Given variables (transferred weights) are named by their bits, read from stored files.
-    # Named by the canonical JSON of what is trained (`hx.canonical_json`): every field of the training settings.
+    # Named by the canonical JSON of what is trained (`hx.canonical_json`): every field of the training
+    # settings.
     origin = f"seed {seed} fresh" if variables is None else fingerprint(init)
     checkpoint = checkpoint_in(checkpoint_dir, {
         "baseline": method, "task": task.name, "network": description, "training": config,
@@ -206,8 +235,8 @@ def standalone(task: Any, config: ModuleConfig, tune_config: TuneConfig, *, seed
   if arch.kind == "graph":
     return _graph("standalone", task, arch, arch.description, regressor, tune_config, seed, checkpoint_dir)
   compiled = _compiled(arch, config)
-  return _run("standalone", task, arch.description, compiled, (), tune_config, seed, None,
-              compiled.fresh_variables, arch, checkpoint_dir=checkpoint_dir)
+  net = _ToTrain(arch.description, compiled, (), None, compiled.fresh_variables, arch)
+  return _run("standalone", task, net, tune_config, seed, checkpoint_dir)
 
 
 def _graph(method: str, task: Any, arch: Architecture, description: str, regressor: Network | None,
@@ -215,8 +244,8 @@ def _graph(method: str, task: Any, arch: Architecture, description: str, regress
   """The graph network (`hx.baselines.graph`) trained on `task` under `method`'s name: the LSTM over
   `regressor` mapped frozen, or with no regressor the LSTM and a regressor of its own (`standalone`)."""
   if regressor is None:
-    return _run(method, task, description, GraphRNN(arch, trainable_regressor=True), {}, tune_config, seed,
-                None, _per_role, arch, checkpoint_dir=checkpoint_dir)
+    own = _ToTrain(description, GraphRNN(arch, trainable_regressor=True), {}, None, _per_role, arch)
+    return _run(method, task, own, tune_config, seed, checkpoint_dir)
   _check_regressor(arch, regressor)
   net = GraphRNN(arch, trainable_regressor=False)
   frozen = net.frozen(regressor.modules)
@@ -224,8 +253,8 @@ def _graph(method: str, task: Any, arch: Architecture, description: str, regress
   def modules(v):
     return {**dict(regressor.modules), **_per_role(v)}
 
-  return _run(method, task, description, net, frozen, tune_config, seed, None, modules, arch,
-              checkpoint_dir=checkpoint_dir)
+  return _run(method, task, _ToTrain(description, net, frozen, None, modules, arch), tune_config, seed,
+              checkpoint_dir)
 
 
 def _check_regressor(arch: Architecture, regressor: Network) -> None:
@@ -254,12 +283,12 @@ def llt(task: Any, history: Sequence[Network], config: ModuleConfig, tune_config
     net = GraphRNN(arch, trainable_regressor=True)
     variables = {"params": {r: m["params"] for r, m in modules.items()},
                  "batch_stats": {r: m["batch_stats"] for r, m in modules.items()}}
-    return _run("llt", task, arch.description, net, {}, tune_config, seed, variables, _per_role, arch,
-                sources=sources, checkpoint_dir=checkpoint_dir)
+    return _run("llt", task, _ToTrain(arch.description, net, {}, variables, _per_role, arch, sources=sources),
+                tune_config, seed, checkpoint_dir)
   compiled = _compiled(arch, config)
-  return _run("llt", task, arch.description, compiled, (), tune_config, seed,
-              _from_modules(compiled, modules), compiled.fresh_variables, arch, sources=sources,
-              checkpoint_dir=checkpoint_dir)
+  transferred = _ToTrain(arch.description, compiled, (), _from_modules(compiled, modules),
+                         compiled.fresh_variables, arch, sources=sources)
+  return _run("llt", task, transferred, tune_config, seed, checkpoint_dir)
 
 
 def pnn(task: Any, columns: Sequence[Network], config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
@@ -280,8 +309,8 @@ def pnn(task: Any, columns: Sequence[Network], config: ModuleConfig, tune_config
   frozen = net.frozen([c.modules for c in columns])
   k = len(columns)
   description = f"pnn(column {k + 1} of {k + 1}: {arch.description})"
-  return _run("pnn", task, description, net, frozen, tune_config, seed, None, _per_role_lateral, arch,
-              column=k, checkpoint_dir=checkpoint_dir)
+  return _run("pnn", task, _ToTrain(description, net, frozen, None, _per_role_lateral, arch, column=k),
+              tune_config, seed, checkpoint_dir)
 
 
 def _per_role_lateral(variables: Any) -> dict:
@@ -299,8 +328,7 @@ def _freshen(program: P.Program, prefix: str) -> P.Program:
 
 def from_scratch(task: Any, program: P.Program, fresh_types: Mapping[str, Type],
                  library_types: Mapping[str, Type], config: ModuleConfig, tune_config: TuneConfig, *,
-                 seed: int, method: str = "standalone_with_fold",
-                 checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
+                 seed: int, checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   """`program` with every library function replaced by a fresh one of the same type, trained from random
   weights: the paper's "standalone_with_fold" baseline (appendix "Summing Experiment": it "reuses the
   program found by HOUDINI, but trains the parameter from a random initialization").
@@ -318,8 +346,8 @@ def from_scratch(task: Any, program: P.Program, fresh_types: Mapping[str, Type],
       raise ValueError(f"no type for library function lib.{name} of {program}")
     types[prefix + name] = library_types[name]
   compiled = compile_program(scratch, types, config)
-  return _run(method, task, str(scratch), compiled, (), tune_config, seed, None, lambda v: {}, None,
-              checkpoint_dir=checkpoint_dir)
+  net = _ToTrain(str(scratch), compiled, (), None, lambda v: {}, None)
+  return _run("standalone_with_fold", task, net, tune_config, seed, checkpoint_dir)
 
 
 def continual(method: str, task: Any, state: ContinualState, config: ModuleConfig, tune_config: TuneConfig, *,
@@ -375,8 +403,8 @@ def continual(method: str, task: Any, state: ContinualState, config: ModuleConfi
     variables = output_bias_from_targets(net.compiled, variables, task.objective, task.train.targets)
   frozen = net.frozen(earlier, ewc_strength)
   description = f"{method}({arch.description}; trunk {arch.encoder} shared by {len(earlier)} earlier)"
-  result = _run(method, task, description, net, frozen, tune_config, seed, variables,
-                net.compiled.fresh_variables, arch, checkpoint_dir=checkpoint_dir)
+  trunk_and_head = _ToTrain(description, net, frozen, variables, net.compiled.fresh_variables, arch)
+  result = _run(method, task, trunk_and_head, tune_config, seed, checkpoint_dir)
   if result.network is None:
     return result, state
   return result, learn(method, task, position, arch, result.network.modules, state, settings,
