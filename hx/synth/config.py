@@ -86,8 +86,8 @@ class SynthesisConfig:
       small data set or a laptop: the quick preset's sizes (an MLP of 64, a CNN of 8 and 16 channels, an
       LSTM of 32) are `hx.presets.EVALUATION_PRESETS["quick"].module_config`.
     tune_configs: (task kind, `hx.compile.TuneConfig`) pairs, sorted by kind: the training settings of
-      each kind of task (a mapping given is kept as its sorted pairs); empty: each task's own
-      (`tune_config`).
+      each kind of task (a mapping given is kept as its sorted pairs; a task without a spec is listed
+      under its name); empty: each task's own (`tune_config`).
     keep: how many of the best candidates keep their trained variables (and are named as the paper's
       tables name their top 3), at least 1.
 
@@ -112,15 +112,20 @@ class SynthesisConfig:
 
   def tune_config(self, task: Any) -> TuneConfig:
     """The training settings of `task` (an `hx.Task`, or any value with a `name` and a `spec`):
-    `spec_tune_config` of its spec.
+    `spec_tune_config` of its spec. A task without a spec (a value with the attributes `hx.synthesize`
+    reads, and no `spec`) is a kind of its own, listed in `tune_configs` under its name.
 
     Raises:
-      ValueError: as `spec_tune_config`, or the task has no spec and `tune_configs` is empty.
+      ValueError: as `spec_tune_config`, or the task has no spec and `tune_configs` does not list its
+        name.
     """
     spec = getattr(task, "spec", None)
-    if spec is None and not self.tune_configs:
-      raise ValueError(f"task {task.name} has no spec to take training settings from: give "
-                       "SynthesisConfig.tune_configs")
+    if spec is None:
+      table = dict(self.tune_configs)
+      if task.name not in table:
+        raise ValueError(f"task {task.name} has no spec to take training settings from: give them in "
+                         f"SynthesisConfig.tune_configs under its name, {{{task.name!r}: TuneConfig(...)}}")
+      return table[task.name]
     return self.spec_tune_config(spec, task.name)
 
   def spec_tune_config(self, spec: Any, name: str | None = None) -> TuneConfig:
