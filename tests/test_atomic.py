@@ -124,7 +124,8 @@ def test_a_sequence_refused_on_a_held_directory_writes_nothing_there(tmp_path):
   proc = _holder(tmp_path / "seq")
   try:
     with pytest.raises(DirectoryInUse, match=f"process {proc.pid}"):
-      hx.run_sequence(hx.Sequence.of("mine", [task]), tmp_path / "seq", budget=hx.Budget(candidates=1))
+      hx.run_sequence(hx.Sequence.of("mine", [task]), tmp_path / "seq",
+                      hx.SynthesisConfig(budget=hx.Budget(candidates=1)))
   finally:
     proc.kill()
     proc.wait()

@@ -33,7 +33,7 @@ def test_a_task_trained_again_after_a_release_scores_the_same():
 
   task = hx.Task.from_arrays("sum3", "Tensor<real>[3] -> Tensor<real>[1]", split(64), split(16), split(16),
                              training={"epochs": 2, "batch_size": 16})
-  first = hx.synthesize(task, budget=hx.Budget(candidates=1)).best
+  first = hx.synthesize(task, config=hx.SynthesisConfig(budget=hx.Budget(candidates=1))).best
   release_between_tasks()
-  again = hx.synthesize(task, budget=hx.Budget(candidates=1)).best
+  again = hx.synthesize(task, config=hx.SynthesisConfig(budget=hx.Budget(candidates=1))).best
   assert (again.val_score, again.test_score) == (first.val_score, first.test_score)

@@ -288,7 +288,8 @@ def test_a_module_other_processes_cannot_import_is_refused_when_sent():
 
 def test_synthesize_trains_a_program_through_the_users_encoder():
   register_module("encoder", ENCODER_TYPE, module=Encoder())
-  result = hx.synthesize(_task(), budget=hx.Budget(candidates=2), module_config=SMALL)
+  config = hx.SynthesisConfig(budget=hx.Budget(candidates=2), module_config=SMALL)
+  result = hx.synthesize(_task(), config=config)
   users = _users(result)
   assert users, [(str(r.program), r.fresh_types) for r in result.ranked]
   assert all(r.status == "trained" and math.isfinite(r.val_score) for r in users)
@@ -311,9 +312,10 @@ def test_other_processes_train_the_users_encoder_as_this_process_does(executor):
     pytest.importorskip("ray", reason="Ray is not installed (the 'ray' extra)")
   register_module("encoder", ENCODER_TYPE, module=Encoder())
   task = _task()
-  local = hx.synthesize(task, budget=hx.Budget(candidates=2), module_config=SMALL)
+  config = hx.SynthesisConfig(budget=hx.Budget(candidates=2), module_config=SMALL)
+  local = hx.synthesize(task, config=config)
   chosen = ProcessExecutor(workers=2, threads=1) if executor == "processes" else hx.synth.Ray()
-  elsewhere = hx.synthesize(task, budget=hx.Budget(candidates=2), module_config=SMALL, executor=chosen)
+  elsewhere = hx.synthesize(task, config=config, executor=chosen)
   if executor == "processes":
     chosen.close()
   users = _users(elsewhere)

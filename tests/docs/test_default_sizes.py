@@ -1,5 +1,6 @@
-"""`hx.synthesize`'s default module sizes are the paper's, large ones: its docstring and the guide say
-what they are (the numbers of `hx.ModuleConfig()`) and where the quick preset's smaller ones are."""
+"""`hx.synthesize`'s default module sizes (`hx.SynthesisConfig`'s) are the paper's, large ones: the
+config's docstring and the guide say what they are (the numbers of `hx.ModuleConfig()`) and where the quick
+preset's smaller ones are."""
 
 from pathlib import Path
 
@@ -15,8 +16,8 @@ def _sizes(config) -> list[str]:
           f"CNN of {first} and {second} channels", f"LSTM of {config.lstm_hidden} units"]
 
 
-def test_synthesizes_docstring_and_the_guide_give_the_default_sizes():
-  doc = " ".join(hx.synthesize.__doc__.split())
+def test_the_configs_docstring_and_the_guide_give_the_default_sizes():
+  doc = " ".join(hx.SynthesisConfig.__doc__.split())
   for text in (doc, GUIDE):
     for phrase in _sizes(hx.ModuleConfig()):
       assert phrase in text, phrase
@@ -28,4 +29,4 @@ def test_the_quick_sizes_they_name_are_the_quick_presets():
   first, second = quick.cnn_channels
   phrase = (f"an MLP of {quick.mlp_hidden}, a CNN of {first} and {second} channels, an LSTM of "
             f"{quick.lstm_hidden}")
-  assert phrase in " ".join(hx.synthesize.__doc__.split()) and phrase in GUIDE
+  assert phrase in " ".join(hx.SynthesisConfig.__doc__.split()) and phrase in GUIDE

@@ -15,6 +15,7 @@ import hx.synth.schedules.cheap_first as cheap_first_module
 from hx.compile import TuneConfig
 from hx.compile.fitting import Outcome
 from hx.lang.parser import parse
+from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.executors import Job, JobResult
 from hx.synth.jobs import step_costs
 from hx.synth.jsonfiles import jsonable
@@ -32,7 +33,7 @@ from hx.synth.schedules.cheap_first import (
 )
 from hx.synth.space import Candidate, SearchSpace
 from hx.synth.strategies import Evolutionary
-from hx.synth.synthesize import Budget, synthesize
+from hx.synth.synthesize import synthesize
 from tests.synth.test_estimate import cs1  # noqa: F401 -- the fixture
 from tests.synth.test_synthesize import TINY
 
@@ -433,15 +434,16 @@ def test_bad_schedules_are_refused():
   with pytest.raises(ValueError, match="keep_at must be a positive number of epochs or None, got 0"):
     CheapFirst(keep_at=0)
   with pytest.raises(ValueError, match="top-down"):
-    synthesize(None, None, strategy=Evolutionary(), budget=Budget(schedule=CheapFirst()))
+    SynthesisConfig(strategy=Evolutionary(), budget=Budget(schedule=CheapFirst()))
 
 
 def _synth(cs1, schedule):  # noqa: F811
   """CS1's count_digit at tiny sizes (90 training lists in batches of 30, 3 epochs), 5 candidates."""
   task, library = cs1
-  return synthesize(task, library, budget=Budget(candidates=5, schedule=schedule), module_config=TINY,
-                    tune_config=TuneConfig(epochs=3, batch_size=30), seed=0,
-                    space=SearchSpace(order="authors"))
+  config = SynthesisConfig(budget=Budget(candidates=5, schedule=schedule), space=SearchSpace(order="authors"),
+                           module_config=TINY,
+                           tune_configs={task.spec.kind: TuneConfig(epochs=3, batch_size=30)})
+  return synthesize(task, library, config, seed=0)
 
 
 @pytest.mark.slow

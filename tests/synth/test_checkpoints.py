@@ -1,5 +1,6 @@
 """A synthesis interrupted midway resumes its candidates from their checkpoint files (`checkpoint_dir`)."""
 
+import dataclasses
 import json
 import os
 
@@ -8,11 +9,13 @@ import pytest
 import hx.compile.checkpoint as ck
 from hx.compile import TuneConfig
 from hx.compile.checkpoint import CheckpointError
-from hx.synth.synthesize import Budget, synthesize, task_context
+from hx.synth.config import Budget, SynthesisConfig
+from hx.synth.synthesize import synthesize, task_context
 from tests.synth.test_synthesize import TINY, sum_task
 
-KW = dict(budget=Budget(candidates=3), module_config=TINY, tune_config=TuneConfig(epochs=3, batch_size=50),
-          seed=4)
+CONFIG = SynthesisConfig(budget=Budget(candidates=3), module_config=TINY,
+                         tune_configs={"sum_numbers": TuneConfig(epochs=3, batch_size=50)})
+KW = dict(config=CONFIG, seed=4)
 
 
 class Interrupt(Exception):
@@ -70,8 +73,8 @@ def test_files_are_keyed_by_the_tasks_data_and_settings(tmp_path, monkeypatch):
   assert count[0] == 3 * 2 and len(os.listdir(tmp_path)) == 6  # other data: nothing reused
   monkeypatch.undo()
   assert _essence(other) == _essence(synthesize(sum_task(n=300, seed=1), None, **KW))
-  longer = dict(KW, tune_config=TuneConfig(epochs=4, batch_size=50))
-  synthesize(sum_task(n=300, seed=0), None, checkpoint_dir=tmp_path, **longer)
+  longer = dataclasses.replace(CONFIG, tune_configs={"sum_numbers": TuneConfig(epochs=4, batch_size=50)})
+  synthesize(sum_task(n=300, seed=0), None, checkpoint_dir=tmp_path, **dict(KW, config=longer))
   assert len(os.listdir(tmp_path)) == 9  # other settings: nothing reused
 
 
@@ -178,8 +181,9 @@ def test_halving_saves_its_last_rung_and_resumes_it(tmp_path, monkeypatch):
   from hx.synth.schedules.halving import Halving
 
   # 4 candidates, 6 epochs: rungs to 1, 2 and 4 epochs in memory, then the last from 4 to 6, saved.
-  kw = dict(KW, budget=Budget(candidates=4, schedule=Halving(first=1, eta=2)),
-            tune_config=TuneConfig(epochs=6, batch_size=50))
+  config = dataclasses.replace(CONFIG, budget=Budget(candidates=4, schedule=Halving(first=1, eta=2)),
+                               tune_configs={"sum_numbers": TuneConfig(epochs=6, batch_size=50)})
+  kw = dict(KW, config=config)
   task = sum_task(n=300)
   straight = synthesize(task, None, **kw)
   # The last rung trains one epoch to measure its pace, saves, then the rest: stop before the rest.
@@ -200,7 +204,8 @@ def test_halving_saves_its_last_rung_and_resumes_it(tmp_path, monkeypatch):
   assert _essence(resumed) == _essence(straight)
   # A straight run of the same candidates is another run: its files are its own.
   monkeypatch.undo()
-  synthesize(task, None, checkpoint_dir=tmp_path, **dict(kw, budget=Budget(candidates=4)))
+  straight_config = dataclasses.replace(config, budget=Budget(candidates=4))
+  synthesize(task, None, checkpoint_dir=tmp_path, **dict(kw, config=straight_config))
   assert len(list(tmp_path.glob("*.npz"))) == 1 + 4
 
 

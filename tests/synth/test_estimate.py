@@ -17,7 +17,7 @@ from hx.compile.values import ListBatch, gather, take
 from hx.data import TaskSizes, sequence
 from hx.lang import parse
 from hx.lang.types import parse_type
-from hx.synth import Budget, Estimate, Evolutionary, Library, Trained, synthesize
+from hx.synth import Budget, Estimate, Evolutionary, Library, SynthesisConfig, Trained, synthesize
 from hx.synth.schedules.estimate import (
   compact_table,
   fit_head,
@@ -236,9 +236,10 @@ def test_a_bool_heads_fit_takes_logits(cs1):
 
 
 def _synth(task, library, schedule, candidates=5):
-  return synthesize(task, library, budget=Budget(candidates=candidates, schedule=schedule),
-                    module_config=TINY, tune_config=TuneConfig(epochs=2, batch_size=30), seed=0,
-                    space=SearchSpace(order="authors"))
+  config = SynthesisConfig(budget=Budget(candidates=candidates, schedule=schedule),
+                           space=SearchSpace(order="authors"), module_config=TINY,
+                           tune_configs={task.spec.kind: TuneConfig(epochs=2, batch_size=30)})
+  return synthesize(task, library, config, seed=0)
 
 
 @pytest.mark.slow
@@ -248,8 +249,9 @@ def test_the_schedule_trains_exactly_the_best_k_short_run_estimates():
 
   task = sum_task(n=200)
   config = TuneConfig(epochs=3, learning_rate=1e-2, batch_size=50)
-  r = synthesize(task, None, budget=Budget(candidates=3, schedule=Estimate(keep=1, val_examples=50)),
-                 module_config=TINY, tune_config=config, seed=0)
+  r = synthesize(task, None, SynthesisConfig(
+      budget=Budget(candidates=3, schedule=Estimate(keep=1, val_examples=50)), module_config=TINY,
+      tune_configs={task.name: config}), seed=0)
   assert [x.status for x in r.ranked] == ["trained", "estimated", "estimated"]
   trained, estimated = r.ranked[:1], r.ranked[1:]
   assert all(x.epochs_run == 3 and x.test_score is not None for x in trained)
@@ -300,11 +302,10 @@ def test_the_candidates_trained_to_the_end_are_those_of_training_every_candidate
   assert {x.order: x.estimate for x in every.ranked} == {x.order: x.estimate for x in led.ranked}
 
 
-def test_estimates_are_for_top_down_only(cs1):
-  task, library = cs1
+def test_estimates_are_for_top_down_only():
   with pytest.raises(ValueError, match="top-down"):
-    synthesize(task, library, strategy=Evolutionary(), budget=Budget(candidates=2, schedule=Estimate()),
-               module_config=TINY, tune_config=TuneConfig(epochs=1))
+    SynthesisConfig(strategy=Evolutionary(), budget=Budget(candidates=2, schedule=Estimate()),
+                    module_config=TINY)
 
 
 def test_a_list_batch_subsample_keeps_the_splits_form():

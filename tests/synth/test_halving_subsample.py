@@ -9,9 +9,10 @@ import math
 import numpy as np
 import pytest
 
+from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.executors import Local
 from hx.synth.schedules.halving import Halving
-from hx.synth.synthesize import Budget, synthesize
+from hx.synth.synthesize import synthesize
 from tests.synth.test_parallel import CONFIG
 from tests.synth.test_synthesize import TINY, sum_task
 
@@ -21,9 +22,10 @@ SCHEDULE = dict(first=1, eta=2)  # rungs: 4 candidates to 1 epoch, 2 to 2, 1 to 
 
 def _run(val_examples):
   config = dataclasses.replace(CONFIG, epochs=EPOCHS)
-  return synthesize(sum_task(n=300), None, budget=Budget(candidates=4, schedule=Halving(
-      **SCHEDULE, val_examples=val_examples)), module_config=TINY, tune_config=config, seed=3,
-      executor=Local())
+  budget = Budget(candidates=4, schedule=Halving(**SCHEDULE, val_examples=val_examples))
+  return synthesize(sum_task(n=300), None, SynthesisConfig(budget=budget, module_config=TINY,
+                                                           tune_configs={"sum_numbers": config}),
+                    seed=3, executor=Local())
 
 
 @pytest.mark.slow

@@ -14,10 +14,11 @@ import pytest
 
 from hx.compile.fitting import Outcome, Prepared
 from hx.lang.parser import parse
+from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.executors import Job, JobResult, Local
 from hx.synth.schedules.halving import Halving, step_shares, successive_halving
 from hx.synth.space import Candidate
-from hx.synth.synthesize import Budget, synthesize
+from hx.synth.synthesize import synthesize
 from hx.synth.topdown import enumerate_programs
 from tests.synth.test_parallel import CONFIG
 from tests.synth.test_synthesize import TINY, sum_task
@@ -180,9 +181,10 @@ def test_equal_time_is_checked():
 @pytest.mark.slow
 def test_a_synthesis_under_equal_time_prices_candidates_by_their_steps():
   config = dataclasses.replace(CONFIG, epochs=2)
-  r = synthesize(sum_task(n=300), None, budget=Budget(candidates=4, schedule=Halving(first=0.5, eta=2,
-                                                                                       equal="time")),
-                 module_config=TINY, tune_config=config, seed=1, executor=Local())
+  budget = Budget(candidates=4, schedule=Halving(first=0.5, eta=2, equal="time"))
+  r = synthesize(sum_task(n=300), None, SynthesisConfig(budget=budget, module_config=TINY,
+                                                        tune_configs={"sum_numbers": config}),
+                 seed=1, executor=Local())
   assert r.candidates_trained == 4
   assert r.best.test_score is not None and r.best.epochs_run == config.epochs
 

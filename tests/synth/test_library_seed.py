@@ -83,8 +83,9 @@ def _results(run) -> list[tuple]:
 
 
 def test_two_sequences_differing_only_in_name_give_identical_results(tmp_path):
-  config = dict(budget=hx.Budget(candidates=3), space=hx.SearchSpace(order="cost"),
-                module_config=ModuleConfig(mlp_hidden=8, cnn_channels=(4, 8)), checkpoints=False)
+  config = dict(config=hx.SynthesisConfig(budget=hx.Budget(candidates=3), space=hx.SearchSpace(order="cost"),
+                                          module_config=ModuleConfig(mlp_hidden=8, cnn_channels=(4, 8))),
+                checkpoints=False)
   bc = hx.run_sequence(_stream("bc").instance(0), tmp_path / "bc", **config)
   renamed = hx.run_sequence(_stream("bc_file").instance(0), tmp_path / "bc_file", **config)
   calls = [c["program"] for c in bc.records[1]["ranked"] if "lib." in c["program"]]

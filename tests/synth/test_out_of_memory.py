@@ -10,11 +10,17 @@ import pytest
 import hx.compile.fitting as fitting
 import hx.synth.jobs as jobs
 from hx.compile import TuneConfig
+from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.executors import Local
-from hx.synth.synthesize import Budget, synthesize
+from hx.synth.synthesize import synthesize
 from tests.synth.test_synthesize import TINY, sum_task
 
 TUNE = TuneConfig(epochs=2, batch_size=50)
+
+
+def _config(candidates: int) -> SynthesisConfig:
+  return SynthesisConfig(budget=Budget(candidates=candidates), module_config=TINY,
+                         tune_configs={"sum_numbers": TUNE})
 
 
 def _exhausted():
@@ -44,8 +50,7 @@ def _running_out(monkeypatch, which, error):
 def test_a_candidate_out_of_memory_is_failed_with_its_reason_and_the_search_goes_on(monkeypatch, error,
                                                                                     reason):
   calls = _running_out(monkeypatch, 2, error)
-  r = synthesize(sum_task(n=200), None, budget=Budget(candidates=3), module_config=TINY, tune_config=TUNE,
-                 seed=0, executor=Local())
+  r = synthesize(sum_task(n=200), None, _config(3), seed=0, executor=Local())
   assert len(calls) == 3 and len(r.ranked) == 3
   failed = [x for x in r.ranked if x.status == "failed"]
   assert [(str(x.search_program), x.reason) for x in failed] == [(calls[1], reason)]
@@ -56,8 +61,7 @@ def test_a_candidate_out_of_memory_is_failed_with_its_reason_and_the_search_goes
 def test_a_task_no_candidate_of_which_fits_is_one_line(monkeypatch, caplog):
   _running_out(monkeypatch, None, _exhausted)
   with caplog.at_level(logging.WARNING):
-    r = synthesize(sum_task(n=200), None, budget=Budget(candidates=2), module_config=TINY, tune_config=TUNE,
-                   seed=0, executor=Local())
+    r = synthesize(sum_task(n=200), None, _config(2), seed=0, executor=Local())
   assert [x.status for x in r.ranked] == ["failed", "failed"]
   (line,) = [m for m in caplog.messages if "cannot fit" in m]
   assert line.startswith("sum_numbers: every candidate (2) ran out of memory (JaxRuntimeError: "

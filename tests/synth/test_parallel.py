@@ -21,6 +21,7 @@ import pytest
 
 from hx.compile import TuneConfig, TuneData
 from hx.compile.fitting import Prepared
+from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.executors import (
   Job,
   Local,
@@ -36,7 +37,7 @@ from hx.synth.executors import (
 from hx.synth.parallel import ProcessExecutor, _portable, _restore, available_cpus
 from hx.synth.schedules.halving import Halving, Rung
 from hx.synth.strategies import Evolutionary
-from hx.synth.synthesize import Budget, synthesize
+from hx.synth.synthesize import synthesize
 from tests.synth.test_synthesize import TINY, sum_task
 
 CONFIG = TuneConfig(epochs=3, batch_size=50)
@@ -53,8 +54,9 @@ def essence(result):
 
 
 def run(executor, candidates=4, schedule=None, n=300, seed=1, config=CONFIG):
-  return synthesize(sum_task(n=n), None, budget=Budget(candidates=candidates, schedule=schedule),
-                    module_config=TINY, tune_config=config, seed=seed, executor=executor)
+  settings = SynthesisConfig(budget=Budget(candidates=candidates, schedule=schedule), module_config=TINY,
+                             tune_configs={"sum_numbers": config})
+  return synthesize(sum_task(n=n), None, settings, seed=seed, executor=executor)
 
 
 class Killer:
@@ -140,8 +142,7 @@ def test_halving_rungs():
 
 def test_halving_is_for_the_topdown_strategy():
   with pytest.raises(ValueError, match="top-down"):
-    synthesize(sum_task(n=60), None, strategy=Evolutionary(), budget=Budget(schedule=Halving()),
-               tune_config=CONFIG)
+    SynthesisConfig(strategy=Evolutionary(), budget=Budget(schedule=Halving()))
 
 
 def test_an_unreachable_ray_address_is_named():
@@ -161,8 +162,9 @@ def test_an_unreachable_ray_address_is_named():
 @pytest.mark.slow
 def test_a_context_crosses_to_another_process_with_its_library():
   task = sum_task(n=120)
-  first = synthesize(task, None, budget=Budget(candidates=1), module_config=TINY,
-                     tune_config=TuneConfig(epochs=1, batch_size=60))
+  one = SynthesisConfig(budget=Budget(candidates=1), module_config=TINY,
+                        tune_configs={"sum_numbers": TuneConfig(epochs=1, batch_size=60)})
+  first = synthesize(task, None, one)
   data = TuneData(task.train, task.val, task.test, task.table).on_device()
   context = TaskContext(Prepared(data, task.objective, CONFIG), first.library, TINY)
   back, frozen, prefixes = _restore(pickle.loads(pickle.dumps(_portable(context))))
@@ -271,16 +273,16 @@ def test_worker_processes_save_candidates_where_this_process_finds_them(tmp_path
   import hx.compile.checkpoint as ck
 
   local = run("local")
+  four = SynthesisConfig(budget=Budget(candidates=4), module_config=TINY,
+                         tune_configs={"sum_numbers": CONFIG})
   with ProcessExecutor(workers=2, threads=1) as pool:
-    saved = synthesize(sum_task(n=300), None, budget=Budget(candidates=4), module_config=TINY,
-                       tune_config=CONFIG, seed=1, executor=pool, checkpoint_dir=tmp_path)
+    saved = synthesize(sum_task(n=300), None, four, seed=1, executor=pool, checkpoint_dir=tmp_path)
   assert essence(saved) == essence(local) and len(os.listdir(tmp_path)) == 4
   # The workers' files have the keys this process computes: a local run finds every result in them.
   def no_training(*args, **kwargs):
     raise AssertionError("trained again")
   monkeypatch.setattr(ck, "tune", no_training)
-  again = synthesize(sum_task(n=300), None, budget=Budget(candidates=4), module_config=TINY,
-                     tune_config=CONFIG, seed=1, checkpoint_dir=tmp_path)
+  again = synthesize(sum_task(n=300), None, four, seed=1, checkpoint_dir=tmp_path)
   assert essence(again) == essence(local)
 
 

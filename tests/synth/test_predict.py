@@ -42,7 +42,8 @@ def _tasks(seed: int = 0) -> tuple[hx.Task, hx.Task, dict]:
 
 def test_a_synthesis_winner_predicts_what_its_scores_were_computed_from():
   first, _, test = _tasks()
-  result = hx.synthesize(first, budget=hx.Budget(candidates=2), module_config=SMALL)
+  result = hx.synthesize(first, config=hx.SynthesisConfig(budget=hx.Budget(candidates=2),
+                                                         module_config=SMALL))
   x, labels = test["bright"]
   for rank in (1, 2):
     predict = result.predictor(rank)
@@ -60,7 +61,8 @@ def test_a_synthesis_winner_predicts_what_its_scores_were_computed_from():
 
 def test_inputs_of_the_wrong_layout_are_refused_naming_the_layout_the_type_needs():
   first, _, test = _tasks()
-  result = hx.synthesize(first, budget=hx.Budget(candidates=1), module_config=SMALL)
+  result = hx.synthesize(first, config=hx.SynthesisConfig(budget=hx.Budget(candidates=1),
+                                                         module_config=SMALL))
   x, _ = test["bright"]
   predict = result.predictor()
   with pytest.raises(ValueError, match=r"not \(n, 1, 6, 6\) as the type's Tensor<real>\[1\]\[6\]\[6\] needs"):
@@ -103,8 +105,9 @@ def test_a_list_or_graph_output_gives_each_example_its_real_elements_or_nodes():
 
 def test_a_run_loaded_later_predicts_what_the_run_scored_and_what_its_library_computes(tmp_path):
   first, second, test = _tasks()
-  config = dict(budget=hx.Budget(candidates=3), space=hx.SearchSpace(order="cost"), module_config=SMALL)
-  run = hx.run_sequence(hx.Sequence.of("mine", [first, second]), tmp_path / "run", **config)
+  config = hx.SynthesisConfig(budget=hx.Budget(candidates=3), space=hx.SearchSpace(order="cost"),
+                              module_config=SMALL)
+  run = hx.run_sequence(hx.Sequence.of("mine", [first, second]), tmp_path / "run", config)
   loaded = load_run(tmp_path / "run")
   assert [p.task for p in loaded.programs] == ["bright", "count"]
   assert loaded.library.names == run.library.names and loaded.module_config == SMALL

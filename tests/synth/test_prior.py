@@ -78,10 +78,9 @@ def _task(name, which, seed):
 @pytest.fixture(scope="module")
 def two_tasks():
   """The library after "is_top" and "is_left", each one fresh network trained for real."""
-  library = None
+  library, config = None, hx.SynthesisConfig(budget=hx.Budget(candidates=1))
   for seed, (name, which) in enumerate([("is_top", "top"), ("is_left", "left")]):
-    library = hx.synthesize(_task(name, which, seed), library, budget=hx.Budget(candidates=1),
-                            sequence="sq").library
+    library = hx.synthesize(_task(name, which, seed), library, config, sequence="sq").library
   return library
 
 
@@ -122,14 +121,14 @@ def test_the_offered_functions_are_listed_best_first_and_the_search_tries_them_s
 
 def test_a_bounded_search_extends_the_whole_library_and_says_what_it_was_offered(two_tasks):
   library = two_tasks
-  result = hx.synthesize(_task("is_left_again", "left", 7), library, budget=hx.Budget(candidates=3),
-                         space=SearchSpace(library_tasks=1), sequence="sq")
+  config = hx.SynthesisConfig(budget=hx.Budget(candidates=3), space=SearchSpace(library_tasks=1))
+  result = hx.synthesize(_task("is_left_again", "left", 7), library, config, sequence="sq")
   assert result.offered == ("nn_sq_2",)
   used = {n for r in result.ranked for n in hx.lang.program.library_names(r.program)}
   assert used <= {"nn_sq_2"}  # nn_sq_1 was not offered
   assert set(library.names) <= set(result.library.names) and len(result.library) > len(library)
-  unbounded = hx.synthesize(_task("is_left_again", "left", 7), library, budget=hx.Budget(candidates=1),
-                            sequence="sq")
+  unbounded = hx.synthesize(_task("is_left_again", "left", 7), library,
+                            hx.SynthesisConfig(budget=hx.Budget(candidates=1)), sequence="sq")
   assert unbounded.offered is None
 
 
@@ -290,8 +289,8 @@ def test_earlier_programs_of_the_tasks_type_are_reused_as_they_are_and_with_one_
 def test_a_search_scores_earlier_programs_as_they_are_then_trains_the_best_with_one_function_fresh(two_tasks):
   library = two_tasks
   space = SearchSpace(library_tasks=2, reused_programs=2)
-  result = hx.synthesize(_task("is_left_again", "left", 7), library, budget=hx.Budget(candidates=2),
-                         space=space, sequence="sq")
+  result = hx.synthesize(_task("is_left_again", "left", 7), library,
+                         hx.SynthesisConfig(budget=hx.Budget(candidates=2), space=space), sequence="sq")
   ranked = sorted(result.ranked, key=lambda r: r.order)
   # Both earlier programs as they are (nothing trained, on top of the budget), is_left's (it predicts
   # its repeat, is_top's not) with its network fresh, then the enumeration's first not seen (by size:
@@ -301,21 +300,20 @@ def test_a_search_scores_earlier_programs_as_they_are_then_trains_the_best_with_
   assert ranked[0].val_score < ranked[1].val_score
   assert result.candidates_trained == 4
   with pytest.raises(ValueError, match="reused_programs proposes earlier programs before the top-down"):
-    hx.synthesize(_task("is_left_again", "left", 7), library, strategy=hx.synth.Evolutionary(), space=space)
+    hx.SynthesisConfig(strategy=hx.synth.Evolutionary(), space=space)
 
 
 def test_within_the_reuse_tolerance_the_fewest_fresh_functions_win(two_tasks):
   library, task = two_tasks, _task("is_left_again", "left", 7)
   budget = hx.Budget(candidates=2)
-  strict = hx.synthesize(task, library, budget=budget, space=SearchSpace(library_tasks=2, reused_programs=1),
-                         sequence="sq")
+  strict = hx.synthesize(task, library, hx.SynthesisConfig(
+      budget=budget, space=SearchSpace(library_tasks=2, reused_programs=1)), sequence="sq")
   best = min(r.val_score for r in strict.trained)
   assert strict.best.val_score == best and strict.best.fresh_types  # is_left's network afresh wins
   assert len(strict.library) == len(library) + 1
   # The earlier network as it is trains nothing: within a wide tolerance it wins, the library unchanged.
-  loose = hx.synthesize(task, library, budget=budget,
-                        space=SearchSpace(library_tasks=2, reused_programs=1, reuse_tolerance=10.0),
-                        sequence="sq")
+  loose_space = SearchSpace(library_tasks=2, reused_programs=1, reuse_tolerance=10.0)
+  loose = hx.synthesize(task, library, hx.SynthesisConfig(budget=budget, space=loose_space), sequence="sq")
   assert str(loose.best.program) == "lib.nn_sq_2" and loose.best.rank == 1
   assert best < loose.best.val_score <= best * 11
   assert loose.library.names == library.names
@@ -346,17 +344,18 @@ def test_within_standard_errors_of_the_best_the_fewest_fresh_functions_win(two_t
 
   library, task = two_tasks, _task("is_left_again", "left", 7)
   budget, space = hx.Budget(candidates=2), SearchSpace(library_tasks=2, reused_programs=1)
-  strict = hx.synthesize(task, library, budget=budget, space=space, sequence="sq")
+  config = hx.SynthesisConfig(budget=budget, space=space)
+  strict = hx.synthesize(task, library, config, sequence="sq")
   best = strict.best.val_score
   as_is = next(r.val_score for r in strict.trained if str(r.program) == "lib.nn_sq_2")
   assert as_is > best and strict.best.fresh_types
   # How many standard errors of the best score (100 validation examples) the earlier network is away.
   k = (as_is - best) / standard_error("error", best, 100)
-  wide = hx.synthesize(task, library, budget=budget, sequence="sq",
-                       space=dataclasses.replace(space, reuse_standard_errors=k * 1.01))
+  wide = hx.synthesize(task, library, dataclasses.replace(
+      config, space=dataclasses.replace(space, reuse_standard_errors=k * 1.01)), sequence="sq")
   assert str(wide.best.program) == "lib.nn_sq_2" and wide.library.names == library.names
-  narrow = hx.synthesize(task, library, budget=budget, sequence="sq",
-                         space=dataclasses.replace(space, reuse_standard_errors=k * 0.99))
+  narrow = hx.synthesize(task, library, dataclasses.replace(
+      config, space=dataclasses.replace(space, reuse_standard_errors=k * 0.99)), sequence="sq")
   assert str(narrow.best.program) == str(strict.best.program)
 
 

@@ -93,7 +93,7 @@ def test_a_vector_encoder_that_helps_wins_a_synthetic_task():
   register_module("squares", VECTOR_ENCODER, init=squares_init, apply=squares_apply)
   task = hx.Task.from_arrays("halves", "Tensor<real>[30] -> Tensor<bool>[1]", _halves(rng, 300),
                              _halves(rng, 100), _halves(rng, 100), training={"epochs": 10, "batch_size": 32})
-  result = hx.synthesize(task, budget=hx.Budget(candidates=2), module_config=SMALL)
+  result = hx.synthesize(task, config=hx.SynthesisConfig(budget=hx.Budget(candidates=2), module_config=SMALL))
   assert len(result.trained) == 2
   best = result.best
   # compose(an MLP, the encoder), whatever names the ranking gives its fresh functions.

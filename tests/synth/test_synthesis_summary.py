@@ -21,6 +21,10 @@ def _task(kind: str) -> hx.Task:
                              split(20), training={"epochs": 1, "batch_size": 20})
 
 
+def _config(candidates: int) -> hx.SynthesisConfig:
+  return hx.SynthesisConfig(budget=hx.Budget(candidates=candidates), module_config=TINY)
+
+
 @pytest.fixture(scope="module")
 def short():
   # The space of Tensor<real>[5] -> Tensor<bool>[1] over an empty library holds one program, a single MLP.
@@ -28,7 +32,7 @@ def short():
   handler = _Lines()
   logging.getLogger("absl").addHandler(handler)
   try:
-    result = hx.synthesize(task, budget=hx.Budget(candidates=2), module_config=TINY)
+    result = hx.synthesize(task, config=_config(2))
   finally:
     logging.getLogger("absl").removeHandler(handler)
   return result, handler.lines
@@ -54,7 +58,7 @@ def test_a_budget_the_space_cannot_fill_is_stated_with_the_spaces_size(short):
 
 
 def test_a_spent_budget_says_nothing():
-  result = hx.synthesize(_task("bool"), budget=hx.Budget(candidates=1), module_config=TINY)
+  result = hx.synthesize(_task("bool"), config=_config(1))
   assert result.shortfall is None and "asked for" not in str(result)
 
 
@@ -62,7 +66,7 @@ def test_the_summary_counts_in_words_and_names_its_metric(short):
   result, _ = short
   assert "1 candidate in " in repr(result) and "1 candidates" not in repr(result)
   assert "classification error (%), lower is better" in repr(result)
-  regression = hx.synthesize(_task("real"), budget=hx.Budget(candidates=1), module_config=TINY)
+  regression = hx.synthesize(_task("real"), config=_config(1))
   assert regression.metric == "rmse" and "scores: RMSE, lower is better" in repr(regression)
 
 

@@ -18,12 +18,13 @@ from hx.compile.values import ListBatch, Split
 from hx.data import Sources, TaskSizes, build_task, sequence, task_spec
 from hx.lang.types import parse_type
 from hx.synth import Library
+from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.evolution import EvolutionConfig
 from hx.synth.executors import JobResult, TaskContext, train_program
 from hx.synth.lifelong import SettingsMismatch, run_sequence
 from hx.synth.space import SearchSpace
 from hx.synth.strategies import Evolutionary, TopDown
-from hx.synth.synthesize import Budget, synthesize, task_context
+from hx.synth.synthesize import synthesize, task_context
 
 SUM = parse_type("List<Tensor<real>[1]> -> Tensor<real>[1]")
 TINY = ModuleConfig(mlp_hidden=32, cnn_channels=(4, 8), lstm_hidden=16, mlp_dropout=0.0, cnn_dropout=0.0)
@@ -58,8 +59,9 @@ def trivial_rmse(split):
 @pytest.mark.slow
 def test_topdown_finds_a_summing_program_within_a_few_candidates():
   task = sum_task()
-  r = synthesize(task, None, budget=Budget(candidates=4), module_config=TINY,
-                 tune_config=TuneConfig(epochs=30, learning_rate=1e-2, batch_size=50), seed=0)
+  config = SynthesisConfig(budget=Budget(candidates=4), module_config=TINY, tune_configs={
+      "sum_numbers": TuneConfig(epochs=30, learning_rate=1e-2, batch_size=50)})
+  r = synthesize(task, None, config, seed=0)
   assert r.candidates_trained == 4 and r.strategy == "topdown"
   assert [x.order for x in sorted(r.ranked, key=lambda x: x.order)] == [0, 1, 2, 3]
   best = r.best
@@ -83,10 +85,11 @@ def test_topdown_finds_a_summing_program_within_a_few_candidates():
 
 def test_same_seed_same_result_and_the_seed_matters():
   task = sum_task(n=300)
-  kw = dict(budget=Budget(candidates=2), module_config=TINY, tune_config=TuneConfig(epochs=2, batch_size=50))
-  a = synthesize(task, None, seed=1, **kw)
-  b = synthesize(task, None, seed=1, **kw)
-  c = synthesize(task, None, seed=2, **kw)
+  config = SynthesisConfig(budget=Budget(candidates=2), module_config=TINY,
+                           tune_configs={"sum_numbers": TuneConfig(epochs=2, batch_size=50)})
+  a = synthesize(task, None, config, seed=1)
+  b = synthesize(task, None, config, seed=1)
+  c = synthesize(task, None, config, seed=2)
   sa = [(str(x.program), x.val_score, x.test_score) for x in a.ranked]
   assert sa == [(str(x.program), x.val_score, x.test_score) for x in b.ranked]
   assert sa != [(str(x.program), x.val_score, x.test_score) for x in c.ranked]
@@ -96,9 +99,10 @@ def test_same_seed_same_result_and_the_seed_matters():
 @pytest.mark.slow
 def test_evolution_trains_nothing_twice_and_reports_equivalents():
   task = sum_task(n=300)
-  r = synthesize(task, None, strategy=Evolutionary(EvolutionConfig(population=4, generations=3)),
-                 budget=Budget(candidates=None), module_config=TINY,
-                 tune_config=TuneConfig(epochs=1, batch_size=50), seed=0, space=SearchSpace(max_size=4))
+  config = SynthesisConfig(strategy=Evolutionary(EvolutionConfig(population=4, generations=3)),
+                           budget=Budget(candidates=None), space=SearchSpace(max_size=4), module_config=TINY,
+                           tune_configs={"sum_numbers": TuneConfig(epochs=1, batch_size=50)})
+  r = synthesize(task, None, config, seed=0)
   trained = [x for x in r.ranked if x.status != "equivalent"]
   assert r.candidates_trained == len(trained) >= 2
   from hx.synth.space import equivalence_key
@@ -112,9 +116,10 @@ def test_evolution_trains_nothing_twice_and_reports_equivalents():
 def test_the_evolutionary_strategy_object_ranks_the_programs_the_name_and_its_settings_did():
   # What synthesize(..., strategy="evolutionary", evolution=EvolutionConfig(population=3, generations=2))
   # ranked, with these arguments, before strategies were objects: the same programs in the same order.
-  r = synthesize(sum_task(n=60), None, strategy=Evolutionary(EvolutionConfig(population=3, generations=2)),
-                 budget=Budget(candidates=None), module_config=TINY,
-                 tune_config=TuneConfig(epochs=1, batch_size=50), seed=0, space=SearchSpace(max_size=4))
+  config = SynthesisConfig(strategy=Evolutionary(EvolutionConfig(population=3, generations=2)),
+                           budget=Budget(candidates=None), space=SearchSpace(max_size=4), module_config=TINY,
+                           tune_configs={"sum_numbers": TuneConfig(epochs=1, batch_size=50)})
+  r = synthesize(sum_task(n=60), None, config, seed=0)
   assert r.strategy == "evolutionary" and repr(r).startswith("SynthesisResult(sum_numbers: evolutionary, 4 ")
   assert [(str(x.search_program), x.status) for x in r.ranked] == [
       ("compose(nn_1, map_l(nn_2))", "trained"), ("nn_1", "trained"),
@@ -149,8 +154,9 @@ class _Scripted:
 def test_failed_candidates_rank_last_whatever_their_scores():
   task = sum_task(n=60)
   outcomes = {0: ("failed", 0.001), 1: ("trained", 0.5), 2: ("trained", 0.2), 3: ("failed", math.nan)}
-  r = synthesize(task, None, budget=Budget(candidates=4), module_config=TINY,
-                 tune_config=TuneConfig(epochs=1), executor=_Scripted(outcomes), keep=1)
+  config = SynthesisConfig(budget=Budget(candidates=4), module_config=TINY,
+                           tune_configs={"sum_numbers": TuneConfig(epochs=1)}, keep=1)
+  r = synthesize(task, None, config, executor=_Scripted(outcomes))
   assert [(x.order, x.status) for x in r.ranked] == [(2, "trained"), (1, "trained"), (0, "failed"),
                                                     (3, "failed")]
   assert r.ranked[2].reason == "loss became nan"
@@ -160,13 +166,12 @@ def test_bad_arguments_are_refused():
   task = sum_task(n=60)
   with pytest.raises(TypeError, match=r"strategy must be a strategy object, hx.synth.TopDown\(\) or "
                                       r"hx.synth.Evolutionary\(...\), got 'topdown' \(the name 'topdown'"):
-    synthesize(task, None, strategy="topdown", tune_config=TuneConfig(epochs=1))
+    SynthesisConfig(strategy="topdown")
   with pytest.raises(TypeError, match="unexpected keyword argument 'evolution'"):
-    synthesize(task, None, strategy=TopDown(), evolution=EvolutionConfig(), tune_config=TuneConfig(epochs=1))
+    SynthesisConfig(strategy=TopDown(), evolution=EvolutionConfig())
   with pytest.raises(ValueError, match="Budget.enumerated=9 bounds the partial programs the top-down search"):
-    synthesize(task, None, strategy=Evolutionary(), budget=Budget(enumerated=9),
-               tune_config=TuneConfig(epochs=1))
-  with pytest.raises(ValueError, match="pass tune_config"):
+    SynthesisConfig(strategy=Evolutionary(), budget=Budget(enumerated=9))
+  with pytest.raises(ValueError, match="task sum_numbers has no spec to take training settings from"):
     synthesize(task, None)
   with pytest.raises(ValueError, match="Budget.candidates"):
     Budget(candidates=0)
@@ -178,15 +183,17 @@ def test_a_second_task_reuses_the_first_tasks_network_and_beats_training_from_sc
   # LSTM's extrapolation to longer lists.
   sizes = TaskSizes(binary=(2000, 300, 300), lists=(2400, 300, 300), test_lengths=(2, 3, 4, 5))
   first = build_task(task_spec("recognize_digit(3)"), Sources(), sizes, 0)
-  r1 = synthesize(first, Library(), budget=Budget(candidates=1), module_config=SMALL,
-                  tune_config=TuneConfig(epochs=6), sequence="cs")
+  r1 = synthesize(first, Library(), SynthesisConfig(budget=Budget(candidates=1), module_config=SMALL,
+                                                    tune_configs={first.spec.kind: TuneConfig(epochs=6)}),
+                  sequence="cs")
   assert r1.best.test_score < 10.0 and len(r1.library) >= 1  # % error; chance is 50
   count = build_task(task_spec("count_digit(3)"), Sources(), sizes, 0).with_fraction(0.02)  # 48 lists
   tc = TuneConfig(epochs=40, learning_rate=1e-2, batch_size=16)
   # Three candidates in hx's cost order, which tries reuse first (the authors' order tries the all-fresh
   # programs first and would need about ten to reach the transfer programs).
-  r2 = synthesize(count, r1.library, budget=Budget(candidates=3), module_config=SMALL, tune_config=tc,
-                  sequence="cs", space=SearchSpace(order="cost"))
+  config = SynthesisConfig(budget=Budget(candidates=3), space=SearchSpace(order="cost"), module_config=SMALL,
+                           tune_configs={count.spec.kind: tc})
+  r2 = synthesize(count, r1.library, config, sequence="cs")
   assert "lib." in str(r2.best.program)
   # The same structure with every function fresh, trained on the same data with the same settings.
   from hx.compile import TuneData
@@ -218,8 +225,8 @@ def test_a_run_whose_libraries_were_lost_rebuilds_them_from_its_records_by_train
   import hx.synth.lifelong as lifelong
 
   seq = sequence("cs1", seed=0, sizes=TaskSizes(binary=(200, 60, 60), lists=(200, 60, 60)))
-  kw = dict(budget=Budget(candidates=2), module_config=TINY, fractions=(1.0,),
-            tune_configs={k: TuneConfig(epochs=1) for k in ("recognize_digit", "count_digit")})
+  kw = dict(config=SynthesisConfig(budget=Budget(candidates=2), module_config=TINY, tune_configs={
+      k: TuneConfig(epochs=1) for k in ("recognize_digit", "count_digit")}), fractions=(1.0,))
   whole = run_sequence(seq, tmp_path / "a", stop_after=2, **kw)
   run_sequence(seq, tmp_path / "b", stop_after=1, **kw)
   first = (tmp_path / "b" / "records" / "01_recognize_digit(0)" / "fraction_1.json").read_text()
@@ -249,8 +256,8 @@ def test_a_task_interrupted_midway_resumes_on_a_fresh_clone_from_its_kept_candid
   import hx.synth.jobs as jobs
 
   seq = sequence("cs1", seed=0, sizes=TaskSizes(binary=(200, 60, 60), lists=(200, 60, 60)))
-  kw = dict(budget=Budget(candidates=3), module_config=TINY, fractions=(1.0,),
-            tune_configs={k: TuneConfig(epochs=1) for k in ("recognize_digit", "count_digit")})
+  kw = dict(config=SynthesisConfig(budget=Budget(candidates=3), module_config=TINY, tune_configs={
+      k: TuneConfig(epochs=1) for k in ("recognize_digit", "count_digit")}), fractions=(1.0,))
   whole = run_sequence(seq, tmp_path / "a", stop_after=2, **kw)
   real, trained = jobs.train_program, []
   first_task = whole.records[0]["candidates_trained"]
@@ -291,8 +298,9 @@ def test_a_task_interrupted_midway_resumes_on_a_fresh_clone_from_its_kept_candid
 @pytest.mark.slow
 def test_a_lifelong_run_interrupted_after_its_first_task_resumes_to_the_same_results(tmp_path):
   seq = sequence("cs1", seed=0, sizes=TaskSizes(binary=(300, 100, 100), lists=(300, 100, 100)))
-  kw = dict(budget=Budget(candidates=2), module_config=TINY, fractions=(0.5, 1.0),
-            tune_configs={k: TuneConfig(epochs=1) for k in ("recognize_digit", "count_digit")})
+  config = SynthesisConfig(budget=Budget(candidates=2), module_config=TINY,
+                           tune_configs={k: TuneConfig(epochs=1) for k in ("recognize_digit", "count_digit")})
+  kw = dict(config=config, fractions=(0.5, 1.0))
   whole = run_sequence(seq, tmp_path / "a", stop_after=3, **kw)
   part = run_sequence(seq, tmp_path / "b", stop_after=1, **kw)
   assert part.resumed_after == 0 and len(part.records) == 2
@@ -313,7 +321,8 @@ def test_a_lifelong_run_interrupted_after_its_first_task_resumes_to_the_same_res
   for x in saved["ranked"]:  # each trained candidate's learning curve: one epoch here, its best score
     assert x["epochs_run"] == 1 and (x["val_history"] == [x["val"]] or x["status"] != "trained")
   with pytest.raises(SettingsMismatch, match="budget"):
-    run_sequence(seq, tmp_path / "b", **{**kw, "budget": Budget(candidates=3)})
+    run_sequence(seq, tmp_path / "b", dataclasses.replace(config, budget=Budget(candidates=3)),
+                 fractions=(0.5, 1.0))
   with pytest.raises(SettingsMismatch, match="holds no hx run"):
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "x").write_text("x")
@@ -323,18 +332,18 @@ def test_a_lifelong_run_interrupted_after_its_first_task_resumes_to_the_same_res
 
 def test_a_lifelong_run_takes_one_budget_per_task(tmp_path):
   seq = sequence("cs1", seed=0, sizes=TaskSizes(binary=(40, 20, 20), lists=(40, 20, 20)))
-  kw = dict(module_config=TINY, tune_configs={k: TuneConfig(epochs=1) for k in ("recognize_digit",
-                                                                                  "count_digit")})
+  config = SynthesisConfig(module_config=TINY,
+                           tune_configs={k: TuneConfig(epochs=1) for k in ("recognize_digit", "count_digit")})
   with pytest.raises(ValueError, match="3 budgets for the 4 tasks of cs1"):
-    run_sequence(seq, tmp_path / "bad", budget=[Budget(candidates=1)] * 3, **kw)
+    run_sequence(seq, tmp_path / "bad", config, budgets=[Budget(candidates=1)] * 3)
   assert not (tmp_path / "bad").exists()  # refused before anything is written
   budgets = [Budget(candidates=1), Budget(candidates=2), Budget(candidates=1), Budget(candidates=1)]
-  run = run_sequence(seq, tmp_path / "a", budget=budgets, stop_after=2, **kw)
+  run = run_sequence(seq, tmp_path / "a", config, budgets=budgets, stop_after=2)
   assert [r["candidates_trained"] for r in run.records] == [1, 2]
   saved = json.loads((tmp_path / "a" / "settings.json").read_text())["settings"]["budget"]
   assert [b["candidates"] for b in saved] == [1, 2, 1, 1]
   with pytest.raises(SettingsMismatch, match="budget"):
-    run_sequence(seq, tmp_path / "a", budget=Budget(candidates=1), stop_after=2, **kw)
+    run_sequence(seq, tmp_path / "a", dataclasses.replace(config, budget=Budget(candidates=1)), stop_after=2)
 
 
 def test_the_task_context_sizes_the_run_for_the_tasks_training_split():
@@ -371,8 +380,9 @@ def test_the_winner_joins_the_library_without_being_compiled_again(monkeypatch):
       inside.pop()
 
   monkeypatch.setattr(S, "_extend", counted)
-  r = synthesize(sum_task(n=100), None, budget=Budget(candidates=2), module_config=TINY,
-                 tune_config=TuneConfig(epochs=1, batch_size=50), seed=0)
+  config = SynthesisConfig(budget=Budget(candidates=2), module_config=TINY,
+                           tune_configs={"sum_numbers": TuneConfig(epochs=1, batch_size=50)})
+  r = synthesize(sum_task(n=100), None, config, seed=0)
   assert r.added is not None and len(r.library) == len(r.best.fresh_types)
   assert "/jax/core/compile/backend_compile_duration" not in events, events
   # The listener hears a compilation where there is one (a shape no cache holds).

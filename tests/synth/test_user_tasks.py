@@ -24,7 +24,7 @@ def task(side: int, n: int = 48) -> hx.Task:
 
 
 def test_an_8x8_task_trains_a_small_cnn_and_prints_a_summary():
-  result = hx.synthesize(task(8), budget=hx.Budget(candidates=1))
+  result = hx.synthesize(task(8), config=hx.SynthesisConfig(budget=hx.Budget(candidates=1)))
   best = result.best
   assert best.status == "trained" and 0 <= best.test_score <= 100
   cnns = [s for s in result.library.specs().values() if s.template == "cnn"]
@@ -41,7 +41,7 @@ def test_an_8x8_task_trains_a_small_cnn_and_prints_a_summary():
 
 
 def test_a_task_no_module_can_build_says_why():
-  result = hx.synthesize(task(2), budget=hx.Budget(candidates=2))
+  result = hx.synthesize(task(2), config=hx.SynthesisConfig(budget=hx.Budget(candidates=2)))
   assert result.ranked == () and "no candidate trained" in repr(result)
   why = r"no candidate of bright2 trained successfully \(the search proposed no program: .*image " \
         r"Tensor<real>\[1\]\[2\]\[2\] too small"
@@ -59,17 +59,17 @@ def test_a_user_task_trains_in_other_processes_as_in_this_one(executor):
   if executor == "ray":
     pytest.importorskip("ray", reason="Ray is not installed (the 'ray' extra)")
   t = task(8)
-  local = hx.synthesize(t, budget=hx.Budget(candidates=2))
+  local = hx.synthesize(t, config=hx.SynthesisConfig(budget=hx.Budget(candidates=2)))
   settings = hx.synth.Processes() if executor == "processes" else hx.synth.Ray()
-  elsewhere = hx.synthesize(t, budget=hx.Budget(candidates=2), executor=settings)
+  elsewhere = hx.synthesize(t, config=hx.SynthesisConfig(budget=hx.Budget(candidates=2)), executor=settings)
   assert _scores(elsewhere) == _scores(local)
 
 
 def test_a_user_task_resumes_from_its_checkpoints(tmp_path):
   t = task(8)
-  first = hx.synthesize(t, budget=hx.Budget(candidates=2), checkpoint_dir=tmp_path)
+  first = hx.synthesize(t, config=hx.SynthesisConfig(budget=hx.Budget(candidates=2)), checkpoint_dir=tmp_path)
   assert len(list(tmp_path.glob("*.npz"))) == 2
-  again = hx.synthesize(t, budget=hx.Budget(candidates=2), checkpoint_dir=tmp_path)
+  again = hx.synthesize(t, config=hx.SynthesisConfig(budget=hx.Budget(candidates=2)), checkpoint_dir=tmp_path)
   assert _scores(again) == _scores(first)
   # Restored, not trained again: each candidate's saved training time comes back to the last digit.
   assert [r.train_seconds for r in again.ranked] == [r.train_seconds for r in first.ranked]

@@ -28,14 +28,14 @@ def _winners(run) -> list[tuple[str, str, float]]:
 
 @pytest.mark.slow
 def test_run_sequence_runs_a_users_tasks_grows_the_library_and_resumes(tmp_path):
-  budget = hx.Budget(candidates=1)
-  whole = hx.run_sequence(_sequence(), tmp_path / "whole", budget=budget)
+  config = hx.SynthesisConfig(budget=hx.Budget(candidates=1))
+  whole = hx.run_sequence(_sequence(), tmp_path / "whole", config)
   assert [r["task"] for r in whole.records] == ["bright", "dark"]
   assert whole.library.names and all(n.startswith("nn_mine_") for n in whole.library.names)
   assert "Array" not in repr(whole) and len(repr(whole)) < 200
-  part = hx.run_sequence(_sequence(), tmp_path / "part", budget=budget, stop_after=1)
+  part = hx.run_sequence(_sequence(), tmp_path / "part", config, stop_after=1)
   assert [r["task"] for r in part.records] == ["bright"]
-  rest = hx.run_sequence(_sequence(), tmp_path / "part", budget=budget)
+  rest = hx.run_sequence(_sequence(), tmp_path / "part", config)
   assert rest.resumed_after == 1
   assert _winners(rest) == _winners(whole)
   assert rest.library.names == whole.library.names
