@@ -230,8 +230,9 @@ def _prefix_library(args, seq, index: int, sizes):
   import dataclasses
   import zlib
 
+  from hx.compile import ModuleConfig
   from hx.presets import training_settings
-  from hx.synth import Budget, Library, synthesize
+  from hx.synth import Budget, Library, SynthesisConfig, synthesize
 
   programs = None
   if args.prefix_program is not None:
@@ -267,13 +268,14 @@ def _prefix_library(args, seq, index: int, sizes):
     start = time.perf_counter()
     modules = None
     if args.prefix_cnn_dropout is not None:
-      from hx.compile import ModuleConfig
       modules = ModuleConfig(cnn_dropout=args.prefix_cnn_dropout)
     if programs is not None:
       library = _train_into(library, task, programs[i], args.seed, config, modules, seq.name, checkpoints)
     else:
-      r = synthesize(task, library, budget=Budget(candidates=args.prefix_candidates), seed=args.seed,
-                     tune_config=config, module_config=modules, sequence=seq.name,
+      settings = SynthesisConfig(budget=Budget(candidates=args.prefix_candidates),
+                                 module_config=modules or ModuleConfig(),
+                                 tune_configs={task.spec.kind: config})
+      r = synthesize(task, library, settings, seed=args.seed, sequence=seq.name,
                      checkpoint_dir=os.path.join(checkpoints, f"task{i + 1}"))
       print(f"# library: task {i + 1} {task.name}: {r.best.program} test {r.best.test_score:.4g} "
             f"({time.perf_counter() - start:.0f} s)", flush=True)
@@ -626,9 +628,10 @@ def main(argv: list[str] | None = None) -> dict:
 
   import dataclasses
 
+  from hx.compile import ModuleConfig
   from hx.data import Sources, sequence
   from hx.presets import task_sizes, training_settings
-  from hx.synth import Budget, synthesize
+  from hx.synth import Budget, SynthesisConfig, synthesize
   from hx.synth.schedules.halving import Halving
 
   # Bad flags fail here, before the data load.
@@ -706,9 +709,10 @@ def main(argv: list[str] | None = None) -> dict:
           raise SystemExit(f"unknown schedule {schedule_name!r}: full, halving, halving:sub, patience:N, "
                            "estimate:METHOD:K or cheap[:S[:K[:ETA]]]")
         load = os.getloadavg()[0]
-        r = synthesize(task, library, budget=Budget(candidates=args.candidates, schedule=schedule),
-                       seed=synthesis_seed, tune_config=run_config, module_config=modules,
-                       executor=executor, sequence=seq.name, space=space)
+        settings = SynthesisConfig(budget=Budget(candidates=args.candidates, schedule=schedule), space=space,
+                                   module_config=modules or ModuleConfig(),
+                                   tune_configs={task.spec.kind: run_config})
+        r = synthesize(task, library, settings, seed=synthesis_seed, executor=executor, sequence=seq.name)
         worker = r.compile_seconds + r.train_seconds + r.eval_seconds
         best = r.ranked[0]
         run = {

@@ -5,12 +5,12 @@ executor by its name and settings.
     strategies_from_names(["topdown", "evolutionary"])
     parse_executor("processes:workers=4,threads=1,lend=true")   # hx.synth.Processes(4, 1, lend=True)
 
-`hx.synthesize`, `hx.synth.run_sequence` and `hx.evaluation.EvalConfig.make` take strategy objects
-(`hx.synth.TopDown()`, `hx.synth.Evolutionary(EvolutionConfig(...))`) and executor settings
-(`hx.synth.Local()`, `hx.synth.Processes(...)`, `hx.synth.Ray(...)`); a name is how a flag (hx-run's
---strategy and --executor), a sequence file's `strategies` or a benchmark's argument writes one, and is
-read here only. A strategy's name is its class's `name` (the text of records and of the methods
-houdini_<name>).
+`hx.synth.SynthesisConfig` and `hx.evaluation.EvalConfig.make` take strategy objects
+(`hx.synth.TopDown()`, `hx.synth.Evolutionary(EvolutionConfig(...))`), and `hx.synthesize` and
+`hx.synth.run_sequence` executor settings (`hx.synth.Local()`, `hx.synth.Processes(...)`,
+`hx.synth.Ray(...)`); a name is how a flag (hx-run's --strategy and --executor), a sequence file's
+`strategies` or a benchmark's argument writes one, and is read here only. A strategy's name is its
+class's `name` (the text of records and of the methods houdini_<name>).
 """
 
 from __future__ import annotations

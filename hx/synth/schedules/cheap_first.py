@@ -2,7 +2,7 @@
 costly one only where its first steps already beat them.
 
     budget = Budget(candidates=20, schedule=CheapFirst(probe_steps=80))
-    result = hx.synthesize(task, library, budget=budget)
+    result = hx.synthesize(task, library, hx.SynthesisConfig(budget=budget))
 
 Where a task's library holds functions trained on earlier tasks, a candidate that puts fresh functions on
 top of frozen ones (a fresh head on the earlier task's CNN) trains at a small part of the cost of one that

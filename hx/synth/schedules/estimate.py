@@ -2,7 +2,7 @@
 schedule that trains only the best-estimated candidates to the end.
 
     budget = Budget(candidates=20, schedule=Estimate(keep=4, method="short"))
-    result = hx.synthesize(task, library, budget=budget)
+    result = hx.synthesize(task, library, hx.SynthesisConfig(budget=budget))
     [r for r in result.ranked if r.status == "estimated"]     # 16 candidates scored by an estimate only
 
 Every candidate gets an estimate before any trains to the end; the `keep` best estimates train to the

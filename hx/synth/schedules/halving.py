@@ -1,6 +1,7 @@
 """Successive halving: train every candidate briefly, and only the better part further.
 
-    result = hx.synthesize(task, library, budget=Budget(candidates=20, schedule=Halving(first=2, eta=4)))
+    budget = Budget(candidates=20, schedule=Halving(first=2, eta=4))
+    result = hx.synthesize(task, library, hx.SynthesisConfig(budget=budget))
 
 Successive halving (Jamieson and Talwalkar 2016; the inner loop of Hyperband, Li et al. 2017) spends a
 synthesis's training where it matters. With n candidates and E epochs per candidate (the task's

@@ -1,6 +1,6 @@
 """Every candidate to the end: the paper's schedule, and `Budget`'s default.
 
-    result = hx.synthesize(task, library, budget=Budget(candidates=20))        # schedule=ToEnd()
+    result = hx.synthesize(task, library, hx.SynthesisConfig(budget=Budget(candidates=20)))  # ToEnd()
 
 Each candidate trains for the task's epochs (`TuneConfig.epochs`, less where early stopping,
 `TuneConfig.patience`, stops it), in the search's order, and nothing is estimated.
