@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hx.compile.modules.config import ModuleConfig
 from hx.compile.tune_inputs import TuneConfig
 from hx.synth.schedules import Schedule, ToEnd
 from hx.synth.space import SearchSpace
 from hx.synth.strategies import Strategy, TopDown, check_strategy
+
+if TYPE_CHECKING:
+  from hx.data import ArrayTaskSpec, TaskSpec
 
 __all__ = ["Budget", "SynthesisConfig"]
 
@@ -128,7 +131,7 @@ class SynthesisConfig:
       return table[task.name]
     return self.spec_tune_config(spec, task.name)
 
-  def spec_tune_config(self, spec: Any, name: str | None = None) -> TuneConfig:
+  def spec_tune_config(self, spec: TaskSpec | ArrayTaskSpec | None, name: str | None = None) -> TuneConfig:
     """The training settings of a task of spec `spec` (an `hx.data.TaskSpec` or `ArrayTaskSpec`; None
     for a task without one), named `name` in messages: those of its kind in `tune_configs`; where that
     is empty, `hx.presets.task_tune_config(spec)` (its kind's under the paper preset, or a user's task's

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 from hx.lang import program as P
 from hx.lang.errors import HxTypeError
@@ -34,6 +34,7 @@ from hx.lang.types import Type
 from hx.synth.space import (
   Candidate,
   Completer,
+  SearchLibrary,
   SearchSpace,
   annotate_holes,
   check_candidate,
@@ -42,6 +43,9 @@ from hx.synth.space import (
   hole_role,
   program_cost,
 )
+
+if TYPE_CHECKING:
+  from hx.compile.modules import ModuleConfig
 
 __all__ = ["EvolutionConfig", "Generation", "Evolution", "evolve", "random_candidate"]
 
@@ -238,9 +242,10 @@ class _Operators:
     return None
 
 
-def evolve(task_type: Type, library: Any, score: Callable[[Sequence[Candidate]], Sequence[float]], *,
+def evolve(task_type: Type, library: SearchLibrary,
+           score: Callable[[Sequence[Candidate]], Sequence[float]], *,
            config: EvolutionConfig = EvolutionConfig(), space: SearchSpace = SearchSpace(),
-           module_config: Any = None, seed: int = 0,
+           module_config: ModuleConfig | None = None, seed: int = 0,
            stop: Callable[[], bool] | None = None) -> Iterator[Generation]:
   """Runs the evolutionary search, yielding each generation after it is scored.
 
@@ -291,8 +296,8 @@ class Evolution:
     index: the current generation's number (0: the initial population).
   """
 
-  def __init__(self, task_type: Type, library: Any, *, config: EvolutionConfig = EvolutionConfig(),
-               space: SearchSpace = SearchSpace(), module_config: Any = None, seed: int = 0):
+  def __init__(self, task_type: Type, library: SearchLibrary, *, config: EvolutionConfig = EvolutionConfig(),
+               space: SearchSpace = SearchSpace(), module_config: ModuleConfig | None = None, seed: int = 0):
     self.config = config
     self._rng = random.Random(seed)
     completer = Completer(library, space, module_config)

@@ -28,7 +28,7 @@ does not depend on the executor that ran it (`hx.synth.jobs` on seeds).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Protocol, Sequence
 
 from hx.synth.jobs import (
   Checkpoints,
@@ -41,6 +41,11 @@ from hx.synth.jobs import (
   task_key,
   train_program,
 )
+
+if TYPE_CHECKING:
+  import chex
+
+  from hx.synth.parallel import ProcessExecutor, RayExecutor
 
 __all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "Executor", "ExecutorSettings",
            "LocalExecutor", "Local", "Processes", "Ray", "start_executor", "check_executor",
@@ -66,7 +71,7 @@ class LocalExecutor:
     from hx.compile.memo import PrefixTables
 
     self._context: TaskContext | None = None
-    self._frozen: Any = None
+    self._frozen: Mapping[str, chex.ArrayTree] | None = None
     self._prefixes = PrefixTables()
 
   def _prepare(self, context: TaskContext) -> None:
@@ -134,7 +139,7 @@ class Processes:
     if self.job_timeout is not None and self.job_timeout <= 0:
       raise ValueError(f"Processes.job_timeout must be positive or None, got {self.job_timeout}")
 
-  def start(self) -> Any:
+  def start(self) -> ProcessExecutor:
     """A `hx.synth.parallel.ProcessExecutor` of these settings (its workers start at its first jobs)."""
     from hx.synth.parallel import ProcessExecutor
 
@@ -168,7 +173,7 @@ class Ray:
     if self.cpus_per_job < 1 or self.max_retries < 0:
       raise ValueError(f"bad Ray settings: cpus_per_job={self.cpus_per_job}, max_retries={self.max_retries}")
 
-  def start(self) -> Any:
+  def start(self) -> RayExecutor:
     """A `hx.synth.parallel.RayExecutor` of these settings: joins or starts Ray now.
 
     Raises:
@@ -182,11 +187,11 @@ class Ray:
                        init_options=None if self.init_options is None else dict(self.init_options))
 
 
-def _running(executor: Any) -> bool:
+def _running(executor: Executor | ExecutorSettings | None) -> bool:
   return not isinstance(executor, type) and callable(getattr(executor, "run", None))
 
 
-def check_executor(executor: Any) -> None:
+def check_executor(executor: Executor | ExecutorSettings | None) -> None:
   """TypeError, naming what to pass, where `executor` is neither None, executor settings (`Local()`,
   `Processes(...)`, `Ray(...)`) nor a running `Executor` (a name, say: the binaries' spelling)."""
   if executor is None or _running(executor):

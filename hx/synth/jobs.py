@@ -18,13 +18,24 @@ import gc
 import os
 import time
 import zlib
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from hx.canonical_json import canonical_json
 from hx.compile.fitting import HoldsOutcome, Outcome, Prepared, out_of_memory, seeded, train
 from hx.lang import program as P
 from hx.lang.types import Type
 from hx.synth.space import Candidate
+
+if TYPE_CHECKING:
+  import chex
+
+  from hx.compile.checkpoint import Checkpoint
+  from hx.compile.lower import CompiledProgram
+  from hx.compile.memo import PrefixTables
+  from hx.compile.modules import ModuleConfig
+  from hx.compile.tune_results import TuneResult, TuneState
+  from hx.compile.tuning import TuneData
+  from hx.synth.library import Library
 
 __all__ = ["TaskContext", "Checkpoints", "task_key", "Job", "JobResult", "job_seed", "continued",
            "step_costs", "train_program", "run_job", "failed_result"]
@@ -42,11 +53,11 @@ class TaskContext:
     checkpoints: where candidates are saved as they train (`Checkpoints`), or None.
   """
   ready: Prepared
-  library: Any
-  module_config: Any
+  library: Library | None
+  module_config: ModuleConfig
   checkpoints: Checkpoints | None = None
 
-  def with_data(self, data: Any, **changes: Any) -> TaskContext:
+  def with_data(self, data: TuneData, **changes: object) -> TaskContext:
     """This context with the task's data `data` (and any other fields `changes`)."""
     return dataclasses.replace(self, ready=dataclasses.replace(self.ready, data=data), **changes)
 
@@ -79,7 +90,7 @@ class Checkpoints:
   every_seconds: float = 120.0
   scores: str | None = None
 
-  def for_job(self, job: Job, context: TaskContext) -> Any:
+  def for_job(self, job: Job, context: TaskContext) -> Checkpoint:
     """The `hx.compile.checkpoint.Checkpoint` of `job` in `context`: its key names the library's functions
     with their versions (weights' hashes)."""
     from hx.compile.checkpoint import checkpoint_in
@@ -99,7 +110,7 @@ class Checkpoints:
                                   else []))
     return os.fspath(kept_path(self.scores, key)), key
 
-  def key(self, job: Job, context: TaskContext, library: Any) -> dict[str, Any]:
+  def key(self, job: Job, context: TaskContext, library: dict[str, str] | list[str]) -> dict[str, object]:
     """What `job` trains, as a plain dict: the task and its data's fingerprint (`task_key`), the program,
     the fresh functions' types, the seeded training settings (`hx.compile.TuneConfig`), the module
     settings (`hx.compile.ModuleConfig`), `library` (its functions' versions, or names) and the schedule
@@ -111,7 +122,7 @@ class Checkpoints:
             "library": library, "schedule": job.schedule}
 
 
-def task_key(name: str, data: Any) -> dict[str, str]:
+def task_key(name: str, data: TuneData) -> dict[str, str]:
   """{"task": `name`, "data": a fingerprint of `data` (every array's dtype, shape and bytes)}: the task part
   of a checkpoint key, so that a directory of checkpoints is never resumed on other data."""
   from hx.compile.checkpoint import fingerprint
@@ -137,7 +148,7 @@ class Job:
   candidate: Candidate
   seed: int
   until: float | None = None
-  resume: Any = dataclasses.field(default=None, compare=False, repr=False)
+  resume: TuneState | None = dataclasses.field(default=None, compare=False, repr=False)
   schedule: Any = None
 
 
@@ -190,9 +201,10 @@ def job_seed(seed: int, candidate: Candidate) -> int:
 
 
 def train_program(program: P.Program, fresh_types: Mapping[str, Type], context: TaskContext, *,
-                  seed: int, frozen_variables: Mapping[str, Any] | None = None,
-                  prefixes: Any = None, until: float | None = None, resume: Any = None,
-                  checkpoint: Any = None) -> tuple[Any, Any]:
+                  seed: int, frozen_variables: Mapping[str, chex.ArrayTree] | None = None,
+                  prefixes: PrefixTables | None = None, until: float | None = None,
+                  resume: TuneState | None = None, checkpoint: Checkpoint | None = None
+                  ) -> tuple[CompiledProgram, TuneResult]:
   """Compiles `program` (its fresh functions of the given types) and trains it
   (`hx.compile.fitting.train`).
 
@@ -243,8 +255,8 @@ def failed_result(job: Job, reason: str, seconds: float = 0.0, attempts: int = 1
                    attempts=attempts)
 
 
-def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, Any] | None = None,
-            prefixes: Any = None) -> JobResult:
+def run_job(context: TaskContext, job: Job, frozen_variables: Mapping[str, chex.ArrayTree] | None = None,
+            prefixes: PrefixTables | None = None) -> JobResult:
   """Trains one job; an error while compiling or training becomes a failed result with the reason, running
   out of memory too (`hx.compile.fitting.out_of_memory`; a search goes on to its next candidate), but a
   checkpoint file that cannot be used raises its `hx.compile.checkpoint.CheckpointError`, and a write the

@@ -28,7 +28,7 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from hx.atomic import write_atomically
 from hx.canonical_json import jsonable
@@ -36,6 +36,7 @@ from hx.jsonread import (
   Check,
   Invalid,
   JsonFileError,
+  JsonValue,
   anything,
   array,
   boolean,
@@ -59,6 +60,9 @@ __all__ = [
     "READ_VERSIONS", "LayoutVersionError", "layout_version", "check_layout_version",
 ]
 
+_Settings = TypeVar("_Settings")
+"""The dataclass `from_jsonable` reads."""
+
 RECORD_VERSION = 2
 """The version of a run directory's layout (`hx.synth.run_directory`) and of its records
 (`hx.synth.lifelong.record`, `hx.evaluation.records.baseline_record`), held by every record and
@@ -75,7 +79,7 @@ class LayoutVersionError(JsonFileError):
   a newer hx's): the message names the file, its version and the ones this hx reads."""
 
 
-def layout_version(value: dict) -> Any:
+def layout_version(value: dict[str, JsonValue]) -> JsonValue:
   """The layout version of the JSON object `value` (a record or a settings.json): its "record_version",
   1 where it has none (written before hx recorded it)."""
   return value.get("record_version", 1)
@@ -97,7 +101,7 @@ def check_layout_version(path: os.PathLike | str, value: dict) -> None:
                                    "hx that wrote it, or another directory")
 
 
-def from_jsonable(cls: type, value: Any, where: str) -> Any:
+def from_jsonable(cls: type[_Settings], value: JsonValue, where: str) -> _Settings:
   """The frozen dataclass `cls` (e.g. `hx.compile.ModuleConfig`) that `jsonable` wrote as `value`: a field
   missing from `value` takes its default (a file of an older hx, or of layout version 1, which left some
   fields out at their defaults: `hx.synth.run_directory.VERSION_1_OMITTED`), a field whose default is a
@@ -114,7 +118,7 @@ def from_jsonable(cls: type, value: Any, where: str) -> Any:
   if unknown:
     raise ValueError(f"{where}: {cls.__name__} has no field {', '.join(unknown)}")
 
-  def read(v: Any, default: Any, at: str) -> Any:
+  def read(v: JsonValue, default: object, at: str) -> object:
     if dataclasses.is_dataclass(default) and not isinstance(default, type):
       return from_jsonable(type(default), v, at)
     if isinstance(v, list):
@@ -130,7 +134,7 @@ def from_jsonable(cls: type, value: Any, where: str) -> Any:
     raise ValueError(f"{where}: {err}") from None
 
 
-def write_json(path: Path, obj: Any) -> None:
+def write_json(path: Path, obj: JsonValue) -> None:
   """Writes `obj` as JSON to `path` atomically (`hx.atomic.write_atomically`): a reader sees the old file
   or the new one, never a part."""
   write_atomically(path, lambda f: json.dump(obj, f, indent=1, sort_keys=True), text=True)

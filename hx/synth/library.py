@@ -51,7 +51,7 @@ import os
 import re
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple, Sequence, Union
 
 import flax.serialization
 import jax
@@ -61,9 +61,14 @@ from hx import atomic
 from hx.compile.lower import CompiledProgram
 from hx.compile.modules.spec import ModuleSpec
 from hx.compile.modules.templates import init_module
+from hx.jsonread import JsonValue
 from hx.lang import program as P
 from hx.lang.types import Type, parse_type, type_variables
 from hx.synth.jsonfiles import JsonFileError, read_json
+
+if TYPE_CHECKING:
+  import chex
+  import numpy.typing as npt
 
 __all__ = [
   "FORMAT", "FORMAT_VERSION", "Added", "Entry", "Library", "LibraryError", "Provenance", "Trained",
@@ -155,7 +160,8 @@ class Entry:
   version: str = dataclasses.field(init=False)
 
   @classmethod
-  def of(cls, name: str, spec: ModuleSpec, variables: Mapping[str, Any], provenance: Provenance) -> Entry:
+  def of(cls, name: str, spec: ModuleSpec, variables: Mapping[str, chex.ArrayTree],
+         provenance: Provenance) -> Entry:
     """An entry holding a read-only copy of `variables`.
 
     Args:
@@ -212,7 +218,7 @@ class Entry:
     return f"Entry({self.name} : {self.type}, {self.spec.template}, version {self.version[:12]})"
 
 
-def _frozen_array(a: Any) -> np.ndarray:
+def _frozen_array(a: npt.ArrayLike) -> np.ndarray:
   """A private (the caller may reuse or donate its buffer), read-only, C-ordered copy in native byte
   order (the files and versions record a dtype's name, which does not say the byte order)."""
   a = np.asarray(a)
@@ -221,11 +227,11 @@ def _frozen_array(a: Any) -> np.ndarray:
   return out
 
 
-def _flatten(tree: Any) -> tuple[Any, tuple[np.ndarray, ...]]:
+def _flatten(tree: chex.ArrayTree) -> tuple[JsonValue, tuple[np.ndarray, ...]]:
   """(JSON structure, leaves) of a tree of dicts (string keys), tuples, lists and arrays."""
   leaves: list[np.ndarray] = []
 
-  def walk(node: Any) -> Any:
+  def walk(node: chex.ArrayTree) -> JsonValue:
     if isinstance(node, dict):
       if any(not isinstance(k, str) for k in node):
         raise TypeError(f"variable dict keys must be strings, got {sorted(map(repr, node))}")
@@ -245,7 +251,7 @@ def _flatten(tree: Any) -> tuple[Any, tuple[np.ndarray, ...]]:
   return walk(tree), tuple(leaves)
 
 
-def _array_nodes(structure: Any) -> Iterator[dict]:
+def _array_nodes(structure: JsonValue) -> Iterator[dict]:
   """The {"dtype", "shape"} of each leaf of a JSON structure, in leaf order; ValueError if malformed."""
   if not isinstance(structure, dict) or len(structure) != 1:
     raise ValueError(f"a structure node must be a one-key object, got {structure!r:.80}")
@@ -264,7 +270,7 @@ def _array_nodes(structure: Any) -> Iterator[dict]:
     raise ValueError(f"unknown structure node {structure!r:.80}")
 
 
-def _check_leaves(structure: Any, leaves: tuple[np.ndarray, ...], name: str) -> None:
+def _check_leaves(structure: JsonValue, leaves: tuple[np.ndarray, ...], name: str) -> None:
   nodes = list(_array_nodes(structure))
   if len(nodes) != len(leaves):
     raise ValueError(f"{name}: the structure has {len(nodes)} arrays, {len(leaves)} given")
@@ -274,7 +280,7 @@ def _check_leaves(structure: Any, leaves: tuple[np.ndarray, ...], name: str) -> 
                        f"{node['dtype']}{node['shape']}")
 
 
-def _unflatten(structure: Any, leaves: Iterator[np.ndarray]) -> Any:
+def _unflatten(structure: JsonValue, leaves: Iterator[np.ndarray]) -> chex.ArrayTree:
   (kind, body), = structure.items()
   if kind == "dict":
     return {k: _unflatten(body[k], leaves) for k in sorted(body)}
@@ -285,8 +291,8 @@ def _unflatten(structure: Any, leaves: Iterator[np.ndarray]) -> Any:
   return next(leaves)
 
 
-def _structure_of(node: Any) -> Any:
-  """The JSON structure of a tree of arrays or shape-dtype structs (no copies)."""
+def _structure_of(node: Any) -> JsonValue:
+  """The JSON structure of a tree of arrays or shape-dtype structs (no copies; `node` is any such pytree)."""
   if isinstance(node, dict):
     return {"dict": {k: _structure_of(node[k]) for k in sorted(node)}}
   if isinstance(node, (tuple, list)):
@@ -315,7 +321,11 @@ def _check_fits_spec(name: str, spec: ModuleSpec, structure: str) -> None:
 # of them; JSON keeps int / float / bool apart, and the only JSON arrays in `hyper` are tuples, so every
 # array decodes to a tuple. The result is checked to equal the spec (and hash alike) before saving.
 
-def _encode_hyper(v: Any) -> Any:
+_Hyper = Union[None, bool, int, float, str, dict[str, JsonValue], tuple["_Hyper", ...]]
+"""A module size as read back from JSON: the JSON value, its arrays as tuples."""
+
+
+def _encode_hyper(v: object) -> JsonValue:
   if isinstance(v, tuple):
     return [_encode_hyper(x) for x in v]
   if isinstance(v, (bool, str)) or v is None:
@@ -329,7 +339,7 @@ def _encode_hyper(v: Any) -> Any:
   raise TypeError(f"cannot store module size {v!r} of type {type(v).__name__}")
 
 
-def _decode_hyper(v: Any) -> Any:
+def _decode_hyper(v: JsonValue) -> _Hyper:
   return tuple(_decode_hyper(x) for x in v) if isinstance(v, list) else v
 
 
@@ -338,7 +348,7 @@ def _encode_spec(spec: ModuleSpec) -> dict:
           "activation": spec.activation, "hyper": [[k, _encode_hyper(v)] for k, v in spec.hyper]}
 
 
-def _decode_spec(d: Any) -> ModuleSpec:
+def _decode_spec(d: JsonValue) -> ModuleSpec:
   if not isinstance(d, dict) or set(d) != {"template", "inputs", "output", "activation", "hyper"}:
     raise ValueError(f"a module spec needs exactly template, inputs, output, activation, hyper; "
                      f"got {d!r:.120}")
@@ -354,13 +364,13 @@ def _decode_spec(d: Any) -> ModuleSpec:
                     hyper=tuple(hyper))
 
 
-def _str(v: Any) -> str:
+def _str(v: JsonValue) -> str:
   if not isinstance(v, str):
     raise ValueError(f"expected a string, got {v!r:.80}")
   return v
 
 
-def _canonical_json(obj: Any) -> str:
+def _canonical_json(obj: JsonValue) -> str:
   return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
 
 
@@ -379,7 +389,7 @@ class Trained:
     test: its test score, or None.
   """
   compiled: CompiledProgram
-  variables: Mapping[str, Any] = dataclasses.field(repr=False)  # arrays
+  variables: Mapping[str, chex.ArrayTree] = dataclasses.field(repr=False)
   validation: float | None = None
   test: float | None = None
 

@@ -41,7 +41,7 @@ import dataclasses
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from absl import logging
 
@@ -65,6 +65,13 @@ from hx.synth.run_directory import (
 from hx.synth.strategies import Evolutionary, Strategy, check_strategy
 from hx.synth.synthesize import SynthesisResult, synthesize
 
+if TYPE_CHECKING:
+  from hx.data.sequences import Sequence as TaskSequence
+  from hx.data.task import Task
+  from hx.jsonread import JsonValue
+  from hx.synth.executors import Executor, ExecutorSettings
+  from hx.synth.library import Library
+
 __all__ = ["SequenceRun", "SettingsMismatch", "run_sequence", "record", "RECORD_VERSION"]
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -79,7 +86,7 @@ class SequenceRun:
   """
   directory: Path
   records: tuple[dict, ...]
-  library: Any
+  library: Library
   resumed_after: int
 
   def __repr__(self) -> str:
@@ -88,8 +95,8 @@ class SequenceRun:
             f"{self.resumed_after} tasks)")
 
 
-def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fraction: float, seed: int,
-           library_before: Any) -> dict:
+def record(result: SynthesisResult, task: Task, *, sequence: str, index: int, fraction: float, seed: int,
+           library_before: Library) -> dict[str, JsonValue]:
   """The JSON record of one synthesis run: task, fraction, every candidate with its scores, times, epochs
   and learning curve (validation score per epoch), the library's version before and after, and where the
   data came from (synthetic stand-ins say so)."""
@@ -129,7 +136,7 @@ def record(result: SynthesisResult, task: Any, *, sequence: str, index: int, fra
   }
 
 
-def library_size(library: Any) -> dict:
+def library_size(library: Library) -> dict[str, int]:
   """{"functions", "parameters", "bytes"} of `library`: its entries, their trainable parameters, and the
   bytes of all their arrays (parameters and batch statistics) in memory."""
   import jax
@@ -139,8 +146,8 @@ def library_size(library: Any) -> dict:
           "bytes": int(sum(leaf.nbytes for e in library.entries for leaf in e.leaves))}
 
 
-def _settings(sequence: Any, config: SynthesisConfig, fractions: Sequence[float], budget: Any,
-              tune_configs: dict) -> dict:
+def _settings(sequence: TaskSequence, config: SynthesisConfig, fractions: Sequence[float],
+              budget: Budget | tuple[Budget, ...], tune_configs: dict) -> dict:
   """The run's settings.json: the sequence and what `config` decides with, `budget` (one, or one per
   task) and `tune_configs` (every kind's) resolved, in the fields runs have always written."""
   # A library seed other than the sequence's name (a user's sequence's) seeds other trainings: written
@@ -164,13 +171,13 @@ def _evolution(strategy: Strategy) -> EvolutionConfig:
   return strategy.config if isinstance(strategy, Evolutionary) else EvolutionConfig()
 
 
-def _library_seed(sequence: Any) -> Any:
+def _library_seed(sequence: TaskSequence) -> int | str | None:
   """The sequence's `library_seed` (`hx.data.Sequence`: what its library functions stand for in the seeds
   of the candidates that call them, in place of its name), or None for a sequence without one."""
   return getattr(sequence, "library_seed", None)
 
 
-def _rebuilt_library(plan: _Plan, index: int, full: Any, library: Any, rec: dict) -> Any:
+def _rebuilt_library(plan: _Plan, index: int, full: Task, library: Library, rec: dict) -> Library:
   """The library after `full`, the task `index` (0-based) of `plan`'s sequence, whose record at the
   largest fraction is `rec`: `library` with its winner trained again
   (`hx.synth.synthesize.retrain_winner`, with the synthesis's seed and `plan.config`), or `library`
@@ -194,9 +201,10 @@ def _rebuilt_library(plan: _Plan, index: int, full: Any, library: Any, rec: dict
   return rebuilt
 
 
-def run_sequence(sequence: Any, directory: os.PathLike | str, config: SynthesisConfig = SynthesisConfig(), *,
-                 fractions: Sequence[float] = (1.0,), budgets: Sequence[Budget] | None = None,
-                 executor: Any = None, progress: bool = False, stop_after: int | None = None,
+def run_sequence(sequence: TaskSequence, directory: os.PathLike | str,
+                 config: SynthesisConfig = SynthesisConfig(), *, fractions: Sequence[float] = (1.0,),
+                 budgets: Sequence[Budget] | None = None, executor: Executor | ExecutorSettings | None = None,
+                 progress: bool = False, stop_after: int | None = None,
                  checkpoints: bool = True) -> SequenceRun:
   """Runs HOUDINI over `sequence` (an `hx.data.Sequence`), writing into `directory` (see the module doc).
 
@@ -265,7 +273,7 @@ def run_sequence(sequence: Any, directory: os.PathLike | str, config: SynthesisC
 class _Plan:
   """A run's settings, resolved once by `run_sequence` (see its arguments); `started` is the run's start
   time from its settings file."""
-  sequence: Any
+  sequence: TaskSequence
   directory: Path
   started: str
   config: SynthesisConfig
@@ -275,7 +283,7 @@ class _Plan:
   checkpoints: bool
 
 
-def _tune_configs(sequence: Any, config: SynthesisConfig) -> dict:
+def _tune_configs(sequence: TaskSequence, config: SynthesisConfig) -> dict:
   """Task kind -> TuneConfig for every kind of `sequence`'s tasks, sorted by kind: `config`'s
   (`SynthesisConfig.spec_tune_config`: its table, or each task's own where it has none)."""
   specs = {t.kind: t for t in sequence.tasks}
@@ -286,7 +294,7 @@ def _tune_configs(sequence: Any, config: SynthesisConfig) -> dict:
   return {k: config.spec_tune_config(specs[k]) for k in sorted(specs)}
 
 
-def _saved_library(directory: Path, tasks: int) -> tuple[Any, int]:
+def _saved_library(directory: Path, tasks: int) -> tuple[Library, int]:
   """The library saved after the last task that has one, and that task's number (an empty library and 0
   if none)."""
   from hx.synth.library import Library, LibraryError
@@ -302,8 +310,8 @@ def _saved_library(directory: Path, tasks: int) -> tuple[Any, int]:
   return Library(), 0
 
 
-def _rebuilt_from_records(plan: _Plan, library: Any, done: int, stop_after: int | None,
-                          records: list[dict]) -> tuple[Any, int]:
+def _rebuilt_from_records(plan: _Plan, library: Library, done: int, stop_after: int | None,
+                          records: list[dict]) -> tuple[Library, int]:
   """Tasks recorded after the last saved library (a run whose records were kept and its libraries not, as
   a committed reproduction on a fresh clone): their libraries rebuilt from the records, each by training
   its winner again instead of searching the task again; their records appended to `records`. Returns
@@ -322,7 +330,8 @@ def _rebuilt_from_records(plan: _Plan, library: Any, done: int, stop_after: int 
   return library, done
 
 
-def _search_task(plan: _Plan, i: int, library: Any, executor: Any, records: list[dict]) -> Any:
+def _search_task(plan: _Plan, i: int, library: Library, executor: Executor | None, records: list[dict]
+                 ) -> Library:
   """Synthesizes task `i` (0-based) at every fraction with `library`, writes and appends (to `records`)
   each record, saves the library extended from the largest fraction's run, and returns it."""
   seq, directory = plan.sequence, plan.directory

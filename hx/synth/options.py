@@ -11,16 +11,19 @@ ValueError, a line that names the setting, the bad name, key or value, and what 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping, Union
 
-__all__ = ["read_options", "read_value", "option_text"]
+__all__ = ["read_options", "read_value", "option_text", "OptionValue"]
+
+OptionValue = Union[bool, int, float, str, None]
+"""A key's value as `read_value` reads it: of its kind ("int", "float", "str" or "bool"), or None."""
 
 _KINDS = {"int": "an integer", "float": "a number", "str": "a word", "bool": "true or false"}
 _BOOLS = {"true": True, "1": True, "false": False, "0": False}
 
 
 def read_options(text: str, choices: Mapping[str, Mapping[str, str]],
-                 what: str) -> tuple[str, dict[str, Any]]:
+                 what: str) -> tuple[str, dict[str, OptionValue]]:
   """(name, {key: value}) from `text`, `NAME` or `NAME:KEY=VALUE,...`.
 
   Args:
@@ -41,7 +44,7 @@ def read_options(text: str, choices: Mapping[str, Mapping[str, str]],
     raise ValueError(f"unknown {what} {name!r}{given}; the {what}s are {', '.join(choices)}")
   keys = choices[name]
   listed = f"its keys are {', '.join(keys)}" if keys else "it takes no keys"
-  options: dict[str, Any] = {}
+  options: dict[str, OptionValue] = {}
   for item in rest.split(",") if sep else ():
     key, eq, value = (part.strip() for part in item.partition("="))
     if not eq or not key:
@@ -54,7 +57,7 @@ def read_options(text: str, choices: Mapping[str, Mapping[str, str]],
   return name, options
 
 
-def read_value(text: str, kind: str, where: str) -> Any:
+def read_value(text: str, kind: str, where: str) -> OptionValue:
   """`text` read as `kind` ("int", "float", "str", "bool", optionally "| None"); ValueError naming
   `where` otherwise."""
   base, _, optional = (part.strip() for part in kind.partition("|"))
@@ -75,7 +78,7 @@ def read_value(text: str, kind: str, where: str) -> Any:
     raise ValueError(f"{where}={text!r} is not {expected}") from None
 
 
-def option_text(value: Any) -> str:
+def option_text(value: OptionValue) -> str:
   """`value` as `read_value` reads it back: none, true, false, a number or a word."""
   if value is None:
     return "none"

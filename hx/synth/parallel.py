@@ -48,12 +48,24 @@ import time
 import traceback
 import uuid
 from multiprocessing.connection import wait
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from hx.atomic import WriteFailed
 from hx.synth.jobs import Job, JobResult, TaskContext, failed_result, run_job
 
+if TYPE_CHECKING:
+  from multiprocessing.connection import Connection
+
+  import chex
+  import ray
+
+  from hx.compile.memo import PrefixTables
+
 __all__ = ["ProcessExecutor", "RayExecutor", "default_process_options", "available_cpus"]
+
+_Restored = tuple[TaskContext, "Mapping[str, chex.ArrayTree]", "PrefixTables"]
+"""A task's context as a worker holds it (`_restore`): with the library's variables on the device and the
+frozen-prefix tables its candidates share."""
 
 
 def available_cpus() -> list[int]:
@@ -64,7 +76,7 @@ def available_cpus() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
-def default_process_options(cores: int | None = None) -> dict[str, Any]:
+def default_process_options(cores: int | None = None) -> dict[str, int]:
   """`ProcessExecutor` options of `hx.synth.executors.default_executor` for a machine of `cores` cores
   (default: those this process may use): workers of 2 cores each, as one paper-sized candidate keeps about
   two cores busy (see `default_executor` for the measurements)."""
@@ -90,7 +102,7 @@ def _portable(context: TaskContext) -> TaskContext:
   return context.with_data(data, library=library)
 
 
-def _restore(context: TaskContext) -> tuple[TaskContext, Any, Any]:
+def _restore(context: TaskContext) -> _Restored:
   """A context received from `_portable`, with its data and the library's variables on the device, and
   the frozen-prefix tables (`hx.compile.memo.PrefixTables`) its candidates share in this process."""
   import jax
@@ -106,7 +118,8 @@ def _restore(context: TaskContext) -> tuple[TaskContext, Any, Any]:
   return context, frozen, PrefixTables()
 
 
-def _run_safely(context: TaskContext, job: Job, frozen: Any, prefixes: Any) -> JobResult | WriteFailed:
+def _run_safely(context: TaskContext, job: Job, frozen: Mapping[str, chex.ArrayTree], prefixes: PrefixTables
+                ) -> JobResult | WriteFailed:
   """`run_job`, with any other exception reported as a failed job (a worker must not die of one); a write
   the system refused (`hx.atomic.WriteFailed`: a full disk) is returned, for the parent to raise: it is
   the run's to stop, not the candidate's to fail."""
@@ -161,7 +174,7 @@ def worker_main(fd: int, cpus: Sequence[int] | None, pool: Sequence[int] | None 
   elif cpus:
     os.sched_setaffinity(0, set(cpus))
   conn = Connection(fd)
-  contexts: dict[str, tuple[TaskContext, Any, Any]] = {}
+  contexts: dict[str, _Restored] = {}
   while True:
     try:
       message = conn.recv()
@@ -186,7 +199,7 @@ def worker_main(fd: int, cpus: Sequence[int] | None, pool: Sequence[int] | None 
 @dataclasses.dataclass(eq=False)
 class _Worker:
   process: subprocess.Popen
-  conn: Any
+  conn: Connection
   cpus: tuple[int, ...] | None
   context_id: str | None = None
   job: Job | None = None
@@ -374,7 +387,7 @@ class ProcessExecutor:
       attempts[job.index] += 1
       worker.job, worker.started = job, time.monotonic()
 
-  def _collect(self, busy: dict[int, Any], ready: set, pending: collections.deque,
+  def _collect(self, busy: dict[int, _Worker], ready: set, pending: collections.deque,
                attempts: dict[int, int], deaths: dict[int, list[str]]) -> Iterator[JobResult]:
     """The results of the `busy` workers whose connections are `ready`; a job whose worker died or ran
     past the job timeout goes back to `pending`, or fails once past its retries."""
@@ -420,7 +433,7 @@ class ProcessExecutor:
   def __enter__(self) -> ProcessExecutor:
     return self
 
-  def __exit__(self, *exc: Any) -> None:
+  def __exit__(self, *exc: object) -> None:
     self.close()
 
   def __del__(self) -> None:
@@ -437,7 +450,7 @@ class ProcessExecutor:
 
 # In a Ray worker process: the contexts it has fetched (by id), on its device, with the library's
 # variables; the latest only, as a worker serves one task at a time.
-_RAY_CONTEXTS: dict[str, tuple[TaskContext, Any, Any]] = {}
+_RAY_CONTEXTS: dict[str, _Restored] = {}
 _RAY_PINNED = False
 
 
@@ -551,7 +564,7 @@ class RayExecutor:
     self._remote = ray.remote(_ray_train).options(num_cpus=cpus_per_job, max_retries=max_retries,
                                                   retry_exceptions=False)
     self._context: TaskContext | None = None
-    self._context_ref: Any = None
+    self._context_ref: ray.ObjectRef | None = None
     self._context_id: str | None = None
 
   @property
@@ -602,5 +615,5 @@ class RayExecutor:
   def __enter__(self) -> RayExecutor:
     return self
 
-  def __exit__(self, *exc: Any) -> None:
+  def __exit__(self, *exc: object) -> None:
     self.close()

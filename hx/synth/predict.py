@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
@@ -37,6 +37,18 @@ from hx.lang import program as P
 from hx.lang.infer import infer
 from hx.lang.parser import parse
 from hx.lang.types import GraphType, ListType, Type, function_parts, parse_type
+
+if TYPE_CHECKING:
+  import os
+
+  import chex
+  import jax
+
+  from hx.compile.lower import CompiledProgram
+  from hx.compile.modules import ModuleConfig
+  from hx.jsonread import JsonValue
+  from hx.lang.values import Batch
+  from hx.synth.library import Library
 
 __all__ = ["Predictor", "RunProgram", "SavedRun", "predictor", "result_predictor", "load_run"]
 
@@ -59,9 +71,9 @@ class Predictor:
   """
   program: P.Program
   type: Type
-  compiled: Any = dataclasses.field(repr=False)
-  variables: Any = dataclasses.field(repr=False)
-  frozen: Any = dataclasses.field(repr=False)
+  compiled: CompiledProgram = dataclasses.field(repr=False)
+  variables: chex.ArrayTree = dataclasses.field(repr=False)
+  frozen: chex.ArrayTree = dataclasses.field(repr=False)
   batch_size: int = DEFAULT_BATCH
 
   def __post_init__(self):
@@ -73,7 +85,7 @@ class Predictor:
       raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
     apply = self.compiled.apply
 
-    def run(variables: Any, frozen: Any, table: Any, inputs: Any) -> Any:
+    def run(variables: chex.ArrayTree, frozen: chex.ArrayTree, table: jax.Array, inputs: Batch) -> jax.Array:
       y = apply(variables, frozen, gather(table, inputs), train=False)
       return y.values if isinstance(y, ELEMENT_BATCHES) else y
 
@@ -122,8 +134,8 @@ class Predictor:
     return f"Predictor({self.program} : {self.type})"
 
 
-def predictor(program: P.Program, library: Any, *, fresh_types: Mapping[str, Type] | None = None,
-              variables: Any = None, module_config: Any = None,
+def predictor(program: P.Program, library: Library, *, fresh_types: Mapping[str, Type] | None = None,
+              variables: chex.ArrayTree | None = None, module_config: ModuleConfig | None = None,
               batch_size: int = DEFAULT_BATCH) -> Predictor:
   """A `Predictor` of `program` over `library` (an `hx.Library`), with its fresh functions' trained
   `variables` and types if it has any; `module_config` the `hx.compile.ModuleConfig` it was trained with
@@ -215,10 +227,10 @@ class SavedRun:
   """
   directory: Path
   sequence: str
-  library: Any
+  library: Library
   programs: tuple[RunProgram, ...]
   records: tuple[dict, ...] = dataclasses.field(repr=False)
-  module_config: Any = dataclasses.field(repr=False)
+  module_config: ModuleConfig = dataclasses.field(repr=False)
 
   def program(self, task: str | int) -> RunProgram:
     """The winning program of `task`: its name, or its place in the sequence (1-based).
@@ -242,7 +254,7 @@ class SavedRun:
     return "\n".join(lines + [f"  {p}" for p in self.programs])
 
 
-def load_run(directory: Any) -> SavedRun:
+def load_run(directory: os.PathLike | str) -> SavedRun:
   """The HOUDINI run in `directory`, loaded: its last saved library, each finished task's winning program
   over it, its records and module settings (module docstring).
 
@@ -288,7 +300,7 @@ def load_run(directory: Any) -> SavedRun:
   return SavedRun(root, name, library, tuple(programs), tuple(records), config)
 
 
-def _score(x: Any) -> float | None:
+def _score(x: JsonValue) -> float | None:
   return None if x is None else float(x)
 
 

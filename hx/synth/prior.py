@@ -58,7 +58,7 @@ the shorter one's outputs), a ridge fit per distinct probe, and it never trains.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -66,6 +66,11 @@ from hx.lang import parse
 from hx.lang import program as P
 from hx.lang import values as V
 from hx.lang.types import FunctionType, GraphType, ListType, TensorType, Type
+
+if TYPE_CHECKING:
+  from hx.data.task import Task
+  from hx.synth.library import Library
+  from hx.synth.space import Candidate, Completer
 
 __all__ = ["Offer", "offer", "offered_library", "reused_programs", "one_fresh", "probed_sources",
            "source_scores", "probe_errors", "probe_error"]
@@ -81,12 +86,12 @@ class Offer(NamedTuple):
     sources: the keys ("sequence/task") of the earlier tasks whose functions it holds, best first (the
       order `reused_programs` takes their programs in); () when the whole library is offered unranked.
   """
-  library: Any
+  library: Library
   sources: tuple[str, ...]
 
 
-def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int | None = None,
-                    sample: int = 256, ridge: float = 1e-2) -> Any:
+def offered_library(library: Library, task: Task, tasks: int | None, *, probed: int | None = None,
+                    sample: int = 256, ridge: float = 1e-2) -> Library:
   """The part of `library` (an `hx.Library`) a search for `task` is offered: the functions of the
   `tasks` earlier tasks whose programs' per-image functions best predict `task`'s targets (see the
   module docstring), and the library functions those programs call, best first; `library` itself when
@@ -110,7 +115,7 @@ def offered_library(library: Any, task: Any, tasks: int | None, *, probed: int |
   return offer(library, task, tasks, probed=probed, sample=sample, ridge=ridge).library
 
 
-def offer(library: Any, task: Any, tasks: int | None, *, probed: int | None = None, sample: int = 256,
+def offer(library: Library, task: Task, tasks: int | None, *, probed: int | None = None, sample: int = 256,
           ridge: float = 1e-2) -> Offer:
   """The offered library (`offered_library`, the same arguments) and its sources, best first."""
   if tasks is None:
@@ -140,7 +145,7 @@ def offer(library: Any, task: Any, tasks: int | None, *, probed: int | None = No
   return Offer(type(library)(tuple(kept), library.counters), tuple(sources[i][0] for i in order[:tasks]))
 
 
-def reused_programs(offered: Offer, task_type: Type, count: int, completer: Any) -> list[Any]:
+def reused_programs(offered: Offer, task_type: Type, count: int, completer: Completer) -> list[Candidate]:
   """The winning programs of the `count` best offered sources whose program has `task_type`, each as it
   is (every function frozen: nothing to train, an evaluation each), those the search space admits and
   the compiler builds, as `hx.synth.space.Candidate`s, best source first.
@@ -168,7 +173,7 @@ def reused_programs(offered: Offer, task_type: Type, count: int, completer: Any)
   return out
 
 
-def one_fresh(program: P.Program, task_type: Type, completer: Any) -> list[Any]:
+def one_fresh(program: P.Program, task_type: Type, completer: Completer) -> list[Candidate]:
   """`program` (every function a library one) with its outermost library function trained afresh (a new
   head over the earlier features), then with its input-end one trained afresh (new features under the
   earlier head), after MNTDP's paths (an earlier task's modules, one of them new): those the search
@@ -176,15 +181,15 @@ def one_fresh(program: P.Program, task_type: Type, completer: Any) -> list[Any]:
   function)."""
   types = completer.library_types
   called = [(pos, t.name) for pos, t in P.subterms(program) if isinstance(t, P.Lib)]
-  out: list[Any] = []
+  out: list[Candidate] = []
   for pos, name in dict.fromkeys(called[:1] + called[-1:]):
     out += _buildable(P.replace(program, pos, P.Fresh("nn_1")), {"nn_1": types[name]}, task_type, completer,
                       {c.key for c in out})
   return out
 
 
-def _buildable(program: P.Program, fresh: dict[str, Type], task_type: Type, completer: Any,
-               seen: set[tuple]) -> list[Any]:
+def _buildable(program: P.Program, fresh: dict[str, Type], task_type: Type, completer: Completer,
+               seen: set[tuple]) -> list[Candidate]:
   """The candidate of `program` with these fresh types, if it has `task_type`, the completer builds it
   and its equivalence class is not in `seen`; else none."""
   from hx.synth.space import check_candidate, program_cost
@@ -200,7 +205,7 @@ def _rank_key(score: float | None) -> tuple[int, float]:
   return (1, 0.0) if score is None or not math.isfinite(score) else (0, score)
 
 
-def _sources(library: Any) -> list[tuple[str, tuple[str, ...]]]:
+def _sources(library: Library) -> list[tuple[str, tuple[str, ...]]]:
   """(source key, its entries' names) per earlier task that added functions, in the library's order."""
   out: dict[str, list[str]] = {}
   for e in library.entries:
@@ -208,7 +213,7 @@ def _sources(library: Any) -> list[tuple[str, tuple[str, ...]]]:
   return [(k, tuple(v)) for k, v in out.items()]
 
 
-def probed_sources(library: Any, limit: int | None, task_type: Type | None = None) -> frozenset[str]:
+def probed_sources(library: Library, limit: int | None, task_type: Type | None = None) -> frozenset[str]:
   """The keys of the at most `limit` sources (every one when None) of `library` that were used most
   recently: a source is used by its own task and by every later task whose winning program calls one of
   its functions, and sources of equal last use are taken the later first. With `task_type` (the new
@@ -269,7 +274,7 @@ def _image_type(task_type: Type) -> TensorType | None:
   return arg if isinstance(arg, TensorType) and len(arg.shape) == 3 else None
 
 
-def _probes(library: Any, program_text: str, image: TensorType) -> list[tuple[str, ...]]:
+def _probes(library: Library, program_text: str, image: TensorType) -> list[tuple[str, ...]]:
   """The input-end runs of a provenance program's per-image chain (its mapped function where its input
   end maps a list or graph, else the whole program) whose input is `image`, as library names outermost
   first (`hx.compile.memo.apply_prefix`'s order), shortest first."""
@@ -288,7 +293,7 @@ def _probes(library: Any, program_text: str, image: TensorType) -> list[tuple[st
   return [tuple(run[-k:]) for k in range(1, len(run) + 1)]
 
 
-def source_scores(library: Any, task: Any, *, sample: int = 256, ridge: float = 1e-2,
+def source_scores(library: Library, task: Task, *, sample: int = 256, ridge: float = 1e-2,
                   only: frozenset[str] | None = None) -> dict[str, float | None]:
   """Per source of `library` (its key, "sequence/task"), its probes' best error on `task`
   (`probe_error`), or None where it has no probe of the task's image type, the task's inputs are not
@@ -296,7 +301,7 @@ def source_scores(library: Any, task: Any, *, sample: int = 256, ridge: float = 
   return _probed(library, task, sample, ridge, only)[0]
 
 
-def probe_errors(library: Any, task: Any, *, sample: int = 256, ridge: float = 1e-2,
+def probe_errors(library: Library, task: Task, *, sample: int = 256, ridge: float = 1e-2,
                  only: frozenset[str] | None = None) -> dict[tuple[str, ...], float]:
   """Every probe of the sources of `library` among `only` (None: every one) on `task`: the probe (its
   library names, outermost first) -> its error (`probe_error`); empty where the task's inputs are not
@@ -304,7 +309,7 @@ def probe_errors(library: Any, task: Any, *, sample: int = 256, ridge: float = 1
   return _probed(library, task, sample, ridge, only)[1]
 
 
-def _probed(library: Any, task: Any, sample: int, ridge: float, only: frozenset[str] | None
+def _probed(library: Library, task: Task, sample: int, ridge: float, only: frozenset[str] | None
             ) -> tuple[dict[str, float | None], dict[tuple[str, ...], float]]:
   """(`source_scores`, `probe_errors`) of one pass over the probes."""
   sources = _sources(library)
@@ -331,29 +336,29 @@ def _probed(library: Any, task: Any, sample: int, ridge: float, only: frozenset[
   return out, errors
 
 
-def _head(split: Any, n: int) -> Any:
+def _head(split: V.Split, n: int) -> V.Split:
   """The first `n` examples of a split (inputs and targets cut alike)."""
   import jax
 
   return jax.tree.map(lambda a: np.asarray(a)[:n], split)
 
 
-def _indexed(inputs: Any) -> bool:
+def _indexed(inputs: V.Inputs) -> bool:
   return np.issubdtype(_indices(inputs).dtype, np.integer)
 
 
-def _indices(inputs: Any) -> np.ndarray:
+def _indices(inputs: V.Inputs) -> np.ndarray:
   return np.asarray(inputs.values if isinstance(inputs, _ELEMENTS) else inputs)
 
 
-def _mask(inputs: Any) -> np.ndarray:
+def _mask(inputs: V.Inputs) -> np.ndarray:
   """(n, L or N) bool: the real elements of a list or graph batch."""
   if isinstance(inputs, V.SharedGraphs):
     return np.asarray(inputs.layouts.mask, bool)[np.asarray(inputs.layout)]
   return np.asarray(inputs.mask, bool)
 
 
-def _outputs(library: Any, probe: tuple[str, ...], table: np.ndarray, rows: np.ndarray,
+def _outputs(library: Library, probe: tuple[str, ...], table: np.ndarray, rows: np.ndarray,
              done: dict[tuple[str, ...], np.ndarray]) -> np.ndarray:
   """(table rows, *out) float32: the probe applied, frozen, to the table's `rows` (other rows 0), kept in
   `done`. A probe's input-end run (its tail: `_probes` lists the shorter first) is taken from `done` and
@@ -369,7 +374,8 @@ def _outputs(library: Any, probe: tuple[str, ...], table: np.ndarray, rows: np.n
   return done[probe]
 
 
-def probe_error(outputs: np.ndarray, train: Any, val: Any, *, per_element: bool, ridge: float) -> float:
+def probe_error(outputs: np.ndarray, train: V.Split, val: V.Split, *, per_element: bool,
+                ridge: float) -> float:
   """The validation error of a ridge regression from a probe's outputs to a task's targets, relative to
   predicting the training targets' mean: mean((prediction - y)^2) / mean((train mean - y)^2) over `val`
   (0 perfect, 1 no better than the mean; inf where the validation targets do not vary).
@@ -392,7 +398,7 @@ def probe_error(outputs: np.ndarray, train: Any, val: Any, *, per_element: bool,
   return float(np.mean((h_val @ w + b - y_val) ** 2)) / base
 
 
-def _classes(*targets: Any) -> int | None:
+def _classes(*targets: V.Array) -> int | None:
   """The number of classes when the targets are class indices ((n,) integers), else None."""
   arrays = [np.asarray(t) for t in targets]
   if all(a.ndim == 1 and np.issubdtype(a.dtype, np.integer) for a in arrays):
@@ -400,7 +406,7 @@ def _classes(*targets: Any) -> int | None:
   return None
 
 
-def _design(outputs: np.ndarray, split: Any, per_element: bool, classes: int | None
+def _design(outputs: np.ndarray, split: V.Split, per_element: bool, classes: int | None
             ) -> tuple[np.ndarray, np.ndarray]:
   """(features (m, d'), targets (m, k)) of a split: one row per example, or per real element."""
   idx = _indices(split.inputs).astype(np.int64)

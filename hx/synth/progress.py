@@ -21,7 +21,7 @@ import contextlib
 import math
 import sys
 import time
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Callable, Iterator
 
 __all__ = ["Progress"]
 
@@ -52,7 +52,7 @@ class Progress:
     self.task, self.total, self.unit, self.clock = task, total, unit, clock
     self.count, self.best = 0, math.inf
     self.epoch: tuple[int, int] | None = None  # (epochs done, epochs) of the candidate training now
-    self.extra: dict[str, Any] = {}  # more to show, e.g. {"enumerated": 120}
+    self.extra: dict[str, int | float | str] = {}  # more to show, e.g. {"enumerated": 120}
     self.start = clock()
     self.stream = stream if stream is not None else sys.stderr
     self.bar = None
@@ -70,7 +70,7 @@ class Progress:
   def __enter__(self) -> Progress:
     return self
 
-  def __exit__(self, *exc: Any) -> None:
+  def __exit__(self, *exc: object) -> None:
     self.close()
 
   @contextlib.contextmanager

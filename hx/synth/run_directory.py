@@ -34,9 +34,10 @@ import datetime
 import re
 import zlib
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 from hx.atomic import LOCK_FILE
+from hx.jsonread import JsonValue
 from hx.synth.jsonfiles import (
   RECORD_VERSION,
   JsonFileError,
@@ -52,7 +53,7 @@ __all__ = ["RECORD_VERSION", "SETTINGS_FILE", "SettingsMismatch", "task_dir", "f
 SETTINGS_FILE = "settings.json"
 
 
-VERSION_1_OMITTED: Mapping[str, Any] = {
+VERSION_1_OMITTED: Mapping[str, JsonValue] = {
     # hx.synth.space.SearchSpace
     "library_tasks": None, "probed_tasks": None, "reused_programs": 0, "reuse_tolerance": 0.0,
     "reuse_standard_errors": 0.0,
@@ -72,7 +73,7 @@ hold other settings than the ones asked, and resuming them needs a migration of 
 3), not an entry here."""
 
 
-def migrated_settings(saved: Any, asked: Any) -> Any:
+def migrated_settings(saved: JsonValue, asked: JsonValue) -> JsonValue:
   """The settings `saved` of a version 1 settings.json as version 2 writes them, for the run `asked` (the
   settings as JSON values): wherever `asked` holds a field of `VERSION_1_OMITTED` at its default (of the
   same JSON type: true is not 1) in an object where `saved` lacks it, the field is added to `saved`, at
@@ -90,7 +91,7 @@ def migrated_settings(saved: Any, asked: Any) -> Any:
   return saved
 
 
-def _same_json(a: Any, b: Any) -> bool:
+def _same_json(a: JsonValue, b: JsonValue) -> bool:
   """Whether two JSON values are equal as JSON (2 and 2.0 alike, true and 1 not)."""
   return a == b and isinstance(a, bool) == isinstance(b, bool)
 

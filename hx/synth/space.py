@@ -75,7 +75,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from typing import Any, Collection, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Sequence, Union
 
 from hx.lang import program as P
 from hx.lang.errors import HxTypeError
@@ -98,8 +98,16 @@ __all__ = [
   "COMBINATORS", "Costs", "SearchSpace", "Candidate", "Completer", "normal_form", "equivalence_key",
   "hole_role", "fillers", "program_cost", "priority", "library_types_of", "check_candidate", "ORDERS",
   "AUTHORS_LIST_COMBINATORS", "AUTHORS_GRAPH_COMBINATORS", "AUTHORS_INTERMEDIATE_TYPES", "authors_size",
-  "authors_filter_reason", "paper_space", "with_library_seed",
+  "authors_filter_reason", "paper_space", "with_library_seed", "SearchLibrary",
 ]
+
+if TYPE_CHECKING:
+  from hx.compile.modules import ModuleConfig
+  from hx.synth.library import Library
+
+SearchLibrary = Union["Library", Mapping[str, Type], None]
+"""The library a search may call: an `hx.Library`, a mapping of library function names to types (each
+function's module is then the template its type gets), or None (none)."""
 
 COMBINATORS = ("map_l", "map_g", "fold_l", "fold_g", "conv_l", "conv_g", "repeat", "fix")
 """Combinators a search may use besides `compose` (always available)."""
@@ -511,7 +519,7 @@ def annotate_holes(p: P.Program, subterm_types: Mapping[P.Position, Type]) -> P.
   return p
 
 
-def library_types_of(library: Any) -> dict[str, Type]:
+def library_types_of(library: SearchLibrary) -> dict[str, Type]:
   """Name -> type of a library given as an `hx.Library`, a mapping of names to types, or None."""
   if library is None:
     return {}
@@ -532,7 +540,7 @@ class Completer:
     config: the `hx.compile.ModuleConfig` fresh functions would be built with (default: the paper's).
   """
 
-  def __init__(self, library: Any, space: SearchSpace, config: Any = None):
+  def __init__(self, library: SearchLibrary, space: SearchSpace, config: ModuleConfig | None = None):
     from hx.compile.modules.choice import module_spec
     from hx.compile.modules.config import ModuleConfig
 

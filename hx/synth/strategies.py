@@ -36,12 +36,15 @@ import dataclasses
 import itertools
 import math
 import time
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from hx.lang.types import Type
 from hx.synth.evolution import Evolution, EvolutionConfig
-from hx.synth.space import Candidate, SearchSpace
+from hx.synth.space import Candidate, SearchLibrary, SearchSpace
 from hx.synth.topdown import EnumerationStats, enumerate_programs
+
+if TYPE_CHECKING:
+  from hx.compile.modules import ModuleConfig
 
 __all__ = ["Strategy", "TopDown", "Evolutionary", "EvolutionConfig", "check_strategy", "SearchSetup",
            "Search", "TopDownSearch", "EvolutionarySearch"]
@@ -68,9 +71,9 @@ class SearchSetup:
     stop: evolutionary: called before each generation; the search ends when it returns True (the budget).
   """
   task_type: Type
-  library: Any
+  library: SearchLibrary
   space: SearchSpace = SearchSpace()
-  module_config: Any = None
+  module_config: ModuleConfig | None = None
   limit: int | None = None
   max_expanded: int | None = None
   batch: int | None = None
@@ -205,7 +208,7 @@ class Evolutionary:
                               limit=setup.limit, stop=setup.stop)
 
 
-def check_strategy(strategy: Any, budget: Any, space: SearchSpace) -> None:
+def check_strategy(strategy: Strategy, budget: Any, space: SearchSpace) -> None:
   """Refuses a `strategy` that is no strategy object (a name, say), then what the strategy refuses of
   `budget` and `space` (`Strategy.check`).
 
@@ -312,9 +315,9 @@ class EvolutionarySearch:
 
   batch = None
 
-  def __init__(self, task_type: Type, library: Any, *, space: SearchSpace = SearchSpace(),
-               module_config: Any = None, config: EvolutionConfig = EvolutionConfig(), seed: int = 0,
-               limit: int | None = None, stop: Callable[[], bool] = lambda: False):
+  def __init__(self, task_type: Type, library: SearchLibrary, *, space: SearchSpace = SearchSpace(),
+               module_config: ModuleConfig | None = None, config: EvolutionConfig = EvolutionConfig(),
+               seed: int = 0, limit: int | None = None, stop: Callable[[], bool] = lambda: False):
     self._make = lambda: Evolution(task_type, library, config=config, space=space,
                                    module_config=module_config, seed=seed)
     self._limit, self._stop = limit, stop

@@ -20,7 +20,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 from absl import logging
 
@@ -37,6 +37,12 @@ from hx.synth.schedules import Scored
 from hx.synth.space import Candidate, Completer, SearchSpace, with_library_seed
 from hx.synth.strategies import Search, SearchSetup
 from hx.synth.topdown import EnumerationStats
+
+if TYPE_CHECKING:
+  from hx.compile.modules import ModuleConfig
+  from hx.compile.tuning import TuneConfig
+  from hx.synth.library import Added, Library
+  from hx.synth.predict import Predictor
 
 __all__ = ["Ranked", "SynthesisResult", "synthesize", "task_context", "retrain_winner"]
 
@@ -147,8 +153,8 @@ class SynthesisResult:
   task: str
   strategy: str
   ranked: tuple[Ranked, ...]
-  library: Any
-  added: Any
+  library: Library
+  added: Added | None
   search_seconds: float
   compile_seconds: float
   train_seconds: float
@@ -159,11 +165,11 @@ class SynthesisResult:
   estimate_seconds: float = 0.0
   no_program: str | None = None
   offered: tuple[str, ...] | None = None
-  module_config: Any = dataclasses.field(default=None, repr=False)
+  module_config: ModuleConfig | None = dataclasses.field(default=None, repr=False)
   metric: str | None = None
   shortfall: str | None = None
 
-  def predictor(self, rank: int = 1, batch_size: int = 1024) -> Any:
+  def predictor(self, rank: int = 1, batch_size: int = 1024) -> Predictor:
     """The candidate ranked `rank` (1: the winner) as a jitted, batched function of new inputs in
     `hx.Task.from_arrays`' layout: an `hx.synth.predict.Predictor` (its docstring gives the outputs).
 
@@ -251,7 +257,8 @@ def _winner_first(ranked: list[JobResult], space: SearchSpace, metric: str, exam
   return [pick] + [r for r in ranked if r is not pick]
 
 
-def task_context(task: Any, library: Any = None, module_config: Any = None, tune_config: Any = None, *,
+def task_context(task: Any, library: Library | None = None, module_config: ModuleConfig | None = None,
+                 tune_config: TuneConfig | None = None, *,
                  checkpoint_dir: os.PathLike | str | None = None,
                  checkpoint_seconds: float = 120.0,
                  scores_dir: os.PathLike | str | None = None) -> TaskContext:
@@ -280,7 +287,8 @@ def task_context(task: Any, library: Any = None, module_config: Any = None, tune
                      module_config=module_config or ModuleConfig(), checkpoints=checkpoints)
 
 
-def synthesize(task: Any, library: Any = None, config: SynthesisConfig = SynthesisConfig(), *, seed: int = 0,
+def synthesize(task: Any, library: Library | None = None, config: SynthesisConfig = SynthesisConfig(), *,
+               seed: int = 0,
                executor: ExecutorSettings | Executor | None = None, sequence: str | None = None,
                library_seed: int | str | None = None, progress: bool = False, when: str | None = None,
                checkpoint_dir: os.PathLike | str | None = None,
@@ -463,7 +471,7 @@ def _search_and_train(setup: SearchSetup, context: TaskContext, executor: Execut
   return _Searched(search, results, estimates)
 
 
-def _ranked_and_added(task: Any, context: TaskContext, library: Any, config: SynthesisConfig,
+def _ranked_and_added(task: Any, context: TaskContext, library: Library, config: SynthesisConfig,
                       searched: _Searched, *, sequence: str | None, when: str | None,
                       wall: float) -> SynthesisResult:
   """The candidates ranked (the winner trained again where its outcome was kept without variables), the
@@ -492,7 +500,7 @@ def _ranked_and_added(task: Any, context: TaskContext, library: Any, config: Syn
       module_config=context.module_config)
 
 
-def _why_no_program(task_type: Type, module_config: Any) -> str | None:
+def _why_no_program(task_type: Type, module_config: ModuleConfig) -> str | None:
   """Why one fresh function of `task_type` has no module (the usual reason a search finds nothing)."""
   from hx.compile.modules.choice import module_spec
   from hx.compile.modules.spec import NoTemplateError
@@ -504,7 +512,7 @@ def _why_no_program(task_type: Type, module_config: Any) -> str | None:
   return None
 
 
-def _ranking(ranked: Sequence[JobResult], estimates: dict[int, Scored], added: Any, keep: int,
+def _ranking(ranked: Sequence[JobResult], estimates: dict[int, Scored], added: Added | None, keep: int,
              equivalent: Sequence[tuple[Candidate, Candidate]]) -> list[Ranked]:
   """The ranked candidates as `Ranked` records: the best `keep` with their variables, the winner's
   library names, each candidate's estimate; then the evolutionary search's equivalent programs."""
@@ -527,7 +535,7 @@ def _ranking(ranked: Sequence[JobResult], estimates: dict[int, Scored], added: A
   return out
 
 
-def _estimate_fields(e: Scored | None) -> dict[str, Any]:
+def _estimate_fields(e: Scored | None) -> dict[str, float | str]:
   """Ranked's estimate fields from a candidate's estimate (none: the defaults)."""
   if e is None:
     return {}
@@ -551,9 +559,10 @@ def _run(executor: Executor, context: TaskContext, jobs: Sequence[Job], show: Pr
   return out
 
 
-def retrain_winner(task: Any, library: Any, program: Any, fresh_types: dict, config: SynthesisConfig, *,
-                   seed: int, sequence: str | None = None, library_seed: int | str | None = None,
-                   runners_up: Sequence[Any] = (), when: str | None = None) -> tuple[Any, JobResult]:
+def retrain_winner(task: Any, library: Library, program: P.Program, fresh_types: dict,
+                   config: SynthesisConfig, *, seed: int, sequence: str | None = None,
+                   library_seed: int | str | None = None, runners_up: Sequence[P.Program] = (),
+                   when: str | None = None) -> tuple[Library, JobResult]:
   """The library a `synthesize(task, library, config, seed=seed, ...)` whose winner was `program`
   returned, rebuilt by training that one candidate again, as the synthesis trained it (the same job seed,
   module sizes and training settings of `config`, and library), and adding it as `synthesize` does;
@@ -610,8 +619,8 @@ def _trained_again(kept: JobResult, context: TaskContext) -> JobResult:
   return again
 
 
-def _extend(library: Any, top: Sequence[JobResult], context: TaskContext, sequence: str, task: str,
-            when: str | None, runners_up: Sequence[Any] | None = None) -> Any:
+def _extend(library: Library, top: Sequence[JobResult], context: TaskContext, sequence: str, task: str,
+            when: str | None, runners_up: Sequence[P.Program] | None = None) -> Added:
   """`Library.add` of the winner (its fresh functions frozen in; the top programs named as the paper's
   tables name them); `runners_up` default: the programs of `top[1:]` that trained."""
   from hx.compile import compile_program

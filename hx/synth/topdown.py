@@ -34,13 +34,25 @@ import dataclasses
 import heapq
 import itertools
 import time
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
 from hx.lang import program as P
 from hx.lang.errors import HxTypeError
 from hx.lang.infer import infer, typable
 from hx.lang.types import FunctionType, GraphType, ListType, Type, TypeVar
-from hx.synth.space import Candidate, Completer, SearchSpace, annotate_holes, authors_size, fillers, priority
+from hx.synth.space import (
+  Candidate,
+  Completer,
+  SearchLibrary,
+  SearchSpace,
+  annotate_holes,
+  authors_size,
+  fillers,
+  priority,
+)
+
+if TYPE_CHECKING:
+  from hx.compile.modules import ModuleConfig
 
 __all__ = ["EnumerationStats", "enumerate_programs"]
 
@@ -67,8 +79,9 @@ class EnumerationStats:
   seconds: float = 0.0
 
 
-def enumerate_programs(task_type: Type, library: Any = None, *, space: SearchSpace = SearchSpace(),
-                       config: Any = None, limit: int | None = None, max_expanded: int | None = None,
+def enumerate_programs(task_type: Type, library: SearchLibrary = None, *, space: SearchSpace = SearchSpace(),
+                       config: ModuleConfig | None = None, limit: int | None = None,
+                       max_expanded: int | None = None,
                        stats: EnumerationStats | None = None) -> Iterator[Candidate]:
   """Yields the candidates of type `task_type` in the order a top-down synthesizer trains them.
 
@@ -137,8 +150,8 @@ def _later_turns(groups: dict[str, list[Candidate]]) -> Iterator[Candidate]:
     yield from (g[i] for g in groups.values() if i < len(g))
 
 
-def _best_first(task_type: Type, library: Any, space: SearchSpace, config: Any, max_expanded: int | None,
-             stats: EnumerationStats) -> Iterator[Candidate]:
+def _best_first(task_type: Type, library: SearchLibrary, space: SearchSpace, config: ModuleConfig | None,
+                max_expanded: int | None, stats: EnumerationStats) -> Iterator[Candidate]:
   """The candidates in nondecreasing priority (best-first search over partial programs); their `cost` is
   their priority (`authors_size` under the authors' order)."""
   completer = Completer(library, space, config)
@@ -360,7 +373,8 @@ def _canonical_type(t: Type, names: dict[str, str]) -> Type:
   return t
 
 
-def _canonical_program(p: P.Program, lib_types: dict[str, Type], names: dict[str, str]) -> Any:
+def _canonical_program(p: P.Program, lib_types: dict[str, Type], names: dict[str, str]
+                       ) -> tuple[object, ...] | P.Program:
   """`p` as `_precheck_key` sees it: library functions as their types, fresh functions unnamed, holes'
   variables renamed (`_canonical_type`), in pre-order."""
   if isinstance(p, P.Lib):

@@ -23,7 +23,6 @@ A key is a field's name (`val` for `val_examples`, `probe` for `probe_steps`), a
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from hx.synth.options import option_text, read_options
 from hx.synth.schedules.base import Schedule, ScheduleResult, Scored, Train, as_estimates, never
@@ -46,7 +45,7 @@ def schedule_keys(cls: type) -> dict[str, str]:
   return {names.get(f.name, f.name): str(f.type) for f in dataclasses.fields(cls)}
 
 
-def parse_schedule(text: str) -> Any:
+def parse_schedule(text: str) -> ToEnd | Halving | CheapFirst | Estimate:
   """The schedule `text` describes: `NAME` or `NAME:KEY=VALUE,...` (the module docstring), e.g.
   `halving:eta=4,first=2,val=200`; the fields not given keep their defaults.
 
@@ -64,7 +63,7 @@ def parse_schedule(text: str) -> Any:
     raise ValueError(f"{text.strip()}: {err}") from None
 
 
-def schedule_text(schedule: Any) -> str:
+def schedule_text(schedule: Schedule | None) -> str:
   """`schedule` (or None, `ToEnd()`) as `parse_schedule` reads it back: its name and the fields that
   differ from their defaults."""
   schedule = ToEnd() if schedule is None else schedule

@@ -46,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterable, Mapping, Sequence
 
 import jax
 import numpy as np
@@ -55,6 +55,13 @@ from hx.compile.fitting import seeded
 from hx.synth.jobs import Job, JobResult, TaskContext, failed_result, job_seed
 from hx.synth.schedules.base import ScheduleResult, Scored, Train, never
 from hx.synth.space import Candidate
+
+if TYPE_CHECKING:
+  import chex
+
+  from hx.compile.lower import CompiledProgram
+  from hx.lang.objectives import Objective
+  from hx.lang.values import Array, Inputs, Split
 
 __all__ = ["ESTIMATE_METHODS", "Estimate", "validation_subsample", "subsample_split", "subsample_context",
            "ridge_fit", "logistic_fit", "spearman", "compact_table", "head_slot", "head_features", "fit_head",
@@ -136,7 +143,7 @@ def validation_subsample(n: int, size: int | None, seed: int) -> np.ndarray:
   return np.sort(np.random.default_rng(seed).choice(n, size, replace=False)).astype(np.int64)
 
 
-def subsample_split(split: Any, idx: np.ndarray) -> Any:
+def subsample_split(split: Split, idx: np.ndarray) -> Split:
   """The examples `idx` of `split` (an `hx.compile.values.Split`), in the split's own form."""
   from hx.lang.values import Split, rows
 
@@ -253,13 +260,13 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
   return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def _index_arrays(inputs: Any) -> Any:
+def _index_arrays(inputs: Inputs) -> Array:
   """The array of image indices in a split's inputs (an array, or an element batch's or SharedGraphs'
   `values`)."""
   return inputs if isinstance(inputs, np.ndarray) or not hasattr(inputs, "values") else inputs.values
 
 
-def compact_table(table: Any, splits: Sequence[Any]) -> tuple[Any, list[Any]]:
+def compact_table(table: Array, splits: Sequence[Split]) -> tuple[np.ndarray, list[Split]]:
   """Only the rows of `table` that `splits` point at: (table (m, ...) with m the distinct indices, the
   splits with their indices renumbered into it), so that a frozen prefix runs over m images, not the
   task's whole table. The splits select the same images as before."""
@@ -277,7 +284,7 @@ def compact_table(table: Any, splits: Sequence[Any]) -> tuple[Any, list[Any]]:
   return np.asarray(table)[used], out
 
 
-def head_slot(compiled: Any, prefixed: bool = False) -> int | None:
+def head_slot(compiled: CompiledProgram, prefixed: bool = False) -> int | None:
   """The fresh slot of `compiled` whose output layer the closed form fits, or None when `compiled` is
   not a fresh head on frozen functions: exactly one fresh function, applied last (through `compose`),
   ending in a Dense output layer (an MLP, an LSTM, a CNN with an output layer) with no activation after
@@ -300,7 +307,8 @@ def head_slot(compiled: Any, prefixed: bool = False) -> int | None:
   return slot if prefixed or compiled.library_slots else None
 
 
-def head_features(compiled: Any, variables: Mapping[str, Any], frozen: Any, inputs: Any, table: Any, *,
+def head_features(compiled: CompiledProgram, variables: Mapping[str, chex.ArrayTree], frozen: chex.ArrayTree,
+                  inputs: Inputs, table: Array | None, *,
                   logits: bool, slot: int = 0, chunk: int = 512) -> np.ndarray:
   """(n, d) float64: the inputs of the output layer of fresh slot `slot` (`head_slot`) on each example of
   `inputs` (a split's inputs, indices into `table`; n examples), in inference mode. The program's
@@ -339,8 +347,9 @@ def head_features(compiled: Any, variables: Mapping[str, Any], frozen: Any, inpu
   return np.concatenate(parts)
 
 
-def fit_head(compiled: Any, variables: Mapping[str, Any], frozen: Any, train: Any, table: Any, objective: Any,
-             *, ridge: float, logistic_steps: int) -> dict:
+def fit_head(compiled: CompiledProgram, variables: Mapping[str, chex.ArrayTree], frozen: chex.ArrayTree,
+             train: Split, table: Array | None, objective: Objective, *, ridge: float,
+             logistic_steps: int) -> dict:
   """`variables` with the output layer of `compiled`'s head (`head_slot`) fitted in closed form on
   `train` (a Split of examples pointing into `table`): ridge regression for "mse", logistic regression
   for "bce" (ridge on the 0/1 targets when `logistic_steps` is 0), ridge on one-hot classes for "ce"
@@ -397,9 +406,9 @@ class _Heads:
   """Closed-form estimates of one task's candidates; library prefixes computed once per prefix, over
   the rows the training split and the validation subsample use."""
 
-  def __init__(self, context: TaskContext, val: Any, schedule: Estimate):
+  def __init__(self, context: TaskContext, val: Split, schedule: Estimate):
     self.context, self.val, self.schedule = context, val, schedule
-    self._tables: dict[tuple[str, ...], Any] = {}
+    self._tables: dict[tuple[str, ...], jax.Array] = {}
     data = context.ready.data
     if data.table is not None:
       self.table, (self.train, self.val) = compact_table(data.table, [data.train, val])
@@ -408,7 +417,7 @@ class _Heads:
     # Every candidate is scored on the subsample: on the device once, not once per candidate.
     self.val = jax.device_put(self.val)
 
-  def _table(self, names: tuple[str, ...]) -> Any:
+  def _table(self, names: tuple[str, ...]) -> Array | None:
     if not names:
       return self.table
     if names not in self._tables:
@@ -418,7 +427,7 @@ class _Heads:
       self._tables[names] = apply_prefix(names, library.specs(), library.variables(), self.table)
     return self._tables[names]
 
-  def compiled(self, candidate: Candidate) -> tuple[Any, tuple[str, ...]] | None:
+  def compiled(self, candidate: Candidate) -> tuple[CompiledProgram, tuple[str, ...]] | None:
     """(compiled rest, prefix names) when `candidate` is a fresh head on frozen functions, else None."""
     from hx.compile import compile_program
     from hx.compile.memo import frozen_prefix
@@ -435,7 +444,8 @@ class _Heads:
       return None
     return compiled, names
 
-  def __call__(self, candidate: Candidate, seed: int, compiled: Any, names: tuple[str, ...]) -> float:
+  def __call__(self, candidate: Candidate, seed: int, compiled: CompiledProgram,
+               names: tuple[str, ...]) -> float:
     from hx.compile import evaluate, make_frozen
     from hx.compile.tuning import initial_variables
 
