@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from hx.baselines.networks import element_type
 from hx.baselines.train import BASELINES, refusal
@@ -25,6 +25,12 @@ from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, task_tune_co
 from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.space import SearchSpace, paper_space
 from hx.synth.strategies import Strategy, TopDown, check_strategy
+
+if TYPE_CHECKING:
+  from hx.compile.tuning import TuneConfig
+  from hx.data import ArrayTaskSpec, TaskSpec
+  from hx.presets import ModuleSetting
+  from hx.synth.schedules.base import Schedule
 
 __all__ = ["Preset", "EvalConfig", "ConfigError", "METHODS", "BASELINES", "GRAPH_SEQUENCES",
            "default_methods", "method_label"]
@@ -63,7 +69,7 @@ def _space(preset: Preset, sequence: str, graphs: bool) -> SearchSpace:
   return SearchSpace(order=search)
 
 
-def _has_graphs(specs: Sequence[Any]) -> bool:
+def _has_graphs(specs: Sequence[TaskSpec | ArrayTaskSpec]) -> bool:
   """Whether a task of `specs` takes a graph (a graph sequence: no progressive networks)."""
   return any(isinstance(function_parts(s.type)[0][0], GraphType) for s in specs)
 
@@ -115,7 +121,7 @@ class EvalConfig:
   module_config: ModuleConfig
   sizes: TaskSizes
   sources: Sources
-  tune_configs: tuple[tuple[str, Any], ...]
+  tune_configs: tuple[tuple[str, TuneConfig], ...]
   stream: TaskStream | None = None
   strategies: tuple[Strategy, ...] = (TopDown(),)
 
@@ -141,7 +147,7 @@ class EvalConfig:
     return SynthesisConfig(strategy=self.strategy(method), budget=self.budget, space=self.space,
                            module_config=self.module_config, tune_configs=self.tune_configs, keep=3)
 
-  def tune_config(self, kind: str) -> Any:
+  def tune_config(self, kind: str) -> TuneConfig:
     return dict(self.tune_configs)[kind]
 
   @classmethod
@@ -149,10 +155,10 @@ class EvalConfig:
            strategies: Sequence[Strategy] = (TopDown(),), fractions: Sequence[float] | None = None,
            seeds: Sequence[int] | None = None, tasks: int | None = None, candidates: int | None = None,
            seconds: float | None = None, epochs: int | None = None,
-           module_overrides: Mapping[str, Any] | None = None,
+           module_overrides: Mapping[str, ModuleSetting] | None = None,
            examples: tuple[int, int, int] | None = None, sources: Sources = Sources(),
-           bias_from_targets: bool = True, schedule: Any = None, patience: int | None = None,
-           search: Mapping[str, Any] | None = None) -> EvalConfig:
+           bias_from_targets: bool = True, schedule: Schedule | None = None, patience: int | None = None,
+           search: Mapping[str, str | bool | int | float | None] | None = None) -> EvalConfig:
     """A checked configuration: the preset's defaults with these overrides.
 
     Args:
@@ -254,7 +260,7 @@ def _strategies_take(strategies: tuple[Strategy, ...], budgets: tuple[Budget, ..
 
 
 def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[Strategy, ...],
-             graphs: bool, specs: Sequence[Any]) -> tuple[str, ...]:
+             graphs: bool, specs: Sequence[TaskSpec | ArrayTaskSpec]) -> tuple[str, ...]:
   """The methods in run order ("houdini_<strategy>" first, then the baselines), checked."""
   methods = tuple(methods) if methods is not None else default_methods(key, graphs)
   for m in methods:
@@ -277,7 +283,8 @@ def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[Strategy
   return tuple(ordered + [m for m in BASELINES if m in methods])
 
 
-def _baselines_taking(methods: tuple[str, ...], specs: Sequence[Any], module_config: ModuleConfig,
+def _baselines_taking(methods: tuple[str, ...], specs: Sequence[TaskSpec | ArrayTaskSpec],
+                      module_config: ModuleConfig,
                       named: bool) -> tuple[str, ...]:
   """`methods` with each baseline checked against the tasks run (`specs`), before anything trains: one
   that cannot take a task is refused in one line naming it, the task and its type where the caller
@@ -312,7 +319,7 @@ def _runs(p: Preset, key: str, fractions: Sequence[float] | None, seeds: Sequenc
   return fractions, seeds, tasks
 
 
-def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None, schedule: Any,
+def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None, schedule: Schedule | None,
              patience: int | None, n: int) -> tuple[Budget, tuple[Budget, ...]]:
   """The sequence's default budget and each task's (`candidates` overrides every task's), checked."""
   if patience is not None and patience < 1:
@@ -334,7 +341,8 @@ SEARCH_KEYS = ("order", "authors_filter", "library_tasks", "probed_tasks", "reus
 --search)."""
 
 
-def _search_space(p: Preset, key: str, search: Mapping[str, Any] | None, graphs: bool) -> SearchSpace:
+def _search_space(p: Preset, key: str, search: Mapping[str, str | bool | int | float | None] | None,
+                  graphs: bool) -> SearchSpace:
   """The preset's search space with the caller's changes (`SEARCH_KEYS`), checked."""
   space = _space(p, key, graphs)
   changes = dict(search or {})
@@ -348,7 +356,7 @@ def _search_space(p: Preset, key: str, search: Mapping[str, Any] | None, graphs:
     raise ConfigError(f"search: {err}") from None
 
 
-def _sizes(p: Preset, key: str, module_overrides: Mapping[str, Any] | None,
+def _sizes(p: Preset, key: str, module_overrides: Mapping[str, ModuleSetting] | None,
            examples: tuple[int, int, int] | None, epochs: int | None) -> tuple[ModuleConfig, TaskSizes]:
   """The module sizes and split sizes with the caller's changes, checked (and the epochs given)."""
   try:
@@ -365,8 +373,8 @@ def _sizes(p: Preset, key: str, module_overrides: Mapping[str, Any] | None,
   return module_config, sizes
 
 
-def _tune_configs(p: Preset, specs: Sequence[Any], epochs: int | None, bias_from_targets: bool,
-                  patience: int | None) -> tuple[tuple[str, Any], ...]:
+def _tune_configs(p: Preset, specs: Sequence[TaskSpec | ArrayTaskSpec], epochs: int | None,
+                  bias_from_targets: bool, patience: int | None) -> tuple[tuple[str, TuneConfig], ...]:
   """(task kind, TuneConfig) for each kind of the sequence's tasks `specs`, as
   `hx.presets.task_tune_config` decides them under the preset `p` with the caller's changes."""
   try:

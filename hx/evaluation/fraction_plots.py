@@ -37,12 +37,15 @@ import math
 import re
 import statistics
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from hx.evaluation.config import method_label
 from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
 from hx.evaluation.records import load_records
 from hx.evaluation.report import best_test
+
+if TYPE_CHECKING:
+  from matplotlib.axes import Axes
 
 __all__ = ["Point", "Line", "PaperPoint", "Panel", "Figure", "run_directories", "variant_of",
            "collect_figures", "paper_points", "draw", "figure_path", "write_figures", "METHOD_ORDER"]
@@ -317,7 +320,7 @@ def _bars(values: list[tuple[float, float, float]]) -> list[list[float]] | None:
   return [[m - low for m, low, _ in values], [high - m for m, _, high in values]]
 
 
-def _panel(ax: Any, panel: Panel, ticks: list[float]) -> None:
+def _panel(ax: Axes, panel: Panel, ticks: list[float]) -> None:
   for k, line in enumerate(panel.lines):
     colour = _COLOURS.get(line.method, "#7f7f7f")
     variant = line.variant is not None
@@ -365,7 +368,7 @@ def draw(figure: Figure) -> bytes:
   ticks = sorted({100 * f for f in figure.fractions} | {100 * p.fraction for panel in figure.panels
                                                          for p in panel.paper})
   with matplotlib.style.context("default"):
-    labels: dict[str, Any] = {}
+    labels: dict[str, Line] = {}
     for panel in figure.panels:
       for line in panel.lines:
         labels.setdefault(line.label, line)

@@ -31,11 +31,14 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from hx.evaluation.fraction_plots import Figure, Line, Panel, collect_figures, run_directories, variant_of
 from hx.evaluation.records import load_records
 from hx.evaluation.report import score_text
+
+if TYPE_CHECKING:
+  from hx.lang import program as P
 
 __all__ = ["scores_markdown", "transfer_markdown", "TransferRun", "transfer_runs", "PaperRank",
            "paper_ranks", "paper_ranks_markdown", "instances_text", "BLOCKS", "blocks", "readme_blocks",
@@ -124,7 +127,7 @@ def _sequence_table(figure: Figure) -> list[str]:
   return lines
 
 
-def scores_markdown(figures: dict[str, Any]) -> str:
+def scores_markdown(figures: dict[str, Figure]) -> str:
   """Per sequence a heading, its table (see the module docstring) and its figure
   (figures/<sequence>_error_by_fraction.png, as `hx.bin.figures` writes them)."""
   out = []
@@ -211,14 +214,14 @@ class PaperRank:
   trained: int
 
 
-def _key(program: Any) -> str:
+def _key(program: P.Program) -> str:
   from hx.lang.program import canonical
   from hx.synth.space import normal_form
 
   return str(canonical(normal_form(program)))
 
 
-def _align(paper: Any, ours: Any, out: dict[str, str]) -> None:
+def _align(paper: P.Program, ours: P.Program, out: dict[str, str]) -> None:
   """Maps each fresh function of `paper` to the fresh function of `ours` in the same place, descending
   while the two programs have nodes of the same kind."""
   from hx.lang import program as P
@@ -232,7 +235,7 @@ def _align(paper: Any, ours: Any, out: dict[str, str]) -> None:
       _align(a, b, out)
 
 
-def _rename_library(program: Any, names: dict[str, str]) -> Any | None:
+def _rename_library(program: P.Program, names: dict[str, str]) -> P.Program | None:
   """`program` with each library function renamed by `names`; None where one is not in it."""
   from hx.lang import program as P
 

@@ -5,9 +5,15 @@ numbers (the graph sequences' table; every other baseline result of the paper is
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Iterator, NamedTuple, Sequence
 
 from hx.lang.paper import paper_programs
+
+if TYPE_CHECKING:
+  from hx.evaluation.config import EvalConfig
+  from hx.lang.paper import PaperProgram
+  from hx.lang.types import Type
+  from hx.synth.space import SearchSpace
 
 __all__ = ["PaperTop", "paper_top", "PAPER_GRAPH_TABLE", "PAPER_GRAPH_ROWS", "Position", "Rank1Task",
            "rank1_tasks", "rank1_positions"]
@@ -95,19 +101,19 @@ class Rank1Task(NamedTuple):
     budget: the candidates the preset trains on the task.
   """
   table: str
-  program: Any
-  config: Any
-  library: Any
+  program: PaperProgram
+  config: EvalConfig
+  library: dict[str, Type]
   budget: int
 
 
-def rank1_tasks(preset: str = "paper", tables: Any = None) -> Iterator[Rank1Task]:
+def rank1_tasks(preset: str = "paper", tables: Sequence[str] | None = None) -> Iterator[Rank1Task]:
   """The tasks of the paper's top-down tables (default every top-down table and figure) whose rank-1
   program it prints, in table order, each with its preset's search settings and the paper's library."""
   from hx.evaluation.config import EvalConfig
   from hx.lang.paper import paper_library_before, paper_tables
 
-  configs: dict[str, Any] = {}
+  configs: dict[str, EvalConfig] = {}
   for table in tables or paper_tables():
     for p in paper_programs():
       if p.table != table or p.rank != 1 or p.algorithm != "top-down" or table.startswith("text:"):
@@ -120,7 +126,8 @@ def rank1_tasks(preset: str = "paper", tables: Any = None) -> Iterator[Rank1Task
                       config.budgets[p.task_number - 1].candidates)
 
 
-def rank1_positions(preset: str = "paper", *, space: Any = None, tables: Any = None,
+def rank1_positions(preset: str = "paper", *, space: SearchSpace | None = None,
+                    tables: Sequence[str] | None = None,
                     limit: int = 300) -> Iterator[Position]:
   """The position of each rank-1 program of the paper's top-down tables in the search `preset` runs.
 

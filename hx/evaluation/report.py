@@ -22,21 +22,28 @@ import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from hx.atomic import write_atomically, write_text
 from hx.evaluation.config import method_label
 from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
 from hx.evaluation.records import load_records, work_seconds
 
+if TYPE_CHECKING:
+  import os
+
+  from matplotlib.axes import Axes
+
+  from hx.jsonread import JsonValue
+
 __all__ = ["build_report", "summary_lines", "score_text", "paper_score_words", "plot_tasks", "best_test"]
 
 
-def _finite(x: Any) -> bool:
+def _finite(x: JsonValue) -> bool:
   return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def score_text(metric: str, x: Any, paper_style: bool = False) -> str:
+def score_text(metric: str, x: JsonValue, paper_style: bool = False) -> str:
   """A test score as the report prints it: "1.33%" / "0.412" (paper_style, its metric named as the paper's
   tables name it, but in words: "1.33% error" (classification error; the paper writes "1.33% CE") /
   "0.41 RMSE")."""
@@ -137,7 +144,7 @@ _STYLES = {"houdini_topdown": ("o", "-"), "houdini_evolutionary": ("D", "-"), "s
            "llt": ("^", "--"), "pnn": ("v", ":"), "standalone_with_fold": ("x", "-.")}
 
 
-def _axes_plot(ax: Any, table: _Table, index: int, title: str) -> None:
+def _axes_plot(ax: Axes, table: _Table, index: int, title: str) -> None:
   metric = table.metric(index)
   for method in table.methods:
     marker, line = _STYLES.get(method, ("o", "-"))
@@ -271,7 +278,7 @@ def summary_lines(records: list[dict]) -> list[str]:
   return lines
 
 
-def _budget_text(budget: Any) -> str:
+def _budget_text(budget: JsonValue) -> str:
   """A budget as JSON (`hx.synth.Budget`), or a list of them (one per task), in words."""
   if isinstance(budget, list) and budget:
     texts = [_budget_text(b) for b in budget]
@@ -304,7 +311,7 @@ def _settings(directory: Path) -> dict | None:
   return {"settings": settings, "started": started}
 
 
-def build_report(directory: Any) -> Path:
+def build_report(directory: os.PathLike | str) -> Path:
   """Writes report.md, programs.md and plots/ into `directory` from its records; returns report.md.
 
   Raises:

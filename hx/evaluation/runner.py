@@ -41,7 +41,7 @@ import math
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from absl import logging
 
@@ -62,6 +62,19 @@ from hx.evaluation.records import (
 from hx.synth.jsonfiles import jsonable, read_record
 from hx.synth.progress import Progress
 from hx.synth.run_directory import SETTINGS_FILE, checkpoint_dir, open_settings, record_file, training_seed
+
+if TYPE_CHECKING:
+  import os
+
+  from hx.baselines.continual import ContinualState
+  from hx.baselines.networks import Architecture, Network
+  from hx.baselines.train import BaselineResult
+  from hx.compile.tuning import TuneConfig
+  from hx.data import ArrayTaskSpec, Task, TaskSpec
+  from hx.data import Sequence as TaskSequence
+  from hx.jsonread import JsonValue
+  from hx.lang.types import Type
+  from hx.synth.executors import Executor, ExecutorSettings
 
 __all__ = ["EvaluationRun", "run", "rebuild_libraries", "check_data", "check_directory", "settings_json",
            "expected_records"]
@@ -168,7 +181,7 @@ def expected_records(config: EvalConfig) -> list[tuple[str, int, int, float]]:
   return out
 
 
-def _score_text(metric: str, x: Any) -> str:
+def _score_text(metric: str, x: JsonValue) -> str:
   if not isinstance(x, (int, float)) or not math.isfinite(x):
     return "-"
   return f"{x:.2f}%" if metric == "error" else f"{x:.3f}"
@@ -176,11 +189,13 @@ def _score_text(metric: str, x: Any) -> str:
 
 class _Runner:
   def __init__(self, config: EvalConfig, directory: Path, deadline: float | None,
-               progress: Callable[[str], None], executor: Any = None, bars: bool = False):
+               progress: Callable[[str], None], executor: Executor | ExecutorSettings | None = None,
+               bars: bool = False):
     self.config, self.directory, self.deadline, self.say = config, directory, deadline, progress
     self.executor, self.bars = executor, bars
     self.ran = 0
-    self.networks: dict[tuple[str, int], dict[int, Any]] = {}
+    # (method, instance), ("regressor", instance) or ("continual state", method, instance) -> per task.
+    self.networks: dict[tuple[str | int, ...], dict[int, Network | ContinualState]] = {}
     self.largest = max(config.fractions)
 
   # -- helpers --------------------------------------------------------------------------------------
@@ -193,13 +208,13 @@ class _Runner:
   def network_path(self, method: str, instance: int, index: int) -> Path:
     return self.method_dir(method, instance) / "networks" / f"after_{index + 1:02d}"
 
-  def element(self, spec: Any) -> Any:
+  def element(self, spec: TaskSpec | ArrayTaskSpec) -> Type:
     return baselines.element_type(spec.kind)
 
-  def architecture(self, spec: Any) -> Any:
+  def architecture(self, spec: TaskSpec | ArrayTaskSpec) -> Architecture:
     return baselines.architecture(spec.type, self.config.module_config, self.element(spec))
 
-  def network(self, method: str, instance: int, index: int, seq: Any) -> Any | None:
+  def network(self, method: str, instance: int, index: int, seq: TaskSequence) -> Network | None:
     """The network `method` trained on task `index` (0-based) at the largest fraction, or None."""
     cache = self.networks.setdefault((method, instance), {})
     if index not in cache:
@@ -231,7 +246,7 @@ class _Runner:
                                      "command again to train it anew") from None
     return cache[index]
 
-  def shares_regressor(self, seq: Any, index: int) -> bool:
+  def shares_regressor(self, seq: TaskSequence, index: int) -> bool:
     """Whether graph task `index` of `seq` maps the regressor of the sequence's first task (`regressor`):
     where the first task is an image or vector task whose network is the graph network's regressor (the
     paper's graph sequences); else (a user's sequence) the graph baselines learn their own (ours)."""
@@ -239,7 +254,7 @@ class _Runner:
     return (index > 0 and first.kind in ("image", "vector")
             and first.specs == graph.specs[:2])
 
-  def regressor(self, instance: int, seq: Any) -> Any:
+  def regressor(self, instance: int, seq: TaskSequence) -> Network:
     """The regressor a graph task's baselines start from (an `hx.baselines.Network` of the first task's
     image or vector architecture, where `shares_regressor`): the regression network HOUDINI's program
     learned on the sequence's first task, where a HOUDINI method runs and its winner there is one
@@ -262,7 +277,7 @@ class _Runner:
       self.networks[key] = {0: shared}
     return self.networks[key][0]
 
-  def houdini_regressor(self, method: str, instance: int, seq: Any) -> Any | None:
+  def houdini_regressor(self, method: str, instance: int, seq: TaskSequence) -> Network | None:
     """HOUDINI's (`method`'s) first task's winner at the largest fraction as a network of the first
     task's standalone image architecture, or None where the winner is not of that shape."""
     from hx.lang import parse
@@ -286,12 +301,12 @@ class _Runner:
     return baselines.Network(method=method, task=library.entries[0].provenance.task, architecture=arch,
                              modules={arch.encoder: encoder.variables, baselines.MLP: mlp.variables})
 
-  def keep_network(self, method: str, instance: int, index: int, network: Any) -> None:
+  def keep_network(self, method: str, instance: int, index: int, network: Network) -> None:
     baselines.save_network(network, self.network_path(method, instance, index))
     self.networks.setdefault((method, instance), {})[index] = network
 
   # -- HOUDINI --------------------------------------------------------------------------------------
-  def houdini(self, method: str, instance: int, seq: Any, index: int) -> None:
+  def houdini(self, method: str, instance: int, seq: TaskSequence, index: int) -> None:
     c = self.config
     if all(record_path(self.directory, method, instance, index + 1, f) for f in c.fractions):
       return
@@ -310,7 +325,7 @@ class _Runner:
                f"({rec['candidates_trained']} candidate{'' if rec['candidates_trained'] == 1 else 's'})")
     logging.info("%s task %d took %.1f s", method, index + 1, time.perf_counter() - start)
 
-  def houdini_sequence(self, method: str, instance: int, seq: Any, tasks: int) -> None:
+  def houdini_sequence(self, method: str, instance: int, seq: TaskSequence, tasks: int) -> None:
     """`run_sequence` of HOUDINI's `method` up to its first `tasks` tasks: those recorded are not searched
     again (their libraries, if missing, rebuilt from the records), the others searched."""
     from hx.synth.lifelong import run_sequence
@@ -320,13 +335,13 @@ class _Runner:
                  budgets=c.budgets, stop_after=tasks, executor=self.executor, progress=self.bars)
 
   # -- baselines ------------------------------------------------------------------------------------
-  def baseline(self, method: str, instance: int, seq: Any, index: int, fraction: float) -> None:
+  def baseline(self, method: str, instance: int, seq: TaskSequence, index: int, fraction: float) -> None:
     if record_path(self.directory, method, instance, index + 1, fraction) is None:
       self.train_baseline(method, instance, seq, index, fraction)
     if method in baselines.CONTINUAL and index == self.config.tasks - 1 and fraction == self.largest:
       self.rescore_continual(method, instance, seq)
 
-  def train_baseline(self, method: str, instance: int, seq: Any, index: int, fraction: float,
+  def train_baseline(self, method: str, instance: int, seq: TaskSequence, index: int, fraction: float,
                      write: bool = True) -> None:
     """Trains `method` on task `index` (0-based) at `fraction`, keeps its network (at the largest
     fraction) and writes its record; `write=False`: only the network, for a record that exists but whose
@@ -361,7 +376,8 @@ class _Runner:
                    full.name, result.val_score)
     shutil.rmtree(saving, ignore_errors=True)
 
-  def same_as_standalone(self, method: str, instance: int, seq: Any, fraction: float, write: bool) -> None:
+  def same_as_standalone(self, method: str, instance: int, seq: TaskSequence, fraction: float,
+                         write: bool) -> None:
     """Low-level transfer or a progressive network on the sequence's first task: nothing to transfer, so
     the standalone network's record (marked "same_as") and network (as a first column) are theirs."""
     self.baseline("standalone", instance, seq, 0, fraction)
@@ -379,8 +395,8 @@ class _Runner:
     if write:
       self.write(method, instance, 0, fraction, seq.build(0), rec)
 
-  def trained(self, method: str, instance: int, seq: Any, index: int, fraction: float, task: Any,
-              tune_config: Any, seed: int, saving: Path) -> tuple[Any, list[dict], dict]:
+  def trained(self, method: str, instance: int, seq: TaskSequence, index: int, fraction: float, task: Task,
+              tune_config: TuneConfig, seed: int, saving: Path) -> tuple[BaselineResult, list[dict], dict]:
     """`method`'s network trained on `task` (task `index` of `seq` at `fraction`): its
     `hx.baselines.BaselineResult`, the earlier networks it started from (task, method, version) and what
     its record adds."""
@@ -388,7 +404,7 @@ class _Runner:
     full = seq.build(index)
     element = self.element(full.spec)
 
-    def source(network: Any) -> dict:
+    def source(network: Network) -> dict:
       return {"task": network.task, "method": network.method, "version": network_version(network)}
 
     graph = self.architecture(full.spec).kind == "graph" and self.shares_regressor(seq, index)
@@ -418,8 +434,8 @@ class _Runner:
       return self.continual(method, instance, seq, index, task, tune_config, seed, saving)
     raise ValueError(f"unknown baseline {method!r}")
 
-  def continual(self, method: str, instance: int, seq: Any, index: int, task: Any, tune_config: Any,
-                seed: int, saving: Path) -> tuple[Any, list[dict], dict]:
+  def continual(self, method: str, instance: int, seq: TaskSequence, index: int, task: Task,
+                tune_config: TuneConfig, seed: int, saving: Path) -> tuple[BaselineResult, list[dict], dict]:
     """Experience replay or EWC (`hx.baselines.continual`) on task `index`, after the earlier tasks'
     networks at the largest fraction (their trunks and heads; memories and Fishers drawn again from
     them, as deterministic as the first time; graph tasks share nothing and are passed over); a graph
@@ -453,7 +469,7 @@ class _Runner:
     return result, [] if regressor is None else [{"task": regressor.task, "method": regressor.method,
                                                   "version": network_version(regressor)}], extra
 
-  def rescore_continual(self, method: str, instance: int, seq: Any) -> None:
+  def rescore_continual(self, method: str, instance: int, seq: TaskSequence) -> None:
     """After the run's last task: every task of `method` (replay or EWC) scored again on its test split
     with the trunks the last task left and its own head (`hx.baselines.rescore_networks`, CTrL's
     forgetting), written to `<method>/seed_S/rescored.json` beside each task's recorded score (kept, not
@@ -480,7 +496,7 @@ class _Runner:
     self.say(f"[{c.sequence} {instance}] {method}: every task scored again after task {c.tasks} "
              f"({path})")
 
-  def ewc_strength(self, instance: int, seq: Any) -> tuple[float, dict]:
+  def ewc_strength(self, instance: int, seq: TaskSequence) -> tuple[float, dict]:
     """EWC's lambda for instance `instance` (`hx.baselines.choose_ewc_strength` on the first tasks'
     validation splits), chosen once and kept in `ewc/seed_S/ewc_strength.json`; (lambda, what a record
     says of the choice)."""
@@ -500,8 +516,9 @@ class _Runner:
     chosen = read_json(path)
     return float(chosen["strength"]), {"ewc_strength": chosen}
 
-  def from_scratch(self, instance: int, seq: Any, index: int, fraction: float, task: Any, tune_config: Any,
-                   seed: int, saving: Path | None = None) -> tuple[Any, dict]:
+  def from_scratch(self, instance: int, seq: TaskSequence, index: int, fraction: float, task: Task,
+                   tune_config: TuneConfig, seed: int, saving: Path | None = None
+                   ) -> tuple[BaselineResult, dict]:
     """standalone_with_fold: HOUDINI's best program for this task and fraction, every function fresh."""
     from hx.lang import parse, parse_type
     from hx.synth.library import Library
@@ -527,7 +544,7 @@ class _Runner:
                                     seed=seed, checkpoint_dir=saving)
     return result, {"structure_from": {"method": houdini, "program": best["named"] or best["program"]}}
 
-  def write(self, method: str, instance: int, index: int, fraction: float, full: Any, rec: dict) -> None:
+  def write(self, method: str, instance: int, index: int, fraction: float, full: Task, rec: dict) -> None:
     path = record_file(self.method_dir(method, instance), index + 1, full.name, fraction)
     write_json(path, rec)
     self.ran += 1
@@ -539,9 +556,9 @@ class _Runner:
              f" ({rec['seconds']['wall']:.0f} s){note}")
 
 
-def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
+def run(config: EvalConfig, directory: os.PathLike | str, *, time_budget: float | None = None,
         progress: Callable[[str], None] = lambda line: None, report: bool = True,
-        executor: Any = None, bars: bool = False) -> EvaluationRun:
+        executor: Executor | ExecutorSettings | None = None, bars: bool = False) -> EvaluationRun:
   """Runs (or resumes) the evaluation `config` in `directory` (see the module docstring).
 
   Args:
@@ -573,7 +590,7 @@ def run(config: EvalConfig, directory: Any, *, time_budget: float | None = None,
 
 
 def _run_held(config: EvalConfig, directory: Path, time_budget: float | None, progress: Callable[[str], None],
-              report: bool, executor: Any, bars: bool) -> EvaluationRun:
+              report: bool, executor: Executor | ExecutorSettings | None, bars: bool) -> EvaluationRun:
   """`run`, in a directory this process holds."""
   expected = expected_records(config)
   if all(record_path(directory, *e) for e in expected):
@@ -603,7 +620,7 @@ def _run_held(config: EvalConfig, directory: Path, time_budget: float | None, pr
                        _report(directory) if report else None)
 
 
-def rebuild_libraries(config: EvalConfig, directory: Any, after: int) -> list[Path]:
+def rebuild_libraries(config: EvalConfig, directory: os.PathLike | str, after: int) -> list[Path]:
   """HOUDINI's library after task `after` of each instantiation of the run in `directory`, rebuilt from the
   records where it is missing; nothing else trains and no record changes.
 

@@ -20,10 +20,15 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from hx.evaluation.records import read_rescored, record_path
 from hx.evaluation.stream_metrics import _finite, _mean, _test
+
+if TYPE_CHECKING:
+  import os
+
+  from hx.evaluation.config import EvalConfig
 
 __all__ = ["Rescored", "Forgetting", "rescore_winners", "continual_forgetting"]
 
@@ -77,7 +82,7 @@ class Forgetting:
     return _mean(r.change for r in self.rows if r.metric == metric and r.index < self.after)
 
 
-def rescore_winners(config: Any, directory: Any, method: str | None = None,
+def rescore_winners(config: EvalConfig, directory: os.PathLike | str, method: str | None = None,
                     instance: int | None = None) -> Forgetting:
   """Scores every recorded task's winner of `method` again with the library saved after the run's last
   recorded task (module docstring), on the task's test split, with its training settings' evaluation.
@@ -134,7 +139,7 @@ def rescore_winners(config: Any, directory: Any, method: str | None = None,
   return Forgetting(method, instance, after, tuple(rows))
 
 
-def continual_forgetting(directory: Any, method: str, instance: int) -> Forgetting | None:
+def continual_forgetting(directory: os.PathLike | str, method: str, instance: int) -> Forgetting | None:
   """A continual baseline's (`method`, "replay" or "ewc") re-scores after the run's last task, as the
   runner wrote them (`hx.evaluation.records.read_rescored`), or None where it has not written them. A
   task re-scored as None (a graph network: it shares nothing trained) counts its recorded score, changed

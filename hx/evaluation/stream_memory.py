@@ -12,9 +12,14 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from hx.evaluation.stream_metrics import TaskRow, _instance, _largest, _method_rank
+
+if TYPE_CHECKING:
+  import os
+
+  from hx.jsonread import JsonValue
 
 __all__ = ["LibraryPoint", "MemoryPoint", "library_growth", "network_growth", "memory_growth",
            "process_memory_after"]
@@ -40,7 +45,7 @@ class MemoryPoint:
   bytes: int
 
 
-def _parameters(structure: Any) -> int:
+def _parameters(structure: JsonValue) -> int:
   """The scalars in a library entry's "structure" (nested containers of {"array": {dtype, shape}})."""
   if isinstance(structure, dict):
     if set(structure) == {"array"} and isinstance(structure["array"], dict):
@@ -51,7 +56,8 @@ def _parameters(structure: Any) -> int:
   return 0
 
 
-def library_growth(directory: Any, method: str = "houdini_topdown", instance: int = 0) -> list[LibraryPoint]:
+def library_growth(directory: os.PathLike | str, method: str = "houdini_topdown", instance: int = 0
+                   ) -> list[LibraryPoint]:
   """The library after each task whose library the run saved (`<method>/seed_<instance>/libraries/
   after_TT/library.json`), in task order; read from the manifests, no array loaded.
 
@@ -74,8 +80,8 @@ def library_growth(directory: Any, method: str = "houdini_topdown", instance: in
   return out
 
 
-def network_growth(records: Sequence[dict], directory: Any, method: str, instance: int | None = None
-                   ) -> list[MemoryPoint]:
+def network_growth(records: Sequence[dict], directory: os.PathLike | str, method: str,
+                   instance: int | None = None) -> list[MemoryPoint]:
   """A baseline's networks kept after each task (one per task, all kept): parameters from the records,
   bytes from the saved networks (`networks/after_TT/network.json`), or 4 a parameter where one is not
   there (float32). Experience replay and EWC keep one trunk per kind and a head per task, with their
@@ -115,7 +121,8 @@ def _continual_growth(mine: Sequence[dict], method: str) -> list[MemoryPoint]:
   return out
 
 
-def memory_growth(records: Sequence[dict], directory: Any, instance: int | None = None) -> list[MemoryPoint]:
+def memory_growth(records: Sequence[dict], directory: os.PathLike | str, instance: int | None = None
+                  ) -> list[MemoryPoint]:
   """Every method's memory after each task: HOUDINI's library (`library_growth`), each baseline's
   networks (`network_growth`)."""
   instance = _instance(records, instance)

@@ -34,14 +34,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from hx.evaluation.records import work_seconds
+
+if TYPE_CHECKING:
+  from hx.jsonread import JsonValue
 
 __all__ = ["TaskRow", "task_rows"]
 
 
-def _finite(x: Any) -> bool:
+def _finite(x: JsonValue) -> bool:
   return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 

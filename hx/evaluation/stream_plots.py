@@ -5,17 +5,24 @@ its cost, and the memory after it, against the task's index (`plot_stream`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from hx.atomic import write_atomically
 from hx.evaluation.config import method_label
 from hx.evaluation.stream_memory import LibraryPoint, MemoryPoint
 from hx.evaluation.stream_metrics import TaskRow, _method_rank
 
+if TYPE_CHECKING:
+  import os
+  import types
+
+  from matplotlib.axes import Axes
+  from matplotlib.figure import Figure
+
 __all__ = ["plot_stream"]
 
 
-def plot_stream(directory: Any, rows: Sequence[TaskRow], memory: Sequence[MemoryPoint],
+def plot_stream(directory: os.PathLike | str, rows: Sequence[TaskRow], memory: Sequence[MemoryPoint],
                 library: Sequence[LibraryPoint] = ()) -> list[Path]:
   """Writes plots/stream_scores.png (test scores and transfer against the task's index),
   plots/stream_cost.png (wall seconds, candidates considered and trained) and plots/stream_memory.png
@@ -41,14 +48,14 @@ def plot_stream(directory: Any, rows: Sequence[TaskRow], memory: Sequence[Memory
   return paths
 
 
-def _legends(axes: Any) -> None:
+def _legends(axes: Iterable[Axes]) -> None:
   for ax in axes:
     if ax.get_legend_handles_labels()[0]:
       ax.legend(fontsize=7)
 
 
-def _plot_scores(plt: Any, methods: list[str], style: dict, rows: Sequence[TaskRow], memory: Any,
-                 library: Any) -> Any:
+def _plot_scores(plt: types.ModuleType, methods: list[str], style: dict, rows: Sequence[TaskRow],
+                 memory: Sequence[MemoryPoint], library: Sequence[LibraryPoint]) -> Figure:
   fig, axes = plt.subplots(3, 1, figsize=(9, 8.5), sharex=True)
   for method in methods:
     mine = [r for r in rows if r.method == method]
@@ -69,8 +76,8 @@ def _plot_scores(plt: Any, methods: list[str], style: dict, rows: Sequence[TaskR
   return fig
 
 
-def _plot_cost(plt: Any, methods: list[str], style: dict, rows: Sequence[TaskRow], memory: Any,
-               library: Any) -> Any:
+def _plot_cost(plt: types.ModuleType, methods: list[str], style: dict, rows: Sequence[TaskRow],
+               memory: Sequence[MemoryPoint], library: Sequence[LibraryPoint]) -> Figure:
   fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
   for method in methods:
     mine = [r for r in rows if r.method == method and not r.same_as]
@@ -89,8 +96,8 @@ def _plot_cost(plt: Any, methods: list[str], style: dict, rows: Sequence[TaskRow
   return fig
 
 
-def _plot_memory(plt: Any, methods: list[str], style: dict, rows: Any, memory: Sequence[MemoryPoint],
-                 library: Sequence[LibraryPoint]) -> Any:
+def _plot_memory(plt: types.ModuleType, methods: list[str], style: dict, rows: Sequence[TaskRow],
+                 memory: Sequence[MemoryPoint], library: Sequence[LibraryPoint]) -> Figure:
   fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
   if library:
     axes[0].plot([p.index for p in library], [p.functions for p in library], "o-", ms=3, lw=0.8)

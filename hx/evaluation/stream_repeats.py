@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from hx.evaluation.stream_memory import LibraryPoint
 from hx.evaluation.stream_metrics import TaskRow
+
+if TYPE_CHECKING:
+  from hx.data.streams import StreamTask
 
 __all__ = ["REPEATS", "Reuse", "reuse_on_repeats", "Growth", "growth_by_relation", "repeats_growth"]
 
@@ -36,7 +39,7 @@ class Reuse:
   calls_earlier: tuple[int, ...]
 
 
-def reuse_on_repeats(rows: Sequence[TaskRow], plan: Sequence[Any], method: str) -> Reuse:
+def reuse_on_repeats(rows: Sequence[TaskRow], plan: Sequence[StreamTask], method: str) -> Reuse:
   """`Reuse` of `method`'s winners (their named programs: a function they trained written bare, a
   library one as lib.<name>) on the tasks `plan` marks as repeats of an earlier one."""
   from hx.lang import parse
@@ -87,7 +90,7 @@ class Growth:
     return statistics.fmean(self.added[:n // 2]), statistics.fmean(self.added[n // 2:])
 
 
-def growth_by_relation(library: Sequence[LibraryPoint], plan: Sequence[Any]) -> list[Growth]:
+def growth_by_relation(library: Sequence[LibraryPoint], plan: Sequence[StreamTask]) -> list[Growth]:
   """`Growth` per relation present in `plan` (in order of first appearance), from the library after each
   task (`library_growth`); the first task counts from an empty library."""
   after = {p.index: p for p in library}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from hx.atomic import write_text
 from hx.baselines.continual import CONTINUAL
@@ -26,6 +26,12 @@ from hx.evaluation.stream_repeats import (
   reuse_on_repeats,
 )
 from hx.evaluation.stream_summary import MethodSummary, summary
+
+if TYPE_CHECKING:
+  import os
+
+  from hx.data.streams import StreamTask
+  from hx.evaluation.config import EvalConfig
 
 __all__ = ["stream_section", "write_stream_report"]
 
@@ -63,7 +69,7 @@ def _search_lines(rows: Sequence[TaskRow], early: tuple[int, int] = (10, 20)) ->
     return []
   last = mine[-len(first):]
 
-  def row(what: str, get: Any) -> str:
+  def row(what: str, get: Callable[[TaskRow], float]) -> str:
     a, b, c = (statistics.median(get(r) for r in first), statistics.median(get(r) for r in last),
                get(mine[-1]))
     times = "" if a <= 0 else f" ({b / a:.2f}x; {c / a:.2f}x)"
@@ -78,7 +84,7 @@ def _search_lines(rows: Sequence[TaskRow], early: tuple[int, int] = (10, 20)) ->
           row("wall (search, training, scoring)", lambda r: r.wall_seconds), ""]
 
 
-def _reuse_lines(reuse: Reuse | None, plan: Sequence[Any] = ()) -> list[str]:
+def _reuse_lines(reuse: Reuse | None, plan: Sequence[StreamTask] = ()) -> list[str]:
   if reuse is None or not reuse.repeats:
     return []
   n = len(reuse.repeats)
@@ -166,7 +172,7 @@ def _forgetting_lines(forgetting: Sequence[Forgetting]) -> list[str]:
 
 
 def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
-                   library: Sequence[LibraryPoint] = (), plan: Sequence[Any] | None = None,
+                   library: Sequence[LibraryPoint] = (), plan: Sequence[StreamTask] | None = None,
                    forgetting: Forgetting | Sequence[Forgetting] | None = None) -> list[str]:
   """The markdown section of a stream's metrics: the summary per method, transfer per relation,
   forgetting, the process's memory, the library's growth per relation, the cost per task as the library
@@ -224,8 +230,8 @@ def stream_section(rows: Sequence[TaskRow], summaries: Sequence[MethodSummary],
   return lines + [""]
 
 
-def write_stream_report(config: Any, directory: Any, plan: Sequence[Any] | None = None,
-                        rescore: bool = True) -> Path:
+def write_stream_report(config: EvalConfig, directory: os.PathLike | str,
+                        plan: Sequence[StreamTask] | None = None, rescore: bool = True) -> Path:
   """Measures the run in `directory` (the stream modules' rows, memory, re-scores and summary), writes
   the plots and `stream.md` (`stream_section`, after a title) into it; returns stream.md's path.
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from hx.evaluation.stream_forgetting import Forgetting, _forgettings
 from hx.evaluation.stream_memory import MemoryPoint
 from hx.evaluation.stream_metrics import TaskRow, _mean, _method_rank
+
+if TYPE_CHECKING:
+  from hx.data.streams import StreamTask
 
 __all__ = ["MethodSummary", "KEEPS_NETWORKS", "interval", "summary"]
 
@@ -74,7 +77,8 @@ def interval(values: Iterable[float | None]) -> float | None:
   return 1.96 * statistics.stdev(got) / math.sqrt(len(got)) if len(got) >= 2 else None
 
 
-def summary(rows: Sequence[TaskRow], memory: Sequence[MemoryPoint] = (), plan: Sequence[Any] | None = None,
+def summary(rows: Sequence[TaskRow], memory: Sequence[MemoryPoint] = (),
+            plan: Sequence[StreamTask] | None = None,
             forgetting: Forgetting | Sequence[Forgetting] | None = None) -> list[MethodSummary]:
   """Each method's `MethodSummary` from its rows, memory, the stream's plan (`hx.data.stream_plan`: each
   task's relation and the task it repeats; without it, no per-relation transfer) and the re-scores of the
