@@ -23,15 +23,22 @@ import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union
 
 from absl import flags
 
+if TYPE_CHECKING:
+  import types
+
 __all__ = ["FlagError", "refuse", "one_line", "no_arguments", "nonempty_lists", "writable_directory",
            "module_overrides", "parse_flags", "flag_error_line", "check_flag", "check_flags", "at_least",
-           "positive", "fraction", "existing", "existing_path", "needs", "parses"]
+           "positive", "fraction", "existing", "existing_path", "needs", "parses", "FlagValue"]
 
-Problem = Callable[[str, Any], "str | None"]
+FlagValue = Union[bool, int, float, str, list[str], None]
+"""A flag's value as absl parses it: a boolean, integer, float, string or enum flag's, a list flag's
+strings, or None (not given, without a default)."""
+
+Problem = Callable[[str, FlagValue], "str | None"]
 """What is wrong with a flag's value, given the flag's name and value, in words that start with the flag
 ("--tasks must be >= 1, got 0"); None if nothing is."""
 
@@ -59,7 +66,7 @@ def no_arguments(argv: list[str]) -> None:
     raise FlagError(f"unexpected arguments {' '.join(argv[1:])} (flags take the form --name=value)")
 
 
-def nonempty_lists(*holders: Any) -> None:
+def nonempty_lists(*holders: flags.FlagHolder) -> None:
   """Refuses a list flag given as empty (`--fractions=`), which would otherwise run as if it were not
   given, with the default. `holders`: absl `FlagHolder`s of `DEFINE_list` flags."""
   for holder in holders:
@@ -163,7 +170,7 @@ def _help_lists_hx_flags() -> None:
         flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
 
-def _calling_binary() -> Any:
+def _calling_binary() -> types.ModuleType | None:
   """The module of `hx.bin` whose function called `parse_flags` (through absl's `app.run`), or None."""
   frame = sys._getframe(1)
   while frame is not None:
@@ -183,12 +190,12 @@ def flag_error_line(err: BaseException) -> str:
   return first[match.end():] if match else first
 
 
-def check_flag(holder: Any, problem: Problem) -> None:
+def check_flag(holder: flags.FlagHolder, problem: Problem) -> None:
   """Has absl refuse `holder`'s flag when it parses the flags (before `main`) if `problem(name, value)`
   says what is wrong with its value. `holder`: an absl `FlagHolder`."""
   name = holder.name
 
-  def checker(value: Any) -> bool:
+  def checker(value: FlagValue) -> bool:
     message = problem(name, value)
     if message is not None:
       raise flags.ValidationError(message)
@@ -196,10 +203,11 @@ def check_flag(holder: Any, problem: Problem) -> None:
   flags.register_validator(holder, checker)
 
 
-def check_flags(holders: Sequence[Any], problem: Callable[[Mapping[str, Any]], "str | None"]) -> None:
+def check_flags(holders: Sequence[flags.FlagHolder],
+                problem: Callable[[Mapping[str, FlagValue]], "str | None"]) -> None:
   """Has absl refuse a combination of flags when it parses them if `problem({name: value})` says what is
   wrong with it (in words that start with the flag at fault)."""
-  def checker(values: Mapping[str, Any]) -> bool:
+  def checker(values: Mapping[str, FlagValue]) -> bool:
     message = problem(values)
     if message is not None:
       raise flags.ValidationError(message)
@@ -207,12 +215,12 @@ def check_flags(holders: Sequence[Any], problem: Callable[[Mapping[str, Any]], "
   flags.register_multi_flags_validator(list(holders), checker)
 
 
-def parses(parse: Callable[[str], Any]) -> Problem:
+def parses(parse: Callable[[str], object]) -> Problem:
   """Text that `parse` (`hx.parse`, `hx.parse_type`) must accept when given: a ParseError's first line
   (the excerpt and caret below it are for a terminal)."""
   from hx.lang import ParseError
 
-  def problem(name: str, value: Any) -> str | None:
+  def problem(name: str, value: FlagValue) -> str | None:
     if value is None:
       return None
     try:
@@ -225,7 +233,7 @@ def parses(parse: Callable[[str], Any]) -> Problem:
 
 def at_least(minimum: int) -> Problem:
   """A number (or each of a list of numbers) that must be >= `minimum` when given."""
-  def problem(name: str, value: Any) -> str | None:
+  def problem(name: str, value: FlagValue) -> str | None:
     for v in value if isinstance(value, list) else [value]:
       if v is not None and v < minimum:
         return f"--{name} must be >= {minimum}, got {v:g}"
@@ -235,14 +243,14 @@ def at_least(minimum: int) -> Problem:
 
 def positive(what: str) -> Problem:
   """A number that must be > 0 (and not NaN) when given; `what` says what it measures ("seconds")."""
-  def problem(name: str, value: Any) -> str | None:
+  def problem(name: str, value: FlagValue) -> str | None:
     if value is not None and not value > 0:
       return f"--{name} must be a positive number of {what}, got {value:g}"
     return None
   return problem
 
 
-def fraction(name: str, value: Any) -> str | None:
+def fraction(name: str, value: FlagValue) -> str | None:
   """A list of training fractions, each a number in (0, 1] (an empty item is left to `nonempty_lists`)."""
   items = [v.strip() for v in value or [] if v.strip()]
   try:
@@ -274,19 +282,19 @@ def existing_path(path: str, flag: str, kind: str, what: str = "") -> str | None
 def existing(kind: str, what: str = "", allow: tuple[str, ...] = ()) -> Problem:
   """A path flag: when given, an existing `kind` (see `existing_path`), unless it is one of the words
   `allow` or starts with one of them and ':' ("tfds", "tfds:DIR")."""
-  def problem(name: str, value: Any) -> str | None:
+  def problem(name: str, value: FlagValue) -> str | None:
     if value is None or any(value == word or value.startswith(word + ":") for word in allow):
       return None
     return existing_path(value, f"--{name}", kind, what)
   return problem
 
 
-def needs(dependent: str, requirement: str, met: Callable[[Mapping[str, Any]], bool],
-          default: Any = None) -> Callable[[Mapping[str, Any]], "str | None"]:
+def needs(dependent: str, requirement: str, met: Callable[[Mapping[str, FlagValue]], bool],
+          default: FlagValue = None) -> Callable[[Mapping[str, FlagValue]], "str | None"]:
   """For `check_flags`: refuses the flag `dependent` given (a value other than `default`) where
   `met(values)` is False, saying `--dependent <requirement>` ("needs --halving (it sets halving's first
   rung)")."""
-  def problem(values: Mapping[str, Any]) -> str | None:
+  def problem(values: Mapping[str, FlagValue]) -> str | None:
     if values[dependent] != default and not met(values):
       return f"--{dependent} {requirement}"
     return None

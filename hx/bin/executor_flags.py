@@ -16,11 +16,15 @@ than one process of two: benchmarks/RESULTS.md), worker processes of 2 cores eac
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from absl import flags
 
 from hx.bin.checks import FlagError
+
+if TYPE_CHECKING:
+  from hx.synth.executors import Executor
+  from hx.synth.schedules import CheapFirst, Estimate, Halving, ToEnd
 
 __all__ = ["executor_from_flags", "schedule_from_flags"]
 
@@ -32,7 +36,7 @@ _SCHEDULE = flags.DEFINE_string(
     "[:KEY=VALUE,...] (keys: BUILD.md, \"Executors and schedules\").")
 
 
-def executor_from_flags() -> Any:
+def executor_from_flags() -> Executor:
   """The Executor --executor describes (`hx.bin.spellings.parse_executor`), started.
 
   Raises:
@@ -49,7 +53,7 @@ def executor_from_flags() -> Any:
   return settings.start()
 
 
-def schedule_from_flags() -> Any:
+def schedule_from_flags() -> ToEnd | Halving | CheapFirst | Estimate:
   """The schedule --schedule describes (`hx.synth.schedules.parse_schedule`): `ToEnd()` by default.
 
   Raises:

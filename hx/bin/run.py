@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Callable
 
 from absl import app, flags, logging
 
@@ -116,7 +116,8 @@ check_flag(_BUDGET_SECONDS, positive("seconds"))
 check_flag(_TIME_BUDGET, positive("seconds"))
 
 
-def _integers(minimum: int, what: str, count: int | None = None, distinct: bool = False) -> Any:
+def _integers(minimum: int, what: str, count: int | None = None, distinct: bool = False
+              ) -> Callable[[str, list[str] | None], str | None]:
   """A list flag of integers >= `minimum` (`count` of them, all different, where given)."""
   def problem(name: str, value: list[str] | None) -> str | None:
     items = [v.strip() for v in value or [] if v.strip()]  # empty items: nonempty_lists says so
@@ -170,7 +171,7 @@ def _houdini_settings_without_houdini(values: dict) -> str | None:
 check_flags([_METHODS, *_HOUDINI_ONLY], _houdini_settings_without_houdini)
 
 
-def parse_search(text: str | None) -> dict[str, Any]:
+def parse_search(text: str | None) -> dict[str, str | bool | int | float]:
   """The `SearchSpace` changes of a --search value such as "cost", "authors_filter=false",
   "authors,authors_filter=true" or "cost,library_tasks=8" (`EvalConfig.make(search=...)`): only the
   keys it names (the preset's for the others).
@@ -178,7 +179,7 @@ def parse_search(text: str | None) -> dict[str, Any]:
   Raises:
     ValueError: an unknown order, key or value (the message lists the valid ones).
   """
-  out: dict[str, Any] = {}
+  out: dict[str, str | bool | int | float] = {}
   for item in [] if text is None else [i.strip() for i in text.split(",") if i.strip()]:
     key, eq, value = item.partition("=")
     if not eq:

@@ -15,7 +15,7 @@ class's `name` (the text of records and of the methods houdini_<name>).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from hx.synth.executors import Local, Processes, Ray, default_executor
 from hx.synth.options import read_options
@@ -62,7 +62,7 @@ EXECUTOR_KEYS: dict[str, dict[str, str]] = {
 """Per spelling, its keys (the fields of its settings, `EXECUTORS`) and their kinds (`hx.synth.options`)."""
 
 
-def parse_executor(text: str) -> Any:
+def parse_executor(text: str) -> Local | Processes | Ray:
   """The executor settings `text` spells: `NAME` or `NAME:KEY=VALUE,...` (`EXECUTOR_KEYS`), e.g.
   `processes:workers=4,threads=1,lend=true`, `ray:address=auto`, `local`; `auto` (no keys) is
   `hx.synth.executors.default_executor()` (which looks at this machine's backend and cores). A key not
