@@ -183,8 +183,8 @@ def test_a_context_crosses_to_another_process_with_its_library():
 @pytest.mark.slow
 def test_halving_trains_less_and_survivors_score_as_if_trained_straight():
   config = TuneConfig(epochs=4, batch_size=50)
-  full = run("local", candidates=4, config=config)
-  halved = run("local", candidates=4, schedule=Halving(first=1, eta=2), config=config)
+  full = run(Local(), candidates=4, config=config)
+  halved = run(Local(), candidates=4, schedule=Halving(first=1, eta=2), config=config)
   assert halved.candidates_trained == 4
   epochs = sorted(x.epochs_run for x in halved.ranked)
   # Rungs (1 epoch, 4 candidates), (2, 2), (4, 1): 4 + 2 + 2 = 8 candidate-epochs instead of 16.
@@ -207,7 +207,7 @@ def test_halving_trains_less_and_survivors_score_as_if_trained_straight():
 
 @pytest.mark.slow
 def test_worker_processes_give_the_local_results():
-  local = run("local")
+  local = run(Local())
   with ProcessExecutor(workers=2, threads=1) as pool:
     parallel = run(pool)
     assert essence(parallel) == essence(local)
@@ -220,7 +220,7 @@ def test_worker_processes_give_the_local_results():
       chex.assert_trees_all_equal(a, b)
     # The workers stay up for the next task (another context), and give its local results too.
     again = run(pool, candidates=2, seed=2, n=200)
-  assert essence(again) == essence(run("local", candidates=2, seed=2, n=200))
+  assert essence(again) == essence(run(Local(), candidates=2, seed=2, n=200))
 
 
 def _threads(pid):
@@ -264,15 +264,15 @@ def test_lending_workers_run_a_lone_job_on_every_core_with_a_pool_of_every_core(
   # A job alone ran on both cores, every thread of its worker; two at once, each on its own core.
   assert any(all(m == cpus for ms in t.values() for m in ms) for t in lone_threads), lone_threads[-1:]
   assert [(cpus[0],), (cpus[1],)] in pair_masks, pair_masks[-3:]
-  assert essence(lone) == essence(run("local", candidates=1, config=config))
-  assert essence(two) == essence(run("local", candidates=4, config=config))
+  assert essence(lone) == essence(run(Local(), candidates=1, config=config))
+  assert essence(two) == essence(run(Local(), candidates=4, config=config))
 
 
 @pytest.mark.slow
 def test_worker_processes_save_candidates_where_this_process_finds_them(tmp_path, monkeypatch):
   import hx.compile.checkpoint as ck
 
-  local = run("local")
+  local = run(Local())
   four = SynthesisConfig(budget=Budget(candidates=4), module_config=TINY,
                          tune_configs={"sum_numbers": CONFIG})
   with ProcessExecutor(workers=2, threads=1) as pool:
@@ -289,14 +289,14 @@ def test_worker_processes_save_candidates_where_this_process_finds_them(tmp_path
 @pytest.mark.slow
 def test_worker_processes_with_halving_move_paused_candidates_between_workers():
   schedule = Halving(first=0.5, eta=2)
-  local = run("local", candidates=5, schedule=schedule)
+  local = run(Local(), candidates=5, schedule=schedule)
   with ProcessExecutor(workers=2, threads=1) as pool:
     assert essence(run(pool, candidates=5, schedule=schedule)) == essence(local)
 
 
 @pytest.mark.slow
 def test_a_killed_worker_process_is_replaced_and_its_job_retried():
-  local = run("local", config=TuneConfig(epochs=6, batch_size=50))
+  local = run(Local(), config=TuneConfig(epochs=6, batch_size=50))
   with ProcessExecutor(workers=2, threads=1, max_retries=2) as pool:
     with Killer(pool.busy, times=1) as killer:
       result = run(pool, config=TuneConfig(epochs=6, batch_size=50))
@@ -365,10 +365,10 @@ _ray_busy.since = {}
 @pytest.mark.slow
 def test_ray_gives_the_local_results(ray_cluster):
   assert ray_cluster.parallelism == 2
-  assert essence(run(ray_cluster)) == essence(run("local"))
+  assert essence(run(ray_cluster)) == essence(run(Local()))
   schedule = Halving(first=0.5, eta=2)
   assert essence(run(ray_cluster, candidates=5, schedule=schedule)) == essence(
-      run("local", candidates=5, schedule=schedule))
+      run(Local(), candidates=5, schedule=schedule))
 
 
 @pytest.mark.slow
@@ -377,7 +377,7 @@ def test_ray_retries_a_job_whose_worker_was_killed(ray_cluster):
 
   # Jobs of a second or more (warm Ray workers have the executables): long enough to be caught.
   config = TuneConfig(epochs=20, batch_size=50)
-  local = run("local", n=1200, config=config)
+  local = run(Local(), n=1200, config=config)
   executor = RayExecutor(max_retries=2)  # joins the module's Ray
   with Killer(_ray_busy, times=1, after=0.2) as killer:
     result = run(executor, n=1200, config=config)
