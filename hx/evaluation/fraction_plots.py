@@ -203,12 +203,15 @@ def variant_of(settings: dict) -> str | None:
   from hx.data import SEQUENCES
   from hx.presets import EVALUATION_PRESETS
   from hx.synth.jsonfiles import jsonable
+  from hx.synth.run_directory import migrated_settings
 
   preset, sequence = EVALUATION_PRESETS.get(settings.get("preset")), settings.get("sequence")
   saved = settings.get("module_config")
   if preset is None or sequence not in SEQUENCES or not isinstance(saved, dict):
     return None
   expected = jsonable(preset.modules(sequence))
+  # A version-1 settings.json left fields out at their defaults: read as version 2 writes them.
+  saved = migrated_settings(saved, expected)
   changed = sorted(k for k in set(saved) | set(expected) if saved.get(k) != expected.get(k))
   return ", ".join(f"{k}={saved[k]}" if k in saved else f"{k} unset" for k in changed) or None
 
