@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -18,18 +18,26 @@ import numpy as np
 
 from hx.lang.values import Split, images_per_example, real_elements
 
+if TYPE_CHECKING:
+  from collections.abc import Iterable
+
+  import chex
+
+  from hx.compile.distinct import DistinctImages
+  from hx.lang.values import Inputs
+
 __all__ = ["epoch_order", "pack_capacity", "eval_pack_capacity", "num_examples", "eval_chunk_size",
            "eval_chunks", "EvalPlan", "eval_plan", "shared_eval_plans", "signature"]
 
 
-def signature(args: Any) -> tuple:
+def signature(args: chex.ArrayTree) -> tuple:
   """The structure, shapes and dtypes of a pytree of arrays: what an executable compiled for it fixes."""
   leaves, treedef = jax.tree.flatten(args)
   return treedef, tuple((tuple(x.shape), str(x.dtype), bool(getattr(x, "weak_type", False))) for x in leaves)
 
 
 @functools.partial(jax.jit, static_argnums=(2, 3))
-def epoch_order(key: Any, epoch: Any, n: int, total: int) -> Any:
+def epoch_order(key: jax.Array, epoch: jax.typing.ArrayLike, n: int, total: int) -> jax.Array:
   """(total,) int32: a permutation of range(n) for this epoch, repeated from its start up to `total`."""
   perm = jax.random.permutation(jax.random.fold_in(key, epoch), n).astype(jnp.int32)
   return jnp.resize(perm, (total,))
@@ -43,8 +51,8 @@ def _round_capacity(most: int, full: int) -> int | None:
   return None if capacity >= full else capacity
 
 
-def pack_capacity(lengths: np.ndarray, orders: Any, batch_size: int, padded_length: int,
-                  steps: int | None = None) -> int | None:
+def pack_capacity(lengths: np.ndarray, orders: Iterable[jax.typing.ArrayLike], batch_size: int,
+                  padded_length: int, steps: int | None = None) -> int | None:
   """The `pack` of a training run: the most real elements a batch of the run holds, rounded up to a
   multiple of ceil(batch_size * padded_length / 16) (so that runs whose batches differ a little share
   one executable); None when that is no less than the padded batch (nothing to save).
@@ -107,7 +115,7 @@ def num_examples(split: Split) -> int:
   return int(jax.tree.leaves(split.targets)[0].shape[0])
 
 
-def eval_chunk_size(inputs: Any, eval_images: int) -> int:
+def eval_chunk_size(inputs: Inputs, eval_images: int) -> int:
   """Examples per evaluation chunk: as many as push at most `eval_images` images (at least one)."""
   return max(1, eval_images // images_per_example(inputs))
 
@@ -133,10 +141,10 @@ class EvalPlan(NamedTuple):
   """
   chunks: np.ndarray
   pack: int | None
-  distinct: Any = None
+  distinct: DistinctImages | None = None
 
 
-def _distinct(split: Split, eval_images: int) -> Any:
+def _distinct(split: Split, eval_images: int) -> DistinctImages | None:
   """`EvalPlan.distinct` of a split."""
   from hx.compile.distinct import distinct_images, image_indices
 

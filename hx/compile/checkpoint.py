@@ -39,7 +39,7 @@ import time
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
@@ -71,6 +71,14 @@ from hx.jsonread import (
   score,
   text,
 )
+
+if TYPE_CHECKING:
+  from collections.abc import Iterable
+
+  import chex
+
+  from hx.compile.losses import Objective
+  from hx.compile.tune_inputs import Tunable
 
 __all__ = ["Checkpoint", "CheckpointError", "checkpoint_in", "describe_checkpoint", "fingerprint",
            "HISTORY_ROW", "history_from_rows", "history_rows", "load_checkpoint", "save_checkpoint",
@@ -106,7 +114,8 @@ class Checkpoint:
       raise ValueError(f"Checkpoint.every_seconds must be >= 0, got {self.every_seconds}")
 
 
-def checkpoint_in(directory: os.PathLike | str, what: Any, every_seconds: float = 120.0) -> Checkpoint:
+def checkpoint_in(directory: os.PathLike | str, what: dict[str, object],
+                  every_seconds: float = 120.0) -> Checkpoint:
   """The checkpoint of the run `what` in `directory`: `what` is a plain dict of what is trained (JSON
   values and settings dataclasses: the program, the training settings, the data's fingerprint, ...), whose
   canonical JSON (`hx.canonical_json.canonical_json`, every field of every dataclass) is the checkpoint's key,
@@ -117,7 +126,7 @@ def checkpoint_in(directory: os.PathLike | str, what: Any, every_seconds: float 
                     every_seconds)
 
 
-def fingerprint(tree: Any) -> str:
+def fingerprint(tree: chex.ArrayTree) -> str:
   """A hash of every array of `tree` (a pytree: task data, variables) with its dtype and shape, for
   checkpoint keys: a run is never resumed on other data or from other starting variables."""
   digest = hashlib.blake2b(digest_size=16)
@@ -131,7 +140,7 @@ def fingerprint(tree: Any) -> str:
 # ---------------------------------------------------------------------------------------------------
 # The file: arrays in groups, everything else as one JSON text.
 
-def _group_shapes(compiled: Any, config: TuneConfig) -> dict[str, Any]:
+def _group_shapes(compiled: Tunable, config: TuneConfig) -> dict[str, Any]:
   """The tree each array group of a checkpoint must fill, as shape-dtype structures ("variables" is the
   shape of both a paused run's best variables and a finished run's chosen ones)."""
   variables = jax.eval_shape(compiled.init, jax.random.key(0))
@@ -141,11 +150,12 @@ def _group_shapes(compiled: Any, config: TuneConfig) -> dict[str, Any]:
           "opt_state": jax.eval_shape(optimizer(config).init, params), "variables": variables}
 
 
-def _to_host(tree: Any) -> list[np.ndarray]:
+def _to_host(tree: chex.ArrayTree) -> list[np.ndarray]:
   return [np.asarray(x) for x in jax.tree.leaves(jax.device_get(tree))]
 
 
-def _fill(path: Path, group: str, target: Any, arrays: dict[str, np.ndarray], flag: str | None = None) -> Any:
+def _fill(path: Path, group: str, target: Any, arrays: dict[str, np.ndarray],
+          flag: str | None = None) -> chex.ArrayTree:
   """`target`'s tree with the group's arrays ("group/0", "group/1", ...) as leaves; CheckpointError at the
   first that does not fit. `flag`: the meta field that says the file holds the group ("has_best")."""
   leaves, treedef = jax.tree.flatten(target)
@@ -173,15 +183,15 @@ def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
   write_atomically(path, lambda f: np.savez(f, **arrays))
 
 
-def _float(x: float | None) -> Any:
+def _float(x: float | None) -> float | str | None:
   return x if x is None or math.isfinite(x) else str(x)
 
 
-def _unfloat(x: Any) -> float | None:
+def _unfloat(x: float | str | None) -> float | None:
   return x if x is None else float(x)
 
 
-def history_rows(history: Any) -> list[list]:
+def history_rows(history: Iterable[EpochRecord]) -> list[list]:
   """Epoch records as JSON rows [epoch, train_loss, val_score, val_loss, train_seconds, val_seconds]
   (a non-finite score as its text)."""
   return [[r.epoch, r.train_loss, _float(r.val_score), _float(r.val_loss), r.train_seconds, r.val_seconds]
@@ -211,7 +221,7 @@ def save_checkpoint(path: os.PathLike | str, key: str, run: TuneState | TuneResu
   path = Path(path)
   arrays: dict[str, np.ndarray] = {}
 
-  def put(group: str, tree: Any) -> None:
+  def put(group: str, tree: chex.ArrayTree) -> None:
     for i, leaf in enumerate(_to_host(tree)):
       arrays[f"{group}/{i}"] = leaf
 
@@ -293,7 +303,7 @@ def _read(path: Path, with_arrays: bool = True) -> tuple[dict, dict[str, np.ndar
   return meta, arrays
 
 
-def _meta(path: Path, value: Any) -> dict:
+def _meta(path: Path, value: np.ndarray | bytes | None) -> dict:
   """The checkpoint's JSON text (the "meta" array) as a value that fits its kind's schema."""
   if value is None:
     raise CheckpointError(path, "not a Tune checkpoint (no meta array)")
@@ -345,7 +355,7 @@ def describe_checkpoint(path: os.PathLike | str) -> dict:
           "best_val": math.nan if best is None else best, "best_epoch": meta["best_epoch"]}
 
 
-def load_checkpoint(path: os.PathLike | str, key: str, compiled: Any,
+def load_checkpoint(path: os.PathLike | str, key: str, compiled: Tunable,
                     config: TuneConfig) -> TuneState | TuneResult | None:
   """The run saved at `path`: a `TuneState` to resume, a finished `TuneResult` (without `objective`), or
   None if there is no file. CheckpointError naming the file if it is not a checkpoint (not an .npz
@@ -396,8 +406,8 @@ def _saved_seconds(path: os.PathLike | str) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------------
 # Training in chunks.
 
-def tune_checkpointed(compiled: Any, frozen: Any, data: TuneData, objective: Any, config: TuneConfig,
-                      checkpoint: Checkpoint, *, variables: Any = None,
+def tune_checkpointed(compiled: Tunable, frozen: chex.ArrayTree, data: TuneData, objective: Objective,
+                      config: TuneConfig, checkpoint: Checkpoint, *, variables: chex.ArrayTree | None = None,
                       resume: TuneState | None = None) -> TuneResult:
   """`tune(compiled, frozen, data, objective, config, variables=variables)`, saved to `checkpoint.path` as it
   trains and resumed from it when the file exists (module docstring). The same result as the

@@ -27,13 +27,18 @@ runs every list element through the network).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import numpy as np
 
 from hx.lang import program as P
 from hx.lang.values import ELEMENT_BATCHES, SharedGraphs
+
+if TYPE_CHECKING:
+  import chex
+
+  from hx.lang.values import Inputs
 
 __all__ = ["element_split", "DistinctImages", "distinct_images", "image_indices", "row_quantum", "worth_it",
            "select_slots"]
@@ -47,7 +52,7 @@ def row_quantum(rows: int) -> int:
   return max(8, 1 << max(0, rows.bit_length() - 5))
 
 
-def _takes_elements(inputs: Any) -> bool:
+def _takes_elements(inputs: Inputs) -> bool:
   return isinstance(inputs, (*ELEMENT_BATCHES, SharedGraphs))
 
 
@@ -85,7 +90,7 @@ class DistinctImages(NamedTuple):
     count: the number of distinct images (rows past it are padding).
   """
   rows: np.ndarray
-  inputs: Any
+  inputs: Inputs
   count: int
 
   def with_chunk(self, chunk: int) -> DistinctImages:
@@ -99,17 +104,17 @@ class DistinctImages(NamedTuple):
     return self._replace(rows=rows.reshape(-1, chunk))
 
 
-def _index_array(inputs: Any) -> np.ndarray:
+def _index_array(inputs: Inputs) -> np.ndarray:
   return np.asarray(jax.device_get(inputs.values if _takes_elements(inputs) else inputs))
 
 
-def image_indices(inputs: Any) -> np.ndarray | None:
+def image_indices(inputs: Inputs) -> np.ndarray | None:
   """The image indices a split's inputs hold (on the host), or None when they hold values (floats)."""
   idx = _index_array(inputs)
   return idx if np.issubdtype(idx.dtype, np.integer) else None
 
 
-def distinct_images(inputs: Any, max_rows: int) -> DistinctImages:
+def distinct_images(inputs: Inputs, max_rows: int) -> DistinctImages:
   """The distinct images of a split's inputs (an array (n,) of image indices, or a ListBatch, GraphBatch,
   EdgeGraphBatch or SharedGraphs whose values are image indices; NumPy or device arrays, read on the
   host), cut into equal chunks of at most about `max_rows` rows, rounded up to a multiple of
@@ -138,7 +143,7 @@ def worth_it(distinct_rows: int, plain_rows: int) -> bool:
   return distinct_rows <= 0.9 * plain_rows
 
 
-def select_slots(values: Any, names: tuple[str, ...], wanted: tuple[str, ...]) -> Any:
+def select_slots(values: chex.ArrayTree, names: tuple[str, ...], wanted: tuple[str, ...]) -> chex.ArrayTree:
   """The entries of `values` (a tuple, one entry per slot named by `names`, or a dict of such tuples:
   variables' collections) for the slots named `wanted`, in that order."""
   where = [names.index(n) for n in wanted]

@@ -13,7 +13,7 @@ import collections
 import dataclasses
 import functools
 import time
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +23,12 @@ import optax
 from hx.compile.batching import signature
 from hx.compile.losses import Objective, item_loss, item_metric
 from hx.lang.values import ELEMENT_BATCHES, gather, take
+
+if TYPE_CHECKING:
+  import chex
+
+  from hx.compile.tune_inputs import Tunable
+  from hx.lang.values import Array, Batch, Inputs
 
 __all__ = ["TrainState", "tune_stats", "clear_tune_caches", "release_unused_executables",
            "cached_executables", "executable", "resolve_objective", "apply_for", "make_train_step",
@@ -40,12 +46,12 @@ class TrainState(NamedTuple):
     bad_step: () int32, the step (within the epoch, from 0) of the epoch's first non-finite loss; -1: none.
     bad_loss: () float32, that loss (0 when there is none).
   """
-  params: Any
-  collections: Any
-  opt_state: Any
-  loss_sum: Any
-  bad_step: Any
-  bad_loss: Any
+  params: chex.ArrayTree
+  collections: dict[str, chex.ArrayTree]
+  opt_state: optax.OptState
+  loss_sum: jax.Array
+  bad_step: jax.Array
+  bad_loss: jax.Array
 
   @property
   def variables(self) -> dict:
@@ -53,7 +59,8 @@ class TrainState(NamedTuple):
     return {"params": self.params, **self.collections}
 
   @staticmethod
-  def begin(params: Any, collections: Any, opt_state: Any, loss_sum: Any = 0.0) -> TrainState:
+  def begin(params: chex.ArrayTree, collections: dict[str, chex.ArrayTree], opt_state: optax.OptState,
+            loss_sum: jax.typing.ArrayLike = 0.0) -> TrainState:
     """A carry with fresh accumulators on the device: the loss sum `loss_sum` (0, or what a paused epoch
     had summed) and no bad step. New buffers, as the steps consume (donate) the carry's."""
     loss, bad_step, bad_loss = jax.device_put((np.float32(loss_sum), np.int32(-1), np.float32(0.0)))
@@ -70,7 +77,7 @@ class TrainState(NamedTuple):
 _TRACES: collections.Counter[str] = collections.Counter()
 _COMPILES: collections.Counter[str] = collections.Counter()
 _MAX_EXECUTABLES = 256
-_EXECUTABLES: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+_EXECUTABLES: collections.OrderedDict[tuple, jax.stages.Compiled] = collections.OrderedDict()
 _USED: set[tuple] = set()
 """The keys of the executables used since the last `release_unused_executables`."""
 
@@ -80,7 +87,7 @@ def tune_stats() -> dict[str, dict[str, int]]:
   return {"traces": dict(_TRACES), "compiles": dict(_COMPILES), "cached_executables": len(_EXECUTABLES)}
 
 
-def cached_executables(name: str) -> list[Any]:
+def cached_executables(name: str) -> list[jax.stages.Compiled]:
   """The cached compiled executables of the function `name` ("train_step", "eval", "eval_fused"), the
   least recently used first (e.g. to read a training step's `cost_analysis`)."""
   return [exe for (kind, *_), exe in _EXECUTABLES.items() if kind == name]
@@ -108,7 +115,7 @@ def release_unused_executables() -> int:
 
 
 def executable(name: str, cache_key: tuple, make: Callable[[], Callable], donate: tuple[int, ...],
-               args: tuple) -> tuple[Any, float]:
+               args: tuple) -> tuple[jax.stages.Compiled, float]:
   """The compiled executable of `make()` for `args`' shapes, compiling it on a miss; (exe, seconds)."""
   key = (name, cache_key, signature(args))
   _USED.add(key)
@@ -129,19 +136,19 @@ def executable(name: str, cache_key: tuple, make: Callable[[], Callable], donate
 # ----------------------------------------------------------------------------------------------------
 # The traced functions.
 
-def _take(inputs: Any, idx: Any) -> Any:
+def _take(inputs: Inputs, idx: jax.Array) -> Batch:
   """Examples `idx` of a split's inputs as a batch (`hx.compile.values.take`: a SharedGraphs split
   becomes a GraphBatch, its neighbour tables gathered from the shared layouts)."""
   return take(inputs, idx)
 
 
-def _targets(objective: Objective, t: Any) -> Any:
+def _targets(objective: Objective, t: jax.Array) -> jax.Array:
   """Targets as the losses take them: int32 class indices for "ce", else float32 (splits may store small
   exact integers narrower, e.g. uint8 grid targets)."""
   return t.astype(jnp.int32 if objective.loss == "ce" else jnp.float32)
 
 
-def resolve_objective(compiled: Any, objective: Objective) -> Objective:
+def resolve_objective(compiled: Tunable, objective: Objective) -> Objective:
   """The objective Tune trains and scores `compiled` with: `from_logits` set when the compiled program
   can return logits matching the loss (output_activation "sigmoid" for "bce", "softmax" for "ce");
   otherwise `objective` as given (probabilities, clipped before the log)."""
@@ -151,14 +158,14 @@ def resolve_objective(compiled: Any, objective: Objective) -> Objective:
   return objective
 
 
-def apply_for(compiled: Any, objective: Objective) -> Callable:
+def apply_for(compiled: Tunable, objective: Objective) -> Callable:
   """compiled.apply, returning logits when the resolved objective takes them from the program."""
   if objective.from_logits and getattr(compiled, "output_activation", None) in ("sigmoid", "softmax"):
     return functools.partial(compiled.apply, logits=True)
   return compiled.apply
 
 
-def _item_mask(objective: Objective, batch_inputs: Any) -> Any:
+def _item_mask(objective: Objective, batch_inputs: Batch) -> Array | None:
   """(B, L|N) bool mask of the scored elements for list/graph outputs, else None."""
   if not objective.per_element:
     return None
@@ -168,12 +175,12 @@ def _item_mask(objective: Objective, batch_inputs: Any) -> Any:
   return batch_inputs.mask
 
 
-def _output_values(y: Any) -> Any:
+def _output_values(y: Batch) -> Array:
   """The (B, ...) array of an output; a list or graph output's (B, L|N, ...) element values."""
   return y.values if isinstance(y, ELEMENT_BATCHES) else y
 
 
-def _merge_state(state: dict, new_state: Any) -> dict:
+def _merge_state(state: dict, new_state: chex.ArrayTree) -> dict:
   """The non-"params" collections after a training step, in the structure `state` has."""
   if not state:
     return state
@@ -283,7 +290,8 @@ def make_per_image(apply: Callable, logits: bool) -> Callable:
   return per_image
 
 
-def gathered(variables: Any, frozen: Any, x: Any, *, train: bool, rng: Any = None, **unused: Any) -> Any:
+def gathered(variables: chex.ArrayTree, frozen: chex.ArrayTree, x: jax.Array, *, train: bool,
+             rng: jax.Array | None = None, **unused: object) -> jax.Array:
   """An `apply` that returns its input: the rest of a program whose per-image part gives its whole output
   (`hx.compile.distinct`), scored on the gathered per-image outputs."""
   return x

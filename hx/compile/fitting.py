@@ -31,11 +31,22 @@ import gc
 import math
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hx.compile import TuneConfig, TuneData, tune
 from hx.compile.batching import num_examples
 from hx.compile.tuning import EpochRecord, TuneResult
+
+if TYPE_CHECKING:
+  import chex
+  import jax
+
+  from hx.compile.checkpoint import Checkpoint
+  from hx.compile.losses import Objective
+  from hx.compile.tune_inputs import Tunable
+  from hx.compile.tuning import TuneState
+  from hx.jsonread import JsonValue
+  from hx.lang.values import Array, Split
 
 __all__ = ["Outcome", "HoldsOutcome", "score_json", "Prepared", "prepare", "seeded", "train", "fit",
            "out_of_memory", "OUT_OF_MEMORY"]
@@ -86,7 +97,7 @@ class Outcome:
   val_score: float = math.nan
   test_score: float | None = None
   # Arrays and curves stay out of the repr: a result prints as its scores, not as its weights.
-  variables: Any = dataclasses.field(default=None, repr=False)
+  variables: chex.ArrayTree | None = dataclasses.field(default=None, repr=False)
   epochs_run: int = 0
   best_epoch: int = 0
   steps_run: int = 0
@@ -94,7 +105,7 @@ class Outcome:
   train_seconds: float = 0.0
   eval_seconds: float = 0.0
   seconds: float = 0.0
-  state: Any = dataclasses.field(default=None, repr=False)
+  state: TuneState | None = dataclasses.field(default=None, repr=False)
   history: tuple[EpochRecord, ...] = dataclasses.field(default=(), repr=False)
 
   @property
@@ -108,7 +119,7 @@ class Outcome:
     and for studying budget schedules (benchmarks/studies/halving_replay.py)."""
     return tuple(float(e.val_score) for e in self.history)
 
-  def reported(self) -> dict[str, Any]:
+  def reported(self) -> dict[str, JsonValue]:
     """What every record's entry for a trained model holds (HOUDINI's ranked candidates in
     `hx.synth.lifelong.record`, a baseline's network in `hx.evaluation.records.baseline_record`), as JSON
     values: "status", "reason", "val" and "test" (`score_json`), "seconds"."""
@@ -154,7 +165,7 @@ class HoldsOutcome:
 
   outcome: Outcome
 
-  def with_outcome(self, **changes: Any):
+  def with_outcome(self, **changes: object):
     """This result with its outcome's fields `changes` replaced (a copy; nothing else changes)."""
     return dataclasses.replace(self, outcome=dataclasses.replace(self.outcome, **changes))
 
@@ -169,6 +180,26 @@ for _name in OUTCOME_FIELDS + ("ok", "val_history", "reported"):
 del _name
 
 
+class TaskData(Protocol):
+  """What `prepare` reads of a task (an `hx.Task` has it): its splits, the image table their inputs index
+  (or None) and its objective."""
+
+  @property
+  def train(self) -> Split: ...
+
+  @property
+  def val(self) -> Split: ...
+
+  @property
+  def test(self) -> Split | None: ...
+
+  @property
+  def table(self) -> Array | None: ...
+
+  @property
+  def objective(self) -> Objective: ...
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Prepared:
   """A task ready to train on (`prepare`).
@@ -180,7 +211,7 @@ class Prepared:
       raised to meet `min_steps`); its seed is replaced per model (`fit`).
   """
   data: TuneData
-  objective: Any
+  objective: Objective
   tune_config: TuneConfig
 
 
@@ -190,7 +221,7 @@ def seeded(ready: Prepared, seed: int) -> TuneConfig:
   return dataclasses.replace(ready.tune_config, seed=seed)
 
 
-def prepare(task: Any, tune_config: TuneConfig) -> Prepared:
+def prepare(task: TaskData, tune_config: TuneConfig) -> Prepared:
   """`task` (an `hx.Task`, or any value with `train`, `val`, `test`, `table` and `objective`) ready to
   train on with `tune_config`: its data put on the device once, for every model trained on it (`_on_device`:
   once per task, for all its fractions and methods), and the epochs raised to the task's minimum of steps
@@ -199,7 +230,7 @@ def prepare(task: Any, tune_config: TuneConfig) -> Prepared:
   return Prepared(data, task.objective, tune_config.for_examples(num_examples(task.train)))
 
 
-_LAST_PUT: list[tuple[Any, Any]] = []
+_LAST_PUT: list[tuple[Array, jax.Array]] = []
 """The host arrays of the last `prepare` with their device copies (each host array held, so that its id
 is not reused by another while it is here)."""
 _LAST_PUT_LOCK = threading.Lock()
@@ -228,8 +259,9 @@ def _on_device(data: TuneData) -> TuneData:
   return jax.tree.unflatten(treedef, device)
 
 
-def train(model: Any, ready: Prepared, *, seed: int, frozen: Any = (), variables: Any = None,
-          until: float | None = None, resume: Any = None, checkpoint: Any = None) -> TuneResult:
+def train(model: Tunable, ready: Prepared, *, seed: int, frozen: chex.ArrayTree = (),
+          variables: chex.ArrayTree | None = None, until: float | None = None,
+          resume: TuneState | None = None, checkpoint: Checkpoint | None = None) -> TuneResult:
   """Trains `model` on the task `ready` with Tune (`hx.compile.tune`, or `tune_checkpointed`); Tune's own
   result (device arrays; `fit` gives the host `Outcome`).
 
@@ -255,7 +287,7 @@ def train(model: Any, ready: Prepared, *, seed: int, frozen: Any = (), variables
               resume=resume)
 
 
-def fit(model: Any, ready: Prepared, **train_args: Any) -> Outcome:
+def fit(model: Tunable, ready: Prepared, **train_args: Any) -> Outcome:
   """`train(model, ready, **train_args)` (same arguments: `seed`, `frozen`, `variables`, `until`,
   `resume`, `checkpoint`), as an `Outcome` whose seconds are this call's wall time; failed, with the
   reason, where the model ran out of memory (`out_of_memory`)."""

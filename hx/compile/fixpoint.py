@@ -59,11 +59,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+
+if TYPE_CHECKING:
+  import chex
 
 __all__ = ["FixConfig", "fixed_point", "max_change", "GRADIENTS"]
 
@@ -136,7 +139,7 @@ class FixConfig:
     return min(lo, hi), hi
 
 
-def max_change(a: Any, b: Any, weights: Any) -> jax.Array:
+def max_change(a: chex.ArrayTree, b: chex.ArrayTree, weights: chex.ArrayTree) -> jax.Array:
   """The largest |a - b| over the entries where `weights` (a pytree like a of bool arrays, each
   broadcastable to its leaf) is True; 0 if there is none. NaN if a counted entry is NaN."""
   leaves = jax.tree.leaves(jax.tree.map(
@@ -144,8 +147,9 @@ def max_change(a: Any, b: Any, weights: Any) -> jax.Array:
   return functools.reduce(jnp.maximum, leaves, jnp.float32(0.0))
 
 
-def _solve(f: Callable, config: FixConfig, theta: Any, x0: Any, aux: Any, state: Any,
-           weights: Any, cap: jax.Array) -> tuple[Any, Any, jax.Array]:
+def _solve(f: Callable, config: FixConfig, theta: chex.ArrayTree, x0: chex.ArrayTree, aux: chex.ArrayTree,
+           state: chex.ArrayTree, weights: chex.ArrayTree,
+           cap: jax.Array) -> tuple[chex.ArrayTree, chex.ArrayTree, jax.Array]:
   def cond(carry):
     i, _, _, change = carry
     # A NaN change compares False: a diverging body stops the loop (and the loss reports the NaN).
@@ -161,13 +165,15 @@ def _solve(f: Callable, config: FixConfig, theta: Any, x0: Any, aux: Any, state:
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
-def _fixed_point(f: Callable, config: FixConfig, theta: Any, x0: Any, aux: Any, state: Any,
-                 weights: Any, cap: jax.Array) -> tuple[Any, Any, jax.Array]:
+def _fixed_point(f: Callable, config: FixConfig, theta: chex.ArrayTree, x0: chex.ArrayTree,
+                 aux: chex.ArrayTree, state: chex.ArrayTree, weights: chex.ArrayTree,
+                 cap: jax.Array) -> tuple[chex.ArrayTree, chex.ArrayTree, jax.Array]:
   return _solve(f, config, theta, x0, aux, state, weights, cap)
 
 
-def _solve_recording(f: Callable, config: FixConfig, theta: Any, x0: Any, aux: Any, state: Any,
-                     weights: Any, cap: jax.Array) -> tuple[Any, Any, jax.Array, Any]:
+def _solve_recording(f: Callable, config: FixConfig, theta: chex.ArrayTree, x0: chex.ArrayTree,
+                     aux: chex.ArrayTree, state: chex.ArrayTree, weights: chex.ArrayTree,
+                     cap: jax.Array) -> tuple[chex.ArrayTree, chex.ArrayTree, jax.Array, chex.ArrayTree]:
   """`_solve`, also keeping the last `config.window` iterates in a ring buffer: iterate t (the input of
   application t + 1; iterate 0 is x0) in slot t % window."""
   window = config.window
@@ -241,8 +247,9 @@ def _fixed_point_bwd(f, config, residuals, cotangents):
 _fixed_point.defvjp(_fixed_point_fwd, _fixed_point_bwd)
 
 
-def fixed_point(f: Callable, theta: Any, x0: Any, aux: Any, state: Any, weights: Any,
-                config: FixConfig = FixConfig(), cap: Any = None) -> tuple[Any, Any, jax.Array]:
+def fixed_point(f: Callable, theta: chex.ArrayTree, x0: chex.ArrayTree, aux: chex.ArrayTree,
+                state: chex.ArrayTree, weights: chex.ArrayTree, config: FixConfig = FixConfig(),
+                cap: jax.typing.ArrayLike | None = None) -> tuple[chex.ArrayTree, chex.ArrayTree, jax.Array]:
   """Iterates x <- f(theta, x, aux, state) from x0 to a fixed point (see the module docstring).
 
   Args:

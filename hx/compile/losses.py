@@ -26,7 +26,6 @@ per-item count, so that sums over chunks and masked items combine exactly:
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -41,12 +40,12 @@ __all__ = ["LOSSES", "METRICS", "Objective", "objective_for_type", "item_loss", 
 _EPS = 1e-7
 
 
-def _mean_trailing(x: Any, item_ndim: int) -> Any:
+def _mean_trailing(x: jax.Array, item_ndim: int) -> jax.Array:
   axes = tuple(range(item_ndim, x.ndim))
   return jnp.mean(x, axis=axes) if axes else x
 
 
-def item_loss(objective: Objective, y: Any, t: Any) -> Any:
+def item_loss(objective: Objective, y: jax.Array, t: jax.Array) -> jax.Array:
   """Per-item loss, shape (*items,): mean over the item's components (see the module docstring)."""
   n = objective.item_ndim
   y = y.astype(jnp.float32)
@@ -66,7 +65,7 @@ def item_loss(objective: Objective, y: Any, t: Any) -> Any:
   return -jnp.log(jnp.clip(p, _EPS, 1.0))
 
 
-def item_metric(objective: Objective, y: Any, t: Any) -> tuple[Any, Any]:
+def item_metric(objective: Objective, y: jax.Array, t: jax.Array) -> tuple[jax.Array, jax.Array]:
   """Per-item (sum, count), each (*items,) float32; see `finish_metric` for the score."""
   n = objective.item_ndim
   y = y.astype(jnp.float32)

@@ -101,7 +101,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from types import MappingProxyType
-from typing import Any, Callable, ClassVar, Hashable, Mapping
+from typing import TYPE_CHECKING, Callable, ClassVar, Hashable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -118,6 +118,12 @@ from hx.compile.modules.templates import apply_module, init_module, linear_outpu
 from hx.lang import program as P
 from hx.lang.types import Type
 from hx.lang.values import ELEMENT_BATCHES, EdgeGraphBatch, GraphBatch, ListBatch
+
+if TYPE_CHECKING:
+  import chex
+
+  from hx.lang.infer import Typing
+  from hx.lang.values import Batch
 
 __all__ = ["CompiledProgram", "compile_program", "compile_part", "make_frozen", "lowering_cache_info"]
 
@@ -152,7 +158,7 @@ class CompiledProgram:
   structure: P.Program
   key: Hashable
   init: Callable[[jax.Array], Variables]
-  apply: Callable[..., Any]
+  apply: Callable[..., Batch | tuple[Batch, tuple]]
   fresh_slots: tuple[str, ...]
   library_slots: tuple[str, ...]
   specs: Mapping[str, ModuleSpec]
@@ -168,7 +174,7 @@ class CompiledProgram:
     ends in a sigmoid, or every one in a softmax)."""
     return self.output_activation in ("sigmoid", "softmax")
 
-  def make_frozen(self, library_params: Mapping[str, Mapping[str, Any]]) -> tuple:
+  def make_frozen(self, library_params: Mapping[str, Mapping[str, chex.ArrayTree]]) -> tuple:
     """The `frozen` argument from library name (without "lib.") -> {"params", "batch_stats"}."""
     return make_frozen(self, library_params)
 
@@ -178,7 +184,8 @@ class CompiledProgram:
             for i, name in enumerate(self.fresh_slots)}
 
 
-def make_frozen(compiled: CompiledProgram, library_params: Mapping[str, Mapping[str, Any]]) -> tuple:
+def make_frozen(compiled: CompiledProgram,
+                library_params: Mapping[str, Mapping[str, chex.ArrayTree]]) -> tuple:
   """The pytree of frozen library parameters, ordered by `compiled.library_slots`.
 
   Args:
@@ -227,7 +234,8 @@ def _slot_structure(p: P.Program, fresh: Mapping[str, int], lib: Mapping[str, in
   return P.with_children(p, tuple(_slot_structure(c, fresh, lib) for c in kids)) if kids else p
 
 
-def compile_program(program: P.Program, types: Any, config: ModuleConfig | None = None,
+def compile_program(program: P.Program, types: Typing | Mapping[str, Type],
+                    config: ModuleConfig | None = None,
                     library: Mapping[str, ModuleSpec] | None = None) -> CompiledProgram:
   """Lowers a complete program to pure `init` / `apply` functions.
 
@@ -305,7 +313,7 @@ def _output_slot(structure: P.Program, fresh_specs: tuple[ModuleSpec, ...]) -> i
   return slot if linear_output(fresh_specs[slot]) else None
 
 
-def lowering_cache_info() -> Any:
+def lowering_cache_info() -> functools._CacheInfo:
   """functools cache statistics of the lowering (hits mean shared init/apply objects)."""
   return _lower.cache_info()
 
@@ -319,7 +327,7 @@ class _Ctx:
   terminal module calls return logits."""
 
   def __init__(self, params: tuple, stats: tuple, frozen: tuple, train: bool, logits: bool = False,
-               pack: tuple[Any, int] | None = None, rng: jax.Array | None = None):
+               pack: tuple[jax.Array, int] | None = None, rng: jax.Array | None = None):
     self.params, self.stats, self.frozen, self.train = params, stats, frozen, train
     self.logits = logits
     # The call's typed PRNG key in training (None otherwise): what draws fix's training horizon.
@@ -333,7 +341,7 @@ class _Ctx:
     self.recompute = False
 
 
-def _fold_keys(keys: jax.Array | None, n: Any) -> jax.Array | None:
+def _fold_keys(keys: jax.Array | None, n: jax.typing.ArrayLike) -> jax.Array | None:
   """Folds the index n into each row's key: (R,) -> (R,)."""
   if keys is None:
     return None
@@ -373,7 +381,7 @@ def _packed_rows(fn: Callable, values: jax.Array, rows: jax.Array, keys: jax.Arr
   return jnp.zeros((n,) + y.shape[1:], y.dtype).at[pos].set(y, mode="drop")
 
 
-def _as_float(x: Any) -> Any:
+def _as_float(x: Batch) -> Batch:
   """x with float32 values (loop carries need the dtype the body produces)."""
   if isinstance(x, ELEMENT_BATCHES):
     return x._replace(values=jnp.asarray(x.values, jnp.float32))
@@ -556,7 +564,8 @@ class _Lowering:
     return run
 
   @staticmethod
-  def _edge_conv(ctx, module: Callable, x: EdgeGraphBatch, real: jax.Array, keys: Any) -> jax.Array:
+  def _edge_conv(ctx, module: Callable, x: EdgeGraphBatch, real: jax.Array,
+                 keys: jax.Array | None) -> jax.Array:
     """The graph-kernel module on the R graphs of x flattened into R*N nodes: (R, N, ...) node values."""
     r, n = x.values.shape[:2]
     # jraph's batching by concatenation: row b's nodes are b*N .. b*N + N-1.
@@ -632,7 +641,7 @@ class _Lowering:
     return run
 
 
-def _zero_padding(x: Any) -> Any:
+def _zero_padding(x: Batch) -> Batch:
   """x with padded list elements / graph nodes set to 0.
 
   Masked computations never let padding reach a real output, but a NaN or inf there would still turn a
@@ -646,7 +655,7 @@ def _zero_padding(x: Any) -> Any:
   return x._replace(values=jnp.where(m, x.values, 0.0))
 
 
-def _batch_size(x: Any) -> int:
+def _batch_size(x: Batch) -> int:
   return (x.values if isinstance(x, ELEMENT_BATCHES) else x).shape[0]
 
 
@@ -654,11 +663,11 @@ def _batch_size(x: Any) -> int:
 _FIX_STREAM = 2**31 - 1
 
 
-def _typed_key(rng: Any) -> jax.Array:
+def _typed_key(rng: jax.Array) -> jax.Array:
   return rng if jnp.issubdtype(jnp.asarray(rng).dtype, jax.dtypes.prng_key) else jax.random.wrap_key_data(rng)
 
 
-def _row_keys(rng: Any, b: int) -> jax.Array:
+def _row_keys(rng: jax.Array, b: int) -> jax.Array:
   return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(_typed_key(rng), jnp.arange(b))
 
 
@@ -682,8 +691,9 @@ def _lower(key: Hashable) -> tuple[Callable, Callable, str]:
     pairs = [init_module(s, jax.random.fold_in(rng, i)) for i, s in enumerate(fresh_specs)]
     return {"params": tuple(p for p, _ in pairs), "batch_stats": tuple(s for _, s in pairs)}
 
-  def apply(variables: Variables, frozen: tuple, x: Any, *, train: bool, rng: jax.Array | None = None,
-            mask: jax.Array | None = None, logits: bool = False, pack: int | None = None) -> Any:
+  def apply(variables: Variables, frozen: tuple, x: Batch, *, train: bool, rng: jax.Array | None = None,
+            mask: jax.Array | None = None, logits: bool = False,
+            pack: int | None = None) -> Batch | tuple[Batch, tuple]:
     """Runs the program on a batch x (B rows); see `hx.compile.lower`.
 
     Args:

@@ -25,7 +25,7 @@ ever reused.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +33,13 @@ import numpy as np
 
 from hx.compile.modules.spec import ModuleSpec
 from hx.lang import program as P
+
+if TYPE_CHECKING:
+  import chex
+
+  from hx.compile.lower import CompiledProgram
+  from hx.compile.tune_inputs import TuneData
+  from hx.lang.values import Array, Inputs
 
 __all__ = ["frozen_prefix", "prefix_program", "PrefixTables", "apply_prefix", "table_digest",
            "referenced_rows"]
@@ -87,7 +94,7 @@ def prefix_program(names: tuple[str, ...]) -> P.Program:
   return P.compose_chain([P.Lib(n) for n in names])
 
 
-def referenced_rows(*splits_inputs: Any) -> np.ndarray | None:
+def referenced_rows(*splits_inputs: Inputs | None) -> np.ndarray | None:
   """The image-table rows the splits' inputs point at (`hx.compile.distinct.image_indices`: an array of
   indices, or a ListBatch or graph batch of them, padding included), sorted and distinct, int64; None
   when an input holds values instead of indices (then nothing can be left out). Pass each split's
@@ -105,7 +112,7 @@ def referenced_rows(*splits_inputs: Any) -> np.ndarray | None:
   return np.unique(np.concatenate(found)) if found else np.zeros((0,), np.int64)
 
 
-def table_digest(table: Any) -> str:
+def table_digest(table: Array) -> str:
   """sha256 of a table's dtype, shape and bytes (identifies its contents, whatever object holds it)."""
   a = np.ascontiguousarray(np.asarray(table))
   h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
@@ -113,8 +120,9 @@ def table_digest(table: Any) -> str:
   return h.hexdigest()
 
 
-def apply_prefix(names: tuple[str, ...], specs: Mapping[str, ModuleSpec], variables: Mapping[str, Any],
-                 table: Any, *, rows: Any = None, chunk: int = 2048) -> jax.Array:
+def apply_prefix(names: tuple[str, ...], specs: Mapping[str, ModuleSpec],
+                 variables: Mapping[str, Mapping[str, chex.ArrayTree]], table: Array, *,
+                 rows: jax.typing.ArrayLike | None = None, chunk: int = 2048) -> jax.Array:
   """The prefix applied to the rows of `table` (m, *in) in inference mode: (m, *out) float32.
 
   Args:
@@ -160,13 +168,13 @@ def apply_prefix(names: tuple[str, ...], specs: Mapping[str, ModuleSpec], variab
   return jnp.zeros((m,) + out.shape[1:], jnp.float32).at[wanted].set(out)
 
 
-_RUNS: dict[tuple, tuple[Any, Any]] = {}
+_RUNS: dict[tuple, tuple[CompiledProgram, Callable[[tuple, Array], jax.Array]]] = {}
 """Prefix structures -> (compiled prefix, its jitted inference apply), the most recently used last."""
 _MAX_RUNS = 64
 
 
 def _prefix_run(names: tuple[str, ...], specs: Mapping[str, ModuleSpec]
-                ) -> tuple[tuple[str, ...], Any, Any]:
+                ) -> tuple[tuple[str, ...], CompiledProgram, Callable[[tuple, Array], jax.Array]]:
   """(canonical names, compiled program, jitted apply(frozen, x)) of the prefix `names`, shared by every
   prefix of the same structure (the same module specs in the same places): a long library holds many
   CNNs of one architecture, and each would otherwise trace and compile the same executable. The
@@ -189,6 +197,17 @@ def _prefix_run(names: tuple[str, ...], specs: Mapping[str, ModuleSpec]
   return (canonical, *got)
 
 
+class PrefixLibrary(Protocol):
+  """What `PrefixTables` reads of a library (an `hx.Library` has it): its functions' versions, module specs
+  and variables ({"params", "batch_stats"} per name), each by name."""
+
+  def versions(self) -> Mapping[str, str]: ...
+
+  def specs(self) -> Mapping[str, ModuleSpec]: ...
+
+  def variables(self) -> Mapping[str, Mapping[str, chex.ArrayTree]]: ...
+
+
 class PrefixTables:
   """Memoised prefix tables (see the module docstring), for any libraries and image tables.
 
@@ -199,11 +218,11 @@ class PrefixTables:
   def __init__(self, max_entries: int = 16):
     self.max_entries = max_entries
     self._tables: dict[tuple, jax.Array] = {}
-    self._digests: dict[int, tuple[Any, str]] = {}
-    self._rows: dict[int, tuple[Any, np.ndarray | None]] = {}
+    self._digests: dict[int, tuple[Array, str]] = {}
+    self._rows: dict[int, tuple[TuneData, np.ndarray | None]] = {}
     self.hits = self.misses = 0
 
-  def _digest(self, table: Any) -> str:
+  def _digest(self, table: Array) -> str:
     # Digest each table object once; keep the object so its id cannot be reused while cached.
     got = self._digests.get(id(table))
     if got is None or got[0] is not table:
@@ -211,7 +230,7 @@ class PrefixTables:
       self._digests[id(table)] = got
     return got[1]
 
-  def table_for(self, library: Any, names: tuple[str, ...], data: Any) -> jax.Array:
+  def table_for(self, library: PrefixLibrary, names: tuple[str, ...], data: TuneData) -> jax.Array:
     """`table` of `data`'s image table (an `hx.compile.TuneData`) on the rows its splits read
     (`referenced_rows`), found once per data object: every candidate of a task shares its data."""
     got = self._rows.get(id(data))
@@ -224,7 +243,8 @@ class PrefixTables:
         self._rows.pop(next(iter(self._rows)))
     return self.table(library, names, data.table, got[1])
 
-  def table(self, library: Any, names: tuple[str, ...], table: Any, rows: Any = None) -> jax.Array:
+  def table(self, library: PrefixLibrary, names: tuple[str, ...], table: Array,
+            rows: jax.typing.ArrayLike | None = None) -> jax.Array:
     """The prefix `names` of `library` (an `hx.Library`: its `versions()`, `specs()` and `variables()`)
     applied to every row of `table`, or only to `rows` (the others 0: `apply_prefix`), computed on first
     use. A table computed for some rows is never given for others."""

@@ -24,7 +24,7 @@ edge lists of it).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence, Union
 
 import numpy as np
 
@@ -32,6 +32,11 @@ from hx.compile.lower import CompiledProgram
 from hx.compile.modules.templates import reference_module
 from hx.lang import program as P
 from hx.lang.values import EdgeGraphBatch, GraphBatch, ListBatch
+
+if TYPE_CHECKING:
+  import jax
+
+  from hx.lang.values import Batch
 
 __all__ = ["RefGraph", "reference_apply", "reference_module", "unbatch", "to_batch"]
 
@@ -43,13 +48,19 @@ class RefGraph:
   neighbours: list
 
 
-def reference_apply(compiled: CompiledProgram, variables: dict, frozen: Sequence[dict], example: Any) -> Any:
+RefValue = Union[np.ndarray, list[np.ndarray], RefGraph]
+"""One example's value as the reference interpreter holds it (module docstring): a tensor, a list of
+tensors, or a graph."""
+
+
+def reference_apply(compiled: CompiledProgram, variables: dict, frozen: Sequence[dict],
+                    example: RefValue) -> RefValue:
   """Runs `compiled.program` on one example (see the module docstring for value forms), inference mode."""
   fresh = {n: i for i, n in enumerate(compiled.fresh_slots)}
   lib = {n: j for j, n in enumerate(compiled.library_slots)}
   window = compiled.config.conv_window
 
-  def module(node: P.Fresh | P.Lib, args: Sequence[Any]) -> np.ndarray:
+  def module(node: P.Fresh | P.Lib, args: Sequence[np.ndarray | list[np.ndarray]]) -> np.ndarray:
     if isinstance(node, P.Fresh):
       i = fresh[node.name]
       return reference_module(compiled.specs[node.name], variables["params"][i],
@@ -58,7 +69,7 @@ def reference_apply(compiled: CompiledProgram, variables: dict, frozen: Sequence
     return reference_module(compiled.specs[f"lib.{node.name}"], frozen[j]["params"],
                             frozen[j]["batch_stats"], args)
 
-  def run(node: P.Program, v: Any) -> Any:
+  def run(node: P.Program, v: RefValue) -> RefValue:
     if isinstance(node, (P.Fresh, P.Lib)):
       return module(node, [v])
     if isinstance(node, P.Compose):
@@ -99,14 +110,14 @@ def reference_apply(compiled: CompiledProgram, variables: dict, frozen: Sequence
   return run(compiled.program, example)
 
 
-def _elements(v: Any) -> list:
+def _elements(v: RefValue) -> list:
   """The arrays of one example's value: a tensor, a list's elements or a graph's node values."""
   if isinstance(v, RefGraph):
     return list(v.values)
   return list(v) if isinstance(v, list) else [v]
 
 
-def unbatch(x: Any, mask: Any = None) -> list:
+def unbatch(x: Batch, mask: jax.typing.ArrayLike | None = None) -> list[RefValue]:
   """Batched value -> list of per-example values without padding (rows where mask is False dropped)."""
   if isinstance(x, EdgeGraphBatch):
     vals, senders, receivers, edge_mask, m = (np.asarray(a) for a in x)
@@ -134,8 +145,8 @@ def unbatch(x: Any, mask: Any = None) -> list:
   return out
 
 
-def to_batch(examples: Sequence[Any], length: int | None = None, neighbours: int | None = None,
-             fill: float = 0.0) -> Any:
+def to_batch(examples: Sequence[RefValue], length: int | None = None, neighbours: int | None = None,
+             fill: float = 0.0) -> np.ndarray | ListBatch | GraphBatch:
   """Pads per-example values into a batch (the inverse of `unbatch`).
 
   Args:

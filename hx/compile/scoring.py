@@ -8,7 +8,7 @@ program's per-image part once per distinct image of the split where that saves w
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +29,13 @@ from hx.compile.losses import Objective, finish_metric
 from hx.compile.tune_inputs import Tunable, TuneConfig
 from hx.lang.values import Split, images_per_example, real_elements
 
+if TYPE_CHECKING:
+  from collections.abc import Hashable
+
+  import chex
+
+  from hx.lang.values import Array
+
 __all__ = ["evaluate"]
 
 
@@ -45,8 +52,8 @@ class _Scoring(NamedTuple):
   compiled: Tunable
   objective: Objective
   config: TuneConfig
-  frozen: Any
-  table: Any
+  frozen: chex.ArrayTree
+  table: Array | None
 
 
 class _PerImage(NamedTuple):
@@ -54,20 +61,21 @@ class _PerImage(NamedTuple):
   calls' image rows on the device, its fresh slots' names and its frozen slots), and the rest (its
   `apply` and executable key, its fresh slots' names and frozen slots, the shape of the per-image
   outputs it reads as its table, the split with its inputs indexed by the distinct images)."""
-  exe: Any
-  rows: list
+  exe: jax.stages.Compiled
+  rows: list[jax.Array]
   fresh: tuple[str, ...]
-  frozen: Any
+  frozen: chex.ArrayTree
   compile_seconds: float
   rest_apply: Callable
-  rest_key: Any
+  rest_key: Hashable
   rest_fresh: tuple[str, ...]
-  rest_frozen: Any
+  rest_frozen: chex.ArrayTree
   rest_table: jax.ShapeDtypeStruct
   split: Split
 
 
-def _per_image(scoring: _Scoring, plan: EvalPlan, split: Split, variables: Any) -> _PerImage | None:
+def _per_image(scoring: _Scoring, plan: EvalPlan, split: Split,
+               variables: chex.ArrayTree) -> _PerImage | None:
   """The scoring of `split` over its distinct images (`plan.distinct`), or None where it does not apply (no
   image table, not a CompiledProgram, no per-image part) or would not save a tenth of the rows
   (`distinct.worth_it`)."""
@@ -111,7 +119,7 @@ class _Evaluator:
   once per distinct image of the split and the rest of the program on its outputs, when that runs at
   least a tenth fewer rows through it (`distinct.worth_it`)."""
 
-  def __init__(self, scoring: _Scoring, split: Split, variables: Any, plan: EvalPlan | None = None,
+  def __init__(self, scoring: _Scoring, split: Split, variables: chex.ArrayTree, plan: EvalPlan | None = None,
                distinct: bool = True):
     compiled, objective, config, frozen, table = scoring
     self.objective = objective
@@ -137,7 +145,7 @@ class _Evaluator:
                                    lambda: make_eval(apply, objective, self.fused, self.pack), (), args)
     self.compile_seconds = seconds + (p.compile_seconds if p is not None else 0.0)
 
-  def __call__(self, variables: Any) -> tuple[float, float]:
+  def __call__(self, variables: chex.ArrayTree) -> tuple[float, float]:
     """(score, mean loss) of `variables` on the split."""
     frozen, table, split, p = self.frozen, self.table, self.split, self.per_image
     if p is not None:
@@ -152,8 +160,8 @@ class _Evaluator:
     return score, loss
 
 
-def evaluate(compiled: Tunable, variables: Any, frozen: Any, split: Split, objective: Objective, *,
-             table: Any = None, config: TuneConfig = TuneConfig(),
+def evaluate(compiled: Tunable, variables: chex.ArrayTree, frozen: chex.ArrayTree, split: Split,
+             objective: Objective, *, table: Array | None = None, config: TuneConfig = TuneConfig(),
              distinct: bool = True) -> tuple[float, float]:
   """(score, mean loss) of `variables` on `split`: the metric (% error or RMSE) and the objective's loss
   (from logits when the program can give them, as in `tune`). `distinct`: score the program's per-image

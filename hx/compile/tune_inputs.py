@@ -7,22 +7,30 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import jax
 
 from hx.lang.values import Split
+
+if TYPE_CHECKING:
+  from collections.abc import Hashable
+
+  import chex
+
+  from hx.lang.values import Array, Batch
 
 __all__ = ["Tunable", "TuneConfig", "TuneData"]
 
 
 class Tunable(Protocol):
   """What `tune` needs of a compiled program (hx.compile.lower.CompiledProgram provides it)."""
-  key: Any
+  key: Hashable
 
-  def init(self, rng: Any) -> Any: ...
+  def init(self, rng: jax.Array) -> chex.ArrayTree: ...
 
-  def apply(self, variables: Any, frozen: Any, x: Any, *, train: bool, rng: Any) -> Any: ...
+  def apply(self, variables: chex.ArrayTree, frozen: chex.ArrayTree, x: Batch, *, train: bool,
+            rng: jax.Array | None) -> Batch | tuple[Batch, chex.ArrayTree]: ...
 
   # Optional: `penalty(params, state, frozen, rng) -> scalar`, added to every training step's loss
   # (`hx.compile.executables.make_train_step`; its structure is part of `key`).
@@ -137,7 +145,7 @@ class TuneData(NamedTuple):
   train: Split
   val: Split
   test: Split | None = None
-  table: Any = None
+  table: Array | None = None
 
   def on_device(self) -> TuneData:
     """The same data as device arrays; do this once per task so candidates do not copy it again."""

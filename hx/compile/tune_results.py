@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jax
 import numpy as np
 
 from hx.compile.losses import Objective
+
+if TYPE_CHECKING:
+  from collections.abc import Mapping
+
+  import chex
+  import optax
 
 __all__ = ["EpochRecord", "TuneState", "TuneResult"]
 
@@ -51,14 +57,14 @@ class TuneState:
     seed, batch_size, learning_rate: the settings it was trained with; resuming with others is an error.
     steps_per_epoch: training steps per epoch (ceil(training examples / batch_size)).
   """
-  params: Any
-  collections: Any
-  opt_state: Any
+  params: chex.ArrayTree
+  collections: Mapping[str, chex.ArrayTree]
+  opt_state: optax.OptState
   epoch: int
   step: int
-  loss_sum: Any
+  loss_sum: jax.typing.ArrayLike
   score: float
-  best_variables: Any
+  best_variables: chex.ArrayTree | None
   best_score: float
   best_epoch: int
   since_best: int
@@ -114,7 +120,7 @@ class TuneResult:
     state: a `TuneState` to resume from when this call paused (`until` before `config.epochs`, and
       neither failed nor stopped early); None when training is over. A paused result has no test score.
   """
-  variables: Any
+  variables: chex.ArrayTree | None
   val_score: float
   test_score: float | None
   best_epoch: int

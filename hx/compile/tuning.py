@@ -83,7 +83,7 @@ import dataclasses
 import functools
 import math
 import time
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -113,6 +113,11 @@ from hx.compile.scoring import _Evaluator, _packs, _Scoring, evaluate
 from hx.compile.tune_inputs import Tunable, TuneConfig, TuneData
 from hx.compile.tune_results import EpochRecord, TuneResult, TuneState
 from hx.lang.values import Split, images_per_example, real_elements
+
+if TYPE_CHECKING:
+  import chex
+
+  from hx.lang.values import Array
 
 __all__ = [
   "TuneConfig", "TuneData", "EpochRecord", "TuneResult", "TuneState", "TrainState", "Tunable", "tune",
@@ -151,9 +156,9 @@ def optimizer(config: TuneConfig) -> optax.GradientTransformation:
   return optax.adam(config.learning_rate)
 
 
-def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
-         config: TuneConfig = TuneConfig(), *, variables: Any = None, resume: TuneState | None = None,
-         until: float | None = None) -> TuneResult:
+def tune(compiled: Tunable, frozen: chex.ArrayTree, data: TuneData, objective: Objective,
+         config: TuneConfig = TuneConfig(), *, variables: chex.ArrayTree | None = None,
+         resume: TuneState | None = None, until: float | None = None) -> TuneResult:
   """Trains `compiled`'s fresh parameters on `data.train`, selecting by `data.val` (see module docstring).
 
   Args:
@@ -190,7 +195,7 @@ def tune(compiled: Tunable, frozen: Any, data: TuneData, objective: Objective,
   return _result(run, progress, variables, init_seconds)
 
 
-def _check_arguments(config: TuneConfig, variables: Any, resume: TuneState | None,
+def _check_arguments(config: TuneConfig, variables: chex.ArrayTree | None, resume: TuneState | None,
                      until: float | None) -> None:
   """Raises ValueError for arguments `tune` cannot honour together."""
   if resume is not None and variables is not None:
@@ -205,7 +210,7 @@ def _check_arguments(config: TuneConfig, variables: Any, resume: TuneState | Non
 
 
 def _first_carry(compiled: Tunable, config: TuneConfig, objective: Objective,
-                 tx: optax.GradientTransformation, targets: Any, variables: Any,
+                 tx: optax.GradientTransformation, targets: Array, variables: chex.ArrayTree | None,
                  resume: TuneState | None) -> tuple[TrainState, dict]:
   """(the carry training starts from, the variables it holds): `variables`, or `initial_variables` for
   the training `targets`, or the paused run's. Private device copies: a step donates its carry."""
@@ -255,7 +260,7 @@ class _Run:
   orders: Callable[[int], jax.Array]
   step_id: Callable[[int], jax.Array]
   dropout_key: jax.Array
-  train_exe: Any
+  train_exe: jax.stages.Compiled | None
   val_eval: _Evaluator
   test_plan: EvalPlan | None
   compile_seconds: float
@@ -327,11 +332,11 @@ def _train_pack(compiled: Tunable, config: TuneConfig, train: Split, orders: Cal
 
 class _Best(NamedTuple):
   """The best validation so far: its variables, score and epoch (None, inf, 0 if none)."""
-  variables: Any = None
+  variables: chex.ArrayTree | None = None
   score: float = math.inf
   epoch: int = 0
 
-  def keep(self, variables: Any, score: float, epoch: int) -> _Best:
+  def keep(self, variables: chex.ArrayTree, score: float, epoch: int) -> _Best:
     """This, or the given ones if `score` is lower. Kept variables are copies: the carry's buffers are
     donated to (and overwritten by) the next training step."""
     if score < self.score:
@@ -500,7 +505,7 @@ def _run_keys(config: TuneConfig) -> tuple[jax.Array, jax.Array, jax.Array]:
 
 
 def initial_variables(compiled: Tunable, config: TuneConfig, objective: Objective | None = None,
-                      targets: Any = None) -> Any:
+                      targets: chex.ArrayTree | None = None) -> chex.ArrayTree:
   """The variables `tune` starts from when given none: `compiled.init` with the key `config.seed` gives
   it, then, given the objective and the training split's targets, the output bias of
   `output_bias_from_targets` (when `config.bias_from_targets`). A caller can start from them changed and
@@ -511,7 +516,8 @@ def initial_variables(compiled: Tunable, config: TuneConfig, objective: Objectiv
   return variables
 
 
-def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective, targets: Any) -> Any:
+def output_bias_from_targets(compiled: Tunable, variables: chex.ArrayTree, objective: Objective,
+                             targets: chex.ArrayTree) -> chex.ArrayTree:
   """`variables` with the output layer's bias of `compiled.output_slot` set to the mean of `targets`
   (`TuneConfig.bias_from_targets`), or unchanged when that does not apply: not an "mse" objective, a
   per-element one, a program without an output slot (or not a `CompiledProgram`), or targets that are
@@ -536,6 +542,6 @@ def output_bias_from_targets(compiled: Any, variables: Any, objective: Objective
   return dict(variables, params=tuple(params))
 
 
-def _split_variables(variables: dict) -> tuple[Any, dict]:
+def _split_variables(variables: dict) -> tuple[chex.ArrayTree, dict]:
   """(params, the other collections) of {"params": ..., "batch_stats": ..., ...}."""
   return variables["params"], {k: v for k, v in variables.items() if k != "params"}

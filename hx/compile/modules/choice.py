@@ -4,7 +4,7 @@ templates), a registered user module before any of them."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hx.compile.modules.cnn import cnn_layout
 from hx.compile.modules.config import ModuleConfig
@@ -21,6 +21,9 @@ from hx.lang.types import (
   is_image,
   type_variables,
 )
+
+if TYPE_CHECKING:
+  from hx.compile.modules.spec import HyperValue
 
 __all__ = ["module_spec"]
 
@@ -106,7 +109,8 @@ def _graph_kernel_spec(arg: ListType, out: TensorType, act: str, c: ModuleConfig
   """The direct kernel of a conv_g / conv_l over neighbours `arg` (`List<T> -> U`): the slot kernel or
   the pair kernel of `c.graph_kernel`."""
   if c.graph_kernel == "slots":
-    hyper: dict[str, Any] = dict(hidden=c.graph_slot_hidden, layers=c.graph_slot_layers, slots=c.graph_slots)
+    hyper: dict[str, HyperValue] = dict(hidden=c.graph_slot_hidden, layers=c.graph_slot_layers,
+                                        slots=c.graph_slots)
     template = "slot_kernel"
   else:
     hyper = dict(hidden=c.graph_hidden, message=c.graph_message, aggregations=tuple(c.graph_aggregations))

@@ -9,7 +9,6 @@ output layer unless the output type is exactly the features. How the blocks run 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -96,7 +95,7 @@ def _apply_cnn(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, rows:
   return h.reshape(out_shape), stats
 
 
-def _reference_cnn(spec: ModuleSpec, p: dict, s: dict, args: Sequence[Any]) -> np.ndarray:
+def _reference_cnn(spec: ModuleSpec, p: dict, s: dict, args: Sequence[np.ndarray]) -> np.ndarray:
   h = np.transpose(np.asarray(args[0], np.float64), (1, 2, 0))
   for conv in p["convs"]:
     h = _ref_max_pool(_ref_relu(_ref_conv2d(h, conv["w"], conv["b"])), spec["pool"])

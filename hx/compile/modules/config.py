@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from hx.compile.fixpoint import FixConfig
 from hx.compile.modules.registry import install_registrations, pickled_registrations
@@ -125,7 +124,7 @@ class ModuleConfig:
   # travel as a pickle of their own, unpickled only after the directories they were imported from here
   # are on the receiver's path: a worker starts elsewhere (`python -m hx.synth.worker`) and would not
   # find a module beside the script that was run (the sender's sys.path[0]).
-  def __reduce_ex__(self, protocol: Any) -> Any:
+  def __reduce_ex__(self, protocol: int) -> str | tuple[object, ...]:
     sent = pickled_registrations(protocol)
     if sent is None:
       return super().__reduce_ex__(protocol)
@@ -136,11 +135,11 @@ class ModuleConfig:
   def __copy__(self) -> ModuleConfig:
     return self
 
-  def __deepcopy__(self, memo: Any) -> ModuleConfig:
+  def __deepcopy__(self, memo: dict[int, object]) -> ModuleConfig:
     return self
 
 
-def _config_with_modules(fields: Mapping[str, Any], roots: Sequence[str], blob: bytes) -> ModuleConfig:
+def _config_with_modules(fields: Mapping[str, object], roots: Sequence[str], blob: bytes) -> ModuleConfig:
   """A pickled `ModuleConfig` (`fields`: its field values by name), its sender's registrations installed
   here first (`install_registrations`; `roots` and `blob` from `pickled_registrations`). Pickles name it
   by its path: `hx.compile.modules` re-exports it for those written when it was defined there.

@@ -6,7 +6,7 @@ kernels share: the kept components and the residual update (`_update`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -66,10 +66,10 @@ class Neighbourhoods(NamedTuple):
     receivers: (E,) int32 indices into nodes.
     edge_mask: (E,) bool, the edges that count (False for padding edges).
   """
-  nodes: Any
-  senders: Any
-  receivers: Any
-  edge_mask: Any
+  nodes: jax.Array
+  senders: jax.Array
+  receivers: jax.Array
+  edge_mask: jax.Array
 
 
 def _segment_aggregate(m: jax.Array, segments: jax.Array, valid: jax.Array, count: jax.Array,
@@ -168,7 +168,8 @@ def _apply_graph_kernel(spec: ModuleSpec, params: dict, stats: dict, inputs: tup
   return activate(y.reshape((lb.values.shape[0],) + spec.output.shape), activation), stats
 
 
-def _reference_graph_kernel(spec: ModuleSpec, p: dict, s: dict, args: Sequence[Any]) -> np.ndarray:
+def _reference_graph_kernel(spec: ModuleSpec, p: dict, s: dict,
+                            args: Sequence[list[np.ndarray]]) -> np.ndarray:
   elems = [_ref_vector(a) for a in args[0]]
   own = elems[0] if elems else np.zeros(_size(spec.inputs[0].elem))
   msgs = [_ref_dense(p["pair_out"], _ref_relu(_ref_dense(p["pair_hidden"], np.concatenate([own, e]))))

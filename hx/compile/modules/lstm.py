@@ -6,7 +6,6 @@ jit(vmap(...)) its init (DESIGN.md: QR deadlock on 2 CPUs)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -77,7 +76,7 @@ def _apply_lstm(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, rows
   return activate(y, activation), stats
 
 
-def _reference_lstm(spec: ModuleSpec, p: dict, s: dict, args: Sequence[Any]) -> np.ndarray:
+def _reference_lstm(spec: ModuleSpec, p: dict, s: dict, args: Sequence[list[np.ndarray]]) -> np.ndarray:
   n = spec["hidden"]
   h, c = np.zeros(n), np.zeros(n)
   for a in args[0]:

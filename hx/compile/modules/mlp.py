@@ -6,7 +6,6 @@ activation."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -78,7 +77,7 @@ def _apply_mlp(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, rows:
   return activate(y.reshape((r,) + spec.output.shape), activation), new_stats
 
 
-def _reference_mlp(spec: ModuleSpec, p: dict, s: dict, args: Sequence[Any]) -> np.ndarray:
+def _reference_mlp(spec: ModuleSpec, p: dict, s: dict, args: Sequence[np.ndarray]) -> np.ndarray:
   h = _ref_dense(p["hidden"], np.concatenate([_ref_vector(a) for a in args]))
   if not spec.get("batch_norm", True):
     return _ref_activate(_ref_dense(p["out"], _ref_relu(h)), spec.activation).reshape(spec.output.shape)

@@ -6,9 +6,12 @@ definitions. Arrays are float64: a vector (n,), an image (H, W, C), a dense laye
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+  import jax
 
 
 def _ref_dense(p: dict, x: np.ndarray) -> np.ndarray:
@@ -52,5 +55,5 @@ def _ref_max_pool(x: np.ndarray, k: int) -> np.ndarray:
   return out
 
 
-def _ref_vector(a: Any) -> np.ndarray:
+def _ref_vector(a: jax.typing.ArrayLike) -> np.ndarray:
   return np.asarray(a, np.float64).reshape(-1)

@@ -15,13 +15,17 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from hx.compile.modules.spec import ModuleSpec, _activation
 from hx.lang.types import FunctionType, TensorType, Type, function_parts, is_image, type_variables
+
+if TYPE_CHECKING:
+  import chex
+  import flax.linen
 
 __all__ = [
   "Registration", "UnregisteredModuleError", "install_registrations", "pickled_registrations",
@@ -51,8 +55,8 @@ class Registration(NamedTuple):
   """
   name: str
   type: Type
-  module: Any = None
-  init: Callable[[jax.Array], Any] | None = None
+  module: flax.linen.Module | None = None
+  init: Callable[[jax.Array], chex.ArrayTree] | None = None
   apply: Callable[..., jax.Array] | None = None
 
   @property
@@ -71,13 +75,13 @@ class Registration(NamedTuple):
     xs = [jnp.zeros((_CHECK_ROWS,) + a.shape, jnp.float32) for a in self.args]
     return dict(self.module.init(key, *xs))
 
-  def init_params(self, key: jax.Array) -> Any:
+  def init_params(self, key: jax.Array) -> chex.ArrayTree:
     """Fresh parameters: a tree of dicts (string keys), tuples, lists and float arrays."""
     import flax.core
 
     return flax.core.unfreeze(self.variables(key).get("params", {}))
 
-  def apply_params(self, params: Any, *xs: jax.Array) -> jax.Array:
+  def apply_params(self, params: chex.ArrayTree, *xs: jax.Array) -> jax.Array:
     """The module on R rows: xs `(R, *arg shape)` float32 each -> `(R, *output shape)` pre-activation."""
     if self.module is None:
       return self.apply(params, *xs)
@@ -90,12 +94,12 @@ class Registration(NamedTuple):
     return f"init/apply {_qualified(self.init)}, {_qualified(self.apply)}"
 
 
-def _qualified(obj: Any) -> str:
+def _qualified(obj: object) -> str:
   return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
 
 
-def register_module(name: str, fn_type: str | Type, *, module: Any = None,
-                    init: Callable[[jax.Array], Any] | None = None,
+def register_module(name: str, fn_type: str | Type, *, module: flax.linen.Module | None = None,
+                    init: Callable[[jax.Array], chex.ArrayTree] | None = None,
                     apply: Callable[..., jax.Array] | None = None) -> ModuleSpec:
   """Registers a neural module of one's own for fresh functions of type `fn_type` (e.g. an image encoder
   in place of the paper's CNN).
@@ -265,7 +269,7 @@ def _check_shapes(r: Registration) -> None:
     raise ValueError(f"{where}: it gave {y.dtype} values; a module returns floats (pre-activation)")
 
 
-def _check_params(where: str, node: Any, path: str = "params") -> None:
+def _check_params(where: str, node: object, path: str = "params") -> None:
   """ValueError unless `node` is a tree of dicts (string keys), tuples, lists and float arrays (what the
   optimiser trains and a library saves)."""
   if isinstance(node, Mapping):
@@ -349,7 +353,7 @@ def _import_roots(registrations: Sequence[Registration]) -> tuple[str, ...]:
   return tuple(roots)
 
 
-def pickled_registrations(protocol: Any) -> tuple[tuple[str, ...], bytes] | None:
+def pickled_registrations(protocol: int) -> tuple[tuple[str, ...], bytes] | None:
   """What a pickled `ModuleConfig` carries of this process's registrations: None where none is registered,
   else (the directories their definitions were imported from (`_import_roots`), the registrations
   pickled with `protocol`).

@@ -5,7 +5,7 @@ activation a result type asks for; and the errors of a function type that no tem
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Union
 
 from hx.lang.types import FunctionType, TensorType, Type
 
@@ -18,6 +18,11 @@ class NoTemplateError(TypeError):
 
 class UnresolvedTypeError(NoTemplateError):
   """A fresh function's type still contains type variables, so its architecture is not determined."""
+
+
+HyperValue = Union[bool, int, float, str, tuple["HyperValue", ...]]
+"""A size in `ModuleSpec.hyper`: a number, a flag, a name, or a tuple of them (a CNN's channels, a graph
+kernel's aggregations)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,15 +41,15 @@ class ModuleSpec:
   inputs: tuple[Type, ...]
   output: Type
   activation: str
-  hyper: tuple[tuple[str, Any], ...]
+  hyper: tuple[tuple[str, HyperValue], ...]
 
-  def __getitem__(self, name: str) -> Any:
+  def __getitem__(self, name: str) -> HyperValue:
     for k, v in self.hyper:
       if k == name:
         return v
     raise KeyError(f"{self.template} spec has no size {name!r}")
 
-  def get(self, name: str, default: Any = None) -> Any:
+  def get(self, name: str, default: HyperValue | None = None) -> HyperValue | None:
     """`spec[name]`, or `default` where the spec has no such size."""
     try:
       return self[name]

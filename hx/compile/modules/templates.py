@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -105,7 +105,8 @@ def apply_module(spec: ModuleSpec, params: dict, stats: dict, inputs: tuple, row
                                activation="none" if logits else spec.activation)
 
 
-def reference_module(spec: ModuleSpec, params: dict, stats: dict, args: Sequence[Any]) -> np.ndarray:
+def reference_module(spec: ModuleSpec, params: dict, stats: dict,
+                     args: Sequence[np.ndarray | list[np.ndarray]]) -> np.ndarray:
   """One module on one example in inference mode, in float64 NumPy (`hx.compile.reference`).
 
   Args:
@@ -129,7 +130,7 @@ def linear_output(spec: ModuleSpec) -> bool:
   return _template(spec).output_layer(spec) is not None and spec.activation == "none"
 
 
-def set_output_bias(spec: ModuleSpec, params: dict, bias: Any) -> dict:
+def set_output_bias(spec: ModuleSpec, params: dict, bias: jax.typing.ArrayLike) -> dict:
   """`params` with the bias of the module's linear output layer (`Template.output_layer`) set to `bias`,
   (prod(output shape),) values in any float dtype (cast to the bias's); the other entries shared.
 

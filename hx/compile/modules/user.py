@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -15,12 +15,15 @@ from hx.compile.modules.reference_layers import _ref_activate
 from hx.compile.modules.registry import registration_of
 from hx.compile.modules.spec import ModuleSpec
 
+if TYPE_CHECKING:
+  import chex
+
 
 def _init_user(spec: ModuleSpec, keys: jax.Array) -> tuple[dict, dict]:
   return registration_of(spec).init_params(keys[0]), {}
 
 
-def _apply_user(spec: ModuleSpec, params: Any, stats: dict, inputs: tuple, rows: Rows, *,
+def _apply_user(spec: ModuleSpec, params: chex.ArrayTree, stats: dict, inputs: tuple, rows: Rows, *,
                 activation: str) -> tuple[jax.Array, dict]:
   # No rows read (mask, keys, train): a user module is a pure function of its parameters (`register_module`).
   r = registration_of(spec)
@@ -33,7 +36,7 @@ def _apply_user(spec: ModuleSpec, params: Any, stats: dict, inputs: tuple, rows:
   return activate(jnp.asarray(y).astype(jnp.float32), activation), stats
 
 
-def _reference_user(spec: ModuleSpec, p: Any, s: dict, args: Sequence[Any]) -> np.ndarray:
+def _reference_user(spec: ModuleSpec, p: chex.ArrayTree, s: dict, args: Sequence[np.ndarray]) -> np.ndarray:
   # The user's function is the module's definition: run it (in float32, as it trains) on one row.
   r = registration_of(spec)
   params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), p)
