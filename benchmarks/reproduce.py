@@ -53,6 +53,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hx.atomic import DirectoryInUse
 from hx.baselines import NetworkError
@@ -60,12 +61,23 @@ from hx.bin.checks import module_overrides
 from hx.bin.spellings import strategies_from_names
 from hx.compile.checkpoint import CheckpointError
 from hx.data import SEQUENCES, DataError, Sources
-from hx.evaluation import ConfigError, EvalConfig, load_records, method_label, rebuild_libraries, run
+from hx.evaluation import (
+  ConfigError,
+  EvalConfig,
+  default_methods,
+  load_records,
+  method_label,
+  rebuild_libraries,
+  run,
+)
 from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
 from hx.evaluation.records import work_seconds
 from hx.evaluation.report import score_text
 from hx.evaluation.runner import check_directory
 from hx.synth.library import LibraryError
+
+if TYPE_CHECKING:
+  from hx.synth.strategies import Strategy
 
 _DEFAULT_OUTPUT = Path(__file__).resolve().parent / "reproduction"
 
@@ -159,6 +171,14 @@ def _command_text(argv: list[str]) -> str:
   return " ".join(out)
 
 
+def _methods(sequence: str, args: argparse.Namespace) -> list[str | Strategy]:
+  """--methods (default: those the paper compares on `sequence`) with HOUDINI once per strategy of
+  --strategies, as `EvalConfig.make`'s methods."""
+  strategies = strategies_from_names(args.strategies.split(","))
+  names = args.methods.split(",") if args.methods else default_methods(sequence.lower())
+  return [x for m in names for x in (strategies if m == "houdini" else (m,))]
+
+
 def main() -> int:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--sequences", default=",".join(SEQUENCES))
@@ -201,8 +221,7 @@ def main() -> int:
                        "(e.g. benchmarks/reproduction/variants/NAME)")
     configs = [EvalConfig.make(s, preset="paper", seeds=_ints(args.seeds), fractions=_floats(args.fractions),
                                tasks=args.tasks, sources=sources, module_overrides=modules,
-                               methods=args.methods.split(",") if args.methods else None,
-                               strategies=strategies_from_names(args.strategies.split(",")))
+                               methods=_methods(s, args))
                for s in sequences]
     for config in configs:
       # Every directory checked before anything trains: a mismatch is not found hours later. (Not for

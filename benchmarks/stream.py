@@ -10,7 +10,7 @@ stream's metrics.
     python benchmarks/stream.py --metrics_only      # the metrics again from the run, no training
 
 The run is `hx.evaluate` of `hx.EvalConfig.make(stream, methods=..., fractions=[1.0], seeds=[SEED],
-candidates=...)` under the quick preset's module sizes (`hx.presets`, "quick": MLPs 64 wide, CNN
+budget={"candidates": ...})` under the quick preset's module sizes (`hx.presets`, "quick": MLPs 64 wide, CNN
 channels 8 and 16, LSTM 32), the authors' search order (`--order`, `ORDER`: fresh functions before
 library ones), `--candidates` programs trained per task (6 by default), offered the library functions of
 `--library_tasks` earlier tasks (`hx.synth.prior`, 8 by default: `SearchSpace.library_tasks`, so that its
@@ -101,13 +101,13 @@ def _config(stream: hx.TaskStream, args: argparse.Namespace) -> hx.EvalConfig:
   extra = {}
   if preset.module_sizes:
     extra["module_overrides"] = dict(preset.module_sizes)
+  budget = {"candidates": args.candidates if args.candidates is not None else preset.candidates}
   if preset.schedule is not None:
-    extra["schedule"] = parse_schedule(preset.schedule)
+    budget["schedule"] = parse_schedule(preset.schedule)
   methods = args.methods or (CTRL_METHODS if args.preset == "ctrl" else METHODS)
-  candidates = args.candidates if args.candidates is not None else preset.candidates
   return hx.EvalConfig.make(stream, methods=[m for m in methods.split(",") if m], fractions=[1.0],
-                            seeds=[args.seed], candidates=candidates, search=search,
-                            sources=_sources(args), **extra)
+                            seeds=[args.seed], budget=budget, search=search, sources=_sources(args),
+                            **extra)
 
 
 def _sources(args: argparse.Namespace) -> Sources:

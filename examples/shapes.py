@@ -96,7 +96,7 @@ def main() -> None:
   args = parser.parse_args()
   stream = hx.TaskStream("shapes", lambda seed: tasks(seed, args.quick))
   config = hx.EvalConfig.make(stream, methods=["houdini", "standalone"], fractions=[1.0], seeds=[0],
-                              candidates=6 if args.quick else 16)
+                              budget={"candidates": 6 if args.quick else 16})
   outcome = hx.evaluate(config, args.output_dir, progress=print)
   print()
   print(outcome.summary())

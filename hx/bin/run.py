@@ -60,6 +60,7 @@ from hx.data import SEQUENCES, DataError
 from hx.evaluation.config import METHODS, ConfigError, EvalConfig, method_label
 from hx.presets import EVALUATION_PRESETS
 from hx.synth.space import ORDERS
+from hx.synth.strategies import TopDown
 
 _SEQUENCE = flags.DEFINE_string("sequence", None, f"The task sequence: {', '.join(SEQUENCES)}.")
 _SEQUENCE_FILE = flags.DEFINE_string(
@@ -275,7 +276,10 @@ def _config_from_file(path: str) -> EvalConfig:
 
 
 def _make(sequence, given: dict) -> EvalConfig:
-  """EvalConfig.make with the flags, or where a flag is not given, `given` (a sequence file's settings)."""
+  """EvalConfig.make with the flags, or where a flag is not given, `given` (a sequence file's settings):
+  --candidates, --budget_seconds and --schedule as changes to the preset's budget (`budget`), --epochs,
+  --patience and --nobias_from_targets as its `training`, and --strategy as HOUDINI's methods (in place of
+  houdini, the default methods' where --methods is not given)."""
   nonempty_lists(_METHODS, _STRATEGY, _FRACTIONS, _SEEDS, _EXAMPLES, _MODULE)
   if _TIME_BUDGET.value is not None and not _TIME_BUDGET.value > 0:
     raise FlagError(f"--time_budget must be a positive number of seconds, got {_TIME_BUDGET.value:g}")
@@ -291,19 +295,28 @@ def _make(sequence, given: dict) -> EvalConfig:
     strategies = strategies_from_names(flag_or_file(_STRATEGY, "strategies", _STRATEGY.value))
   except ValueError as err:  # a sequence file's (the flag's own are refused when parsed)
     raise ConfigError(f"the sequence file's strategies: {err}") from None
-
-  return EvalConfig.make(
-      sequence, preset=flag_or_file(_PRESET, "preset", _PRESET.value),
-      methods=flag_or_file(_METHODS, "methods", _METHODS.value),
-      strategies=strategies,
+  candidates = flag_or_file(_CANDIDATES, "candidates", _CANDIDATES.value)
+  budget = {k: v for k, v in (("candidates", candidates), ("seconds", _BUDGET_SECONDS.value))
+            if v is not None}
+  training = {k: v for k, v in (("epochs", flag_or_file(_EPOCHS, "epochs", _EPOCHS.value)),
+                                ("patience", _PATIENCE.value)) if v is not None}
+  if not _BIAS.value:
+    training["bias_from_targets"] = False
+  settings = dict(
+      preset=flag_or_file(_PRESET, "preset", _PRESET.value),
       fractions=flag_or_file(_FRACTIONS, "fractions", _numbers("fractions", _FRACTIONS.value, float)),
-      seeds=flag_or_file(_SEEDS, "seeds", _numbers("seeds", _SEEDS.value, int)),
-      tasks=_TASKS.value, candidates=flag_or_file(_CANDIDATES, "candidates", _CANDIDATES.value),
-      seconds=_BUDGET_SECONDS.value, epochs=flag_or_file(_EPOCHS, "epochs", _EPOCHS.value),
+      seeds=flag_or_file(_SEEDS, "seeds", _numbers("seeds", _SEEDS.value, int)), tasks=_TASKS.value,
+      budget={**budget, "schedule": schedule_from_flags()}, training=training,
       module_overrides=module_overrides(_MODULE.value, "--module"),
       examples=tuple(examples) if examples is not None else None, sources=sources_from_flags(0),
-      bias_from_targets=_BIAS.value, schedule=schedule_from_flags(), patience=_PATIENCE.value,
       search=search)
+  methods = flag_or_file(_METHODS, "methods", _METHODS.value)
+  if strategies != (TopDown(),):
+    if methods is None:  # the default methods (those that take the tasks), HOUDINI with these strategies
+      methods = [m for m in EvalConfig.make(sequence, **settings).methods if not m.startswith("houdini_")]
+      methods.append("houdini")
+    methods = [x for m in methods for x in (strategies if m == "houdini" else (m,))]
+  return EvalConfig.make(sequence, methods=methods, **settings)
 
 
 def main(argv: list[str]) -> int:

@@ -10,8 +10,9 @@ bad setting is one clear error before any work starts.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import os
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence, Union
 
 from hx.baselines.networks import element_type
 from hx.baselines.train import BASELINES, refusal
@@ -21,7 +22,7 @@ from hx.data import Sequence as TaskSequence
 from hx.data import sequence as paper_sequence
 from hx.data.sources import Sources
 from hx.lang.types import GraphType, function_parts
-from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, task_tune_config
+from hx.presets import EVALUATION_PRESETS, GRAPH_SEQUENCES, Preset, TuneSetting, task_tune_config
 from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.space import SearchSpace, paper_space
 from hx.synth.strategies import Strategy, TopDown, check_strategy
@@ -49,14 +50,13 @@ def method_label(method: str) -> str:
   return _LABELS.get(method, method)
 
 
+BudgetSetting = Union[int, float, "Schedule", None]
+"""The value of one `hx.synth.Budget` field a run changes (`BUDGET_KEYS`): candidates, enumerated
+programs, seconds, or a schedule (`hx.synth.schedules`)."""
+
+
 class ConfigError(ValueError):
   """A setting that cannot work; the message is one line that names it."""
-
-
-
-def _budget(preset: Preset, sequence: str, task: int | None = None) -> Budget:
-  """HOUDINI's budget for `sequence`, or for its task `task` (1-based) where the preset sets one."""
-  return Budget(candidates=preset.candidates_for(sequence, task))
 
 
 def _space(preset: Preset, sequence: str, graphs: bool) -> SearchSpace:
@@ -151,40 +151,48 @@ class EvalConfig:
     return dict(self.tune_configs)[kind]
 
   @classmethod
-  def make(cls, sequence: str | TaskStream, *, preset: str = "quick", methods: Sequence[str] | None = None,
-           strategies: Sequence[Strategy] = (TopDown(),), fractions: Sequence[float] | None = None,
-           seeds: Sequence[int] | None = None, tasks: int | None = None, candidates: int | None = None,
-           seconds: float | None = None, epochs: int | None = None,
+  def make(cls, sequence: str | TaskStream, *, preset: str = "quick",
+           methods: Sequence[str | Strategy] | None = None, fractions: Sequence[float] | None = None,
+           seeds: Sequence[int] | None = None, tasks: int | None = None,
+           budget: Budget | Mapping[str, BudgetSetting] | None = None,
+           training: Mapping[str, TuneSetting] | None = None,
            module_overrides: Mapping[str, ModuleSetting] | None = None,
            examples: tuple[int, int, int] | None = None, sources: Sources = Sources(),
-           bias_from_targets: bool = True, schedule: Schedule | None = None, patience: int | None = None,
            search: Mapping[str, str | bool | int | float | None] | None = None) -> EvalConfig:
     """A checked configuration: the preset's defaults with these overrides.
 
     Args:
       sequence: the task sequence: a paper's name, or a user's `hx.data.TaskStream`.
       preset: "quick" or "paper".
-      methods: from `METHODS` (None: `default_methods(sequence)`, less the baselines that cannot take
-        a task of the sequence; empty: refused); "houdini" runs once per strategy. A baseline named here
-        that cannot take one of the tasks run is refused (`hx.baselines.refusal`).
-      strategies: HOUDINI's search strategies, objects with their settings (`hx.synth.TopDown()`,
-        `hx.synth.Evolutionary(...)`; the binaries read their names, `hx.bin.spellings`), each a method
-        houdini_<name>; a budget or search space one does not take (a schedule with the evolutionary
-        search, say) is refused (`hx.synth.strategies.Strategy.check`).
+      methods: from `METHODS`, or HOUDINI's search strategies as objects with their settings
+        (`hx.synth.TopDown()`, `hx.synth.Evolutionary(...)`; the binaries read their names,
+        `hx.bin.spellings`), each the method houdini_<name> (`Strategy.name`); "houdini" stands for
+        `TopDown()`. None: `default_methods(sequence)`, less the baselines that cannot take a task of the
+        sequence; empty: refused. E.g. `["houdini", "standalone"]`, or `[TopDown(),
+        Evolutionary(EvolutionConfig(...)), "standalone"]` for HOUDINI once per strategy. A baseline named
+        here that cannot take one of the tasks run is refused (`hx.baselines.refusal`); so is a budget or
+        search space a strategy does not take (a schedule with the evolutionary search, say:
+        `hx.synth.strategies.Strategy.check`).
       fractions, seeds: None: the preset's (empty: refused).
       tasks: run the first `tasks` tasks only (default all).
-      candidates, seconds: HOUDINI's budget per task: candidate programs, wall seconds.
-      epochs: training epochs of every task kind (default the preset's).
+      budget: HOUDINI's synthesis budget per task. None: the preset's candidate programs of each task
+        (`Preset.candidates_for`), no time limit, every candidate trained to the end. A `hx.synth.Budget`:
+        every task's budget, as given (its `candidates`, None meaning no limit, `seconds`, `schedule` and
+        `enumerated`). A mapping of some of those fields (`BUDGET_KEYS`): changes to the preset's budget,
+        the others kept; so `{"seconds": 600, "schedule": Halving()}` keeps the preset's candidates of
+        each task and `{"candidates": 8}` sets every task's (None: no limit). The schedules
+        (`hx.synth.schedules`): None or `ToEnd()` (every candidate to the end), or `Halving`,
+        `CheapFirst`, `Estimate` (the top-down strategy only).
+      training: changes to every task kind's training settings (`TRAINING_KEYS`, the keyword arguments of
+        `hx.presets.task_tune_config`), for every method: "epochs" (default the preset's), "batch_size",
+        "learning_rate", "patience" (`TuneConfig.patience`; the paper's, None: every epoch; N: stop a
+        training after N epochs without a better validation score), "bias_from_targets" (ours, on by
+        default: a regression's fresh output layer starts at the training targets' mean; False: at 0, as
+        in the authors' code). E.g. `{"epochs": 2, "patience": 3}`; a value None leaves the setting as
+        it is.
       module_overrides: ModuleConfig fields to change, e.g. {"mlp_hidden": 16}.
       examples: (train, val, test) examples of the recognize and list tasks (default the preset's).
       sources: data sources.
-      bias_from_targets: `TuneConfig.bias_from_targets` of every task (ours, on by default: a
-        regression's fresh output layer starts at the training targets' mean); False: at 0, as in the
-        authors' code.
-      schedule: HOUDINI's budget schedule (`hx.synth.schedules`): None or `ToEnd()` (every candidate to
-        the end), or `Halving`, `CheapFirst`, `Estimate` (the top-down strategy only).
-      patience: `TuneConfig.patience` of every task and method (None, the paper's: every epoch; N: stop
-        a training after N epochs without a better validation score).
       search: `SearchSpace` fields of HOUDINI's search to change from the preset's (`SEARCH_KEYS`:
         "order", "authors_filter", "library_tasks", "probed_tasks", "reused_programs", "reuse_tolerance",
         "reuse_standard_errors"),
@@ -215,37 +223,49 @@ class EvalConfig:
     for name, given in (("methods", methods), ("fractions", fractions)):
       if given is not None and not len(given):  # an empty list is a mistake, not a request for the default
         raise ConfigError(f"{name} is empty: give at least one, or None for the default")
-    strategies = _strategies(strategies)
-    ordered = _methods(key, methods, strategies, graphs, specs)
+    names, strategies = _strategies(methods)
+    ordered = _methods(key, names, strategies, graphs, specs)
     fractions, seeds, tasks = _runs(p, key, fractions, seeds, tasks, len(specs))
-    budget, budgets = _budgets(p, key, candidates, seconds, schedule, patience, len(specs))
+    changes = _training(training)
+    default, budgets = _budgets(p, key, budget, len(specs))
     space = _search_space(p, key, search, graphs)
     _strategies_take(strategies, budgets, space)
-    module_config, sizes = _sizes(p, key, module_overrides, examples, epochs)
+    module_config, sizes = _sizes(p, key, module_overrides, examples)
     ordered = _baselines_taking(ordered, specs[:tasks], module_config, named=methods is not None)
     _check_sources(sources)
     return cls(sequence=key, methods=ordered, fractions=fractions, seeds=seeds, preset=preset,
-               tasks=tasks, budget=budget, budgets=budgets, space=space, module_config=module_config,
-               sizes=sizes, sources=sources,
-               tune_configs=_tune_configs(p, specs, epochs, bias_from_targets, patience), stream=stream,
+               tasks=tasks, budget=default, budgets=budgets, space=space, module_config=module_config,
+               sizes=sizes, sources=sources, tune_configs=_tune_configs(p, specs, changes), stream=stream,
                strategies=strategies)
 
 
-def _strategies(strategies: Sequence[Strategy]) -> tuple[Strategy, ...]:
-  """HOUDINI's strategies, checked: strategy objects (a name is the binaries' spelling: refused), at least
-  one, each name once (each is a method houdini_<name>)."""
-  strategies = tuple(strategies)
-  if not strategies:
-    raise ConfigError("strategies is empty: give at least one, e.g. hx.synth.TopDown()")
-  for s in strategies:
+def _strategies(methods: Sequence[str | Strategy] | None) -> tuple[tuple[str, ...] | None,
+                                                                 tuple[Strategy, ...]]:
+  """`methods` as method names (None for the default) and HOUDINI's strategies, checked: "houdini" stands
+  for `TopDown()`, what is no name must be a strategy object (and names "houdini"), each strategy
+  name once (each is a method houdini_<name>); `(TopDown(),)` where HOUDINI does not run, as before
+  strategies were given in `methods`."""
+  if methods is None:
+    return None, (TopDown(),)
+  names: list[str] = []
+  strategies: list[Strategy] = []
+  for m in methods:
+    if isinstance(m, str):
+      if m == "houdini" and m not in names:
+        strategies.append(TopDown())
+      names.append(m)
+      continue
     try:
-      check_strategy(s, Budget(), SearchSpace())
+      check_strategy(m, Budget(), SearchSpace())
     except (TypeError, ValueError) as err:
-      raise ConfigError(f"strategies: {err}") from None
-  names = [s.name for s in strategies]
-  if len(set(names)) != len(names):
-    raise ConfigError(f"a strategy is named twice in {', '.join(names)}: each is the method houdini_<name>")
-  return strategies
+      raise ConfigError(f"methods: {err}") from None
+    strategies.append(m)
+    if "houdini" not in names:
+      names.append("houdini")
+  found = [s.name for s in strategies]
+  if len(set(found)) != len(found):
+    raise ConfigError(f"a strategy is named twice in {', '.join(found)}: each is the method houdini_<name>")
+  return tuple(names), tuple(strategies) or (TopDown(),)
 
 
 def _strategies_take(strategies: tuple[Strategy, ...], budgets: tuple[Budget, ...],
@@ -259,13 +279,14 @@ def _strategies_take(strategies: tuple[Strategy, ...], budgets: tuple[Budget, ..
         raise ConfigError(str(err)) from None
 
 
-def _methods(key: str, methods: Sequence[str] | None, strategies: tuple[Strategy, ...],
+def _methods(key: str, methods: tuple[str, ...] | None, strategies: tuple[Strategy, ...],
              graphs: bool, specs: Sequence[TaskSpec | ArrayTaskSpec]) -> tuple[str, ...]:
   """The methods in run order ("houdini_<strategy>" first, then the baselines), checked."""
-  methods = tuple(methods) if methods is not None else default_methods(key, graphs)
+  methods = methods if methods is not None else default_methods(key, graphs)
   for m in methods:
     if m not in METHODS:
-      raise ConfigError(f"unknown method {m!r}; the methods are {', '.join(METHODS)}")
+      raise ConfigError(f"unknown method {m!r}; the methods are {', '.join(METHODS)}, or HOUDINI's "
+                        "strategy objects (hx.synth.TopDown(), hx.synth.Evolutionary(...))")
   if len(set(methods)) != len(methods):
     raise ConfigError(f"a method is named twice in {', '.join(methods)}")
   if "pnn" in methods and graphs:
@@ -319,20 +340,60 @@ def _runs(p: Preset, key: str, fractions: Sequence[float] | None, seeds: Sequenc
   return fractions, seeds, tasks
 
 
-def _budgets(p: Preset, key: str, candidates: int | None, seconds: float | None, schedule: Schedule | None,
-             patience: int | None, n: int) -> tuple[Budget, tuple[Budget, ...]]:
-  """The sequence's default budget and each task's (`candidates` overrides every task's), checked."""
-  if patience is not None and patience < 1:
-    raise ConfigError(f"patience must be >= 1, got {patience}")
-  default = _budget(p, key)
+BUDGET_KEYS = ("candidates", "enumerated", "seconds", "schedule")
+"""The `hx.synth.Budget` fields a run may change from its preset's budget (`EvalConfig.make(budget=...)`)."""
+
+
+def _budgets(p: Preset, key: str, budget: Budget | Mapping[str, BudgetSetting] | None,
+             n: int) -> tuple[Budget, tuple[Budget, ...]]:
+  """The sequence's default budget and each task's: the preset's candidates (`Preset.candidates_for`) with
+  the caller's `budget` (every field of a `Budget`, the fields a mapping names), checked; candidates given
+  are every task's."""
+  if isinstance(budget, Budget):
+    changes = {k: getattr(budget, k) for k in BUDGET_KEYS}
+  else:
+    changes = dict(budget or {})
+    unknown = sorted(set(changes) - set(BUDGET_KEYS))
+    if unknown:
+      raise ConfigError(f"unknown budget setting(s) {', '.join(unknown)}; the settings are "
+                        f"{', '.join(BUDGET_KEYS)}")
   try:
-    budget = Budget(candidates=default.candidates if candidates is None else candidates, seconds=seconds,
-                    schedule=schedule)
-    budgets = tuple(dataclasses.replace(budget, candidates=_budget(p, key, i).candidates)
-                    if candidates is None else budget for i in range(1, n + 1))
-  except ValueError as err:
+    default = dataclasses.replace(Budget(candidates=p.candidates_for(key)), **changes)
+    budgets = tuple(default if "candidates" in changes
+                    else dataclasses.replace(default, candidates=p.candidates_for(key, i))
+                    for i in range(1, n + 1))
+  except ValueError as err:  # Budget's message names the field
     raise ConfigError(str(err)) from None
-  return budget, budgets
+  except TypeError as err:
+    raise ConfigError(f"budget: {err}") from None
+  return default, budgets
+
+
+TRAINING_KEYS = ("epochs", "batch_size", "learning_rate", "patience", "bias_from_targets")
+"""The training settings a run may change for every task kind (`EvalConfig.make(training=...)`): the
+keyword arguments of `hx.presets.task_tune_config`."""
+
+
+def _training(training: Mapping[str, TuneSetting] | None) -> dict[str, TuneSetting]:
+  """The caller's changes to every kind's training settings (`TRAINING_KEYS`), checked: known settings,
+  at least 1 epoch, a patience of at least 1 (the rest `TuneConfig` checks, `_tune_configs`)."""
+  changes = dict(training or {})
+  unknown = sorted(set(changes) - set(TRAINING_KEYS))
+  if unknown:
+    raise ConfigError(f"unknown training setting(s) {', '.join(unknown)}; the settings are "
+                      f"{', '.join(TRAINING_KEYS)}")
+  for name, v in changes.items():
+    if v is None:
+      continue
+    if name == "bias_from_targets" and not isinstance(v, bool):
+      raise ConfigError(f"training: bias_from_targets must be True or False, got {v!r}")
+    if name != "bias_from_targets" and (isinstance(v, bool) or not isinstance(
+        v, numbers.Real if name == "learning_rate" else numbers.Integral)):
+      kind = "a number" if name == "learning_rate" else "an integer"
+      raise ConfigError(f"training: {name} must be {kind}, got {v!r}")
+    if name in ("epochs", "patience") and v < 1:
+      raise ConfigError(f"{name} must be >= 1, got {v}")
+  return changes
 
 
 SEARCH_KEYS = ("order", "authors_filter", "library_tasks", "probed_tasks", "reused_programs",
@@ -357,8 +418,8 @@ def _search_space(p: Preset, key: str, search: Mapping[str, str | bool | int | f
 
 
 def _sizes(p: Preset, key: str, module_overrides: Mapping[str, ModuleSetting] | None,
-           examples: tuple[int, int, int] | None, epochs: int | None) -> tuple[ModuleConfig, TaskSizes]:
-  """The module sizes and split sizes with the caller's changes, checked (and the epochs given)."""
+           examples: tuple[int, int, int] | None) -> tuple[ModuleConfig, TaskSizes]:
+  """The module sizes and split sizes with the caller's changes, checked."""
   try:
     module_config = dataclasses.replace(p.modules(key), **dict(module_overrides or {}))
   except (TypeError, ValueError) as err:
@@ -368,20 +429,18 @@ def _sizes(p: Preset, key: str, module_overrides: Mapping[str, ModuleSetting] | 
     if len(examples) != 3 or min(examples) < 1:
       raise ConfigError(f"examples must be three positive counts (train, val, test), got {examples}")
     sizes = dataclasses.replace(sizes, binary=tuple(examples), lists=tuple(examples))
-  if epochs is not None and epochs < 1:
-    raise ConfigError(f"epochs must be >= 1, got {epochs}")
   return module_config, sizes
 
 
-def _tune_configs(p: Preset, specs: Sequence[TaskSpec | ArrayTaskSpec], epochs: int | None,
-                  bias_from_targets: bool, patience: int | None) -> tuple[tuple[str, TuneConfig], ...]:
+def _tune_configs(p: Preset, specs: Sequence[TaskSpec | ArrayTaskSpec],
+                  changes: Mapping[str, TuneSetting]) -> tuple[tuple[str, TuneConfig], ...]:
   """(task kind, TuneConfig) for each kind of the sequence's tasks `specs`, as
-  `hx.presets.task_tune_config` decides them under the preset `p` with the caller's changes."""
+  `hx.presets.task_tune_config` decides them under the preset `p` with the caller's `changes`
+  (`TRAINING_KEYS`)."""
   try:
-    return tuple((kind, task_tune_config(spec, p, epochs=epochs, patience=patience,
-                                         bias_from_targets=None if bias_from_targets else False))
+    return tuple((kind, task_tune_config(spec, p, **changes))
                  for kind, spec in sorted({s.kind: s for s in specs}.items()))
-  except ValueError as err:  # a user's task's own settings, or a change TuneConfig refuses
+  except (TypeError, ValueError) as err:  # a user's task's own settings, or a change TuneConfig refuses
     raise ConfigError(str(err)) from None
 
 

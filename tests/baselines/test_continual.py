@@ -214,7 +214,7 @@ def test_replay_and_ewc_run_in_an_evaluation_beside_the_standalone_network(tmp_p
 
   tasks = stream()[:3]
   config = EvalConfig.make(hx.TaskStream("vectors", tasks), methods=["standalone", "replay", "ewc"],
-                           fractions=[1.0], seeds=[0], epochs=2)
+                           fractions=[1.0], seeds=[0], training={"epochs": 2})
   out = run(config, tmp_path / "run", time_budget=None)
   assert out.finished and out.ran == 9
   chosen = json.loads((tmp_path / "run" / "ewc" / "seed_0" / "ewc_strength.json").read_text())

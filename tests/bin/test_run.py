@@ -188,7 +188,8 @@ TINY_RUN = ("--sequence=cs1", "--tasks=3", "--examples=150,60,60", "--epochs=2",
 def _essence(directory):
   out = {}
   for method, instance, index, fraction in expected_records(EvalConfig.make(
-      "cs1", tasks=3, fractions=(0.5, 1.0), examples=(150, 60, 60), epochs=2, candidates=2,
+      "cs1", tasks=3, fractions=(0.5, 1.0), examples=(150, 60, 60), training={"epochs": 2},
+      budget={"candidates": 2},
       module_overrides={"mlp_hidden": 16, "cnn_channels": (4, 8), "lstm_hidden": 8})):
     records = directory / method / f"seed_{instance}" / "records"
     paths = list(records.glob(f"{index:02d}_*/fraction_{fraction:g}.json"))

@@ -111,7 +111,8 @@ def test_a_files_sequence_stops_resumes_and_reports_as_the_papers_do(tmp_path):
                    bright_lists(rng, 32), bright_lists(rng, 8), bright_lists(rng, 8))
   (tmp_path / "seq.toml").write_text(FILE)
   filed = read_sequence_file(tmp_path / "seq.toml")
-  config = hx.EvalConfig.make(filed.stream, **filed.run)
+  run = dict(filed.run)  # the file's candidates are a change to the preset's budget
+  config = hx.EvalConfig.make(filed.stream, budget={"candidates": run.pop("candidates")}, **run)
   out = tmp_path / "run"
   written = []
 

@@ -77,46 +77,59 @@ def test_the_quick_preset_searches_the_graph_sequences_as_the_paper_preset_does(
 
 def test_each_strategy_object_is_a_houdini_method_with_its_settings():
   small = Evolutionary(EvolutionConfig(population=4, generations=2))
-  c = EvalConfig.make("cs1", methods=["houdini", "llt"], strategies=[small, TopDown()])
+  c = EvalConfig.make("cs1", methods=[small, TopDown(), "llt"])
   assert c.methods == ("houdini_evolutionary", "houdini_topdown", "llt")
+  assert c.strategies == (small, TopDown())
   assert c.strategy("houdini_evolutionary") is small and c.strategy("houdini_topdown") == TopDown()
   assert EvalConfig.make("cs1").strategies == (TopDown(),)
+  # "houdini" is the top-down search; a strategy object beside it is HOUDINI once more.
+  named = EvalConfig.make("cs1", methods=["llt", "houdini", Evolutionary()])
+  assert named.methods == ("houdini_topdown", "houdini_evolutionary", "llt")
+  assert named.strategies == (TopDown(), Evolutionary())
+  assert EvalConfig.make("cs1", methods=["houdini", "llt"]).strategies == (TopDown(),)
+  assert EvalConfig.make("cs1", methods=["llt"]).strategies == (TopDown(),)  # as before: no HOUDINI run
 
 
-@pytest.mark.parametrize("strategies, message", [
-    (("topdown",), "strategies: strategy must be a strategy object, hx.synth.TopDown() or "
-                   "hx.synth.Evolutionary(...), got 'topdown' (the name 'topdown' is how the binaries' flags "
-                   "spell one)"),
-    ((), "strategies is empty: give at least one, e.g. hx.synth.TopDown()"),
+@pytest.mark.parametrize("methods, message", [
+    (("topdown",), "unknown method 'topdown'; the methods are houdini, standalone, llt, pnn, "
+                   "standalone_with_fold, replay, ewc, or HOUDINI's strategy objects (hx.synth.TopDown(), "
+                   "hx.synth.Evolutionary(...))"),
+    ((TopDown, "llt"), "methods: strategy must be a strategy object, hx.synth.TopDown() or "
+                       "hx.synth.Evolutionary(...), got <class 'hx.synth.strategies.TopDown'>"),
+    ((), "methods is empty: give at least one, or None for the default"),
     ((TopDown(), TopDown()), "a strategy is named twice in topdown, topdown: each is the method "
                              "houdini_<name>"),
+    (("houdini", TopDown()), "a strategy is named twice in topdown, topdown: each is the method "
+                             "houdini_<name>"),
+    (("houdini", "houdini"), "a method is named twice in houdini, houdini"),
 ])
-def test_strategies_that_are_no_objects_or_twice_the_same_method_are_refused(strategies, message):
+def test_strategies_that_are_no_objects_or_twice_the_same_method_are_refused(methods, message):
   with pytest.raises(ConfigError) as err:
-    EvalConfig.make("cs1", strategies=strategies)
+    EvalConfig.make("cs1", methods=methods)
   assert str(err.value) == message
 
 
 def test_the_evolutionary_strategys_own_check_refuses_a_schedule_and_reused_programs():
   with pytest.raises(ConfigError) as err:
-    EvalConfig.make("cs1", strategies=[TopDown(), Evolutionary()], schedule=Halving())
+    EvalConfig.make("cs1", methods=[TopDown(), Evolutionary()], budget={"schedule": Halving()})
   assert str(err.value) == ("a schedule (Halving) is for the top-down strategy; the evolutionary one scores "
                             "each generation to the end")
   with pytest.raises(ConfigError, match="SearchSpace.reused_programs proposes earlier programs"):
-    EvalConfig.make("cs1", strategies=[Evolutionary()], search={"library_tasks": 2, "reused_programs": 1})
-  EvalConfig.make("cs1", strategies=[TopDown()], schedule=Halving(),
+    EvalConfig.make("cs1", methods=[Evolutionary()], search={"library_tasks": 2, "reused_programs": 1})
+  EvalConfig.make("cs1", methods=[TopDown()], budget={"schedule": Halving()},
                   search={"library_tasks": 2, "reused_programs": 1})
 
 
 def test_the_settings_write_a_strategys_own_settings_only_where_they_are_not_its_defaults():
   from hx.evaluation.runner import settings_json
 
-  plain = settings_json(EvalConfig.make("cs1", methods=["houdini"], strategies=[TopDown(), Evolutionary()]))
+  plain = settings_json(EvalConfig.make("cs1", methods=[TopDown(), Evolutionary()]))
   assert plain["methods"] == ["houdini_topdown", "houdini_evolutionary"]
   assert "strategies" not in plain and "strategy_settings" not in plain  # as runs wrote them before
   small = EvolutionConfig(population=4, generations=2)
-  changed = settings_json(EvalConfig.make("cs1", methods=["houdini"], strategies=[Evolutionary(small)]))
+  changed = settings_json(EvalConfig.make("cs1", methods=[Evolutionary(small)]))
   assert changed["strategy_settings"] == {"evolutionary": {"config": {
       "population": 4, "generations": 2, "crossover_rate": 0.5, "mutation_rate": 0.3, "tries": 20}}}
   assert {k: changed[k] for k in changed if k not in ("strategy_settings", "methods")} == {
       k: plain[k] for k in plain if k != "methods"}
+

@@ -140,7 +140,8 @@ def test_presets_and_their_checks():
   assert quick.tune_config("count_digit").batch_size == 32
   # At least 30 optimiser steps per training under quick; the paper preset trains its epochs as given.
   assert {c.min_steps for _, c in quick.tune_configs} == {30}
-  assert {c.min_steps for _, c in EvalConfig.make("cs1", epochs=2).tune_configs} == {0}  # named epochs
+  named = EvalConfig.make("cs1", training={"epochs": 2})
+  assert {c.min_steps for _, c in named.tune_configs} == {0}  # named epochs
   recognize = quick.tune_config("recognize_digit")
   assert recognize.epochs == 10 and recognize.batch_size == 150
   paper = EvalConfig.make("ss", preset="paper")
@@ -151,30 +152,31 @@ def test_presets_and_their_checks():
   assert paper.space == paper_space(graphs=False) and quick.space == SearchSpace(order="cost")
   assert paper.module_config == ModuleConfig() and paper.tune_config("sum_digits").epochs == 20
   assert {c.min_steps for _, c in paper.tune_configs} == {0}
-  gs = EvalConfig.make("gs2", preset="paper", strategies=(TopDown(), Evolutionary()))
+  gs = EvalConfig.make("gs2", preset="paper", methods=[TopDown(), Evolutionary(), "standalone", "llt"])
   assert gs.methods == ("houdini_topdown", "houdini_evolutionary", "standalone", "llt")
   # GraphSeq.py: M=10 for the regression, M=60 for each shortest-path task.
   assert gs.fractions == (1.0,) and [b.candidates for b in gs.budgets] == [10, 60, 60]
   assert gs.space == paper_space(graphs=True) and "conv_g" in gs.space.combinators
   assert [b.candidates for b in EvalConfig.make("ls", preset="paper").budgets] == [50] * 9
   assert [b.candidates for b in EvalConfig.make("cs2", preset="paper").budgets] == [20] * 4
-  overridden = EvalConfig.make("ss", preset="paper", candidates=7,
+  overridden = EvalConfig.make("ss", preset="paper", budget={"candidates": 7},
                                search={"order": "cost", "authors_filter": False})
   assert [b.candidates for b in overridden.budgets] == [7, 7]
   assert overridden.space.order == "cost" and not overridden.space.authors_filter
-  custom = EvalConfig.make("cs1", methods=["llt", "houdini"], fractions=[1, 0.5, 0.5], tasks=2, epochs=1,
-                           module_overrides={"mlp_hidden": 8}, examples=(10, 5, 5))
+  custom = EvalConfig.make("cs1", methods=["llt", "houdini"], fractions=[1, 0.5, 0.5], tasks=2,
+                           training={"epochs": 1}, module_overrides={"mlp_hidden": 8}, examples=(10, 5, 5))
   assert custom.methods == ("houdini_topdown", "llt") and custom.fractions == (0.5, 1.0)
   assert custom.module_config.mlp_hidden == 8 and custom.sizes.lists == (10, 5, 5)
   assert quick.tune_config("count_digit").bias_from_targets  # Tune's default
-  authors_bias = EvalConfig.make("gs2", bias_from_targets=False)
+  authors_bias = EvalConfig.make("gs2", training={"bias_from_targets": False})
   assert not any(c.bias_from_targets for _, c in authors_bias.tune_configs)
   default = dict(EvalConfig.make("gs2").tune_configs)
   assert {k: dataclasses.replace(c, bias_from_targets=True) for k, c in authors_bias.tune_configs} == default
   for kwargs, message in [
-      (dict(seeds=[0, 0]), "seeds must be distinct"), (dict(candidates=0), "Budget.candidates"),
+      (dict(seeds=[0, 0]), "seeds must be distinct"), (dict(budget={"candidates": 0}), "Budget.candidates"),
       (dict(module_overrides={"mlp_dropout": 1.5}), "module sizes: mlp_dropout must be in"),
-      (dict(epochs=0), "epochs must be >= 1"), (dict(examples=(0, 1, 1)), "three positive counts"),
+      (dict(training={"epochs": 0}), "epochs must be >= 1"),
+      (dict(examples=(0, 1, 1)), "three positive counts"),
       (dict(methods=[]), "methods is empty"), (dict(fractions=()), "fractions is empty"),
       (dict(seeds=[]), "seeds must be distinct non-negative integers, got")]:
     with pytest.raises(ConfigError, match=message):

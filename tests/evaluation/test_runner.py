@@ -27,8 +27,9 @@ def _records(directory, method):
 
 @pytest.mark.slow
 def test_a_graph_sequence_shares_the_first_tasks_regressor(tmp_path):
-  config = EvalConfig.make("gs1", methods=["houdini", "standalone", "llt"], candidates=1, epochs=1,
-                           module_overrides=TINY_MODULES, sources=Sources(standin_per_class=(40, 10, 10)))
+  config = EvalConfig.make("gs1", methods=["houdini", "standalone", "llt"], budget={"candidates": 1},
+                           training={"epochs": 1}, module_overrides=TINY_MODULES,
+                           sources=Sources(standin_per_class=(40, 10, 10)))
   config = dataclasses.replace(config, sizes=TaskSizes(grids_train=((3, 60), (4, 60)), grids_val=((5, 20),),
                                                        grids_test=((5, 20),)))
   lines = []
@@ -66,8 +67,9 @@ def test_a_graph_sequence_shares_the_first_tasks_regressor(tmp_path):
 
 @pytest.mark.slow
 def test_standalone_with_fold_trains_houdinis_program_from_scratch(tmp_path):
-  config = EvalConfig.make("ss", methods=["houdini", "standalone", "standalone_with_fold"], candidates=2,
-                           epochs=1, fractions=(1.0,), examples=(150, 60, 60), module_overrides=TINY_MODULES)
+  config = EvalConfig.make("ss", methods=["houdini", "standalone", "standalone_with_fold"],
+                           budget={"candidates": 2}, training={"epochs": 1}, fractions=(1.0,),
+                           examples=(150, 60, 60), module_overrides=TINY_MODULES)
   outcome = run(config, tmp_path)
   assert outcome.finished
   houdini = _records(tmp_path, "houdini_topdown")
@@ -127,8 +129,8 @@ def test_a_run_resumed_without_its_libraries_and_networks_ends_as_an_uninterrupt
   import shutil
 
   config = EvalConfig.make("ss", methods=["houdini", "standalone", "llt", "pnn", "standalone_with_fold"],
-                           candidates=2, epochs=1, fractions=(1.0,), examples=(150, 60, 60),
-                           module_overrides=TINY_MODULES)
+                           budget={"candidates": 2}, training={"epochs": 1}, fractions=(1.0,),
+                           examples=(150, 60, 60), module_overrides=TINY_MODULES)
   assert run(config, tmp_path / "whole").finished
   # What a clone of it holds after its first task: the first task's records, nothing that is not committed.
   part = tmp_path / "part"
@@ -202,8 +204,9 @@ def test_rebuild_libraries_trains_the_recorded_winners_again_into_the_runs_libra
   from hx.evaluation import rebuild_libraries
   from hx.synth.library import Library
 
-  config = EvalConfig.make("ss", methods=["houdini", "standalone"], candidates=2, epochs=1, fractions=(1.0,),
-                           examples=(150, 60, 60), module_overrides=TINY_MODULES)
+  config = EvalConfig.make("ss", methods=["houdini", "standalone"], budget={"candidates": 2},
+                           training={"epochs": 1}, fractions=(1.0,), examples=(150, 60, 60),
+                           module_overrides=TINY_MODULES)
   assert run(config, tmp_path / "whole").finished
   part = tmp_path / "part"
   shutil.copytree(tmp_path / "whole", part)

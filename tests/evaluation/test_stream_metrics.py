@@ -32,7 +32,7 @@ def run(tmp_path_factory):
   directory = tmp_path_factory.mktemp("stream") / "run"
   stream = long_stream(0, LENGTH, TINY, SOURCES)
   config = hx.EvalConfig.make(stream, methods=["houdini", "standalone"], fractions=[1.0], seeds=[0],
-                              candidates=1)
+                              budget={"candidates": 1})
   hx.evaluate(config, directory)
   return config, directory, load_records(directory)
 
@@ -146,7 +146,7 @@ def test_no_record_is_refused(tmp_path):
   with pytest.raises(ValueError, match="holds no evaluation records"):
     write_stream_report(None, tmp_path)
   config = hx.EvalConfig.make(long_stream(0, 1, TINY, SOURCES), methods=["houdini"], fractions=[1.0],
-                              seeds=[0], candidates=1)
+                              seeds=[0], budget={"candidates": 1})
   with pytest.raises(ValueError, match="holds no saved library"):
     rescore_winners(config, tmp_path)
   assert json.loads("[]") == [] and library_growth(tmp_path) == []

@@ -29,7 +29,7 @@ def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
   # type scored as they are first, the fewest fresh functions within 10% or 2 standard errors of the best
   # winning.
   config = hx.EvalConfig.make(stream, methods=["houdini", "standalone"], fractions=[1.0], seeds=[0],
-                              candidates=2, search={"library_tasks": 8, "reused_programs": 8,
+                              budget={"candidates": 2}, search={"library_tasks": 8, "reused_programs": 8,
                                                     "reuse_tolerance": 0.1, "reuse_standard_errors": 2.0})
   directory = tmp_path / "run"
   out = hx.evaluate(config, directory)

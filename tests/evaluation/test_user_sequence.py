@@ -29,7 +29,7 @@ def tasks(seed: int) -> list[hx.Task]:
 @pytest.mark.slow
 def test_a_user_sequence_runs_every_method_writes_the_report_and_resumes(tmp_path):
   stream = hx.TaskStream("bright", tasks)
-  config = EvalConfig.make(stream, methods=["houdini", "standalone", "llt", "pnn"], candidates=2,
+  config = EvalConfig.make(stream, methods=["houdini", "standalone", "llt", "pnn"], budget={"candidates": 2},
                            fractions=[0.5, 1.0], seeds=[0])
   assert config.sequence == "bright" and config.tasks == 2
   assert dict(config.tune_configs)["count_bright"].batch_size == 16  # the task's own settings

@@ -109,8 +109,8 @@ def test_hx_run_refuses_a_baseline_that_cannot_take_a_task_at_its_start(tmp_path
 
 
 def _run(tasks, directory):
-  config = EvalConfig.make(hx.TaskStream("vectors", tasks), methods=ALL, candidates=2, fractions=[1.0],
-                           seeds=[0], module_overrides=SMALL)
+  config = EvalConfig.make(hx.TaskStream("vectors", tasks), methods=ALL, budget={"candidates": 2},
+                           fractions=[1.0], seeds=[0], module_overrides=SMALL)
   outcome = hx.evaluate(config, directory)
   assert outcome.finished and outcome.ran > 0
   return config, {(rec["method"], rec["task_index"]): rec for rec in load_records(directory)}
@@ -196,8 +196,8 @@ def test_graphs_of_vectors_map_the_first_tasks_regressor_or_learn_their_own(tmp_
             _task("chain", f"Graph<Tensor<real>[{WIDTH}]> -> Graph<Tensor<real>[1]>", chains, rng,
                   n=(60, 20, 20))]
 
-  config = EvalConfig.make(hx.TaskStream("chains", tasks), candidates=2, fractions=[1.0], seeds=[0],
-                           module_overrides=SMALL)
+  config = EvalConfig.make(hx.TaskStream("chains", tasks), budget={"candidates": 2}, fractions=[1.0],
+                           seeds=[0], module_overrides=SMALL)
   assert config.methods == ("houdini_topdown", "standalone", "llt")  # no pnn on graphs
   assert hx.evaluate(config, tmp_path / "run").finished
   records = {(r["method"], r["task_index"]): r for r in load_records(tmp_path / "run")}
@@ -206,8 +206,9 @@ def test_graphs_of_vectors_map_the_first_tasks_regressor_or_learn_their_own(tmp_
   assert [s["task"] for s in chain["starts_from"]] == ["regress"] and chain["frozen_parameters"] > 0
   assert dict(map(tuple, records["llt", 2]["transfer"]))["nn_mlp.out"] == "regress"
   # A sequence that starts with the graph task: no earlier regressor, the network learns its own.
-  alone = EvalConfig.make(hx.TaskStream("chains", lambda seed: tasks(seed)[1:]), candidates=1,
-                          fractions=[1.0], seeds=[0], methods=["standalone", "llt"], module_overrides=SMALL)
+  alone = EvalConfig.make(hx.TaskStream("chains", lambda seed: tasks(seed)[1:]),
+                          budget={"candidates": 1}, fractions=[1.0], seeds=[0], methods=["standalone", "llt"],
+                          module_overrides=SMALL)
   assert hx.evaluate(alone, tmp_path / "alone").finished
   first = {r["method"]: r for r in load_records(tmp_path / "alone")}
   assert first["standalone"]["starts_from"] == [] and first["standalone"]["frozen_parameters"] == 0
