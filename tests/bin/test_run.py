@@ -175,6 +175,26 @@ def test_the_schedule_and_patience_flags_reach_the_runs_settings():
     assert out.stdout.strip().splitlines()[-1] == "None [None]"
 
 
+def test_the_budget_epochs_and_strategy_flags_reach_the_runs_settings():
+  # --budget_seconds keeps the preset's candidates of each task (SS under paper: 10, then 100);
+  # --candidates sets every task's; --strategy runs HOUDINI once per strategy beside the default baselines.
+  code = ("import sys; from absl import flags; from hx.bin.run import config_from_flags; "
+          "flags.FLAGS(sys.argv); c = config_from_flags(); "
+          "print([(b.candidates, b.seconds) for b in c.budgets], "
+          "sorted({t.epochs for _, t in c.tune_configs}), c.methods, [s.name for s in c.strategies])")
+  out = _run("--sequence=ss", "--preset=paper", "--budget_seconds=30", "--epochs=2",
+             "--strategy=topdown,evolutionary", code=code)
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.strip().splitlines()[-1] == (
+      "[(10, 30.0), (100, 30.0)] [2] ('houdini_topdown', 'houdini_evolutionary', 'standalone', 'llt', 'pnn', "
+      "'standalone_with_fold') ['topdown', 'evolutionary']")
+  out = _run("--sequence=ss", "--preset=paper", "--candidates=3", "--methods=houdini,llt",
+             "--strategy=evolutionary", code=code)
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.strip().splitlines()[-1] == (
+      "[(3, None), (3, None)] [20, 30] ('houdini_evolutionary', 'llt') ['evolutionary']")
+
+
 @pytest.mark.slow
 def test_the_report_binary_needs_records(tmp_path):
   _refused(_run(str(tmp_path), module="hx.bin.report"), "holds no evaluation records")

@@ -1,5 +1,5 @@
 """The presets per sequence: module sizes (`Preset.modules`), search spaces and budgets; HOUDINI's
-strategies as objects, one method each, and what each refuses."""
+strategies as objects, one method each, and what each refuses; a caller's budget and training changes."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from hx.evaluation.config import ConfigError, EvalConfig
 from hx.lang.parser import parse
 from hx.lang.types import parse_type
 from hx.presets import EVALUATION_PRESETS
+from hx.synth.config import Budget
 from hx.synth.evolution import EvolutionConfig
 from hx.synth.schedules import Halving
 from hx.synth.space import SearchSpace
@@ -133,3 +134,70 @@ def test_the_settings_write_a_strategys_own_settings_only_where_they_are_not_its
   assert {k: changed[k] for k in changed if k not in ("strategy_settings", "methods")} == {
       k: plain[k] for k in plain if k != "methods"}
 
+
+def test_a_budget_given_is_every_tasks_and_its_changes_keep_the_presets_candidates():
+  # The paper preset's SS trains 10 candidates on task 1 and 100 on task 2 (the sequence's default: 20).
+  assert EvalConfig.make("ss", preset="paper").budgets == (Budget(candidates=10), Budget(candidates=100))
+  whole = Budget(candidates=5, seconds=30.0, schedule=Halving(eta=3))
+  c = EvalConfig.make("ss", preset="paper", budget=whole)
+  assert c.budget == whole and c.budgets == (whole, whole)
+  assert EvalConfig.make("ss", preset="paper", budget=Budget(candidates=None)).budgets == (
+      Budget(candidates=None), Budget(candidates=None))  # no limit
+  changed = EvalConfig.make("ss", preset="paper", budget={"seconds": 30.0, "schedule": Halving(eta=3)})
+  assert changed.budget == Budget(candidates=20, seconds=30.0, schedule=Halving(eta=3))
+  assert changed.budgets == (Budget(candidates=10, seconds=30.0, schedule=Halving(eta=3)),
+                             Budget(candidates=100, seconds=30.0, schedule=Halving(eta=3)))
+  assert EvalConfig.make("ss", preset="paper", budget={"candidates": 7}).budgets == (
+      Budget(candidates=7), Budget(candidates=7))
+
+
+@pytest.mark.parametrize("budget, message", [
+    ({"candidate": 3}, "unknown budget setting(s) candidate; the settings are candidates, enumerated, "
+                       "seconds, schedule"),
+    ({"seconds": 0}, "Budget.seconds must be positive or None, got 0"),
+    ({"schedule": "halving"}, "Budget.schedule must be a schedule of hx.synth.schedules (ToEnd, Halving, "
+                              "CheapFirst, Estimate) or None, got 'halving'"),
+])
+def test_a_budget_setting_that_cannot_work_is_refused_naming_it(budget, message):
+  with pytest.raises(ConfigError) as err:
+    EvalConfig.make("cs1", budget=budget)
+  assert str(err.value) == message
+
+
+def test_the_training_changes_reach_every_kinds_tune_config():
+  kinds = dict(EvalConfig.make("gs2").tune_configs)
+  assert len(kinds) == 3 and len({c.epochs for c in kinds.values()}) > 1  # the preset's differ by kind
+  c = EvalConfig.make("gs2", training={"epochs": 2})
+  assert {k: t.epochs for k, t in c.tune_configs} == dict.fromkeys(kinds, 2)
+  assert {k: dataclasses.replace(t, epochs=2, min_steps=0) for k, t in kinds.items()} == dict(c.tune_configs)
+  all_of_them = dict(EvalConfig.make("cs1", training={
+      "epochs": 3, "batch_size": 16, "learning_rate": 0.01, "patience": 2, "bias_from_targets": False,
+  }).tune_configs)
+  assert set(all_of_them) == {"count_digit", "recognize_digit"}
+  for t in all_of_them.values():
+    assert (t.epochs, t.batch_size, t.learning_rate, t.patience, t.bias_from_targets) == (
+        3, 16, 0.01, 2, False)
+  # None leaves a setting as the preset has it.
+  unchanged = EvalConfig.make("cs1", training={"patience": None})
+  assert unchanged.tune_configs == EvalConfig.make("cs1").tune_configs
+
+
+@pytest.mark.parametrize("training, message", [
+    ({"epoch": 2}, "unknown training setting(s) epoch; the settings are epochs, batch_size, learning_rate, "
+                   "patience, bias_from_targets"),
+    ({"epochs": 2, "min_steps": 1, "lr": 0.1}, "unknown training setting(s) lr, min_steps; the settings "
+                                                "are epochs, batch_size, learning_rate, patience, "
+                                                "bias_from_targets"),
+    ({"epochs": 0}, "epochs must be >= 1, got 0"),
+    ({"patience": 0}, "patience must be >= 1, got 0"),
+    ({"epochs": 2.5}, "training: epochs must be an integer, got 2.5"),
+    ({"bias_from_targets": 0}, "training: bias_from_targets must be True or False, got 0"),
+    ({"batch_size": 0}, "task 'count_digit(1)': training settings: TuneConfig.batch_size must be >= 1, "
+                        "got 0"),
+    ({"learning_rate": -1.0}, "task 'count_digit(1)': training settings: TuneConfig.learning_rate must be "
+                              ">= 0, got -1.0"),
+])
+def test_a_training_setting_that_cannot_work_is_refused_naming_it(training, message):
+  with pytest.raises(ConfigError) as err:
+    EvalConfig.make("cs1", training=training)
+  assert str(err.value) == message
