@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -74,6 +74,14 @@ from hx.compile.executables import apply_for, resolve_objective
 from hx.compile.losses import Objective, item_loss
 from hx.compile.tuning import evaluate
 from hx.lang.values import gather, num_examples, take
+
+if TYPE_CHECKING:
+  import chex
+
+  from hx.baselines.networks import Network
+  from hx.compile.lower import CompiledProgram
+  from hx.data.task import Task
+  from hx.lang.values import Batch
 
 __all__ = ["CONTINUAL", "ContinualSettings", "Memory", "Learned", "ContinualState", "trunk_key", "remember",
            "replay_counts", "fisher_diagonal", "ewc_penalty", "ContinualNet", "learn", "rescore",
@@ -137,11 +145,11 @@ class Memory:
     targets: (m, *output) as the training split stores them.
   """
   indices: np.ndarray
-  inputs: Any = dataclasses.field(repr=False)
-  targets: Any = dataclasses.field(repr=False)
+  inputs: Batch = dataclasses.field(repr=False)
+  targets: np.ndarray = dataclasses.field(repr=False)
 
 
-def remember(task: Any, position: int, settings: ContinualSettings) -> Memory:
+def remember(task: Task, position: int, settings: ContinualSettings) -> Memory:
   """The replay memory of `task` (the `position`-th of its stream, from 0): `settings.memory_per_task` of
   its training examples (all where it has no more), drawn uniformly without replacement by
   `np.random.default_rng([settings.seed, position])`, in their split's order."""
@@ -163,8 +171,9 @@ def replay_counts(total: int, tasks: int) -> tuple[int, ...]:
   return tuple(base + (1 if j < extra else 0) for j in range(tasks))
 
 
-def fisher_diagonal(loss: Callable[[Any, Any, Any], Any], params: Any, inputs: Any, targets: Any, *,
-                    chunk: int = 256) -> Any:
+def fisher_diagonal(loss: Callable[[chex.ArrayTree, chex.ArrayTree, jax.Array], jax.Array],
+                    params: chex.ArrayTree, inputs: chex.ArrayTree, targets: chex.ArrayTree, *,
+                    chunk: int = 256) -> chex.ArrayTree:
   """The diagonal empirical Fisher: the mean over the n examples of grad(loss)(params, x_i, t_i) ** 2.
 
   Args:
@@ -191,7 +200,8 @@ def fisher_diagonal(loss: Callable[[Any, Any, Any], Any], params: Any, inputs: A
   return jax.tree.map(lambda s: s / n, total)
 
 
-def ewc_penalty(params: Any, anchors: Sequence[tuple[Any, Any]], strength: Any) -> Any:
+def ewc_penalty(params: chex.ArrayTree, anchors: Sequence[tuple[chex.ArrayTree, chex.ArrayTree]],
+                strength: jax.typing.ArrayLike) -> jax.Array:
   """(strength / 2) * sum over (fisher, anchor) in `anchors` of sum_i fisher_i (params_i - anchor_i) ** 2.
 
   Args:
@@ -222,10 +232,10 @@ class Learned:
   position: int
   architecture: Architecture
   objective: Objective
-  head: Mapping[str, Any] = dataclasses.field(repr=False)
+  head: Mapping[str, Mapping[str, chex.ArrayTree]] = dataclasses.field(repr=False)
   memory: Memory | None = dataclasses.field(default=None, repr=False)
-  fisher: Any = dataclasses.field(default=None, repr=False)
-  anchor: Any = dataclasses.field(default=None, repr=False)
+  fisher: chex.ArrayTree | None = dataclasses.field(default=None, repr=False)
+  anchor: chex.ArrayTree | None = dataclasses.field(default=None, repr=False)
   score: float | None = None
 
   @property
@@ -237,7 +247,7 @@ class Learned:
 class ContinualState:
   """What a continual baseline carries from task to task: the latest trunk of each kind (`trunk_key` ->
   {"params", "batch_stats"}, host arrays) and the tasks learned, in order."""
-  trunks: Mapping[tuple, Any] = dataclasses.field(default_factory=dict, repr=False)
+  trunks: Mapping[tuple, Mapping[str, chex.ArrayTree]] = dataclasses.field(default_factory=dict, repr=False)
   learned: tuple[Learned, ...] = ()
 
   def sharing(self, key: tuple) -> tuple[Learned, ...]:
@@ -245,18 +255,19 @@ class ContinualState:
     return tuple(e for e in self.learned if e.trunk == key)
 
 
-def _slot(compiled: Any, role: str) -> int:
+def _slot(compiled: CompiledProgram, role: str) -> int:
   return compiled.fresh_slots.index(role)
 
 
-def _with_trunk(variables: Any, slot: int, trunk_params: Any, trunk_stats: Any) -> dict:
+def _with_trunk(variables: Mapping[str, Sequence[chex.ArrayTree]], slot: int, trunk_params: chex.ArrayTree,
+                trunk_stats: chex.ArrayTree) -> dict:
   """{"params", "batch_stats"} slot tuples with slot `slot` replaced."""
   params, stats = list(variables["params"]), list(variables["batch_stats"])
   params[slot], stats[slot] = trunk_params, trunk_stats
   return {"params": tuple(params), "batch_stats": tuple(stats)}
 
 
-def _variables(compiled: Any, modules: Mapping[str, Any]) -> dict:
+def _variables(compiled: CompiledProgram, modules: Mapping[str, Mapping[str, chex.ArrayTree]]) -> dict:
   return {"params": tuple(modules[n]["params"] for n in compiled.fresh_slots),
           "batch_stats": tuple(modules[n]["batch_stats"] for n in compiled.fresh_slots)}
 
@@ -296,10 +307,10 @@ class ContinualNet:
     for name in ("output_activation", "output_slot", "specs", "fresh_slots"):
       setattr(self, name, getattr(self.compiled, name))
 
-  def init(self, rng: Any) -> Any:
+  def init(self, rng: jax.Array) -> dict:
     return self.compiled.init(rng)
 
-  def starting(self, seed: int, trunk: Any | None) -> dict:
+  def starting(self, seed: int, trunk: Mapping[str, chex.ArrayTree] | None) -> dict:
     """The variables training starts from: `init` with `jax.random.key(seed)`, the trunk's slot replaced by
     `trunk` ({"params", "batch_stats"}, the latest of its kind) where there is one."""
     variables = self.init(jax.random.key(seed))
@@ -307,10 +318,12 @@ class ContinualNet:
       return variables
     return _with_trunk(variables, self.slot, trunk["params"], trunk["batch_stats"])
 
-  def apply(self, variables: Any, frozen: Any, x: Any, **kwargs: Any) -> Any:
+  def apply(self, variables: chex.ArrayTree, frozen: chex.ArrayTree, x: Batch,
+            **kwargs: object) -> Batch | tuple[Batch, tuple]:
     return self.compiled.apply(variables, (), x, **kwargs)
 
-  def penalty(self, params: Any, state: Any, frozen: Any, rng: Any) -> Any:
+  def penalty(self, params: Sequence[chex.ArrayTree], state: Mapping[str, Sequence[chex.ArrayTree]],
+              frozen: Mapping[str, chex.ArrayTree], rng: jax.Array) -> jax.Array:
     """The replayed memory's mean loss (replay) or the EWC penalty, for the trunk in `params`."""
     if self.method == "ewc":
       return ewc_penalty(params[self.slot], frozen["ewc"], frozen["strength"])
@@ -345,9 +358,9 @@ class ContinualNet:
     return {"replay": tuple(heads)}
 
 
-def learn(method: str, task: Any, position: int, arch: Architecture, modules: Mapping[str, Any],
-          state: ContinualState, settings: ContinualSettings, score: float | None,
-          config: ModuleConfig) -> ContinualState:
+def learn(method: str, task: Task, position: int, arch: Architecture,
+          modules: Mapping[str, Mapping[str, chex.ArrayTree]], state: ContinualState,
+          settings: ContinualSettings, score: float | None, config: ModuleConfig) -> ContinualState:
   """The state after `task` was learned with the network `modules` (role -> {"params", "batch_stats"}):
   its trunk the latest of its kind, its head frozen, and its memory (replay) or Fisher and anchor (EWC).
   A run resumed from saved networks rebuilds its state through this, task by task."""
@@ -364,8 +377,8 @@ def learn(method: str, task: Any, position: int, arch: Architecture, modules: Ma
   return ContinualState({**state.trunks, trunk_key(arch): modules[enc]}, state.learned + (entry,))
 
 
-def _task_fisher(task: Any, arch: Architecture, modules: Mapping[str, Any], config: ModuleConfig,
-                 settings: ContinualSettings) -> Any:
+def _task_fisher(task: Task, arch: Architecture, modules: Mapping[str, Mapping[str, chex.ArrayTree]],
+                 config: ModuleConfig, settings: ContinualSettings) -> chex.ArrayTree:
   """The trunk's diagonal Fisher on the task's training examples, the network in inference mode."""
   compiled = compile_program(arch.program, arch.fresh_types, config)
   slot = _slot(compiled, arch.encoder)
@@ -381,7 +394,7 @@ def _task_fisher(task: Any, arch: Architecture, modules: Mapping[str, Any], conf
     inputs = gather(np.asarray(task.table), inputs)
   targets = np.asarray(task.train.targets)[idx].astype(np.int32 if objective.loss == "ce" else np.float32)
 
-  def loss(trunk: Any, x: Any, t: Any) -> Any:
+  def loss(trunk: chex.ArrayTree, x: chex.ArrayTree, t: jax.Array) -> jax.Array:
     v = _with_trunk(variables, slot, trunk, variables["batch_stats"][slot])
     y = apply(v, (), jax.tree.map(lambda a: a[None], x), train=False, rng=None)
     return jnp.sum(item_loss(objective, y, t[None]))
@@ -389,8 +402,8 @@ def _task_fisher(task: Any, arch: Architecture, modules: Mapping[str, Any], conf
   return jax.tree.map(np.asarray, fisher_diagonal(loss, variables["params"][slot], inputs, targets))
 
 
-def _score(arch: Architecture, modules: Mapping[str, Any], task: Any,
-           tune_config: Callable[[Any], TuneConfig] | TuneConfig, config: ModuleConfig, split: str) -> float:
+def _score(arch: Architecture, modules: Mapping[str, Mapping[str, chex.ArrayTree]], task: Task,
+           tune_config: Callable[[Task], TuneConfig] | TuneConfig, config: ModuleConfig, split: str) -> float:
   """`task`'s `split` scored by the image, vector or list network `arch` with `modules` (role ->
   {"params", "batch_stats"})."""
   compiled = compile_program(arch.program, arch.fresh_types, config)
@@ -400,8 +413,8 @@ def _score(arch: Architecture, modules: Mapping[str, Any], task: Any,
   return float(score)
 
 
-def rescore(state: ContinualState, tasks: Sequence[Any],
-            tune_config: Callable[[Any], TuneConfig] | TuneConfig, config: ModuleConfig,
+def rescore(state: ContinualState, tasks: Sequence[Task],
+            tune_config: Callable[[Task], TuneConfig] | TuneConfig, config: ModuleConfig,
             split: str = "test") -> list[float]:
   """Every learned task scored again on its `split` ("test" or "val") with the latest trunk of its kind
   and its own head: CTrL's score of each earlier task after the last one.
@@ -419,8 +432,8 @@ def rescore(state: ContinualState, tasks: Sequence[Any],
           for e, task in zip(state.learned, tasks)]
 
 
-def rescore_networks(networks: Sequence[Any], tasks: Sequence[Any] | Callable[[int], Any],
-                     tune_config: Callable[[Any], TuneConfig] | TuneConfig, config: ModuleConfig,
+def rescore_networks(networks: Sequence[Network | None], tasks: Sequence[Task] | Callable[[int], Task],
+                     tune_config: Callable[[Task], TuneConfig] | TuneConfig, config: ModuleConfig,
                      split: str = "test") -> list[float | None]:
   """`rescore` from the networks the tasks left (`hx.baselines.Network`s, one per task in stream order,
   None for a task with none): each task's head with the trunk of the last network of its kind (`trunk_key`)
@@ -452,11 +465,12 @@ def rescore_networks(networks: Sequence[Any], tasks: Sequence[Any] | Callable[[i
   return out
 
 
-def _count(tree: Any) -> int:
+def _count(tree: chex.ArrayTree) -> int:
   return int(sum(np.size(x) for x in jax.tree.leaves(tree)))
 
 
-def footprint(method: str, task: Any, position: int, arch: Architecture, modules: Mapping[str, Any],
+def footprint(method: str, task: Task, position: int, arch: Architecture,
+              modules: Mapping[str, Mapping[str, chex.ArrayTree]],
               settings: ContinualSettings = DEFAULT_SETTINGS, shared_regressor: bool = True) -> dict:
   """What task `task` (the `position`-th, from 0) adds to what `method` keeps, for CTrL's memory figure:
   {"trunk": the trunk's kind as text (None for a graph task: its trunk, the shared regressor, is not

@@ -25,7 +25,7 @@ task), the standalone network trains its own along with the LSTM (ours).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Mapping
 
 import jax.numpy as jnp
 
@@ -34,6 +34,10 @@ from hx.baselines.networks import MLP, RNN, Architecture
 from hx.compile.modules.layers import Rows
 from hx.compile.modules.templates import apply_module
 from hx.lang.values import GraphBatch
+
+if TYPE_CHECKING:
+  import chex
+  import jax
 
 __all__ = ["GraphRNN"]
 
@@ -59,12 +63,12 @@ class GraphRNN:
     self.key = ("hx.baselines.graph.GraphRNN", arch.specs, self.trainable_regressor)
     self.output_activation = arch.spec(RNN).activation
 
-  def init(self, rng: Any) -> dict:
+  def init(self, rng: jax.Array) -> dict:
     modules = self.arch.init(rng)
     return {"params": {r: modules[r]["params"] for r in self.trainable},
             "batch_stats": {r: modules[r]["batch_stats"] for r in self.trainable}}
 
-  def frozen(self, regressor: Any) -> dict:
+  def frozen(self, regressor: Mapping[str, Mapping[str, chex.ArrayTree]]) -> dict:
     """The `frozen` argument: the regressor's modules (role -> {"params", "batch_stats"}) when it does
     not train, else {}."""
     if self.trainable_regressor:
@@ -72,8 +76,9 @@ class GraphRNN:
     return {r: {"params": regressor[r]["params"], "batch_stats": regressor[r]["batch_stats"]}
             for r in self.regressor_roles}
 
-  def apply(self, variables: Any, frozen: Any, x: GraphBatch, *, train: bool, rng: Any = None,
-            logits: bool = False) -> Any:
+  def apply(self, variables: Mapping[str, Mapping[str, chex.ArrayTree]],
+            frozen: Mapping[str, Mapping[str, chex.ArrayTree]], x: GraphBatch, *, train: bool,
+            rng: jax.Array | None = None, logits: bool = False) -> GraphBatch | tuple[GraphBatch, dict]:
     if train and rng is None:
       raise ValueError("apply(train=True) needs an rng for dropout")
     b, n = x.values.shape[:2]

@@ -17,7 +17,7 @@ Shapes: R rows (batch examples, or list elements / graph nodes flattened), L lis
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -27,16 +27,19 @@ from hx.compile.modules.layers import apply_dense as dense
 from hx.compile.modules.lstm import lstm_scan as lstm
 from hx.compile.modules.mlp import mlp_layers
 
+if TYPE_CHECKING:
+  from hx.compile.modules.spec import ModuleSpec
+
 __all__ = ["dense", "activate", "row_keys", "mlp", "lstm", "init_adapter", "adapter"]
 
 
-def row_keys(rng: Any, rows: int, site: int) -> jax.Array:
+def row_keys(rng: jax.Array, rows: int, site: int) -> jax.Array:
   """(rows,) PRNG keys, one per row, for the module call `site` (so two modules never share masks)."""
   key = jax.random.fold_in(rng, site)
   return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(rows))
 
 
-def mlp(spec: Any, params: dict, stats: dict, x: jax.Array, rows: Rows, *, logits: bool = False,
+def mlp(spec: ModuleSpec, params: dict, stats: dict, x: jax.Array, rows: Rows, *, logits: bool = False,
         hidden_extra: jax.Array | None = None,
         out_extra: jax.Array | None = None) -> tuple[jax.Array, jax.Array, dict]:
   """The `mlp` template with optional additions to its two pre-activations.

@@ -30,12 +30,15 @@ graph network takes the whole regressor, its output layer included; the authors'
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import jax
 import numpy as np
 
 from hx.baselines.networks import CNN, ENC, MLP, RNN, Architecture, Network
+
+if TYPE_CHECKING:
+  import chex
 
 __all__ = ["transfer"]
 
@@ -48,15 +51,15 @@ _LAYERS = {
 }
 
 
-def _part(variables: Mapping[str, Any], keys: tuple | None) -> dict:
+def _part(variables: Mapping[str, chex.ArrayTree], keys: tuple | None) -> dict:
   return dict(variables) if keys is None else {k: variables[k] for k in keys if k in variables}
 
 
-def _shapes(tree: Any) -> Any:
+def _shapes(tree: chex.ArrayTree) -> object:
   return jax.tree.map(np.shape, tree)
 
 
-def transfer(arch: Architecture, fresh: Mapping[str, Any], history: Sequence[Network]
+def transfer(arch: Architecture, fresh: Mapping[str, Mapping[str, chex.ArrayTree]], history: Sequence[Network]
              ) -> tuple[dict[str, dict], tuple[tuple[str, str], ...]]:
   """The LLT starting point of a network of architecture `arch`.
 

@@ -38,7 +38,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
@@ -61,6 +61,12 @@ from hx.lang.types import (
   is_image,
   parse_type,
 )
+
+if TYPE_CHECKING:
+  import chex
+  import jax
+
+  from hx.jsonread import JsonValue
 
 __all__ = ["CNN", "ENC", "MLP", "RNN", "ARCHITECTURE_KINDS", "ENCODERS", "Architecture", "Network",
            "architecture", "element_type", "save_network", "load_network", "NetworkError", "count_parameters"]
@@ -134,7 +140,7 @@ class Architecture:
     the grid's nodes in row-major order, one output per node)."""
     return _PROGRAMS.get(self.kind, _GRAPH_DESCRIPTION).format(e=self.encoder)
 
-  def init(self, rng: Any) -> dict[str, dict]:
+  def init(self, rng: jax.Array) -> dict[str, dict]:
     """Fresh variables of every module: role -> {"params", "batch_stats"} (role i from fold_in(rng, i),
     as `compile_program`'s init numbers its slots)."""
     import jax
@@ -220,11 +226,12 @@ class Network:
   method: str
   task: str
   architecture: Architecture
-  modules: Mapping[str, Any] = dataclasses.field(repr=False)  # arrays: a network prints as what it is
+  # Arrays: a network prints as what it is.
+  modules: Mapping[str, Mapping[str, chex.ArrayTree]] = dataclasses.field(repr=False)
   column: int | None = None
 
 
-def count_parameters(tree: Any) -> int:
+def count_parameters(tree: chex.ArrayTree) -> int:
   """The number of scalars in a pytree of arrays."""
   import jax
 
@@ -287,8 +294,8 @@ def save_network(network: Network, path: os.PathLike | str) -> None:
                        action="cannot save baseline network to") from None
 
 
-def load_network(path: os.PathLike | str, config: ModuleConfig, template: Mapping[str, Any] | None = None
-                 ) -> Network:
+def load_network(path: os.PathLike | str, config: ModuleConfig,
+                 template: Mapping[str, Mapping[str, chex.ArrayTree]] | None = None) -> Network:
   """Loads a network saved by `save_network`; `config` must be the one it was built with.
 
   Args:
@@ -321,7 +328,7 @@ def load_network(path: os.PathLike | str, config: ModuleConfig, template: Mappin
   return Network(meta["method"], meta["task"], arch, modules, meta.get("column"))
 
 
-def _sha256(value: Any, where: str) -> None:
+def _sha256(value: JsonValue, where: str) -> None:
   if not (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
     raise Invalid(where, f"expected a sha256 (64 lowercase hex digits), got {value!r:.70}")
 

@@ -40,7 +40,7 @@ lateral connections read the earlier columns on the new task's input.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -53,10 +53,17 @@ from hx.compile.modules.layers import Rows
 from hx.compile.modules.templates import apply_module, init_module
 from hx.lang.types import FunctionType, ListType, TensorType
 
+if TYPE_CHECKING:
+  import chex
+
+  from hx.compile.modules.spec import ModuleSpec
+  from hx.lang.types import Type
+  from hx.lang.values import Batch
+
 __all__ = ["PNN", "Column", "refusal"]
 
 
-def _size(t: Any) -> int:
+def _size(t: TensorType) -> int:
   n = 1
   for d in t.shape:
     n *= d
@@ -69,14 +76,14 @@ class Column:
   take the "rnn_in" adapter's output, and its adapters as (site, (n_in, width, n_out or None)) pairs."""
   index: int
   arch: Architecture
-  rnn_spec: Any
+  rnn_spec: ModuleSpec | None
   adapters: tuple[tuple[str, tuple[int, int, int | None]], ...]
 
   def adapter_shape(self, site: str) -> tuple[int, int, int | None] | None:
     return dict(self.adapters).get(site)
 
 
-def _input(arch: Architecture) -> Any:
+def _input(arch: Architecture) -> Type:
   """What a column's encoder reads: the task's input tensor, or a list's or graph's element."""
   return arch.spec(arch.encoder).inputs[0]
 
@@ -133,7 +140,7 @@ def _columns(archs: Sequence[Architecture], config: ModuleConfig) -> tuple[Colum
   return tuple(out)
 
 
-def _element_rows(x: Any, is_list: bool) -> tuple[int, int, Any, jax.Array, jax.Array]:
+def _element_rows(x: Batch, is_list: bool) -> tuple[int, int, jax.Array | None, jax.Array, jax.Array]:
   """A batch's elements as the columns' rows: (b, length, element_mask, elements, rows). For lists x (a
   masked batch of values (b, L, ...) and mask (b, L)): the elements (b * L, ...), masked ones zeroed, and
   the mask flattened (b * L,) as `rows`; for single inputs x (b, ...): length 1, no element mask, x itself
@@ -179,7 +186,7 @@ class PNN:
     self.output_activation = (self.last.rnn_spec.activation if self.last.arch.kind == "list"
                               else self.last.arch.spec(MLP).activation)
 
-  def init_column(self, rng: Any, k: int | None = None) -> dict:
+  def init_column(self, rng: jax.Array, k: int | None = None) -> dict:
     """Fresh modules of column k (default the last): role -> {"params", "batch_stats"}, plus "lateral"."""
     col = self.columns[-1 if k is None else k]
     keys = jax.random.split(rng, 5)
@@ -195,13 +202,14 @@ class PNN:
     modules["lateral"] = {"params": lateral, "batch_stats": {}}
     return modules
 
-  def init(self, rng: Any) -> dict:
+  def init(self, rng: jax.Array) -> dict:
     modules = self.init_column(rng)
     return {"params": {r: m["params"] for r, m in modules.items()},
             "batch_stats": {r: m["batch_stats"] for r, m in modules.items() if r != "lateral"}}
 
-  def apply(self, variables: Any, frozen: Any, x: Any, *, train: bool, rng: Any = None,
-            logits: bool = False) -> Any:
+  def apply(self, variables: Mapping[str, Mapping[str, chex.ArrayTree]],
+            frozen: Sequence[Mapping[str, Mapping[str, chex.ArrayTree]]], x: Batch, *, train: bool,
+            rng: jax.Array | None = None, logits: bool = False) -> jax.Array | tuple[jax.Array, dict]:
     if train and rng is None:
       raise ValueError("apply(train=True) needs an rng for dropout")
     if len(frozen) != len(self.columns) - 1:
@@ -260,7 +268,7 @@ class PNN:
       outs.append(o_flat)
     return (y, {"batch_stats": new_stats}) if train else y
 
-  def frozen(self, columns: Sequence[Any]) -> tuple:
+  def frozen(self, columns: Sequence[Mapping[str, Mapping[str, chex.ArrayTree]]]) -> tuple:
     """The `frozen` argument from the earlier columns' modules (each `Network.modules`)."""
     if len(columns) != len(self.columns) - 1:
       raise ValueError(f"{len(self.columns) - 1} earlier columns expected, got {len(columns)}")

@@ -28,7 +28,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -55,6 +55,13 @@ from hx.compile.fitting import HoldsOutcome, Outcome, fit, prepare, seeded
 from hx.compile.tuning import output_bias_from_targets
 from hx.lang import program as P
 from hx.lang.types import Type
+
+if TYPE_CHECKING:
+  import chex
+
+  from hx.compile.lower import CompiledProgram
+  from hx.compile.tune_inputs import Tunable
+  from hx.data.task import Task
 
 __all__ = ["BaselineResult", "standalone", "llt", "pnn", "from_scratch", "continual", "choose_ewc_strength",
            "EwcChoice", "BASELINES", "refusal"]
@@ -143,16 +150,16 @@ class _ToTrain(NamedTuple):
     sources: for LLT, where each layer started from (`hx.baselines.llt.transfer`); else ().
   """
   description: str
-  tunable: Any
-  frozen: Any
-  variables: Any
-  to_modules: Callable[[Any], Mapping[str, Any]]
+  tunable: Tunable
+  frozen: chex.ArrayTree
+  variables: chex.ArrayTree | None
+  to_modules: Callable[[chex.ArrayTree], Mapping[str, Mapping[str, chex.ArrayTree]]]
   arch: Architecture | None
   column: int | None = None
   sources: tuple[tuple[str, str], ...] = ()
 
 
-def _run(method: str, task: Any, net: _ToTrain, tune_config: TuneConfig, seed: int,
+def _run(method: str, task: Task, net: _ToTrain, tune_config: TuneConfig, seed: int,
          checkpoint_dir: os.PathLike | str | None) -> BaselineResult:
   """`net` trained on `task` under `method`'s name (its checkpoint in `checkpoint_dir`, if given)."""
   start = time.perf_counter()
@@ -185,7 +192,7 @@ def _run(method: str, task: Any, net: _ToTrain, tune_config: TuneConfig, seed: i
       sources=sources, outcome=dataclasses.replace(outcome, seconds=time.perf_counter() - start))
 
 
-def _frozen_parameters(frozen: Any) -> int:
+def _frozen_parameters(frozen: chex.ArrayTree) -> int:
   """The parameters (not the batch statistics) in a `frozen` argument: every {"params", ...} in it."""
   if isinstance(frozen, dict) and "params" in frozen:
     return count_parameters(frozen["params"])
@@ -196,23 +203,23 @@ def _frozen_parameters(frozen: Any) -> int:
   return 0
 
 
-def _per_role(variables: Any) -> dict:
+def _per_role(variables: Mapping[str, Mapping[str, chex.ArrayTree]]) -> dict:
   """{"params": {role: p}, "batch_stats": {role: s}} -> role -> {"params", "batch_stats"}."""
   return {r: {"params": p, "batch_stats": variables["batch_stats"].get(r, {})}
           for r, p in variables["params"].items()}
 
 
-def _compiled(arch: Architecture, config: ModuleConfig) -> Any:
+def _compiled(arch: Architecture, config: ModuleConfig) -> CompiledProgram:
   return compile_program(arch.program, arch.fresh_types, config)
 
 
-def _from_modules(compiled: Any, modules: Mapping[str, Any]) -> dict:
+def _from_modules(compiled: CompiledProgram, modules: Mapping[str, Mapping[str, chex.ArrayTree]]) -> dict:
   """Variables of a compiled program from role -> {"params", "batch_stats"} (slots in program order)."""
   return {"params": tuple(modules[n]["params"] for n in compiled.fresh_slots),
           "batch_stats": tuple(modules[n]["batch_stats"] for n in compiled.fresh_slots)}
 
 
-def standalone(task: Any, config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
+def standalone(task: Task, config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
                element: Type | None = None, regressor: Network | None = None,
                checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   """A new network for `task`, from random weights (the paper's "standalone" baseline).
@@ -239,7 +246,7 @@ def standalone(task: Any, config: ModuleConfig, tune_config: TuneConfig, *, seed
   return _run("standalone", task, net, tune_config, seed, checkpoint_dir)
 
 
-def _graph(method: str, task: Any, arch: Architecture, description: str, regressor: Network | None,
+def _graph(method: str, task: Task, arch: Architecture, description: str, regressor: Network | None,
            tune_config: TuneConfig, seed: int, checkpoint_dir: os.PathLike | str | None) -> BaselineResult:
   """The graph network (`hx.baselines.graph`) trained on `task` under `method`'s name: the LSTM over
   `regressor` mapped frozen, or with no regressor the LSTM and a regressor of its own (`standalone`)."""
@@ -266,7 +273,7 @@ def _check_regressor(arch: Architecture, regressor: Network) -> None:
                        "has other shapes")
 
 
-def llt(task: Any, history: Sequence[Network], config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
+def llt(task: Task, history: Sequence[Network], config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
         element: Type | None = None, checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   """The task's standalone architecture, started from the earlier tasks' weights (`hx.baselines.llt`)
   and fine-tuned, all of it.
@@ -291,7 +298,7 @@ def llt(task: Any, history: Sequence[Network], config: ModuleConfig, tune_config
   return _run("llt", task, transferred, tune_config, seed, checkpoint_dir)
 
 
-def pnn(task: Any, columns: Sequence[Network], config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
+def pnn(task: Task, columns: Sequence[Network], config: ModuleConfig, tune_config: TuneConfig, *, seed: int,
         element: Type | None = None, checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   """A progressive network (`hx.baselines.pnn`): a new column for `task`, with lateral connections from
   the earlier tasks' columns, which stay frozen.
@@ -313,7 +320,7 @@ def pnn(task: Any, columns: Sequence[Network], config: ModuleConfig, tune_config
               tune_config, seed, checkpoint_dir)
 
 
-def _per_role_lateral(variables: Any) -> dict:
+def _per_role_lateral(variables: Mapping[str, Mapping[str, chex.ArrayTree]]) -> dict:
   out = _per_role(variables)
   out["lateral"] = {"params": variables["params"]["lateral"], "batch_stats": {}}
   return out
@@ -326,7 +333,7 @@ def _freshen(program: P.Program, prefix: str) -> P.Program:
   return P.with_children(program, tuple(_freshen(k, prefix) for k in kids)) if kids else program
 
 
-def from_scratch(task: Any, program: P.Program, fresh_types: Mapping[str, Type],
+def from_scratch(task: Task, program: P.Program, fresh_types: Mapping[str, Type],
                  library_types: Mapping[str, Type], config: ModuleConfig, tune_config: TuneConfig, *,
                  seed: int, checkpoint_dir: os.PathLike | str | None = None) -> BaselineResult:
   """`program` with every library function replaced by a fresh one of the same type, trained from random
@@ -350,11 +357,11 @@ def from_scratch(task: Any, program: P.Program, fresh_types: Mapping[str, Type],
   return _run("standalone_with_fold", task, net, tune_config, seed, checkpoint_dir)
 
 
-def continual(method: str, task: Any, state: ContinualState, config: ModuleConfig, tune_config: TuneConfig, *,
-              seed: int, position: int | None = None, element: Type | None = None,
+def continual(method: str, task: Task, state: ContinualState, config: ModuleConfig,
+              tune_config: TuneConfig, *, seed: int, position: int | None = None, element: Type | None = None,
               settings: ContinualSettings = DEFAULT_SETTINGS, ewc_strength: float | None = None,
               regressor: Network | None = None,
-              checkpoint_dir: os.PathLike | str | None = None) -> tuple[Any, ContinualState]:
+              checkpoint_dir: os.PathLike | str | None = None) -> tuple[BaselineResult, ContinualState]:
   """Trains `task`'s network under `method` ("replay" or "ewc") after the tasks `state` holds.
 
   A graph task's trunk is `regressor`, frozen, and its head the LSTM (`hx.baselines.continual`): it
@@ -429,8 +436,8 @@ class EwcChoice:
   scores: tuple[tuple[float, float], ...]
 
 
-def choose_ewc_strength(tasks: Sequence[Any], config: ModuleConfig,
-                        tune_config: Callable[[Any], TuneConfig] | TuneConfig, *, seed: int,
+def choose_ewc_strength(tasks: Sequence[Task], config: ModuleConfig,
+                        tune_config: Callable[[Task], TuneConfig] | TuneConfig, *, seed: int,
                         settings: ContinualSettings = DEFAULT_SETTINGS,
                         elements: Sequence[Type | None] | None = None) -> EwcChoice:
   """Chooses EWC's lambda on the first `settings.ewc_tasks` of `tasks`: for each lambda of
