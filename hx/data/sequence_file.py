@@ -37,7 +37,7 @@ import dataclasses
 import tomllib
 import zipfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
@@ -46,6 +46,12 @@ from hx.data.sequences import TaskStream
 from hx.data.task import SPLITS, Task, task_from_arrays
 from hx.lang.errors import ParseError
 from hx.lang.types import GraphType, ListType, function_parts, parse_type
+
+if TYPE_CHECKING:
+  import numpy.typing as npt
+
+  from hx.data.task import ArrayInputs
+  from hx.lang.types import Type
 
 __all__ = ["SequenceFile", "read_sequence_file", "save_task_arrays", "RUN_SETTINGS"]
 
@@ -71,7 +77,7 @@ class SequenceFile:
   """
   path: Path
   stream: TaskStream
-  run: Mapping[str, Any]
+  run: Mapping[str, list | int | str]
 
 
 def read_sequence_file(path: str | Path) -> SequenceFile:
@@ -109,7 +115,7 @@ def read_sequence_file(path: str | Path) -> SequenceFile:
   return SequenceFile(path, stream, run)
 
 
-def _run_settings(path: Path, doc: Mapping[str, Any]) -> dict[str, Any]:
+def _run_settings(path: Path, doc: Mapping[str, object]) -> dict[str, list | int | str]:
   """The run settings the file gives, each of its TOML type (lists of the items `_LIST_ITEMS` names)."""
   run = {}
   for key, kind in RUN_SETTINGS.items():
@@ -131,7 +137,7 @@ def _bad(path: Path, entry: str, problem: str) -> DataFormatError:
   return DataFormatError("sequence file", f"{path}{': ' + entry if entry else ''}: {problem}")
 
 
-def _task(path: Path, where: str, entry: Any) -> Task:
+def _task(path: Path, where: str, entry: object) -> Task:
   if not isinstance(entry, dict):
     raise _bad(path, where, "must be a table ([[tasks]])")
   unknown = sorted(set(entry) - _TASK_KEYS)
@@ -178,7 +184,7 @@ def _data_file(path: Path, where: str, name: str) -> Path:
   return data
 
 
-def _load_splits(data: Path, t: Any) -> list[tuple[Any, Any]]:
+def _load_splits(data: Path, t: Type) -> list[tuple[ArrayInputs, npt.ArrayLike]]:
   (arg,), output = function_parts(t)
   per_element = isinstance(output, (ListType, GraphType))
   with np.load(data, allow_pickle=False) as f:
@@ -216,8 +222,8 @@ def _pieces(flat: np.ndarray, counts: np.ndarray, counts_name: str, flat_name: s
   return np.split(flat, np.cumsum(counts)[:-1])
 
 
-def save_task_arrays(path: str | Path, task_type: str | Any, train: tuple[Any, Any], val: tuple[Any, Any],
-                     test: tuple[Any, Any]) -> None:
+def save_task_arrays(path: str | Path, task_type: str | Type, train: tuple[ArrayInputs, npt.ArrayLike],
+                     val: tuple[ArrayInputs, npt.ArrayLike], test: tuple[ArrayInputs, npt.ArrayLike]) -> None:
   """Writes the (inputs, targets) of each split as a sequence file's `.npz` (the module docstring's
   layout), for a task of type `task_type` (text or an `hx.Type`); the inverse of what
   `read_sequence_file` loads.

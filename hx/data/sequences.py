@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 
 from hx.data.sources import Sources
 from hx.data.task import Task
 from hx.data.tasks import TaskSizes, TaskSpec, build_task
+
+if TYPE_CHECKING:
+  from hx.data.task import ArrayTaskSpec
 
 __all__ = ["SEQUENCES", "AUTHORS_DIGIT_PAIRS", "AUTHORS_CLASSES", "PAPER_LIBRARY_SEEDS", "Sequence",
            "TaskStream", "sequence", "check_library_seed"]
@@ -73,7 +76,7 @@ existed the sequence's name stood there, and the committed records under benchma
 made so. These values keep those seeds, and so those records' results."""
 
 
-def check_library_seed(value: Any, where: str) -> int | str:
+def check_library_seed(value: object, where: str) -> int | str:
   """`value` if it can be a `Sequence.library_seed`: an integer >= 0, or lower case letters, digits and _.
 
   Raises:
@@ -110,7 +113,7 @@ class Sequence:
   name: str
   seed: int
   classes: tuple[tuple[str, int], ...]
-  tasks: tuple[Any, ...]
+  tasks: tuple[TaskSpec | ArrayTaskSpec, ...]
   sources: Sources = Sources()
   sizes: TaskSizes = TaskSizes()
   built: tuple[Task, ...] | None = dataclasses.field(default=None, repr=False, compare=False)

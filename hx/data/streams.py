@@ -86,7 +86,7 @@ repeated tasks.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -97,6 +97,9 @@ from hx.data.sequences import TaskStream
 from hx.data.sources import SIGN_ROLES, Sources, digits, signs, toys
 from hx.data.task import Task
 from hx.data.tasks import DISTANCE_BOUND, START_DISTANCE
+
+if TYPE_CHECKING:
+  import numpy.typing as npt
 
 __all__ = ["RELATIONS", "STREAM_KINDS", "DOMAINS", "RELATION_WEIGHTS", "KIND_WEIGHTS", "StreamSettings",
            "StreamTask", "stream_plan", "build_stream_task", "long_stream", "STREAM_NAME"]
@@ -438,7 +441,7 @@ class _Domain:
   pools: np.ndarray
   _where: dict = dataclasses.field(default_factory=dict, repr=False)
 
-  def pick(self, rng: np.random.Generator, pool: int, classes: Any, n: int | tuple) -> np.ndarray:
+  def pick(self, rng: np.random.Generator, pool: int, classes: npt.ArrayLike, n: int | tuple) -> np.ndarray:
     """Indices of `n` images of `classes` in `pool`, uniformly with replacement."""
     key = (pool, tuple(int(c) for c in np.atleast_1d(classes)))
     if key not in self._where:  # the indices of each (pool, classes), found once per stream

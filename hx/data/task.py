@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -47,9 +47,20 @@ from hx.lang.objectives import objective_for_type
 from hx.lang.types import GraphType, ListType, TensorType, Type, function_parts, parse_type, type_variables
 from hx.lang.values import EdgeGraphBatch, ListBatch, Split, check_graphs, index_dtype, rows, size_bucket
 
+if TYPE_CHECKING:
+  import numpy.typing as npt
+
+  from hx.lang.objectives import Objective
+  from hx.lang.values import Array, Inputs
+
 __all__ = ["Task", "ArrayTaskSpec", "task_from_arrays", "inputs_from_arrays", "SPLITS"]
 
 SPLITS = ("train", "val", "test")
+
+ArrayInputs = Union["npt.ArrayLike", ListBatch, Sequence[Mapping[str, "npt.ArrayLike"]]]
+"""A split's inputs as a user gives them (module docstring): an array (n, m1, ..., mk), a sequence of n
+arrays (L_i, m..) or a ListBatch for lists, a sequence of n graphs (dicts of "nodes" and "edges" or
+"neighbours") for graphs."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -103,8 +114,9 @@ class Task:
         _check_tensor_targets(at, output, getattr(self, split).targets, _count(inputs))
 
   @classmethod
-  def from_arrays(cls, name: str, type: str | Type, train: tuple[Any, Any], val: tuple[Any, Any],
-                  test: tuple[Any, Any], **options: Any) -> Task:
+  def from_arrays(cls, name: str, type: str | Type, train: tuple[ArrayInputs, npt.ArrayLike],
+                  val: tuple[ArrayInputs, npt.ArrayLike], test: tuple[ArrayInputs, npt.ArrayLike],
+                  **options: Any) -> Task:
     """A task on a user's own arrays: `task_from_arrays`, whose docstring gives the `options`
     (metric_component, loss, metric, training, dataset); this module's, the layout in full.
 
@@ -127,7 +139,7 @@ class Task:
     return f"Task({self.summary()})"
 
   @property
-  def objective(self) -> Any:
+  def objective(self) -> Objective:
     """The `hx.lang.objectives.Objective` to train and score this task with: the loss and metric of its
     output type, scored on the metric component, per element (masked) for list and graph outputs."""
     _, output = function_parts(self.type)
@@ -155,7 +167,7 @@ class Task:
             f"table {tuple(self.table.shape)} from {', '.join(self.datasets)}")
 
 
-def _check_input_kind(at: str, arg: Type, inputs: Any) -> None:
+def _check_input_kind(at: str, arg: Type, inputs: Inputs) -> None:
   """Refuses inputs of another kind than the argument type `arg` takes: (n,) row indices for a tensor, a
   `ListBatch` for a list, a graph batch for a graph."""
   if isinstance(arg, ListType) and not isinstance(inputs, ListBatch):
@@ -167,7 +179,7 @@ def _check_input_kind(at: str, arg: Type, inputs: Any) -> None:
     raise ValueError(f"{at}: a {arg} argument takes (n,) row indices into the table, got {_describe(inputs)}")
 
 
-def _check_tensor_targets(at: str, output: TensorType, targets: Any, n: int) -> None:
+def _check_tensor_targets(at: str, output: TensorType, targets: Array, n: int) -> None:
   """Refuses targets that are not one per example in the layout Tune scores `output` with: float (n,
   *shape) for real and Tensor<bool>[1] outputs (0/1 labels), integer class indices (n,) for
   Tensor<bool>[k]."""
@@ -183,7 +195,7 @@ def _check_tensor_targets(at: str, output: TensorType, targets: Any, n: int) -> 
                      f"got {t.dtype}")
 
 
-def _check_indices(at: str, inputs: Any, size: int) -> None:
+def _check_indices(at: str, inputs: Inputs, size: int) -> None:
   """Refuses integer inputs (or a batch's `values`) outside 0..size-1: the table's rows."""
   index = np.asarray(getattr(inputs, "values", inputs))
   if not np.issubdtype(index.dtype, np.integer):
@@ -220,7 +232,7 @@ class ArrayTaskSpec:
   loss: str
   metric: str
   metric_component: int | None = None
-  training: tuple[tuple[str, Any], ...] = ()
+  training: tuple[tuple[str, object], ...] = ()
 
   cls = None  # takes no class argument, as the paper's classify_digit
 
@@ -239,9 +251,10 @@ def _identifier(name: str) -> str:
   return out if not out[0].isdigit() else f"t_{out}"
 
 
-def task_from_arrays(name: str, type: str | Type, train: tuple[Any, Any], val: tuple[Any, Any],
-                     test: tuple[Any, Any], *, metric_component: int | None = None, loss: str | None = None,
-                     metric: str | None = None, training: Mapping[str, Any] | None = None,
+def task_from_arrays(name: str, type: str | Type, train: tuple[ArrayInputs, npt.ArrayLike],
+                     val: tuple[ArrayInputs, npt.ArrayLike], test: tuple[ArrayInputs, npt.ArrayLike], *,
+                     metric_component: int | None = None, loss: str | None = None,
+                     metric: str | None = None, training: Mapping[str, object] | None = None,
                      dataset: str = "user") -> Task:
   """A task on the user's arrays (the module docstring gives their layout per type).
 
@@ -321,7 +334,8 @@ def _task_type(where: str, type: str | Type) -> tuple[Type, Type, Type]:
   return t, arg, output
 
 
-def _objective(where: str, output: Type, metric_component: Any, loss: str | None, metric: str | None) -> Any:
+def _objective(where: str, output: Type, metric_component: int | np.integer | None, loss: str | None,
+               metric: str | None) -> Objective:
   """The output type's objective, checked against the `loss`, `metric` and `metric_component` given."""
   elem_out = output.elem if isinstance(output, (ListType, GraphType)) else output
   if metric_component is not None:
@@ -339,7 +353,7 @@ def _objective(where: str, output: Type, metric_component: Any, loss: str | None
   return objective
 
 
-def _training(where: str, training: Any) -> dict[str, Any]:
+def _training(where: str, training: Mapping[str, object] | None) -> dict[str, object]:
   """The training settings as a dict of TuneConfig field names (their values are checked where the
   TuneConfig is built, `hx.presets.task_tune_config`)."""
   try:
@@ -353,20 +367,20 @@ def _training(where: str, training: Any) -> dict[str, Any]:
   return out
 
 
-def _describe(x: Any) -> str:
+def _describe(x: object) -> str:
   if isinstance(x, np.ndarray):
     return f"an array {x.shape} of {x.dtype}"
   return f"a {type(x).__name__}" + (f" of {len(x)}" if hasattr(x, "__len__") else "")
 
 
-def _count(index: Any) -> int:
+def _count(index: Inputs) -> int:
   return len(index.mask) if isinstance(index, (ListBatch, EdgeGraphBatch)) else len(index)
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
-def _array(at: str, what: str, x: Any) -> np.ndarray:
+def _array(at: str, what: str, x: npt.ArrayLike) -> np.ndarray:
   """x as a numeric array whose every value is finite in float32 (the precision hx trains in)."""
   try:
     a = np.asarray(x)
@@ -405,7 +419,8 @@ def _element_shape(at: str, what: str, a: np.ndarray, elem: TensorType, lead: st
     raise ValueError(f"{at}: {what} has shape {a.shape}, not {want} as the type's {elem} needs{hint}")
 
 
-def inputs_from_arrays(at: str, arg: Type, inputs: Any) -> tuple[np.ndarray, Any]:
+def inputs_from_arrays(at: str, arg: Type,
+                       inputs: ArrayInputs) -> tuple[np.ndarray, np.ndarray | ListBatch | EdgeGraphBatch]:
   """A user's inputs for a program taking `arg`, in `Task.from_arrays`' layout (the module docstring),
   checked as a split's inputs are and laid out as a task's: (a float32 table (m, *element shape) of
   their elements, the index inputs into it: int32 (n,) for tensors, a `ListBatch` of int32 (n, L) for
@@ -419,7 +434,8 @@ def inputs_from_arrays(at: str, arg: Type, inputs: Any) -> tuple[np.ndarray, Any
   return np.concatenate(pieces).astype(np.float32, copy=False), index
 
 
-def _inputs(at: str, arg: Type, inputs: Any, offset: int) -> tuple[list[np.ndarray], Any, np.ndarray | None]:
+def _inputs(at: str, arg: Type, inputs: ArrayInputs, offset: int
+            ) -> tuple[list[np.ndarray], np.ndarray | ListBatch | EdgeGraphBatch, np.ndarray | None]:
   """(the split's elements, as arrays (k_i, *elem) to be laid end to end in the table at `offset`, the
   split's index inputs, per example lengths or None)."""
   if isinstance(arg, TensorType):
@@ -461,7 +477,7 @@ def _inputs(at: str, arg: Type, inputs: Any, offset: int) -> tuple[list[np.ndarr
   return nodes, batch, lengths
 
 
-def _list_items(at: str, elem: TensorType, inputs: Any) -> list[np.ndarray]:
+def _list_items(at: str, elem: TensorType, inputs: ArrayInputs) -> list[np.ndarray]:
   """The real elements of each list example, checked."""
   if isinstance(inputs, ListBatch):
     values = _array(at, "inputs' values", inputs.values)
@@ -498,7 +514,7 @@ def _list_items(at: str, elem: TensorType, inputs: Any) -> list[np.ndarray]:
   return items
 
 
-def _graph_items(at: str, elem: TensorType, inputs: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+def _graph_items(at: str, elem: TensorType, inputs: ArrayInputs) -> list[tuple[np.ndarray, np.ndarray]]:
   """(node values (N_i, *elem), edges (E_i, 2) as (sender, receiver)) of each graph, checked."""
   if isinstance(inputs, (dict, np.ndarray)) or not isinstance(inputs, (list, tuple)):
     raise ValueError(f"{at}: inputs of a Graph type must be a sequence of graphs, each a dict with \"nodes\" "
@@ -550,7 +566,7 @@ def _edges(at: str, what: str, graph: Mapping, n: int) -> np.ndarray:
   return np.asarray(pairs, np.int64).reshape(-1, 2)
 
 
-def _targets(at: str, output: Type, targets: Any, lengths: np.ndarray | None, n: int) -> np.ndarray:
+def _targets(at: str, output: Type, targets: npt.ArrayLike, lengths: np.ndarray | None, n: int) -> np.ndarray:
   """The split's targets, checked against the output type and laid out for Tune."""
   if isinstance(output, (ListType, GraphType)):
     elem = output.elem

@@ -9,16 +9,21 @@ asked.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hx.data.errors import DataFormatError, DataNotFoundError
 
+if TYPE_CHECKING:
+  import types
+
+  from tensorflow_datasets.core import DatasetBuilder
+
 __all__ = ["load_tfds", "tfds_split"]
 
 
-def _import_tfds(dataset: str, flag: str, reading: str = "") -> Any:
+def _import_tfds(dataset: str, flag: str, reading: str = "") -> types.ModuleType:
   try:
     import tensorflow_datasets as tfds  # noqa: PLC0415 - optional dependency
   except ImportError as e:
@@ -40,7 +45,8 @@ def _first_line(e: BaseException) -> str:
   return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
 
 
-def _builder(tfds: Any, name: str, dataset: str, flag: str, data_dir: str | None, download: bool) -> Any:
+def _builder(tfds: types.ModuleType, name: str, dataset: str, flag: str, data_dir: str | None,
+             download: bool) -> DatasetBuilder:
   """The tfds builder of `name` in `data_dir`, prepared (by `download_and_prepare` only if `download`).
 
   Raises:
@@ -66,8 +72,8 @@ def _builder(tfds: Any, name: str, dataset: str, flag: str, data_dir: str | None
   return builder
 
 
-def _read(tfds: Any, builder: Any, name: str, dataset: str, flag: str, data_dir: str | None, split: str,
-          keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+def _read(tfds: types.ModuleType, builder: DatasetBuilder, name: str, dataset: str, flag: str,
+          data_dir: str | None, split: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
   """The features `keys` of every example of `split`, as tfds stores them: {key: array (n, ...)}.
 
   Raises:
