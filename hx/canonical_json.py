@@ -22,14 +22,13 @@ import dataclasses
 import hashlib
 import json
 import math
-from typing import Any
 
 from hx.jsonread import JsonValue
 
 __all__ = ["jsonable", "canonical_json", "content_key", "text_key"]
 
 
-def jsonable(x: Any) -> JsonValue:
+def jsonable(x: object) -> JsonValue:
   """`x` as plain JSON values: dataclasses (every field, in field order) and dicts as objects (keys as
   text), lists and tuples as arrays, a non-finite float as its text ("nan", "inf", "-inf"), anything
   else (types, programs, paths) as its text (`str`)."""
@@ -46,7 +45,7 @@ def jsonable(x: Any) -> JsonValue:
   return str(x)
 
 
-def canonical_json(x: Any) -> str:
+def canonical_json(x: object) -> str:
   """The canonical JSON text of `x` (`jsonable`'s values): keys sorted, no spaces (separators "," and
   ":"), ASCII only (other characters escaped); equal values give equal texts."""
   return json.dumps(jsonable(x), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
@@ -57,6 +56,6 @@ def text_key(text: str) -> str:
   return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-def content_key(x: Any) -> str:
+def content_key(x: object) -> str:
   """The hash of `x`'s canonical JSON (`text_key(canonical_json(x))`): what names a file saved for `x`."""
   return text_key(canonical_json(x))
