@@ -68,7 +68,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hx.baselines.networks import Architecture
+from hx.baselines.networks import Architecture, Network
 from hx.compile import ModuleConfig, TuneConfig, compile_program
 from hx.compile.executables import apply_for, resolve_objective
 from hx.compile.losses import Objective, item_loss
@@ -358,13 +358,14 @@ class ContinualNet:
     return {"replay": tuple(heads)}
 
 
-def learn(method: str, task: Task, position: int, arch: Architecture,
-          modules: Mapping[str, Mapping[str, chex.ArrayTree]], state: ContinualState,
+def learn(method: str, task: Task, position: int, network: Network, state: ContinualState,
           settings: ContinualSettings, score: float | None, config: ModuleConfig) -> ContinualState:
-  """The state after `task` was learned with the network `modules` (role -> {"params", "batch_stats"}):
-  its trunk the latest of its kind, its head frozen, and its memory (replay) or Fisher and anchor (EWC).
-  A run resumed from saved networks rebuilds its state through this, task by task."""
-  modules = jax.tree.map(np.asarray, dict(modules))
+  """The state after `task` was learned with `network` (its architecture, and its modules role ->
+  {"params", "batch_stats"}): its trunk the latest of its kind, its head frozen, and its memory (replay)
+  or Fisher and anchor (EWC). A run resumed from saved networks rebuilds its state through this, task by
+  task."""
+  arch = network.architecture
+  modules = jax.tree.map(np.asarray, dict(network.modules))
   enc = arch.encoder
   memory = fisher = anchor = None
   if method == "replay":

@@ -414,8 +414,7 @@ def continual(method: str, task: Task, state: ContinualState, config: ModuleConf
   result = _run(method, task, trunk_and_head, tune_config, seed, checkpoint_dir)
   if result.network is None:
     return result, state
-  return result, learn(method, task, position, arch, result.network.modules, state, settings,
-                       result.test_score, config)
+  return result, learn(method, task, position, result.network, state, settings, result.test_score, config)
 
 
 

@@ -20,15 +20,16 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from hx.compile.batching import num_examples
 from hx.process_memory import process_memory
 from hx.synth.jsonfiles import read_record, write_json
 from hx.synth.run_directory import RECORD_VERSION, fraction_file, task_dir
 
-__all__ = ["RECORD_VERSION", "task_dir", "fraction_file", "record_path", "write_json", "baseline_record",
-           "load_records", "network_version", "work_seconds", "RESCORED_FILE", "read_rescored"]
+__all__ = ["RECORD_VERSION", "task_dir", "fraction_file", "record_path", "write_json", "RecordPlace",
+           "baseline_record", "load_records", "network_version", "work_seconds", "RESCORED_FILE",
+           "read_rescored"]
 
 RESCORED_FILE = "rescored.json"
 """A continual baseline's re-scores after the run's last task, in `<method>/seed_<S>/` (`read_rescored`)."""
@@ -61,25 +62,40 @@ def network_version(network: Any) -> str | None:
   return h.hexdigest()
 
 
-def baseline_record(result: Any, task: Any, *, method: str, sequence: str, instance: int, index: int,
-                    fraction: float, seed: int, tune_config: Any, starts_from: list[dict] | None = None,
-                    extra: dict | None = None) -> dict:
-  """The JSON record of one baseline training (`hx.baselines.BaselineResult`) on `task`.
+class RecordPlace(NamedTuple):
+  """Where a record stands in an evaluation (`baseline_record`'s fields of the same names).
+
+  Attributes:
+    sequence: str, the sequence's name.
+    instance: int, the sequence's instantiation (its `seed_<S>` directory).
+    index: int, the task's position in the sequence, from 1.
+    fraction: float, the fraction of the task's training data trained on.
+    seed: int, the training seed.
+  """
+  sequence: str
+  instance: int
+  index: int
+  fraction: float
+  seed: int
+
+
+def baseline_record(result: Any, task: Any, place: RecordPlace, tune_config: Any, *,
+                    starts_from: list[dict] | None = None, extra: dict | None = None) -> dict:
+  """The JSON record of one baseline training (`hx.baselines.BaselineResult`, whose method it names) on
+  `task`.
 
   Args:
-    method: the baseline.
-    sequence, instance, index, fraction: which run it is (index 1-based).
-    seed: the training seed.
+    place: which run it is.
     tune_config: the training settings used.
     starts_from: the earlier networks it used ({"task", "version"} each): LLT's sources, PNN's frozen
       columns, the graph baseline's regressor.
     extra: more fields (e.g. "same_as", "structure_from").
   """
   rec = {
-      "record_version": RECORD_VERSION, "method": method,
-      "sequence": sequence, "instance": instance, "task_index": index, "task": task.name,
-      "task_kind": task.spec.kind, "type": str(task.type), "metric": task.metric, "fraction": fraction,
-      "seed": seed,
+      "record_version": RECORD_VERSION, "method": result.method,
+      "sequence": place.sequence, "instance": place.instance, "task_index": place.index, "task": task.name,
+      "task_kind": task.spec.kind, "type": str(task.type), "metric": task.metric, "fraction": place.fraction,
+      "seed": place.seed,
       "data": {"datasets": list(task.datasets), "synthetic": bool(task.synthetic),
                "train": int(len(task.train.targets)), "val": int(len(task.val.targets)),
                "test": int(len(task.test.targets))},

@@ -53,6 +53,7 @@ from hx.data import read_data_sets
 from hx.evaluation.config import ConfigError, EvalConfig
 from hx.evaluation.records import (
   RESCORED_FILE,
+  RecordPlace,
   baseline_record,
   network_version,
   read_rescored,
@@ -367,9 +368,8 @@ class _Runner:
     if fraction == self.largest and result.network is not None and method != "standalone_with_fold":
       self.keep_network(method, instance, index, result.network)
     if write:
-      rec = baseline_record(result, task, method=method, sequence=c.sequence, instance=instance,
-                            index=index + 1, fraction=fraction, seed=seed, tune_config=tune_config,
-                            starts_from=starts_from, extra=extra)
+      place = RecordPlace(c.sequence, instance, index + 1, fraction, seed)
+      rec = baseline_record(result, task, place, tune_config, starts_from=starts_from, extra=extra)
       self.write(method, instance, index, fraction, full, rec)
     else:
       logging.info("%s %s: network rebuilt from its record by training it again: validation %.6g", method,
@@ -451,8 +451,8 @@ class _Runner:
         raise RuntimeError(f"{method} on task {index + 1} needs the network of task {j + 1}, which is "
                            "missing")
       if network.architecture.kind != "graph":
-        state = baselines.continual_learn(method, seq.build(j), j, network.architecture, network.modules,
-                                          state, baselines.ContinualSettings(), None, c.module_config)
+        state = baselines.continual_learn(method, seq.build(j), j, network, state,
+                                          baselines.ContinualSettings(), None, c.module_config)
       done[j] = state
     extra, strength = {}, None
     if method == "ewc":
