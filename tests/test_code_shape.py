@@ -1,18 +1,29 @@
 """The shape of hx's code, checked from its source: no file over 800 lines, no function over 60 lines of
-code (docstring, comments and blank lines aside), no class name defined twice, and no public name (one a
-module lists in `__all__`) assigned in two modules, so that one concept has one definition."""
+code (docstring, comments and blank lines aside), at most 8 functions of more than 8 parameters and none
+of more than 12, annotations that name their types (`Any` in at most `MAX_ANY` of them), no class name
+defined twice, and no public name (one a module lists in `__all__`) assigned in two modules, so that one
+concept has one definition."""
 
 from __future__ import annotations
 
 import ast
 import collections
 import io
+import re
 import tokenize
 from pathlib import Path
 
 HX = Path(__file__).resolve().parents[1] / "hx"
 MAX_LINES = 60
 MAX_FILE_LINES = 800
+MAX_PARAMETERS = 12
+WIDE = 8
+"""A function of more than `WIDE` parameters is wide; at most `MAX_WIDE` are (the public entry points whose
+keywords users pass: `hx.synthesize`, `run_sequence`, `EvalConfig.make`, `task_from_arrays`, ...)."""
+MAX_WIDE = 8
+MAX_ANY = 30
+"""`Any` in hx's annotations (parameters, returns, annotated assignments and fields): where a value really
+is of no one type (forwarded keywords, shape-only trees), not where a type has a name."""
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -61,6 +72,54 @@ def test_no_file_is_over_800_lines():
   long = {str(p.relative_to(HX.parent)): n for p in sorted(HX.rglob("*.py"))
           if (n := len(p.read_text("utf-8").splitlines())) > MAX_FILE_LINES}
   assert long == {}
+
+
+def parameter_count(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+  """A function's parameters, positional and keyword-only, with *args and **kwargs, self and cls aside."""
+  a = node.args
+  named = [p for p in a.posonlyargs + a.args + a.kwonlyargs if p.arg not in ("self", "cls")]
+  return len(named) + (a.vararg is not None) + (a.kwarg is not None)
+
+
+def test_parameter_count_counts_every_kind_of_parameter_but_self():
+  source = "class C:\n  def f(self, a, /, b, *c, d, **e):\n    pass\n"
+  assert parameter_count(ast.parse(source).body[0].body[0]) == 5
+
+
+def test_few_functions_take_more_than_eight_parameters_and_none_more_than_twelve():
+  counts = {f"{name}:{node.lineno} {node.name}": parameter_count(node) for name, tree in _modules().items()
+            for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+  wide = {k: n for k, n in counts.items() if n > WIDE}
+  assert {k: n for k, n in wide.items() if n > MAX_PARAMETERS} == {}
+  assert len(wide) <= MAX_WIDE, sorted(wide.items(), key=lambda kv: -kv[1])
+
+
+def annotation_anys(tree: ast.Module) -> int:
+  """How many times `Any` is named in `tree`'s annotations (of parameters, returns, annotated
+  assignments), string annotations included."""
+  count = 0
+  for node in ast.walk(tree):
+    annotations = []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+      a = node.args
+      annotations = [p.annotation for p in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]
+                     if p is not None and p.annotation is not None]
+      annotations += [node.returns] if node.returns is not None else []
+    elif isinstance(node, ast.AnnAssign):
+      annotations = [node.annotation]
+    for x in annotations:
+      text = x.value if isinstance(x, ast.Constant) and isinstance(x.value, str) else ast.unparse(x)
+      count += len(re.findall(r"\bAny\b", text))
+  return count
+
+
+def test_annotation_anys_counts_string_and_nested_annotations():
+  source = "def f(a: Any, b: 'dict[str, Any]') -> list[Any]:\n  c: Any = 1\n"
+  assert annotation_anys(ast.parse(source)) == 4
+
+
+def test_annotations_name_their_types():
+  assert sum(annotation_anys(tree) for tree in _modules().values()) <= MAX_ANY
 
 
 def test_no_class_name_is_defined_twice():
