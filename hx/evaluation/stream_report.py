@@ -13,8 +13,22 @@ from hx.atomic import write_text
 from hx.baselines.continual import CONTINUAL
 from hx.evaluation.config import method_label
 from hx.evaluation.records import load_records
-from hx.evaluation.stream_forgetting import Forgetting, _forgettings, continual_forgetting, rescore_winners
-from hx.evaluation.stream_memory import LibraryPoint, library_growth, memory_growth, process_memory_after
+from hx.evaluation.stream_forgetting import (
+  Forgetting,
+  _forgettings,
+  continual_forgetting,
+  keep_rescores,
+  kept_rescores,
+  rescore_winners,
+)
+from hx.evaluation.stream_memory import (
+  LibraryPoint,
+  keep_sizes,
+  library_growth,
+  memory_growth,
+  process_memory_after,
+  saved_libraries,
+)
 from hx.evaluation.stream_metrics import TaskRow, _instance, task_rows
 from hx.evaluation.stream_plots import plot_stream
 from hx.evaluation.stream_repeats import (
@@ -235,15 +249,26 @@ def write_stream_report(config: EvalConfig, directory: os.PathLike | str,
   """Measures the run in `directory` (the stream modules' rows, memory, re-scores and summary), writes
   the plots and `stream.md` (`stream_section`, after a title) into it; returns stream.md's path.
 
+  The run's libraries (`<houdini>/seed_S/libraries/after_TT`) and networks (`<baseline>/seed_S/networks/
+  after_TT`) are not committed: what the report measures of them is kept beside the records as it is
+  made where they are, HOUDINI's re-scores in `<houdini>/seed_S/rescored.json` (`keep_rescores`) and the
+  library's and networks' sizes per task in `<method>/seed_S/sizes.json` (`keep_sizes`), and read where
+  they are absent. So stream.md and plots/stream_*.png rebuild byte for byte, with no library or network,
+  from these files of the run: settings.json, every `*/seed_S/settings.json`, the records
+  (`*/seed_S/records/*/fraction_*.json`), `*/seed_S/rescored.json` (HOUDINI's and the continual
+  learners'), `*/seed_S/sizes.json` and `ewc/seed_S/ewc_strength.json`.
+
   Args:
     config: the run's `hx.EvalConfig` (for re-scoring).
     directory: the run's directory.
     plan: the stream's `hx.data.stream_plan` (for the relations), or None.
-    rescore: re-score HOUDINI's winners (`rescore_winners`; needs the run's libraries and data). Replay's
-      and EWC's re-scores are read from the run (`continual_forgetting`), whatever `rescore` says.
+    rescore: re-score HOUDINI's winners where the run's libraries are here (`rescore_winners`; needs
+      them and the data) and keep the re-scores; without (or where the libraries are absent), the kept
+      re-scores are read, if any. Replay's and EWC's re-scores are read from the run
+      (`continual_forgetting`), whatever `rescore` says.
 
   Raises:
-    ValueError: the directory holds no record.
+    ValueError: the directory holds no record, or a kept file is not readable (its path named).
   """
   directory = Path(directory)
   records = load_records(directory) if directory.is_dir() else []
@@ -252,9 +277,15 @@ def write_stream_report(config: EvalConfig, directory: os.PathLike | str,
   rows = task_rows(records)
   instance = _instance(records, None)
   houdini = next((m for m in sorted({r["method"] for r in records}) if m.startswith("houdini_")), None)
+  keep_sizes(records, directory, instance)
   library = library_growth(directory, houdini, instance) if houdini else []
   memory = memory_growth(records, directory, instance)
-  forgetting = [rescore_winners(config, directory, houdini, instance)] if rescore and library else []
+  forgetting = []
+  if houdini and rescore and saved_libraries(directory, houdini, instance):
+    forgetting.append(rescore_winners(config, directory, houdini, instance))
+    keep_rescores(directory, forgetting[0], max(config.fractions))
+  elif houdini and (kept := kept_rescores(directory, houdini, instance)) is not None:
+    forgetting.append(kept)
   forgetting += [f for m in CONTINUAL if (f := continual_forgetting(directory, m, instance)) is not None]
   summaries = summary(rows, memory, plan, forgetting)
   plot_stream(directory, rows, memory, library)

@@ -10,7 +10,13 @@ import json
 import pytest
 
 from hx.evaluation.records import RESCORED_FILE, read_rescored
-from hx.evaluation.stream_forgetting import Forgetting, Rescored, continual_forgetting
+from hx.evaluation.stream_forgetting import (
+  Forgetting,
+  Rescored,
+  continual_forgetting,
+  keep_rescores,
+  kept_rescores,
+)
 from hx.evaluation.stream_metrics import TaskRow
 from hx.evaluation.stream_report import stream_section
 from hx.evaluation.stream_summary import summary
@@ -94,6 +100,20 @@ def test_the_interval_is_1_96_standard_errors_of_the_mean():
   assert interval([10.0, 20.0, 30.0, None]) == pytest.approx(1.96 * 10.0 / 3 ** 0.5)
   assert interval([5.0]) is None and interval([]) is None
 
+
+
+def test_houdinis_rescores_are_kept_and_read_back_exactly(tmp_path):
+  rows = (Rescored(1, "t1", "lib.nn_1", 12.343013427390817, 12.343013427390818, 12.343013427390818
+                   - 12.343013427390817, True, "rmse"),
+          Rescored(2, "t2", "compose(lib.nn_2, lib.nn_1)", 11.0, 13.5, 2.5, False, "error"))
+  forgetting = Forgetting("houdini_topdown", 0, 2, rows)
+  path = keep_rescores(tmp_path, forgetting, 1.0)
+  assert path == tmp_path / "houdini_topdown" / "seed_0" / RESCORED_FILE
+  assert kept_rescores(tmp_path, "houdini_topdown", 0) == forgetting
+  assert kept_rescores(tmp_path, "houdini_bottomup", 0) is None
+  _write(tmp_path, "houdini_bottomup")  # a continual learner's form: no "program"
+  with pytest.raises(ValueError, match=r"rescored\.json: not HOUDINI's re-scores"):
+    kept_rescores(tmp_path, "houdini_bottomup", 0)
 
 def test_a_damaged_rescored_file_is_named(tmp_path):
   folder = tmp_path / "ewc" / "seed_0"

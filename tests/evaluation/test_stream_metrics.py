@@ -161,6 +161,38 @@ def test_the_library_growth_is_in_task_order_past_task_99(tmp_path):
   assert [p.index for p in library_growth(tmp_path)] == [9, 10, 11, 100]
 
 
+
+def test_the_sizes_kept_stand_in_for_the_libraries_and_networks_a_clone_lacks(tmp_path):
+  import shutil
+
+  from hx.evaluation.stream_memory import keep_sizes
+
+  seed = tmp_path / "houdini_topdown" / "seed_0"
+  for index, entries in ((1, 1), (2, 3)):
+    folder = seed / "libraries" / f"after_{index:02d}"
+    folder.mkdir(parents=True)
+    entry = {"structure": {"w": {"array": {"dtype": "float32", "shape": [3, 4]}}}, "bytes": 60}
+    (folder / "library.json").write_text(json.dumps({"entries": [entry] * entries}))
+  records = [{"method": m, "instance": 0, "fraction": 1.0, "task_index": i, "parameters": 10}
+             for m in ("houdini_topdown", "standalone") for i in (1, 2)]
+  saved = tmp_path / "standalone" / "seed_0" / "networks" / "after_01"
+  saved.mkdir(parents=True)
+  (saved / "network.json").write_text(json.dumps({"bytes": 123}))  # task 2's not saved: 4 a parameter
+  library, networks = library_growth(tmp_path), network_growth(records, tmp_path, "standalone")
+  assert library == [LibraryPoint(1, 1, 12, 60), LibraryPoint(2, 3, 36, 180)]
+  assert [p.bytes for p in networks] == [123, 163]
+  written = keep_sizes(records, tmp_path)
+  assert [p.relative_to(tmp_path).as_posix() for p in written] == ["houdini_topdown/seed_0/sizes.json",
+                                                                   "standalone/seed_0/sizes.json"]
+  assert keep_sizes(records, tmp_path) == []  # the same sizes: not written again
+  shutil.rmtree(seed / "libraries")
+  shutil.rmtree(tmp_path / "standalone" / "seed_0" / "networks")
+  assert library_growth(tmp_path) == library and network_growth(records, tmp_path, "standalone") == networks
+  assert keep_sizes(records, tmp_path) == []  # nothing measured here: what was kept stays
+  (seed / "sizes.json").write_text('{"tasks": [{"index": 1}]}')
+  with pytest.raises(ValueError, match=r"sizes\.json: not a list of tasks' sizes"):
+    library_growth(tmp_path)
+
 def _row(index, method, program, search=None, wall=1.0, test=1.0):
   return TaskRow(index=index, task=f"t{index}", method=method, metric="error", test=test, transfer=None,
                  wall_seconds=wall, work_seconds=wall, candidates=1, trained=1, parameters=None,

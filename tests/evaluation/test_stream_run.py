@@ -3,7 +3,10 @@ standalone network, then its metrics (`hx.evaluation.stream_metrics`), forgettin
 
 from __future__ import annotations
 
+import json
 import re
+
+import pytest
 
 import hx
 from hx.data import Sources, StreamSettings, long_stream, stream_plan
@@ -85,3 +88,53 @@ def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
 
   # The runner resumes by its records: nothing is left to do.
   assert hx.evaluate(config, directory).already_finished
+
+
+def _committed(run, clone):
+  """Copies into `clone` the files of `run` that a commit keeps (write_stream_report's docstring): the
+  settings, records, kept re-scores and sizes, EWC's strength and report.md; no library, network or
+  checkpoint, nor stream.md and the plots, which are to be rebuilt."""
+  import shutil
+
+  kept = ["settings.json", "report.md", "*/seed_*/settings.json", "*/seed_*/records/*/fraction_*.json",
+          "*/seed_*/rescored.json", "*/seed_*/sizes.json", "ewc/seed_*/ewc_strength.json"]
+  for pattern in kept:
+    for path in run.glob(pattern):
+      (clone / path.relative_to(run)).parent.mkdir(parents=True, exist_ok=True)
+      shutil.copy2(path, clone / path.relative_to(run))
+
+
+@pytest.mark.slow  # trains a 4-task stream under four methods, and EWC's strength on its first tasks
+def test_the_stream_report_rebuilds_byte_for_byte_from_the_committed_files(tmp_path):
+  stream = long_stream(0, 4, TINY, SOURCES)
+  plan = stream_plan(0, 4, TINY)
+  config = hx.EvalConfig.make(stream, methods=["houdini", "standalone", "replay", "ewc"], fractions=[1.0],
+                              seeds=[0], budget={"candidates": 2})
+  run = tmp_path / "run"
+  assert hx.evaluate(config, run).finished
+  made = write_stream_report(config, run, plan).read_text("utf-8")
+  # What the libraries and networks alone measure is kept beside the records.
+  kept = json.loads((run / "houdini_topdown" / "seed_0" / "rescored.json").read_text())
+  assert kept["after"] == 4 and [t["index"] for t in kept["tasks"]] == [1, 2, 3, 4]
+  growth = library_growth(run)
+  sizes = json.loads((run / "houdini_topdown" / "seed_0" / "sizes.json").read_text())["tasks"]
+  assert [(t["index"], t["functions"], t["parameters"], t["bytes"]) for t in sizes] == \
+      [(p.index, p.functions, p.parameters, p.bytes) for p in growth]
+  networks = json.loads((run / "standalone" / "seed_0" / "sizes.json").read_text())["tasks"]
+  assert [t["index"] for t in networks] == [1, 2, 3, 4]
+  assert not (run / "replay" / "seed_0" / "sizes.json").exists()  # its memory is its records'
+  assert "largest change of a test score" in made and "Every earlier task of EWC" in made
+
+  clone = tmp_path / "clone"
+  _committed(run, clone)
+  assert not list(clone.rglob("libraries")) and not list(clone.rglob("networks"))
+  before = sorted(p for p in clone.rglob("*") if p.is_file())
+  assert write_stream_report(config, clone, plan).read_text("utf-8") == made
+  for name in ("stream.md", "plots/stream_scores.png", "plots/stream_cost.png", "plots/stream_memory.png"):
+    assert (clone / name).read_bytes() == (run / name).read_bytes(), name
+  # Nothing kept is written again where the libraries and networks are absent.
+  assert sorted(p for p in clone.rglob("*") if p.is_file() and p.parent.name != "plots"
+                and p.name != "stream.md") == before
+  # Without re-scoring, the run itself reads HOUDINI's kept re-scores: the same report.
+  (run / "stream.md").unlink()
+  assert write_stream_report(config, run, plan, rescore=False).read_text("utf-8") == made
