@@ -8,6 +8,7 @@ import pytest
 
 from benchmarks.studies.curve_replay import replay, stop_by_patience
 from hx.compile import TuneConfig
+from hx.synth.executors import Local
 from hx.synth.schedules.halving import Halving
 from tests.synth.test_parallel import name, run
 
@@ -38,8 +39,8 @@ def test_equal_time_cannot_be_replayed():
 def test_a_full_runs_curves_replay_a_real_halving_run():
   """The uninterrupted curves replay the schedule: the same epochs per candidate, the same winner."""
   config = TuneConfig(epochs=4, batch_size=50)
-  full = run("local", candidates=4, config=config)
-  halved = run("local", candidates=4, schedule=Halving(first=1, eta=2), config=config)
+  full = run(Local(), candidates=4, config=config)
+  halved = run(Local(), candidates=4, schedule=Halving(first=1, eta=2), config=config)
   in_order = sorted(full.ranked, key=lambda x: x.order)
   replayed = replay([x.val_history for x in in_order], Halving(first=1, eta=2), config.epochs)
   assert replayed == tuple({x.order: x.epochs_run for x in halved.ranked}[x.order] for x in in_order)
