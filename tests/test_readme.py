@@ -229,19 +229,27 @@ def test_the_headline_parsers_read_a_results_table(tmp_path):
 
 @pytest.mark.slow
 def test_the_streams_figures_are_its_reports():
-  stream = (ROOT / "benchmarks" / "stream" / "length_100_seed_0" / "stream.md").read_text("utf-8")
-  row = r"^\| (HOUDINI \(top-down\)|standalone|low-level transfer) \| 100 \| ([\d.]+%) \| ([\d.]+) \|"
-  rows = {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(row, stream, re.M)}
-  assert len(rows) == 3, rows
+  # The README's stream figures are the committed CTrL-size run's stream.md, read back here.
+  stream = (ROOT / "benchmarks" / "stream" / "length_100_seed_0_ctrl" / "stream.md").read_text("utf-8")
+  names = ("HOUDINI (top-down)", "standalone", "low-level transfer", "experience replay", "EWC")
+  row = r"^\| ([^|]+) \| 100 \| ([\d.]+%) ± [\d.]+ \| ([\d.]+) ± [\d.]+ \| [^|]+ \| ([^|]+) \|"
+  rows = {m.group(1): m.groups()[1:] for m in re.finditer(row, stream, re.M)}
+  assert set(names) <= set(rows), rows
   text = " ".join(TEXT.split())
-  (h_err, h_rmse), (s_err, s_rmse), (l_err, l_rmse) = (rows[k] for k in ("HOUDINI (top-down)", "standalone",
-                                                                         "low-level transfer"))
-  assert (f"HOUDINI's mean test error is {h_err} (the standalone network {s_err}, low-level transfer "
-          f"{l_err}) and its mean RMSE {h_rmse} ({s_rmse}, {l_rmse})") in text
-  reuse = re.search(r"Of the (\d+) tasks that repeat an earlier one .*? a function the repeated task's "
-                    r"winner computes with on \*\*(\d+)\*\*", stream)
-  assert f"{reuse.group(2)} of the {reuse.group(1)} repeated tasks reuse the functions" in text
-  assert "largest change of a test score **0**" in stream and "with no forgetting" in text
+  (h, s, low, replay, ewc) = (rows[k] for k in names)
+  assert (f"mean error HOUDINI **{h[0]}**") in text and f"standalone {s[0]}, low-level transfer {low[0]}, " \
+         f"replay {replay[0]}, EWC {ewc[0]}" in text
+  rmses = sorted(float(r[1]) for r in (s, low, replay, ewc))
+  assert f"mean RMSE {h[1]} against {rmses[0]:.2f}-{rmses[-1]:.2f}" in text
+  assert float(h[1]) < rmses[0]
+  forgetting = {k: rows[k][2].split(" / ")[0] for k in names}
+  assert forgetting["HOUDINI (top-down)"] == "+0.00" and "forgetting 0 for HOUDINI" in text
+  assert f"{forgetting['experience replay']} and {forgetting['EWC']} error points for replay and EWC" in text
+  assert "largest change of a test score **0**" in stream
+  search = re.search(r"^\| search .*\(([\d.]+)x; ([\d.]+)x\) \|$", stream, re.M)
+  assert f"Its search at task 100 costs {search.group(2)}x tasks 10-20's" in text
+  memory = re.search(r"after task 100: \d+ MB \(\*\*([\d.]+)x\*\*\)", stream)
+  assert f"memory grew {memory.group(1)}x from task 20" in text
 
 
 def test_the_python_example_runs(tmp_path, monkeypatch):
