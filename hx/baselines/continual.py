@@ -84,7 +84,7 @@ if TYPE_CHECKING:
   from hx.lang.values import Batch
 
 __all__ = ["CONTINUAL", "ContinualSettings", "Memory", "Learned", "ContinualState", "trunk_key", "remember",
-           "replay_counts", "fisher_diagonal", "ewc_penalty", "ContinualNet", "learn", "rescore",
+           "replay_counts", "fisher_diagonal", "stacked", "ewc_penalty", "ContinualNet", "learn", "rescore",
            "rescore_networks", "footprint", "DEFAULT_SETTINGS"]
 
 CONTINUAL = ("replay", "ewc")
@@ -200,20 +200,27 @@ def fisher_diagonal(loss: Callable[[chex.ArrayTree, chex.ArrayTree, jax.Array], 
   return jax.tree.map(lambda s: s / n, total)
 
 
-def ewc_penalty(params: chex.ArrayTree, anchors: Sequence[tuple[chex.ArrayTree, chex.ArrayTree]],
+def stacked(trees: Sequence[chex.ArrayTree]) -> chex.ArrayTree:
+  """The pytrees `trees` (one structure, one shape per leaf) as one, each leaf with a new leading axis
+  (K, *shape): K earlier tasks' arrays as one argument of a step, whose program then does not grow with K."""
+  return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *trees)
+
+
+def ewc_penalty(params: chex.ArrayTree, anchors: tuple[chex.ArrayTree, chex.ArrayTree] | None,
                 strength: jax.typing.ArrayLike) -> jax.Array:
-  """(strength / 2) * sum over (fisher, anchor) in `anchors` of sum_i fisher_i (params_i - anchor_i) ** 2.
+  """(strength / 2) * sum_k sum_i fisher_k,i * (params_i - anchor_k,i) ** 2 over the K earlier tasks.
 
   Args:
-    params: a pytree of arrays; each fisher and anchor the same pytree.
-    anchors: (fisher, anchor) per earlier task.
+    params: a pytree of arrays.
+    anchors: (fishers, anchors), each a pytree shaped as `params` with a leading axis K (`stacked` of the
+      tasks' Fishers and of their parameters), or None: no earlier task (0).
     strength: lambda, a float or a float32 scalar array.
   """
-  total = jnp.float32(0.0)
-  for fisher, anchor in anchors:
-    terms = jax.tree.map(lambda f, p, a: jnp.sum(f * jnp.square(p - a)), fisher, params, anchor)
-    total = total + sum(jax.tree.leaves(terms), jnp.float32(0.0))
-  return 0.5 * jnp.asarray(strength, jnp.float32) * total
+  if anchors is None:
+    return jnp.float32(0.0)
+  fishers, points = anchors
+  terms = jax.tree.map(lambda f, p, a: jnp.sum(f * jnp.square(p[None] - a)), fishers, params, points)
+  return 0.5 * jnp.asarray(strength, jnp.float32) * sum(jax.tree.leaves(terms), jnp.float32(0.0))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -272,24 +279,63 @@ def _variables(compiled: CompiledProgram, modules: Mapping[str, Mapping[str, che
           "batch_stats": tuple(modules[n]["batch_stats"] for n in compiled.fresh_slots)}
 
 
-class _Earlier:
-  """An earlier task's network as the replay loss applies it: its compiled program, trunk slot and
-  logits-resolved objective."""
+def _shapes(tree: chex.ArrayTree) -> tuple:
+  return tuple((np.shape(x), np.asarray(x).dtype.str) for x in jax.tree.leaves(tree))
 
-  def __init__(self, learned: Learned, config: ModuleConfig):
+
+class _Replayed:
+  """Earlier tasks the replay loss applies alike, as one vectorised call: the same network structure
+  (compiled program, trunk slot, logits-resolved objective), memory examples drawn per step (`count`)
+  and memory shapes. `positions` are their places among the earlier tasks sharing the trunk (from 0),
+  which seed their draws."""
+
+  def __init__(self, learned: Learned, config: ModuleConfig, count: int):
     arch = learned.architecture
     self.compiled = compile_program(arch.program, arch.fresh_types, config)
     self.slot = _slot(self.compiled, arch.encoder)
     self.objective = resolve_objective(self.compiled, learned.objective)
     self.apply = apply_for(self.compiled, self.objective)
+    self.count = count
+    self.positions: list[int] = []
+
+  def key(self, learned: Learned) -> tuple:
+    """What tasks replayed as one call share (this one's with `learned`'s memory)."""
+    memory = learned.memory
+    return (self.compiled.key, self.objective, self.count, _shapes((memory.inputs, memory.targets)))
+
+  def head(self, learned: Learned) -> dict:
+    """The task's frozen variables ({"params", "batch_stats"} slot tuples), its trunk slot empty (the step's
+    trunk goes there)."""
+    modules = {**dict(learned.head), self.compiled.fresh_slots[self.slot]: {"params": (), "batch_stats": ()}}
+    return _variables(self.compiled, modules)
+
+  def loss(self, held: Mapping[str, chex.ArrayTree], trunk_params: chex.ArrayTree,
+           trunk_stats: chex.ArrayTree, rng: jax.Array) -> jax.Array:
+    """The summed loss of `count` memory examples of each of the group's tasks (drawn uniformly with
+    replacement from its memory, by `fold_in(rng, its position)`), through its head and the trunk, in
+    training mode. `held` is {"head", "inputs", "targets", "position"}, each with a leading axis over the
+    group's tasks."""
+
+    def one(head: chex.ArrayTree, inputs: Batch, targets: jax.Array, position: jax.Array) -> jax.Array:
+      key = jax.random.fold_in(rng, position)
+      idx = jax.random.randint(jax.random.fold_in(key, 0), (self.count,), 0, targets.shape[0])
+      variables = _with_trunk(head, self.slot, trunk_params, trunk_stats)
+      y, _ = self.apply(variables, (), take(inputs, idx), train=True, rng=jax.random.fold_in(key, 1))
+      t = targets[idx].astype(jnp.int32 if self.objective.loss == "ce" else jnp.float32)
+      return jnp.sum(item_loss(self.objective, y, t))
+
+    return jnp.sum(jax.vmap(one)(held["head"], held["inputs"], held["targets"], held["position"]))
 
 
 class ContinualNet:
   """A task's network trained under replay or EWC (an `hx.compile.tuning.Tunable` with a `penalty`).
 
   Its variables are the compiled standalone program's ({"params": slot tuple, "batch_stats": ...});
-  `frozen` is {"replay": ({"head": earlier variables, "inputs", "targets"}, ...)} or {"ewc": ((fisher,
-  anchor), ...), "strength": float32 scalar}; `apply` ignores it and runs the program.
+  `frozen` is {"replay": ({"head", "inputs", "targets", "position"}, ...)}, one entry per group of
+  earlier tasks replayed alike (`_Replayed`), their arrays stacked along a leading axis, or {"ewc":
+  (fishers, anchors) stacked over the earlier tasks or None, "strength": float32 scalar}; `apply`
+  ignores it and runs the program. The step's program grows with the number of such groups, not with the
+  number of earlier tasks, so neither its compiled size nor its time per example grows along a stream.
   """
 
   packs_lists = True
@@ -299,9 +345,14 @@ class ContinualNet:
     self.method, self.arch = method, arch
     self.compiled = compile_program(arch.program, arch.fresh_types, config)
     self.slot = _slot(self.compiled, arch.encoder)
-    self.earlier = tuple(_Earlier(e, config) for e in earlier) if method == "replay" else ()
     self.counts = tuple(counts)
-    structure = tuple((e.compiled.key, e.objective, c) for e, c in zip(self.earlier, self.counts))
+    groups: dict[tuple, _Replayed] = {}
+    if method == "replay":
+      for j, (e, count) in enumerate(zip(earlier, self.counts)):
+        group = _Replayed(e, config, count)
+        groups.setdefault(group.key(e), group).positions.append(j)
+    self.groups = tuple(groups.values())
+    structure = tuple((g.compiled.key, g.objective, g.count, len(g.positions)) for g in self.groups)
     self.key = ("hx.baselines.continual", method, self.compiled.key, structure,
                 len(earlier) if method == "ewc" else 0)
     for name in ("output_activation", "output_slot", "specs", "fresh_slots"):
@@ -327,35 +378,28 @@ class ContinualNet:
     """The replayed memory's mean loss (replay) or the EWC penalty, for the trunk in `params`."""
     if self.method == "ewc":
       return ewc_penalty(params[self.slot], frozen["ewc"], frozen["strength"])
-    if not self.earlier:
+    if not self.groups:
       return jnp.float32(0.0)
-    trunk_stats = state["batch_stats"][self.slot]
-    total = jnp.float32(0.0)
-    for j, (e, count, held) in enumerate(zip(self.earlier, self.counts, frozen["replay"])):
-      key = jax.random.fold_in(rng, j)
-      n = jax.tree.leaves(held["targets"])[0].shape[0]
-      idx = jax.random.randint(jax.random.fold_in(key, 0), (count,), 0, n)
-      variables = _with_trunk(held["head"], e.slot, params[self.slot], trunk_stats)
-      y, _ = e.apply(variables, (), take(held["inputs"], idx), train=True, rng=jax.random.fold_in(key, 1))
-      t = held["targets"][idx].astype(jnp.int32 if e.objective.loss == "ce" else jnp.float32)
-      total = total + jnp.sum(item_loss(e.objective, y, t))
+    trunk, trunk_stats = params[self.slot], state["batch_stats"][self.slot]
+    losses = [g.loss(held, trunk, trunk_stats, rng) for g, held in zip(self.groups, frozen["replay"])]
+    total = sum(losses, jnp.float32(0.0))
     return total / sum(self.counts)
 
   def frozen(self, earlier: Sequence[Learned], strength: float | None) -> dict:
     """The `frozen` argument for the tasks `earlier` (those sharing the trunk, oldest first)."""
     if self.method == "ewc":
-      return {"ewc": tuple((e.fisher, e.anchor) for e in earlier),
-              "strength": np.float32(0.0 if strength is None else strength)}
-    heads = []
-    for e, run in zip(earlier, self.earlier):
-      modules = dict(e.head)
-      spec_init = run.compiled.init(jax.random.key(0))  # the trunk's slot is a placeholder, replaced
-      enc = run.compiled.fresh_slots[run.slot]
-      modules[enc] = {"params": spec_init["params"][run.slot],
-                      "batch_stats": spec_init["batch_stats"][run.slot]}
-      heads.append({"head": _variables(run.compiled, modules), "inputs": e.memory.inputs,
-                    "targets": e.memory.targets})
-    return {"replay": tuple(heads)}
+      anchors = None
+      if earlier:
+        anchors = (stacked([e.fisher for e in earlier]), stacked([e.anchor for e in earlier]))
+      return {"ewc": anchors, "strength": np.float32(0.0 if strength is None else strength)}
+    held = []
+    for g in self.groups:
+      tasks = [earlier[j] for j in g.positions]
+      held.append({"head": stacked([g.head(e) for e in tasks]),
+                   "inputs": stacked([e.memory.inputs for e in tasks]),
+                   "targets": stacked([e.memory.targets for e in tasks]),
+                   "position": np.asarray(g.positions, np.int32)})
+    return {"replay": tuple(held)}
 
 
 def learn(method: str, task: Task, position: int, network: Network, state: ContinualState,

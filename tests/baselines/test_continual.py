@@ -16,12 +16,15 @@ import hx
 from hx import baselines
 from hx.baselines import ENC, MLP
 from hx.baselines.continual import (
+  ContinualNet,
   ContinualSettings,
   ContinualState,
   ewc_penalty,
   fisher_diagonal,
   remember,
   replay_counts,
+  stacked,
+  trunk_key,
 )
 from hx.compile import ModuleConfig, TuneConfig
 from hx.evaluation.config import EvalConfig
@@ -97,13 +100,14 @@ def test_the_ewc_penalty_and_its_gradient_are_those_written_out():
   f2 = {"a": jnp.asarray([1.0, 1.0]), "b": jnp.asarray([[4.0]])}
   t2 = {"a": jnp.ones(2), "b": jnp.zeros((1, 1))}
   # task 1: 2*1 + 0.5*4 + 1*4 = 8; task 2: 0 + 1 + 4*9 = 37; (lambda / 2) * 45 with lambda 3
-  anchors = [(f1, t1), (f2, t2)]
+  anchors = (stacked([f1, f2]), stacked([t1, t2]))
+  assert jax.tree.map(np.shape, anchors[0]) == {"a": (2, 2), "b": (2, 1, 1)}
   assert float(ewc_penalty(params, anchors, 3.0)) == pytest.approx(1.5 * 45)
   grad = jax.grad(ewc_penalty)(params, anchors, 3.0)
   # lambda * sum_k F_k (theta - theta*_k)
   np.testing.assert_allclose(grad["a"], 3.0 * (np.array([2.0, 0.5]) * [1, 2] + np.array([1.0, 1.0]) * [0, 1]))
   np.testing.assert_allclose(grad["b"], 3.0 * np.array([[1.0 * 2 + 4.0 * 3]]))
-  assert float(ewc_penalty(params, [], 3.0)) == 0.0
+  assert float(ewc_penalty(params, None, 3.0)) == 0.0
 
 
 def test_a_networks_fisher_is_the_mean_of_its_per_example_squared_gradients():
@@ -134,6 +138,58 @@ def test_a_networks_fisher_is_the_mean_of_its_per_example_squared_gradients():
   want = jax.tree.map(lambda *g: np.mean(np.square(np.stack(g)), 0), *grads)
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-9), learned.fisher, want)
   jax.tree.map(np.testing.assert_array_equal, learned.anchor, modules[ENC]["params"])
+
+
+def regression(name: str, seed: int, n: tuple[int, int, int] = (120, 60, 60)) -> hx.Task:
+  """A synthetic regression task on (n, WIDTH) vectors (its network shares `labelled`'s trunk)."""
+  rng = np.random.default_rng(seed)
+  splits = []
+  for size in n:
+    x = rng.normal(size=(size, WIDTH)).astype(np.float32)
+    splits.append((x, (x[:, :1] * 2.0).astype(np.float32)))
+  return hx.Task.from_arrays(name, f"Tensor<real>[{WIDTH}] -> Tensor<real>[1]", *splits)
+
+
+def test_the_replayed_loss_is_each_earlier_tasks_loss_written_out():
+  """Four earlier tasks in three groups replayed alike (two heads, two draw counts): the vectorised loss
+  equals the mean over their drawn memory examples of each one's loss through its own head and the
+  step's trunk, each drawn by fold_in(rng, its position)."""
+  tasks = [labelled("a", rule(0), 0), regression("r", 5), labelled("b", rule(1), 1),
+           labelled("c", rule(2), 2)]
+  settings = ContinualSettings(memory_per_task=9)
+  state = ContinualState()
+  for k, task in enumerate(tasks):
+    _, state = baselines.continual("replay", task, state, SIZES, TRAIN, seed=k, settings=settings)
+  new = labelled("d", rule(3), 3)
+  arch = baselines.architecture(new.type, SIZES)
+  counts = replay_counts(6, 4)
+  assert counts == (2, 2, 1, 1)
+  net = ContinualNet("replay", arch, SIZES, state.learned, counts)
+  assert sorted(len(g.positions) for g in net.groups) == [1, 1, 2]  # (a), (r), (b, c): b and c draw one
+  frozen = net.frozen(state.learned, None)
+  variables = net.starting(7, state.trunks[trunk_key(arch)])
+  variables = jax.tree.map(lambda a: a + 0.01, variables)  # a trunk none of them was trained with
+  rng = jax.random.key(11)
+  got = net.penalty(variables["params"], variables, frozen, rng)
+
+  slot = net.slot
+  total = 0.0
+  for j, (e, count) in enumerate(zip(state.learned, counts)):
+    compiled = hx.compile_program(e.architecture.program, e.architecture.fresh_types, SIZES)
+    objective = hx.compile.resolve_objective(compiled, e.objective)
+    apply = hx.compile.executables.apply_for(compiled, objective)
+    params = [e.head[n]["params"] if n in e.head else None for n in compiled.fresh_slots]
+    stats = [e.head[n]["batch_stats"] if n in e.head else None for n in compiled.fresh_slots]
+    params[slot], stats[slot] = variables["params"][slot], variables["batch_stats"][slot]
+    key = jax.random.fold_in(rng, j)
+    idx = jax.random.randint(jax.random.fold_in(key, 0), (count,), 0, 9)
+    x = e.memory.inputs[np.asarray(idx)]
+    y, _ = apply({"params": tuple(params), "batch_stats": tuple(stats)}, (), x, train=True,
+                 rng=jax.random.fold_in(key, 1))
+    t = e.memory.targets[np.asarray(idx)].astype(np.int32 if objective.loss == "ce" else np.float32)
+    total += float(jnp.sum(hx.compile.losses.item_loss(objective, y, t)))
+  assert float(got) == pytest.approx(total / 6, rel=1e-5)
+  assert float(got) > 0
 
 
 @pytest.mark.parametrize("method", ["replay", "ewc"])
