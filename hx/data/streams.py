@@ -86,7 +86,7 @@ repeated tasks.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
@@ -101,8 +101,9 @@ from hx.data.tasks import DISTANCE_BOUND, START_DISTANCE
 if TYPE_CHECKING:
   import numpy.typing as npt
 
-__all__ = ["RELATIONS", "STREAM_KINDS", "DOMAINS", "RELATION_WEIGHTS", "KIND_WEIGHTS", "StreamSettings",
-           "StreamTask", "stream_plan", "build_stream_task", "long_stream", "STREAM_NAME"]
+__all__ = ["RELATIONS", "STREAM_KINDS", "DOMAINS", "RELATION_WEIGHTS", "KIND_WEIGHTS", "STREAM_GROUPS",
+           "StreamTraining", "StreamSettings", "StreamTask", "stream_plan", "build_stream_task",
+           "long_stream", "STREAM_NAME"]
 
 STREAM_NAME = "long"
 """The stream's sequence name (library functions are nn_long_<k>)."""
@@ -134,9 +135,24 @@ _CLASSES = {"digits": 10, "inverted": 10, "toys": 5, "signs": len(SIGN_ROLES)}
 _FAMILIES = ("erdos_renyi", "geometric")
 
 
+STREAM_GROUPS = ("images", "lists", "graphs")
+"""The stream's kinds grouped by what their examples are: images (regress, recognise, classify), lists
+(count, sum) and graphs (shortest_path). `StreamSettings` sizes the tasks, and a `long_stream`'s
+`training` sets their training, per group."""
+
+_GROUP = {"regress": "images", "recognise": "images", "classify": "images", "count": "lists",
+          "sum": "lists", "shortest_path": "graphs"}
+
+StreamTraining = Mapping[str, Mapping[str, int]]
+"""A stream's training per group of `STREAM_GROUPS`: its tasks' own training settings (`hx.Task`'s
+`training`, e.g. {"epochs": 5, "batch_size": 32, "min_steps": 40}); what `hx.presets.StreamPreset.training`
+gives."""
+
+
 @dataclasses.dataclass(frozen=True)
 class StreamSettings:
-  """How big each task of the stream is and how it trains.
+  """How big each task of the stream is (how it trains is its preset's: `hx.presets.StreamPreset`, given to
+  `long_stream` as `training`).
 
   Attributes:
     images: (train, val, test) examples of the regress, recognise and classify tasks.
@@ -148,10 +164,6 @@ class StreamSettings:
       ones (inclusive).
     less_data: the share of its training examples a less_data repeat keeps (CTrL's S^-: a tenth).
     classes: k, the classes of a classify task (CTrL's S^long: 5-way tasks).
-    epochs: (image, list, graph) epochs of a task's trainings.
-    batch_size: examples per training step.
-    min_steps: optimiser steps each training takes at least (`hx.compile.TuneConfig.min_steps`: a
-      less_data task's 30 examples are one batch an epoch).
     small: (image, list, graph) training examples of a task drawn small, as CTrL's S^long draws each
       task's training set small or large; None (the default): no draw, every task has its kind's full
       training size (`images[0]`, `lists[0]`, `graphs[0]`).
@@ -167,14 +179,11 @@ class StreamSettings:
   test_nodes: tuple[int, int] = (10, 14)
   less_data: float = 0.1
   classes: int = 5
-  epochs: tuple[int, int, int] = (5, 8, 5)
-  batch_size: int = 32
-  min_steps: int = 40
   small: tuple[int, int, int] | None = None
   small_share: float = 0.5
 
   def __post_init__(self):
-    for name in ("images", "lists", "graphs", "epochs"):
+    for name in STREAM_GROUPS:
       values = getattr(self, name)
       if len(values) != 3 or min(values) < 1:
         raise ValueError(f"StreamSettings.{name} must be three positive counts, got {values}")
@@ -193,9 +202,6 @@ class StreamSettings:
                        f"training size, got {self.small}")
     if not 0 <= self.small_share <= 1:
       raise ValueError(f"StreamSettings.small_share must be in [0, 1], got {self.small_share}")
-    if self.batch_size < 1 or self.min_steps < 0:
-      raise ValueError(f"StreamSettings: batch_size >= 1 and min_steps >= 0, got {self.batch_size}, "
-                       f"{self.min_steps}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -529,15 +535,18 @@ def _graphs_split(task: StreamTask, d: _Domain, rng: np.random.Generator, pool: 
 
 
 def build_stream_task(task: StreamTask, seed: int = 0, settings: StreamSettings | None = None,
-                      sources: Sources = Sources(), domains: dict | None = None) -> Task:
+                      sources: Sources = Sources(), domains: dict | None = None,
+                      training: StreamTraining | None = None) -> Task:
   """`task` with its data, drawn for instantiation `seed` (`hx.Task.from_arrays`).
 
   Args:
     task: a task of `stream_plan(seed, ...)`.
     seed: the instantiation (with the task's index, it seeds the task's examples).
-    settings: sizes and training (default `StreamSettings()`).
+    settings: sizes (default `StreamSettings()`).
     sources: where the images come from (`hx.data.Sources`).
     domains: a cache of normalised domains shared by the tasks of one stream (filled as needed).
+    training: the task's own training settings by its group (`StreamTraining`); None, or its group
+      absent: none (it trains as an evaluation decides for a task of a user's without settings).
 
   Raises:
     hx.data.DataError: a data set cannot be read.
@@ -549,7 +558,7 @@ def build_stream_task(task: StreamTask, seed: int = 0, settings: StreamSettings 
   d = domains[task.domain]
   rng = np.random.default_rng([seed, task.index, 0x57E])
   splits = []
-  group = {"regress": 0, "recognise": 0, "classify": 0, "count": 1, "sum": 1, "shortest_path": 2}[task.kind]
+  group = STREAM_GROUPS.index(_GROUP[task.kind])
   for pool, which in zip((TRAIN, VAL, TEST), range(3)):
     n = (settings.images, settings.lists, settings.graphs)[group][which]
     if which == 0:
@@ -563,16 +572,15 @@ def build_stream_task(task: StreamTask, seed: int = 0, settings: StreamSettings 
     else:
       nodes = settings.train_nodes if which == 0 else settings.test_nodes
       splits.append(_graphs_split(task, d, rng, pool, n, nodes))
-  training = {"epochs": settings.epochs[group], "batch_size": settings.batch_size,
-              "min_steps": settings.min_steps}
-  built = Task.from_arrays(task.name, task.type, *splits, training=training, dataset=task.dataset,
+  own = dict((training or {}).get(_GROUP[task.kind], {}))
+  built = Task.from_arrays(task.name, task.type, *splits, training=own, dataset=task.dataset,
                            metric_component=1 if task.kind == "shortest_path" else None)
   # A stand-in's task says so wherever its results are shown (records, reports), as the paper's tasks do.
   return dataclasses.replace(built, synthetic=True) if task.synthetic else built
 
 
 def long_stream(seed: int = 0, length: int = 100, settings: StreamSettings | None = None,
-                sources: Sources = Sources()) -> TaskStream:
+                sources: Sources = Sources(), training: StreamTraining | None = None) -> TaskStream:
   """The stream of `length` tasks for instantiation `seed` (module docstring), every task built.
 
   The tasks are the same for every instantiation an evaluation runs (`EvalConfig.seeds` then seeds the
@@ -581,8 +589,10 @@ def long_stream(seed: int = 0, length: int = 100, settings: StreamSettings | Non
   Args:
     seed: the instantiation: the classes, the relations' choices and every example.
     length: how many tasks (1..200), the first `length` of the seed's plan (a prefix of a longer one).
-    settings: sizes and training (default `StreamSettings()`, a few hundred examples a task).
+    settings: sizes (default `StreamSettings()`, a few hundred examples a task).
     sources: where the images come from (default: offline, the rendered stand-ins for toys and signs).
+    training: the tasks' own training settings per group (`StreamTraining`); None: none of their own.
+      A preset's stream (`hx.presets.StreamPreset.stream`) gives its preset's.
 
   Returns:
     An `hx.TaskStream` named `STREAM_NAME`.
@@ -594,7 +604,7 @@ def long_stream(seed: int = 0, length: int = 100, settings: StreamSettings | Non
   settings = settings or StreamSettings()
   domains: dict = {}
   plan = stream_plan(seed, length, settings)
-  tasks = [build_stream_task(t, seed, settings, sources, domains) for t in plan]
+  tasks = [build_stream_task(t, seed, settings, sources, domains, training) for t in plan]
   # Its name is its library seed (`hx.data.Sequence.library_seed`): the committed runs of the stream
   # (benchmarks/RESULTS.md) were seeded with it, before a name stopped seeding anything.
   return TaskStream(STREAM_NAME, tasks, library_seed=STREAM_NAME)

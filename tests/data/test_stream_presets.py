@@ -26,6 +26,27 @@ def test_the_ctrl_presets_sizes_are_those_its_docstring_states():
   assert small.settings == StreamSettings() and small.schedule is None and small.candidates == 6
 
 
+@pytest.mark.parametrize("name", ["small", "ctrl"])
+def test_a_presets_training_is_its_one_table_and_its_tasks_carry_it(name):
+  """5 epochs for image and graph tasks, 8 for lists, batches of 32, at least 40 steps (the committed runs'
+  settings.json hold these per task), carried by the tasks of the preset's stream."""
+  preset = STREAM_PRESETS[name]
+  assert preset.training() == {"images": {"epochs": 5, "batch_size": 32, "min_steps": 40},
+                               "lists": {"epochs": 8, "batch_size": 32, "min_steps": 40},
+                               "graphs": {"epochs": 5, "batch_size": 32, "min_steps": 40}}
+  tiny = dataclasses.replace(preset, settings=StreamSettings(images=(20, 10, 10), lists=(10, 5, 5)))
+  seq = tiny.stream(0, 4, Sources(standin_per_class=(20, 6, 6))).instance(0)  # regress, recognise x2, count
+  assert [dict(t.training)["epochs"] for t in seq.tasks] == [5, 5, 5, 8]
+
+
+@pytest.mark.parametrize("bad", [dict(epochs=(0, 1, 1)), dict(epochs=(1, 1)), dict(batch_size=0),
+                                 dict(min_steps=-1)])
+def test_bad_training_is_refused_in_one_line(bad):
+  with pytest.raises(ValueError, match="StreamPreset") as err:
+    dataclasses.replace(STREAM_PRESETS["small"], **bad)
+  assert "\n" not in str(err.value)
+
+
 def test_drawing_sizes_leaves_the_plans_tasks_as_they_are_and_repeats_keep_their_size():
   plain = stream_plan(0, 100)
   drawn = stream_plan(0, 100, STREAM_PRESETS["ctrl"].settings)
@@ -40,8 +61,7 @@ def test_drawing_sizes_leaves_the_plans_tasks_as_they_are_and_repeats_keep_their
 
 
 def test_each_task_has_its_drawn_training_size():
-  settings = StreamSettings(images=(40, 10, 30), lists=(20, 8, 12), graphs=(10, 4, 6), small=(8, 6, 5),
-                            epochs=(1, 1, 1))
+  settings = StreamSettings(images=(40, 10, 30), lists=(20, 8, 12), graphs=(10, 4, 6), small=(8, 6, 5))
   plan = stream_plan(0, 12, settings)
   sources = Sources(standin_per_class=(20, 6, 6))
   domains: dict = {}

@@ -13,16 +13,19 @@ from hx.data import Sources, StreamSettings, StreamTask, long_stream, stream_pla
 from hx.data.streams import DOMAINS, RELATIONS, STREAM_KINDS, STREAM_NAME
 from hx.data.task import ArrayTaskSpec
 from hx.lang.types import function_parts
+from hx.presets import StreamPreset
 
-# Small tasks and small rendered stand-ins: the structure is the same, the building takes a second.
-TINY = StreamSettings(images=(20, 10, 10), lists=(10, 5, 5), graphs=(5, 3, 3), train_nodes=(4, 6),
-                      test_nodes=(6, 8))
+# Small tasks and small rendered stand-ins: the structure is the same, the building takes a second. Its
+# epochs differ per group, so that a task carrying another group's shows.
+TINY = StreamPreset("tiny", StreamSettings(images=(20, 10, 10), lists=(10, 5, 5), graphs=(5, 3, 3),
+                                           train_nodes=(4, 6), test_nodes=(6, 8)), epochs=(2, 3, 4))
+SIZES = TINY.settings
 SOURCES = Sources(standin_per_class=(20, 6, 6))
 
 
 @pytest.fixture(scope="module")
 def stream():
-  return long_stream(0, 100, TINY, SOURCES)
+  return TINY.stream(0, 100, SOURCES)
 
 
 def test_the_plan_has_100_tasks_of_every_kind_and_relation():
@@ -83,17 +86,18 @@ def test_a_seed_fixes_the_plan_and_a_shorter_stream_is_a_prefix():
 def test_every_task_is_an_hx_task_of_its_planned_type_and_size(stream):
   assert isinstance(stream, hx.TaskStream) and stream.name == STREAM_NAME and len(stream) == 100
   seq = stream.instance(0)
-  for planned, spec in zip(stream_plan(0, 100, TINY), seq.tasks):
+  for planned, spec in zip(stream_plan(0, 100, SIZES), seq.tasks):
     task = seq.build(planned.index - 1)
     assert isinstance(task, hx.Task) and isinstance(spec, ArrayTaskSpec)
     assert task.name == planned.name and str(task.type) == str(hx.parse_type(planned.type))
     assert task.synthetic == (planned.domain in ("toys", "signs")) == ("[synthetic: " in task.name)
     assert task.datasets == (planned.dataset,)
     group = {"regress": 0, "recognise": 0, "classify": 0, "count": 1, "sum": 1, "shortest_path": 2}
-    sizes = (TINY.images, TINY.lists, TINY.graphs)[group[planned.kind]]
+    sizes = (SIZES.images, SIZES.lists, SIZES.graphs)[group[planned.kind]]
     train = round(sizes[0] * planned.train_share)
     assert (len(task.train.targets), len(task.val.targets), len(task.test.targets)) == (train, *sizes[1:])
-    assert dict(spec.training)["epochs"] == TINY.epochs[group[planned.kind]]
+    want = {"epochs": TINY.epochs[group[planned.kind]], "batch_size": 32, "min_steps": 40}
+    assert dict(spec.training) == want
     assert task.metric == ("error" if planned.kind in ("recognise", "classify") else "rmse")
     assert task.metric_component == (1 if planned.kind == "shortest_path" else None)
 
@@ -121,12 +125,23 @@ def test_the_data_is_what_the_task_says(stream):
 
 
 def test_a_seed_fixes_every_example():
-  a, b = long_stream(2, 12, TINY, SOURCES).instance(0), long_stream(2, 12, TINY, SOURCES).instance(0)
-  c = long_stream(3, 12, TINY, SOURCES).instance(0)
+  a, b = TINY.stream(2, 12, SOURCES).instance(0), TINY.stream(2, 12, SOURCES).instance(0)
+  c = TINY.stream(3, 12, SOURCES).instance(0)
   for i in range(12):
     assert np.array_equal(a.build(i).table, b.build(i).table)
     assert np.array_equal(a.build(i).train.targets, b.build(i).train.targets)
   assert not np.array_equal(a.build(1).table, c.build(1).table)
+
+
+def test_a_stream_without_training_settings_carries_none_and_its_data_is_the_same():
+  """The stream's one table of training settings is its preset's: built without one, its tasks carry no
+  settings of their own, and the data does not depend on them."""
+  bare = long_stream(2, 3, SIZES, SOURCES).instance(0)
+  dressed = TINY.stream(2, 3, SOURCES).instance(0)
+  assert [dict(t.training) for t in bare.tasks] == [{}, {}, {}]
+  assert [dict(t.training)["epochs"] for t in dressed.tasks] == [2, 2, 2]  # images
+  for k in range(3):
+    np.testing.assert_array_equal(bare.build(k).train.targets, dressed.build(k).train.targets)
 
 
 def test_bad_arguments_are_refused():

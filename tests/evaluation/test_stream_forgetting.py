@@ -126,12 +126,14 @@ def test_a_damaged_rescored_file_is_named(tmp_path):
 @pytest.mark.slow  # trains a 4-task stream under three methods, and EWC's strength on its first tasks
 def test_a_four_task_stream_reports_the_forgetting_of_replay_and_ewc(tmp_path):
   import hx
-  from hx.data import Sources, StreamSettings, long_stream, stream_plan
+  from hx.data import Sources, StreamSettings, stream_plan
   from hx.evaluation import load_records
   from hx.evaluation.stream_report import write_stream_report
+  from hx.presets import StreamPreset
 
-  tiny = StreamSettings(images=(24, 10, 10), lists=(12, 6, 6), epochs=(1, 1, 1), batch_size=12, min_steps=2)
-  stream = long_stream(0, 4, tiny, Sources(standin_per_class=(20, 6, 6)))  # regress, recognise x2, count
+  tiny = StreamPreset("tiny", StreamSettings(images=(24, 10, 10), lists=(12, 6, 6)), epochs=(1, 1, 1),
+                      batch_size=12, min_steps=2)
+  stream = tiny.stream(0, 4, Sources(standin_per_class=(20, 6, 6)))  # regress, recognise x2, count
   config = hx.EvalConfig.make(stream, methods=["standalone", "replay", "ewc"], fractions=[1.0], seeds=[0])
   directory = tmp_path / "run"
   assert hx.evaluate(config, directory).finished
@@ -146,7 +148,7 @@ def test_a_four_task_stream_reports_the_forgetting_of_replay_and_ewc(tmp_path):
     assert all(t["shares_trunk"] for t in kept["tasks"])  # one CNN trunk: every task on digits
     memory = [r["continual_memory"] for r in records if r["method"] == method]
     assert len(memory) == 4 and len({m["trunk"] for m in memory}) == 1  # what CTrL's memory counts
-  path = write_stream_report(config, directory, stream_plan(0, 4, tiny), rescore=False)
+  path = write_stream_report(config, directory, stream_plan(0, 4, tiny.settings), rescore=False)
   text = path.read_text("utf-8")
   assert "| forgetting |" in text
   for label in ("experience replay", "EWC"):
@@ -198,12 +200,13 @@ def test_a_tasks_footprint_is_its_head_its_trunk_and_its_memory_or_fisher():
 @pytest.mark.slow  # trains 10 tasks under two methods
 def test_a_graph_task_under_replay_maps_the_shared_regressor_and_is_not_scored_again(tmp_path):
   import hx
-  from hx.data import Sources, StreamSettings, long_stream
+  from hx.data import Sources, StreamSettings
   from hx.evaluation import load_records
+  from hx.presets import StreamPreset
 
-  tiny = StreamSettings(images=(24, 10, 10), lists=(12, 6, 6), graphs=(8, 4, 4), epochs=(1, 1, 1),
-                        batch_size=12, min_steps=2)
-  stream = long_stream(0, 10, tiny, Sources(standin_per_class=(20, 6, 6)))  # task 9: a shortest path
+  tiny = StreamPreset("tiny", StreamSettings(images=(24, 10, 10), lists=(12, 6, 6), graphs=(8, 4, 4)),
+                      epochs=(1, 1, 1), batch_size=12, min_steps=2)
+  stream = tiny.stream(0, 10, Sources(standin_per_class=(20, 6, 6)))  # task 9: a shortest path
   config = hx.EvalConfig.make(stream, methods=["standalone", "replay"], fractions=[1.0], seeds=[0])
   directory = tmp_path / "run"
   assert hx.evaluate(config, directory).finished

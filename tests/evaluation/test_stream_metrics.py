@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import hx
-from hx.data import Sources, StreamSettings, long_stream, stream_plan
+from hx.data import Sources, StreamSettings, stream_plan
 from hx.evaluation import load_records
 from hx.evaluation.stream_forgetting import Forgetting, Rescored, rescore_winners
 from hx.evaluation.stream_memory import LibraryPoint, library_growth, memory_growth, network_growth
@@ -20,9 +20,10 @@ from hx.evaluation.stream_plots import plot_stream
 from hx.evaluation.stream_repeats import Growth, growth_by_relation, repeats_growth, reuse_on_repeats
 from hx.evaluation.stream_report import stream_section, write_stream_report
 from hx.evaluation.stream_summary import summary
+from hx.presets import StreamPreset
 from hx.synth.library import Library
 
-TINY = StreamSettings(images=(24, 10, 10), epochs=(1, 1, 1), batch_size=12, min_steps=2)
+TINY = StreamPreset("tiny", StreamSettings(images=(24, 10, 10)), epochs=(1, 1, 1), batch_size=12, min_steps=2)
 SOURCES = Sources(standin_per_class=(20, 6, 6))
 LENGTH = 3  # regress_cell, recognise_digit(d), the same with less data
 
@@ -30,7 +31,7 @@ LENGTH = 3  # regress_cell, recognise_digit(d), the same with less data
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
   directory = tmp_path_factory.mktemp("stream") / "run"
-  stream = long_stream(0, LENGTH, TINY, SOURCES)
+  stream = TINY.stream(0, LENGTH, SOURCES)
   config = hx.EvalConfig.make(stream, methods=["houdini", "standalone"], fractions=[1.0], seeds=[0],
                               budget={"candidates": 1})
   hx.evaluate(config, directory)
@@ -87,7 +88,7 @@ def test_the_library_and_network_sizes_are_those_saved(run):
 @pytest.mark.slow  # trains a short run (tests/evaluation/test_stream_run.py is the fast one)
 def test_the_summary_averages_the_rows(run):
   _, directory, records = run
-  rows, plan = task_rows(records), stream_plan(0, LENGTH, TINY)
+  rows, plan = task_rows(records), stream_plan(0, LENGTH, TINY.settings)
   memory = memory_growth(records, directory)
   by = {s.method: s for s in summary(rows, memory, plan)}
   h = by["houdini_topdown"]
@@ -129,7 +130,7 @@ def test_the_plots_and_the_section_are_written(run, tmp_path):
   paths = plot_stream(tmp_path, rows, memory_growth(records, directory), library_growth(directory))
   assert [p.name for p in paths] == ["stream_scores.png", "stream_cost.png", "stream_memory.png"]
   assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
-  path = write_stream_report(config, directory, stream_plan(0, LENGTH, TINY))
+  path = write_stream_report(config, directory, stream_plan(0, LENGTH, TINY.settings))
   text = path.read_text()
   assert path == directory / "stream.md" and (directory / "plots" / "stream_memory.png").exists()
   assert "| less_data | 1 |" in text and "largest change of a test score **0**" in text
@@ -145,7 +146,7 @@ def test_no_record_is_refused(tmp_path):
     task_rows([])
   with pytest.raises(ValueError, match="holds no evaluation records"):
     write_stream_report(None, tmp_path)
-  config = hx.EvalConfig.make(long_stream(0, 1, TINY, SOURCES), methods=["houdini"], fractions=[1.0],
+  config = hx.EvalConfig.make(TINY.stream(0, 1, SOURCES), methods=["houdini"], fractions=[1.0],
                               seeds=[0], budget={"candidates": 1})
   with pytest.raises(ValueError, match="holds no saved library"):
     rescore_winners(config, tmp_path)

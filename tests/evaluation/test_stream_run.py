@@ -9,7 +9,7 @@ import re
 import pytest
 
 import hx
-from hx.data import Sources, StreamSettings, long_stream, stream_plan
+from hx.data import Sources, StreamSettings, stream_plan
 from hx.evaluation import load_records
 from hx.evaluation.stream_forgetting import rescore_winners
 from hx.evaluation.stream_memory import library_growth, memory_growth, process_memory_after
@@ -17,17 +17,19 @@ from hx.evaluation.stream_metrics import task_rows
 from hx.evaluation.stream_repeats import reuse_on_repeats
 from hx.evaluation.stream_report import write_stream_report
 from hx.evaluation.stream_summary import summary
+from hx.presets import StreamPreset
 
 # regress_cell, recognise_digit(d), the same with a tenth of the data, count_digit(d): a few dozen
 # examples each, one or two epochs, so that the run takes seconds once compiled.
-TINY = StreamSettings(images=(24, 10, 10), lists=(12, 6, 6), train_lengths=(2, 3), test_lengths=(3, 4),
-                      epochs=(1, 2, 1), batch_size=12, min_steps=2)
+TINY = StreamPreset("tiny", StreamSettings(images=(24, 10, 10), lists=(12, 6, 6), train_lengths=(2, 3),
+                                           test_lengths=(3, 4)),
+                    epochs=(1, 2, 1), batch_size=12, min_steps=2)
 SOURCES = Sources(standin_per_class=(20, 6, 6))
 
 
 def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
-  stream = long_stream(0, 4, TINY, SOURCES)
-  plan = stream_plan(0, 4, TINY)
+  stream = TINY.stream(0, 4, SOURCES)
+  plan = stream_plan(0, 4, TINY.settings)
   # HOUDINI's search as benchmarks/stream.py runs it: a bounded library, earlier programs of the task's
   # type scored as they are first, the fewest fresh functions within 10% or 2 standard errors of the best
   # winning.
@@ -106,8 +108,8 @@ def _committed(run, clone):
 
 @pytest.mark.slow  # trains a 4-task stream under four methods, and EWC's strength on its first tasks
 def test_the_stream_report_rebuilds_byte_for_byte_from_the_committed_files(tmp_path):
-  stream = long_stream(0, 4, TINY, SOURCES)
-  plan = stream_plan(0, 4, TINY)
+  stream = TINY.stream(0, 4, SOURCES)
+  plan = stream_plan(0, 4, TINY.settings)
   config = hx.EvalConfig.make(stream, methods=["houdini", "standalone", "replay", "ewc"], fractions=[1.0],
                               seeds=[0], budget={"candidates": 2})
   run = tmp_path / "run"
