@@ -146,12 +146,13 @@ class _LoggedExecutor:
 
   def run(self, context, jobs):
     for r in self.executor.run(context, jobs):
+      o = r.outcome
       with open(self.path, "a") as f:
         f.write(json.dumps({"time": time.time(), "index": r.job.index,
                             "program": str(r.job.candidate.program), "until": r.job.until,
-                            "status": r.status, "val": r.val_score, "steps_run": r.steps_run,
-                            "seconds": r.seconds, "compile": r.compile_seconds, "train": r.train_seconds,
-                            "eval": r.eval_seconds}) + "\n")
+                            "status": o.status, "val": o.val_score, "steps_run": o.steps_run,
+                            "seconds": o.seconds, "compile": o.compile_seconds, "train": o.train_seconds,
+                            "eval": o.eval_seconds}) + "\n")
       yield r
 
   def close(self):
@@ -277,7 +278,7 @@ def _prefix_library(args, seq, index: int, sizes):
                                  tune_configs={task.spec.kind: config})
       r = synthesize(task, library, settings, seed=args.seed, sequence=seq.name,
                      checkpoint_dir=os.path.join(checkpoints, f"task{i + 1}"))
-      print(f"# library: task {i + 1} {task.name}: {r.best.program} test {r.best.test_score:.4g} "
+      print(f"# library: task {i + 1} {task.name}: {r.best.display} test {r.best.test_score:.4g} "
             f"({time.perf_counter() - start:.0f} s)", flush=True)
       library = r.library
   library.save(path)
@@ -345,7 +346,7 @@ def _train_into(library, task, text: str, seed: int, config, modules, sequence: 
 
   order, cand = _find(task, library, text)
   context = task_context(task, library, modules, config, checkpoint_dir=checkpoints)
-  r = run_job(context, Job(order, cand, job_seed(seed, cand)))
+  r = run_job(context, Job(order, cand, job_seed(seed, cand))).outcome
   if not r.ok:
     raise SystemExit(f"--prefix_program {text} failed on {task.name}: {r.reason}")
   print(f"# library: {task.name}: {text} (candidate {order + 1}) trained alone, best epoch {r.best_epoch} "
@@ -481,7 +482,7 @@ def _one_program(args, task, library, config, out: dict, modules=None, space=Non
   seeds = [args.seed] if args.program_seeds is None else [int(x) for x in args.program_seeds.split(",")]
   for seed in seeds:
     start = time.perf_counter()
-    r = run_job(context, Job(order, cand, job_seed(seed, cand)))
+    r = run_job(context, Job(order, cand, job_seed(seed, cand))).outcome
     wall = time.perf_counter() - start
     run = {"program": args.program, "fresh_types": {n: str(t) for n, t in cand.types},
            "order": order, "training_seed": seed, "status": r.status,
@@ -714,7 +715,7 @@ def main(argv: list[str] | None = None) -> dict:
                                    tune_configs={task.spec.kind: run_config})
         r = synthesize(task, library, settings, seed=synthesis_seed, executor=executor, sequence=seq.name)
         worker = r.compile_seconds + r.train_seconds + r.eval_seconds
-        best = r.ranked[0]
+        best = r.entries[0]
         run = {
             "executor": label, "schedule": schedule_name.strip(), "wall_seconds": r.wall_seconds,
             "candidates": r.candidates_trained,
@@ -724,19 +725,20 @@ def main(argv: list[str] | None = None) -> dict:
             "compile_share_of_worker_time": r.compile_seconds / worker if worker else math.nan,
             # Estimates' short runs included (a candidate trained to the end after its short run trained
             # both: the short run is not resumed).
-            "candidate_epochs": sum(x.epochs_run + x.estimate_epochs for x in r.ranked),
+            "candidate_epochs": sum(x.outcome.epochs_run + x.estimate_epochs for x in r.entries),
             "estimate_seconds": r.estimate_seconds,
-            "top_program": str(best.program), "top_val": best.val_score, "top_test": best.test_score,
+            "top_program": str(best.display), "top_val": best.val_score, "top_test": best.test_score,
             "load_at_start": load,
             # Per candidate: program, status, val, test, epochs, then its times summed over its rungs
             # (seconds in all, compiling), its validation score after each full epoch and its place in
             # the search's order (what benchmarks/studies/halving_replay.py replays), then its training and
             # scoring seconds, then its estimate (nan without one), the estimate's method, seconds and
             # epochs of training.
-            "ranked": [(str(x.program), x.status, x.val_score, x.test_score, x.epochs_run, x.seconds,
-                        x.compile_seconds, list(x.val_history), x.order, x.train_seconds, x.eval_seconds,
+            "ranked": [(str(x.display), x.outcome.status, x.val_score, x.test_score, x.outcome.epochs_run,
+                        x.outcome.seconds, x.outcome.compile_seconds, list(x.val_history), x.order,
+                        x.outcome.train_seconds, x.outcome.eval_seconds,
                         x.estimate, x.estimate_method, x.estimate_seconds, x.estimate_epochs)
-                       for x in r.ranked],
+                       for x in r.entries],
         }
         out["runs"].append(run)
 
@@ -746,7 +748,7 @@ def main(argv: list[str] | None = None) -> dict:
         test = "-" if best.test_score is None else f"{best.test_score:.4g}"
         print(f"| {label} | {run['schedule']} | {r.wall_seconds:.0f} | {run['candidates_per_hour']:.0f} | "
               f"{r.search_seconds:.1f} s | {share(r.compile_seconds)} | {share(r.train_seconds)} | "
-              f"{share(r.eval_seconds)} | {worker:.0f} | {run['candidate_epochs']:g} | `{best.program}` | "
+              f"{share(r.eval_seconds)} | {worker:.0f} | {run['candidate_epochs']:g} | `{best.display}` | "
               f"{best.val_score:.4g} | {test} |", flush=True)
     finally:
       executor.close()

@@ -65,6 +65,8 @@ _LAZY = {
     "training_settings": "hx.presets",
     "Library": "hx.synth",
     "synthesize": "hx.synth",
+    "Frontier": "hx.synth",
+    "FrontierEntry": "hx.synth",
     "Budget": "hx.synth",
     "SynthesisConfig": "hx.synth",
     "TopDown": "hx.synth",

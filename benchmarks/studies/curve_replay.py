@@ -3,7 +3,7 @@ candidate to the end, as `halving_replay.py` and `schedule_replay.py` read them.
 
 A survivor of `hx.synth.schedules.halving.successive_halving` resumes exactly where it paused, so its
 curve is the start of its uninterrupted one: one run that trains every candidate to the end (each
-`Ranked.val_history`) tells what any schedule with whole-epoch rungs would have chosen and trained.
+`FrontierEntry.val_history`) tells what any schedule with whole-epoch rungs would have chosen and trained.
 `replay` computes it without training again; `stop_by_patience` cuts a full curve where
 `TuneConfig.patience` would have stopped it, so the two together replay early stopping, alone or within
 halving's rungs. The survivors at each rung are chosen by `hx.synth.schedules.halving`'s own ranking
@@ -23,7 +23,7 @@ def replay(histories: Sequence[Sequence[float]], schedule: Halving, epochs: int)
   """The epochs each candidate would train under `schedule`, from learning curves of training them all.
 
   Because a survivor resumes exactly where it paused, its validation scores under halving are the first
-  ones of its uninterrupted run, so the curves of one full run (`Ranked.val_history`, in the search's
+  ones of its uninterrupted run, so the curves of one full run (`FrontierEntry.val_history`, in the search's
   order) say what any schedule would have done, without training again: which candidates go on at each
   rung (the same choice as `successive_halving`: the best score so far, ties to the earlier candidate)
   and how far each trains. A curve shorter than `epochs` is a candidate that stopped early: it trains no
@@ -37,8 +37,8 @@ def replay(histories: Sequence[Sequence[float]], schedule: Halving, epochs: int)
     epochs: the epochs of a full run (the task's `TuneConfig.epochs`).
 
   Returns:
-    Per candidate, the epochs it trains under `schedule` (as `Ranked.epochs_run` would report). With
-    `val_score = min(history[:n])` for those n epochs, the synthesis's winner is the lowest.
+    Per candidate, the epochs it trains under `schedule` (as its `FrontierEntry.outcome.epochs_run` would
+    report). With `val_score = min(history[:n])` for those n epochs, the synthesis's winner is the lowest.
 
   Raises:
     ValueError: a rung ending inside an epoch, or a curve longer than `epochs`.

@@ -11,12 +11,11 @@ beside its library and module sizes. The baselines (`hx.baselines.train`) and `h
 through `fit`; synthesis (`hx.synth.jobs.train_program`) through `train`, which `run_job` turns into the
 same `Outcome`, since a candidate may pause and resume.
 
-`Outcome` is the record of one training, a frozen value with its JSON form (`Outcome.reported`). The
-results that report a training hold one (`HoldsOutcome`): `hx.synth.jobs.JobResult` (with the job),
-`hx.synth.Ranked` (with the rank) and `hx.baselines.BaselineResult` (with the network). Its scores,
-epochs and times are read from Tune's result once (`Outcome.of`) and handed on whole; a holder reads
-them through (`result.val_score` is `result.outcome.val_score`) and changes them with
-`HoldsOutcome.with_outcome`.
+`Outcome` is the record of one training, a frozen value. The results that report a training hold one as
+their field `outcome`: `hx.synth.jobs.JobResult` (with the job), `hx.synth.FrontierEntry` (a candidate
+of a synthesis, with its rank; its `to_json` writes a record's entry) and
+`hx.baselines.BaselineResult` (with the network). Its scores, epochs and times are read from Tune's
+result once (`Outcome.of`) and handed on whole, and read as they are: `result.outcome.val_score`.
 
 A model that runs out of memory (XLA's RESOURCE_EXHAUSTED from a device's or the host's memory, or a
 host allocation's MemoryError) is a failed training, not a crash: `fit` and `hx.synth.jobs.run_job` give
@@ -45,11 +44,10 @@ if TYPE_CHECKING:
   from hx.compile.losses import Objective
   from hx.compile.tune_inputs import Tunable
   from hx.compile.tuning import TuneState
-  from hx.jsonread import JsonValue
   from hx.lang.values import Array, Split
 
-__all__ = ["Outcome", "HoldsOutcome", "score_json", "Prepared", "prepare", "seeded", "train", "fit",
-           "out_of_memory", "OUT_OF_MEMORY"]
+__all__ = ["Outcome", "score_json", "Prepared", "prepare", "seeded", "train", "fit", "out_of_memory",
+           "OUT_OF_MEMORY"]
 
 OUT_OF_MEMORY = "out of memory"
 """How the reason of a training that ran out of memory starts (`out_of_memory`)."""
@@ -85,8 +83,8 @@ class Outcome:
     steps_run: training steps run in all (those of earlier runs included when it resumed a paused one).
     compile_seconds, train_seconds, eval_seconds: time compiling, in training steps (initialisation
       included), in scoring.
-    seconds: wall time of the whole training (of the whole job, for a `JobResult`; of the whole call,
-      for a `BaselineResult`).
+    seconds: wall time of the whole training (of the whole job, for a `hx.synth.jobs.JobResult`; of the
+      whole call, for a `hx.baselines.BaselineResult`).
     state: the `hx.compile.TuneState` (host NumPy arrays) to continue from when the training paused, else
       None.
     history: Tune's `hx.compile.tuning.EpochRecord` of each full epoch trained, from the first (all of
@@ -119,13 +117,6 @@ class Outcome:
     and for studying budget schedules (benchmarks/studies/halving_replay.py)."""
     return tuple(float(e.val_score) for e in self.history)
 
-  def reported(self) -> dict[str, JsonValue]:
-    """What every record's entry for a trained model holds (HOUDINI's ranked candidates in
-    `hx.synth.lifelong.record`, a baseline's network in `hx.evaluation.records.baseline_record`), as JSON
-    values: "status", "reason", "val" and "test" (`score_json`), "seconds"."""
-    return {"status": self.status, "reason": self.reason, "val": score_json(self.val_score),
-            "test": score_json(self.test_score), "seconds": self.seconds}
-
   @staticmethod
   def of(r: TuneResult, seconds: float) -> Outcome:
     """The outcome of Tune's result `r` (variables and state brought to the host), `seconds` the wall
@@ -154,14 +145,15 @@ def score_json(x: float | None) -> float | str | None:
   return float(x) if math.isfinite(x) else str(x)
 
 
-OUTCOME_FIELDS = tuple(f.name for f in dataclasses.fields(Outcome))
+_OUTCOME_FIELDS = tuple(f.name for f in dataclasses.fields(Outcome))
 """The names of `Outcome`'s fields, which a `HoldsOutcome` reads through."""
 
 
 class HoldsOutcome:
-  """A result that holds the `Outcome` of one training as its field `outcome` and reads it through: each
-  of `Outcome`'s fields, `ok`, `val_history` and `reported()` are the held outcome's (read only). A
-  subclass is a frozen dataclass with a field `outcome: Outcome`."""
+  """The base of `hx.baselines.BaselineResult` only, until hx.baselines reads its outcome as the other
+  results do (`result.outcome.val_score`): a frozen dataclass with a field `outcome: Outcome` whose
+  fields, `ok` and `val_history` it reads through (read only). Not for new results: the names it makes
+  are invisible to type checkers."""
 
   outcome: Outcome
 
@@ -175,7 +167,7 @@ def _read_through(name: str) -> property:
                   doc=f"The held outcome's `{name}` (`Outcome.{name}`).")
 
 
-for _name in OUTCOME_FIELDS + ("ok", "val_history", "reported"):
+for _name in _OUTCOME_FIELDS + ("ok", "val_history"):
   setattr(HoldsOutcome, _name, _read_through(_name))
 del _name
 

@@ -13,7 +13,8 @@
 
 A HOUDINI record is `hx.synth.lifelong.record`'s; a baseline's (`baseline_record`) has the same fields
 where they mean the same thing (task, kind, type, metric, fraction, seed, data, seconds) and one entry in
-"ranked" (its network), so the report reads both alike. `load_records` adds to every record the method
+"ranked" (its network, written by `hx.synth.frontier.FrontierEntry.to_json` in its short form), so the
+report reads both alike. `load_records` adds to every record the method
 and the instantiation ("instance") its path names.
 """
 
@@ -27,6 +28,7 @@ from typing import Any, Iterator, NamedTuple
 
 from hx.compile.batching import num_examples
 from hx.process_memory import process_memory
+from hx.synth.frontier import FrontierEntry
 from hx.synth.jsonfiles import read_record, write_json
 from hx.synth.run_directory import RECORD_VERSION, fraction_file, task_dir
 
@@ -94,6 +96,7 @@ def baseline_record(result: Any, task: Any, place: RecordPlace, tune_config: Any
       columns, the graph baseline's regressor.
     extra: more fields (e.g. "same_as", "structure_from").
   """
+  outcome = result.outcome
   rec = {
       "record_version": RECORD_VERSION, "method": result.method,
       "sequence": place.sequence, "instance": place.instance, "task_index": place.index, "task": task.name,
@@ -106,14 +109,15 @@ def baseline_record(result: Any, task: Any, place: RecordPlace, tune_config: Any
                       "batch_size": tune_config.batch_size, "learning_rate": tune_config.learning_rate,
                       "patience": tune_config.patience, "min_steps": tune_config.min_steps},
       "parameters": result.parameters, "frozen_parameters": result.frozen_parameters,
-      "epochs_run": result.epochs_run, "best_epoch": result.best_epoch,
+      "epochs_run": outcome.epochs_run, "best_epoch": outcome.best_epoch,
       "starts_from": starts_from or [], "transfer": [list(s) for s in result.sources],
       "network_version": network_version(result.network),
-      "seconds": {"compile": result.compile_seconds, "train": result.train_seconds,
-                  "eval": result.eval_seconds, "wall": result.seconds},
+      "seconds": {"compile": outcome.compile_seconds, "train": outcome.train_seconds,
+                  "eval": outcome.eval_seconds, "wall": outcome.seconds},
       "process_memory": process_memory(),  # this process's, once the network is trained (`hx.process_memory`)
-      "ranked": [{"rank": 1, "program": result.description, "named": result.description,
-                  **result.reported()}],
+      # Its network as a synthesis's entry in short form (`FrontierEntry.to_json`), read as HOUDINI's are.
+      "ranked": [FrontierEntry(rank=1, program=result.description, named=result.description,
+                               outcome=outcome).to_json()],
   }
   rec.update(extra or {})
   return rec

@@ -28,6 +28,7 @@ from hx.atomic import write_atomically, write_text
 from hx.evaluation.config import method_label
 from hx.evaluation.paper import PAPER_GRAPH_ROWS, PAPER_GRAPH_TABLE, paper_top
 from hx.evaluation.records import load_records, work_seconds
+from hx.synth.frontier import FrontierEntry
 
 if TYPE_CHECKING:
   import os
@@ -63,10 +64,15 @@ def paper_score_words(text: str) -> str:
 def best_test(rec: dict) -> float | None:
   """The test score of a record's best candidate (or network), or None where it did not train or its
   score is not finite: the score every table and plot of a record shows."""
-  best = rec["ranked"][0] if rec.get("ranked") else None
-  if best is None or best["status"] != "trained" or not _finite(best["test"]):
+  best = _entries(rec)[0].outcome if rec.get("ranked") else None
+  if best is None or best.status != "trained" or not _finite(best.test_score):
     return None
-  return float(best["test"])
+  return best.test_score
+
+
+def _entries(rec: dict) -> list[FrontierEntry]:
+  """A record's "ranked" items as a synthesis's entries (a baseline's network: one, in short form)."""
+  return [FrontierEntry.from_json(x, rank=k) for k, x in enumerate(rec["ranked"], 1)]
 
 
 def _method_order(methods: Iterable[str]) -> list[str]:
@@ -233,14 +239,14 @@ def _programs_md(table: _Table) -> list[str]:
                 f"{100 * largest:g}% of the training data{tag}", "",
                 "| Task | Top 3 programs | Test score |", "|---|---|---|"]
       for r in recs:
-        ranked = [x for x in r["ranked"] if x["status"] == "trained"][:3]
+        ranked = [e for e in _entries(r) if e.outcome.status == "trained"][:3]
         first = f"Task {r['task_index']}: {r['task']}"
         if not ranked:
           lines.append(f"| {first} | no program trained | |")
           continue
-        for k, x in enumerate(ranked):
-          lines.append(f"| {first if k == 0 else ''} | {k + 1}. `{x['named'] or x['program']}` | "
-                       f"{score_text(r['metric'], x['test'], paper_style=True)} |")
+        for k, e in enumerate(ranked):
+          lines.append(f"| {first if k == 0 else ''} | {k + 1}. `{e.display}` | "
+                       f"{score_text(r['metric'], e.outcome.test_score, paper_style=True)} |")
       lines.append("")
   return lines
 
@@ -272,8 +278,8 @@ def summary_lines(records: list[dict]) -> list[str]:
       what = ""
       got = table.by.get((index, method, largest), {})
       if got and (method.startswith("houdini_") or method == "standalone_with_fold"):
-        best = got[min(got)]["ranked"]
-        what = "  " + ((best[0]["named"] or best[0]["program"]) if best else "-")
+        best = _entries(got[min(got)])
+        what = "  " + (str(best[0].display) if best else "-")
       lines.append(f"  {method_label(method) + ':':26s}" + "".join(f"{c:>10s}" for c in cells) + what)
   return lines
 
@@ -441,7 +447,7 @@ def _task_lines(directory: Path, table: _Table, index: int, plot: Path) -> list[
     r = table.by.get((index, method, largest), {}).get(table.instances[0])
     if r is None or not r.get("ranked"):
       continue
-    best = r["ranked"][0]
+    best = _entries(r)[0]
     note = f" (same as {r['same_as']}: nothing to transfer on a first task)" if r.get("same_as") else ""
     extra = ""
     if "parameters" in r:
@@ -455,7 +461,7 @@ def _task_lines(directory: Path, table: _Table, index: int, plot: Path) -> list[
         # Resumed across calls (or trained by several workers): the wall is the last call's alone.
         extra += (f" (the recording call's wall time; {work:,.0f} s of the candidates' own "
                   "compiling, training and scoring over every call and worker)")
-    lines.append(f"- {method_label(method)}: `{best['named'] or best['program']}`{note}{extra}")
+    lines.append(f"- {method_label(method)}: `{best.display}`{note}{extra}")
   algorithms = ["top-down"] + (["evolutionary"] if "houdini_evolutionary" in table.methods else [])
   for algorithm in algorithms:
     for t in paper_top(table.sequence, index, algorithm):

@@ -47,7 +47,7 @@ from absl import logging
 
 from hx import baselines
 from hx.atomic import hold_directory
-from hx.compile.fitting import Outcome
+from hx.compile.fitting import Outcome, score_json
 from hx.compile.release import release_between_tasks
 from hx.data import read_data_sets
 from hx.evaluation.config import ConfigError, EvalConfig
@@ -60,6 +60,7 @@ from hx.evaluation.records import (
   record_path,
   write_json,
 )
+from hx.synth.frontier import Frontier, FrontierEntry
 from hx.synth.jsonfiles import jsonable, read_record
 from hx.synth.progress import Progress
 from hx.synth.run_directory import SETTINGS_FILE, checkpoint_dir, open_settings, record_file, training_seed
@@ -73,7 +74,6 @@ if TYPE_CHECKING:
   from hx.compile.tuning import TuneConfig
   from hx.data import ArrayTaskSpec, Task, TaskSpec
   from hx.data import Sequence as TaskSequence
-  from hx.jsonread import JsonValue
   from hx.lang.types import Type
   from hx.synth.executors import Executor, ExecutorSettings
 
@@ -182,8 +182,8 @@ def expected_records(config: EvalConfig) -> list[tuple[str, int, int, float]]:
   return out
 
 
-def _score_text(metric: str, x: JsonValue) -> str:
-  if not isinstance(x, (int, float)) or not math.isfinite(x):
+def _score_text(metric: str, x: float | None) -> str:
+  if x is None or not math.isfinite(x):
     return "-"
   return f"{x:.2f}%" if metric == "error" else f"{x:.3f}"
 
@@ -317,13 +317,14 @@ class _Runner:
       path = record_path(self.directory, method, instance, index + 1, f)
       rec = read_record(path)
       self.ran += 1
-      best = rec["ranked"][0] if rec["ranked"] else None
+      frontier = Frontier.from_json(rec)
       what = "no program trained"
-      if best and best["status"] == "trained":
-        score = _score_text(rec["metric"], best["test"])
-        what = f"{best['named'] or best['program']}  test {rec['metric']} {score}"
+      if frontier.entries and frontier.entries[0].outcome.status == "trained":
+        best = frontier.entries[0]
+        what = f"{best.display}  test {rec['metric']} {_score_text(rec['metric'], best.outcome.test_score)}"
+      n = frontier.candidates_trained
       self.say(f"[{c.sequence} {instance}] task {index + 1} {rec['task']} @ {f:g}: {method}: {what} "
-               f"({rec['candidates_trained']} candidate{'' if rec['candidates_trained'] == 1 else 's'})")
+               f"({n} candidate{'' if n == 1 else 's'})")
     logging.info("%s task %d took %.1f s", method, index + 1, time.perf_counter() - start)
 
   def houdini_sequence(self, method: str, instance: int, seq: TaskSequence, tasks: int) -> None:
@@ -364,7 +365,7 @@ class _Runner:
           bar.watching()):
       result, starts_from, extra = self.trained(method, instance, seq, index, fraction, task, tune_config,
                                                 seed, saving)
-      bar.done(result.val_score if result.status == "trained" else math.nan)
+      bar.done(result.outcome.val_score if result.outcome.status == "trained" else math.nan)
     if fraction == self.largest and result.network is not None and method != "standalone_with_fold":
       self.keep_network(method, instance, index, result.network)
     if write:
@@ -373,7 +374,7 @@ class _Runner:
       self.write(method, instance, index, fraction, full, rec)
     else:
       logging.info("%s %s: network rebuilt from its record by training it again: validation %.6g", method,
-                   full.name, result.val_score)
+                   full.name, result.outcome.val_score)
     shutil.rmtree(saving, ignore_errors=True)
 
   def same_as_standalone(self, method: str, instance: int, seq: TaskSequence, fraction: float,
@@ -485,10 +486,11 @@ class _Runner:
     rows = []
     for j, score in enumerate(scores):
       rec = read_record(record_path(self.directory, method, instance, j + 1, self.largest))
-      best = rec["ranked"][0] if rec.get("ranked") else {}
+      best = FrontierEntry.from_json(rec["ranked"][0]) if rec["ranked"] else None
+      trained = best is not None and best.outcome.status == "trained"
       rows.append({"index": j + 1, "task": rec["task"], "metric": rec["metric"],
-                   "network": best.get("program"),
-                   "recorded": best.get("test") if best.get("status") == "trained" else None,
+                   "network": None if best is None else str(best.program),
+                   "recorded": score_json(best.outcome.test_score) if trained else None,
                    "rescored": score, "shares_trunk": networks[j] is not None
                    and networks[j].architecture.kind != "graph"})
     write_json(path, {"method": method, "instance": instance, "after": c.tasks, "fraction": self.largest,
@@ -520,15 +522,13 @@ class _Runner:
                    tune_config: TuneConfig, seed: int, saving: Path | None = None
                    ) -> tuple[BaselineResult, dict]:
     """standalone_with_fold: HOUDINI's best program for this task and fraction, every function fresh."""
-    from hx.lang import parse, parse_type
     from hx.synth.library import Library
 
     c = self.config
     houdini = c.houdini[0]
     path = record_path(self.directory, houdini, instance, index + 1, fraction)
-    rec = read_record(path)
-    best = rec["ranked"][0] if rec["ranked"] else None
-    if best is None or best["status"] != "trained":
+    entries = Frontier.from_json(read_record(path)).entries
+    if not entries or entries[0].outcome.status != "trained":
       reason = f"{houdini} trained no program for this task and fraction: there is no structure to train"
       failed = baselines.BaselineResult(  # a training Outcome's defaults: no scores, epochs or time
           method="standalone_with_fold", task=task.name, description="-",
@@ -538,21 +538,20 @@ class _Runner:
     if not saved.exists():
       self.houdini_sequence(houdini, instance, seq, index)  # rebuilt from HOUDINI's records
     library = Library.load(saved)
-    program = parse(best["program"])
-    fresh = {n: parse_type(t) for n, t in best["fresh_types"].items()}
-    result = baselines.from_scratch(task, program, fresh, library.types(), c.module_config, tune_config,
-                                    seed=seed, checkpoint_dir=saving)
-    return result, {"structure_from": {"method": houdini, "program": best["named"] or best["program"]}}
+    best = entries[0]
+    result = baselines.from_scratch(task, best.program, best.fresh_types, library.types(), c.module_config,
+                                    tune_config, seed=seed, checkpoint_dir=saving)
+    return result, {"structure_from": {"method": houdini, "program": str(best.display)}}
 
   def write(self, method: str, instance: int, index: int, fraction: float, full: Task, rec: dict) -> None:
     path = record_file(self.method_dir(method, instance), index + 1, full.name, fraction)
     write_json(path, rec)
     self.ran += 1
-    best = rec["ranked"][0]
+    best = FrontierEntry.from_json(rec["ranked"][0]).outcome
     note = f" (same as {rec['same_as']})" if rec.get("same_as") else ""
-    failed = "" if best["status"] == "trained" else f" [{best['status']}: {best['reason']}]"
+    failed = "" if best.status == "trained" else f" [{best.status}: {best.reason}]"
     self.say(f"[{rec['sequence']} {instance}] task {index + 1} {rec['task']} @ {fraction:g}: {method}: "
-             f"test {rec['metric']} {_score_text(rec['metric'], best['test'])}{failed}"
+             f"test {rec['metric']} {_score_text(rec['metric'], best.test_score)}{failed}"
              f" ({rec['seconds']['wall']:.0f} s){note}")
 
 

@@ -105,8 +105,8 @@ def rescore_winners(config: EvalConfig, directory: os.PathLike | str, method: st
   """
   from hx.compile.lower import compile_program
   from hx.compile.tuning import evaluate
-  from hx.lang import parse
   from hx.lang import program as P
+  from hx.synth.frontier import FrontierEntry
   from hx.synth.library import Library
 
   method = method or (config.houdini[0] if config.houdini else None)
@@ -130,7 +130,7 @@ def rescore_winners(config: EvalConfig, directory: os.PathLike | str, method: st
     recorded = _test(rec)
     if recorded is None:
       continue
-    program = P.as_library(parse(rec["ranked"][0]["named"] or rec["ranked"][0]["program"]))
+    program = P.as_library(FrontierEntry.from_json(rec["ranked"][0]).display)
     used = P.library_names(program)
     compiled = compile_program(program, {}, config.module_config, final.specs())
     task = seq.build(index - 1)

@@ -37,6 +37,7 @@ import statistics
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from hx.evaluation.records import work_seconds
+from hx.synth.frontier import FrontierEntry
 
 if TYPE_CHECKING:
   from hx.jsonread import JsonValue
@@ -48,11 +49,16 @@ def _finite(x: JsonValue) -> bool:
   return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def _best(rec: dict) -> FrontierEntry | None:
+  """A record's best candidate (or its network), None where it ranked none."""
+  return FrontierEntry.from_json(rec["ranked"][0]) if rec.get("ranked") else None
+
+
 def _test(rec: dict) -> float | None:
-  best = rec["ranked"][0] if rec.get("ranked") else None
-  if best is None or best.get("status") != "trained" or not _finite(best.get("test")):
+  best = _best(rec)
+  if best is None or best.outcome.status != "trained" or not _finite(best.outcome.test_score):
     return None
-  return float(best["test"])
+  return best.outcome.test_score
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +126,7 @@ def task_rows(records: Sequence[dict], instance: int | None = None) -> list[Task
     test = _test(r)
     base = alone.get(r["task_index"])
     houdini = r["method"].startswith("houdini_")
-    best = r["ranked"][0] if r.get("ranked") else {}
+    best = _best(r)
     rows.append(TaskRow(
         index=r["task_index"], task=r["task"], method=r["method"], metric=r["metric"], test=test,
         transfer=test / base if test is not None and base is not None and base > 0 else None,
@@ -128,7 +134,7 @@ def task_rows(records: Sequence[dict], instance: int | None = None) -> list[Task
         candidates=len(r.get("ranked", [])) if houdini else 1,
         trained=int(r.get("candidates_trained", 0)) if houdini else 1,
         parameters=None if houdini else int(r.get("parameters", 0)),
-        program=best.get("named") or best.get("program"), same_as=r.get("same_as"),
+        program=None if best is None else str(best.display), same_as=r.get("same_as"),
         rss_bytes=(r.get("process_memory") or {}).get("rss_bytes"),
         search_seconds=float(r["seconds"]["search"]) if houdini and "search" in r["seconds"] else None))
   return rows

@@ -3,8 +3,8 @@ lifelong runner::
 
     library = hx.Library()
     config = hx.synth.SynthesisConfig(strategy=hx.synth.TopDown(), budget=hx.synth.Budget(candidates=20))
-    result = hx.synthesize(task, library, config)
-    for candidate in hx.synth.enumerate(task.type, result.library, limit=10):  # the order, untrained
+    frontier = hx.synthesize(task, library, config)    # a Frontier: the ranked candidates, the library
+    for candidate in hx.synth.enumerate(task.type, frontier.library, limit=10):  # the order, untrained
       print(candidate)
     run = hx.synth.run_sequence(hx.data.sequence("cs1"), "runs/cs1", config)
 """
@@ -26,9 +26,11 @@ from hx.synth.executors import (
   job_seed,
   train_program,
 )
+from hx.synth.frontier import Frontier, FrontierEntry
 from hx.synth.library import FORMAT_VERSION, Added, Entry, Library, LibraryError, Provenance, Trained
 from hx.synth.lifelong import SequenceRun, SettingsMismatch, run_sequence
-from hx.synth.predict import Predictor, RunProgram, SavedRun, load_run
+from hx.synth.predict import Predictor
+from hx.synth.saved_run import RunProgram, SavedRun, load_run
 from hx.synth.schedules import CheapFirst, Estimate, Halving, ToEnd, parse_schedule
 from hx.synth.space import (
   COMBINATORS,
@@ -41,7 +43,7 @@ from hx.synth.space import (
   paper_space,
 )
 from hx.synth.strategies import Evolutionary, Strategy, TopDown
-from hx.synth.synthesize import Ranked, SynthesisResult, synthesize, task_context
+from hx.synth.synthesize import synthesize, task_context
 from hx.synth.topdown import EnumerationStats, enumerate_programs
 
 enumerate = enumerate_programs  # noqa: A001 -- the short name users call: hx.synth.enumerate(...)
@@ -55,7 +57,7 @@ __all__ = [
     "Checkpoints", "Executor", "Job", "JobResult", "LocalExecutor", "TaskContext", "job_seed",
     "train_program", "ExecutorSettings", "Local", "Processes", "Ray", "default_executor",
     "ToEnd", "Halving", "Estimate", "CheapFirst", "parse_schedule",
-    "Budget", "SynthesisConfig", "Ranked", "SynthesisResult", "synthesize", "task_context",
+    "Budget", "SynthesisConfig", "Frontier", "FrontierEntry", "synthesize", "task_context",
     "SequenceRun", "SettingsMismatch", "run_sequence",
     "Predictor", "RunProgram", "SavedRun", "load_run",
 ]

@@ -21,7 +21,7 @@ import zlib
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from hx.canonical_json import canonical_json
-from hx.compile.fitting import HoldsOutcome, Outcome, Prepared, out_of_memory, seeded, train
+from hx.compile.fitting import Outcome, Prepared, out_of_memory, seeded, train
 from hx.lang import program as P
 from hx.lang.types import Type
 from hx.synth.space import Candidate
@@ -153,10 +153,14 @@ class Job:
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
-class JobResult(HoldsOutcome):
-  """A trained (or failed) candidate: its training's `hx.compile.fitting.Outcome` (status, scores, host
-  variables, epochs, times, a paused run's state, the epochs' history and `val_history`, read through:
-  `HoldsOutcome`), with the job.
+class JobResult:
+  """An executor's report of one job: the job, and its training's `hx.compile.fitting.Outcome` (status,
+  scores, host variables, epochs, times, a paused run's state, the epochs' history), read as it is
+  (`r.outcome.val_score`).
+
+  It stays beside the outcome, rather than a (job, outcome) pair, for what only an executor knows of a
+  job: how often it was started and whether its outcome was restored rather than trained. It is never
+  written or read back: a synthesis reports its candidates as `hx.synth.frontier.FrontierEntry`.
 
   Attributes:
     job: the job.
@@ -173,24 +177,28 @@ class JobResult(HoldsOutcome):
   def candidate(self) -> Candidate:
     return self.job.candidate
 
+  def with_outcome(self, **changes: object) -> JobResult:
+    """This result with its outcome's fields `changes` replaced (a copy; nothing else changes)."""
+    return dataclasses.replace(self, outcome=dataclasses.replace(self.outcome, **changes))
+
 
 def continued(before: JobResult | None, after: JobResult) -> JobResult:
   """`after`, a run resumed from `before`'s paused state (None: it started afresh), with the times and
   attempts of both: a paused and resumed candidate's result as a schedule reports it."""
   if before is None:
     return after
+  b, a = before.outcome, after.outcome
   return dataclasses.replace(after.with_outcome(
-      compile_seconds=before.compile_seconds + after.compile_seconds,
-      train_seconds=before.train_seconds + after.train_seconds,
-      eval_seconds=before.eval_seconds + after.eval_seconds, seconds=before.seconds + after.seconds),
+      compile_seconds=b.compile_seconds + a.compile_seconds, train_seconds=b.train_seconds + a.train_seconds,
+      eval_seconds=b.eval_seconds + a.eval_seconds, seconds=b.seconds + a.seconds),
       attempts=before.attempts + after.attempts - 1)
 
 
 def step_costs(results: Sequence[JobResult | None]) -> list[float | None]:
   """Per result, its training seconds per optimiser step, or None where there is none (no result, failed,
   or no step ran): what the schedules that price candidates (`Halving(equal="time")`, `CheapFirst`) read."""
-  return [r.train_seconds / r.steps_run if r is not None and r.ok and r.steps_run > 0 else None
-          for r in results]
+  return [r.outcome.train_seconds / r.outcome.steps_run
+          if r is not None and r.outcome.ok and r.outcome.steps_run > 0 else None for r in results]
 
 
 def job_seed(seed: int, candidate: Candidate) -> int:

@@ -11,7 +11,8 @@ expected ("records/01_x/fraction_1.json: ranked[0].test: expected a score (a num
 never a KeyError or TypeError from the code that reads the value.
 
 `RECORD` is the schema of a record (`hx.synth.lifelong.record`, `hx.evaluation.records.baseline_record`)
-as its readers use it, `read_record` reads one; `read_settings` reads a run's settings.json.
+as its readers use it, `RANKED` that of an item of its "ranked" list (`hx.synth.frontier`, which writes and
+reads both), `read_record` reads one; `read_settings` reads a run's settings.json.
 
 `RECORD_VERSION` is the version of a run directory's layout: every record and settings.json holds it
 ("record_version"). A file without it was written before hx recorded the version, in version 1's layout,
@@ -54,8 +55,8 @@ from hx.lang.objectives import METRICS
 
 __all__ = [
     "jsonable", "from_jsonable", "write_json", "JsonFileError", "read_json", "Invalid", "Check", "check",
-    "integer", "number",
-    "score", "text", "boolean", "anything", "nullable", "array", "row", "obj", "RECORD", "read_record",
+    "integer", "number", "score", "text", "boolean", "anything", "nullable", "array", "row", "obj", "RANKED",
+    "RECORD", "read_record",
     "SETTINGS_FILE_SCHEMA", "EVALUATION_SETTINGS", "read_settings", "read_settings_file", "RECORD_VERSION",
     "READ_VERSIONS", "LayoutVersionError", "layout_version", "check_layout_version",
 ]
@@ -145,6 +146,16 @@ def write_json(path: Path, obj: JsonValue) -> None:
 
 _SECONDS = number(minimum=0)
 
+RANKED = obj({"status": text(), "program": text(), "named": nullable(text()), "test": nullable(score)},
+             optional={"val": nullable(score), "rank": integer(minimum=1), "reason": nullable(text()),
+                       "fresh_types": obj({}, values=text()), "seconds": _SECONDS,
+                       "compile_seconds": _SECONDS, "train_seconds": _SECONDS, "eval_seconds": _SECONDS,
+                       "order": integer(minimum=-1), "epochs_run": integer(0), "val_history": array(score),
+                       "estimate": score, "estimate_method": nullable(text()), "estimate_seconds": _SECONDS,
+                       "estimate_epochs": number(minimum=0)})
+"""An item of a record's "ranked" list: one candidate of a synthesis, or a baseline's network, as
+`hx.synth.frontier.FrontierEntry.to_json` writes it and `FrontierEntry.from_json` reads it."""
+
 RECORD = obj({
     "sequence": text(),
     "task_index": integer(minimum=1),
@@ -153,10 +164,7 @@ RECORD = obj({
     "fraction": number(above=0, maximum=1),
     "data": obj({"datasets": array(text()), "synthetic": boolean},
                 optional={"train": integer(0), "val": integer(0), "test": integer(0)}),
-    "ranked": array(obj({"status": text(), "program": text(), "named": nullable(text()),
-                         "test": nullable(score)},
-                        optional={"val": nullable(score), "rank": integer(minimum=1),
-                                  "reason": nullable(text()), "fresh_types": obj({}, values=text())})),
+    "ranked": array(RANKED),
     "seconds": obj({"wall": _SECONDS},
                    optional={"compile": _SECONDS, "train": _SECONDS, "eval": _SECONDS, "search": _SECONDS}),
 }, optional={
@@ -164,7 +172,8 @@ RECORD = obj({
     "method": text(), "task_kind": text(), "type": text(), "strategy": text(),
     "parameters": integer(0), "frozen_parameters": nullable(integer(0)),
     "candidates_trained": nullable(integer(0)), "same_as": nullable(text()), "epochs_run": integer(0),
-    "best_epoch": integer(0),
+    "best_epoch": integer(0), "enumeration": obj({}, values=number(minimum=0)),
+    "library_offered": array(text()),
     "process_memory": obj({"rss_bytes": nullable(integer(0)), "peak_rss_bytes": integer(0)}),
 })
 """A record's schema: the fields every reader of records needs, with their types and ranges."""

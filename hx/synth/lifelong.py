@@ -46,11 +46,11 @@ from typing import TYPE_CHECKING, Sequence
 from absl import logging
 
 from hx.atomic import hold_directory
-from hx.compile.fitting import score_json
 from hx.process_memory import process_memory
 from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.evolution import EvolutionConfig
 from hx.synth.executors import check_executor, start_executor
+from hx.synth.frontier import Frontier
 from hx.synth.jsonfiles import jsonable, read_record, write_json
 from hx.synth.run_directory import (
   RECORD_VERSION,
@@ -63,7 +63,7 @@ from hx.synth.run_directory import (
   training_seed,
 )
 from hx.synth.strategies import Evolutionary, Strategy, check_strategy
-from hx.synth.synthesize import SynthesisResult, synthesize
+from hx.synth.synthesize import synthesize
 
 if TYPE_CHECKING:
   from hx.data.sequences import Sequence as TaskSequence
@@ -95,55 +95,25 @@ class SequenceRun:
             f"{self.resumed_after} tasks)")
 
 
-def record(result: SynthesisResult, task: Task, *, sequence: str, index: int, fraction: float, seed: int,
+def record(frontier: Frontier, task: Task, *, sequence: str, index: int, fraction: float, seed: int,
            library_before: Library) -> dict[str, JsonValue]:
-  """The JSON record of one synthesis run: task, fraction, every candidate with its scores, times, epochs
-  and learning curve (validation score per epoch), the library's version before and after, and where the
-  data came from (synthetic stand-ins say so)."""
+  """The JSON record of one synthesis run: where it stands (sequence, task, fraction, seed, the data and
+  whether it is a synthetic stand-in, the library before it) and the synthesis (`Frontier.to_json`:
+  every candidate with its scores, times, epochs and learning curve, the search's counters, the library
+  after it), read back by `Frontier.from_json`."""
+  synthesis = frontier.to_json()
   return {
       "record_version": RECORD_VERSION,
       "sequence": sequence, "task_index": index, "task": task.name, "task_kind": task.spec.kind,
       "type": str(task.type), "metric": task.metric, "fraction": fraction, "seed": seed,
-      "strategy": result.strategy,
       "data": {"datasets": list(task.datasets), "synthetic": bool(task.synthetic),
                "train": int(len(task.train.targets)), "val": int(len(task.val.targets)),
                "test": int(len(task.test.targets))},
-      "library_before": library_before.version, "library_after": result.library.version,
-      "library_functions_before": list(library_before.names),
-      "candidates_trained": result.candidates_trained,
-      # What the search did and what the library holds after the task: for the growth of search and memory
-      # along a long sequence (`hx.evaluation.stream_metrics`).
-      **({} if result.enumeration is None else {"enumeration": dataclasses.asdict(result.enumeration)}),
-      "library_after_size": library_size(result.library),
-      # The library functions a bounded search was offered (SearchSpace.library_tasks), when a part.
-      **({} if result.offered is None else {"library_offered": list(result.offered)}),
-      "seconds": {"search": result.search_seconds, "compile": result.compile_seconds,
-                  "train": result.train_seconds, "eval": result.eval_seconds, "wall": result.wall_seconds},
+      "library_before": library_before.version, "library_functions_before": list(library_before.names),
       # This process's memory once the task is done: a long sequence's memory must stay bounded.
       "process_memory": process_memory(),
-      "ranked": [{
-          "rank": r.rank, "program": str(r.search_program),
-          "named": None if r.named is None else str(r.named),
-          "fresh_types": {n: str(t) for n, t in r.search_types.items()}, **r.reported(),
-          "compile_seconds": r.compile_seconds, "train_seconds": r.train_seconds,
-          "eval_seconds": r.eval_seconds, "order": r.order, "epochs_run": r.epochs_run,
-          "val_history": list(r.val_history),
-          # Under an `Estimate` schedule only (records without one keep the fields they had).
-          **({} if r.estimate_method is None else {
-              "estimate": score_json(r.estimate), "estimate_method": r.estimate_method,
-              "estimate_seconds": r.estimate_seconds, "estimate_epochs": r.estimate_epochs})}
-          for r in result.ranked],
+      **synthesis,
   }
-
-
-def library_size(library: Library) -> dict[str, int]:
-  """{"functions", "parameters", "bytes"} of `library`: its entries, their trainable parameters, and the
-  bytes of all their arrays (parameters and batch statistics) in memory."""
-  import jax
-
-  params = [leaf for e in library.entries for leaf in jax.tree.leaves(e.variables["params"])]
-  return {"functions": len(library), "parameters": int(sum(leaf.size for leaf in params)),
-          "bytes": int(sum(leaf.nbytes for e in library.entries for leaf in e.leaves))}
 
 
 def _settings(sequence: TaskSequence, config: SynthesisConfig, fractions: Sequence[float],
@@ -182,22 +152,21 @@ def _rebuilt_library(plan: _Plan, index: int, full: Task, library: Library, rec:
   largest fraction is `rec`: `library` with its winner trained again
   (`hx.synth.synthesize.retrain_winner`, with the synthesis's seed and `plan.config`), or `library`
   itself when nothing won."""
-  from hx.lang import parse, parse_type
   from hx.synth.synthesize import retrain_winner
 
-  best = rec["ranked"][0] if rec["ranked"] else None
-  if best is None or best["status"] != "trained":
+  entries = Frontier.from_json(rec).entries
+  if not entries or entries[0].outcome.status != "trained":
     return library
+  best = entries[0]
   seq, config, fraction = plan.sequence, plan.config, plan.fractions[-1]
   task = full if fraction == 1.0 else full.with_fraction(fraction)
   # As `synthesize` names them: the trained ones among the `keep` best after the winner.
-  runners_up = [parse(x["program"]) for x in rec["ranked"][1:config.keep] if x["status"] == "trained"]
-  rebuilt, result = retrain_winner(task, library, parse(best["program"]),
-                                   {n: parse_type(t) for n, t in best["fresh_types"].items()}, config,
+  runners_up = [e.program for e in entries[1:config.keep] if e.outcome.status == "trained"]
+  rebuilt, result = retrain_winner(task, library, best.program, best.fresh_types, config,
                                    seed=training_seed(seq.seed, index, fraction), sequence=seq.name,
                                    library_seed=_library_seed(seq), runners_up=runners_up, when=plan.started)
   logging.info("%s: library rebuilt from its record by training %s again: validation %.6g (recorded %.6g)",
-               task.name, best["program"], result.val_score, best["val"])
+               task.name, best.program, result.outcome.val_score, best.outcome.val_score)
   return rebuilt
 
 

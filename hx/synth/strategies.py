@@ -113,7 +113,7 @@ class Search(Protocol):
   def equivalent(self) -> Sequence[tuple[Candidate, Candidate]]: ...
 
   def exhausted(self, trained: int) -> str:
-    """Why the search proposed no more than the `trained` programs it did (`SynthesisResult.shortfall`
+    """Why the search proposed no more than the `trained` programs it did (`Frontier.shortfall`
     where the budget was not spent)."""
     ...
 

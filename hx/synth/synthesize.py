@@ -1,8 +1,8 @@
 """`hx.synthesize`: find, train and rank programs for a task, and extend the library with the winner.
 
-    result = hx.synthesize(task, library, SynthesisConfig(budget=Budget(candidates=20)), seed=0)
-    print(result.best.program, result.best.val_score, result.best.test_score)
-    library = result.library          # the winner's fresh functions frozen in, named nn_<sequence>_<k>
+    frontier = hx.synthesize(task, library, SynthesisConfig(budget=Budget(candidates=20)), seed=0)
+    print(frontier.best.display, frontier.best.outcome.val_score, frontier.best.outcome.test_score)
+    library = frontier.library        # the winner's fresh functions frozen in, named nn_<sequence>_<k>
 
 This is HOUDINI's learning algorithm for one task (paper section 3), in four steps: the symbolic module,
 a strategy (`hx.synth.strategies`: top-down enumeration, `TopDown()`, `hx.synth.topdown`, or
@@ -11,7 +11,9 @@ neural module (Tune, through an executor, `hx.synth.executors`) trains them unde
 (`hx.synth.schedules`: every one to the end by default); the candidates are ranked; the library is
 extended with the winner. The program with the best validation score wins; its test score was computed
 once, for the parameters of its best validation epoch. A candidate that failed (its loss became NaN,
-say) ranks below every candidate that trained, whatever its scores.
+say) ranks below every candidate that trained, whatever its scores. The result is a
+`hx.synth.frontier.Frontier`: the ranked candidates (`FrontierEntry`, each with its training's
+`hx.compile.fitting.Outcome`) and the library extended.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 from absl import logging
 
 from hx.compile.batching import num_examples
-from hx.compile.fitting import OUT_OF_MEMORY, HoldsOutcome, Outcome
+from hx.compile.fitting import OUT_OF_MEMORY, Outcome
 from hx.compile.losses import standard_error
 from hx.lang import program as P
 from hx.lang.types import Type
 from hx.synth.config import Budget, SynthesisConfig
 from hx.synth.executors import Executor, ExecutorSettings, LocalExecutor, check_executor, start_executor
+from hx.synth.frontier import Frontier, FrontierEntry
 from hx.synth.jobs import Job, JobResult, TaskContext, job_seed, run_job
 from hx.synth.progress import Progress
 from hx.synth.schedules import Scored
@@ -42,179 +45,8 @@ if TYPE_CHECKING:
   from hx.compile.modules import ModuleConfig
   from hx.compile.tuning import TuneConfig
   from hx.synth.library import Added, Library
-  from hx.synth.predict import Predictor
 
-__all__ = ["Ranked", "SynthesisResult", "synthesize", "task_context", "retrain_winner"]
-
-
-@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
-class Ranked(HoldsOutcome):
-  """One candidate of a synthesis, as reported: its training's `hx.compile.fitting.Outcome` (status,
-  reason, scores, epochs, times, `val_history`, read through: `HoldsOutcome`), with its place in the
-  ranking.
-
-  The held outcome's fields as a synthesis reports them:
-
-    - status: "trained", "failed", "equivalent" (not trained: it computes what `equivalent_to` does) or
-      "estimated" (not trained to the end: under an `Estimate` schedule, its estimate was not among the
-      best; under `Halving(val_examples=...)`, halving stopped it before the last rung; under
-      `CheapFirst`, its probe was behind the cheap candidates, or its halving rungs stopped it; `estimate`
-      holds its score).
-    - reason: why it failed, which program it is equivalent to, or why it was not trained to the end.
-    - val_score, test_score: scores (the task's metric, lower is better); nan / None if none.
-    - variables: the trained variables, kept for the first `keep` ranks only (else None).
-    - seconds: its wall time (training, scoring, compiling); compile_seconds, train_seconds, eval_seconds
-      split it.
-    - epochs_run: epochs it trained (fewer than the task's when early stopping or halving stopped it; 0 for
-      one an `Estimate` schedule did not train to the end).
-    - state: always None (nothing of a synthesis resumes from a report).
-
-  Attributes:
-    rank: 1 for the winner (among trained candidates by validation score, failed ones last).
-    program: the program, its fresh functions named as the library names them (nn_<sequence>_<k>, as
-      the paper's tables number them: the winner's are the library's new entries) for the ranks the
-      synthesis reports (`keep`), else as the search built it (nn_1, nn_2, ...).
-    fresh_types: each fresh function's type, by its name in `program`.
-    order: its place in the search's order (0 first).
-    outcome: its training (as above).
-    named: `program` where its functions carry the library's names, else None.
-    searched: the program as the search built it (nn_1, nn_2, ...) where `program` carries the library's
-      names, else None (`search_program` and `search_types` give it either way).
-    estimate: under an `Estimate` schedule, its estimated validation score (`hx.synth.schedules.estimate`: the
-      task's metric on a validation subsample; nan if none), for every candidate, trained or not; under
-      `Halving(val_examples=...)`, a stopped candidate's best score on the subsample; under `CheapFirst`,
-      a stopped candidate's best validation score when it stopped (after its probe, or at a rung).
-    estimate_method: "short", "head", "halving" or "probe", the estimate it got; None without one.
-    estimate_seconds: the estimate's wall time (part of `seconds`).
-    estimate_epochs: epochs of training the estimate ran (a short run's; not in `epochs_run`).
-  """
-  rank: int
-  program: P.Program
-  fresh_types: dict[str, Type]
-  order: int
-  outcome: Outcome
-  named: P.Program | None = None
-  estimate: float = math.nan
-  estimate_method: str | None = None
-  estimate_seconds: float = 0.0
-  estimate_epochs: float = 0.0
-  searched: P.Program | None = None
-
-  @property
-  def search_program(self) -> P.Program:
-    """The program as the search built it, fresh functions nn_1, nn_2, ... (what a run's records hold)."""
-    return self.program if self.searched is None else self.searched
-
-  @property
-  def search_types(self) -> dict[str, Type]:
-    """`fresh_types` by the names of `search_program`."""
-    if self.searched is None:
-      return dict(self.fresh_types)
-    return {old: self.fresh_types[new]
-            for old, new in zip(P.fresh_names(self.searched), P.fresh_names(self.program))}
-
-  def __str__(self) -> str:
-    test = "-" if self.test_score is None else f"{self.test_score:.4g}"
-    return (f"{self.rank:3d}. {self.named or self.program}  val {self.val_score:.4g} test {test}  "
-            f"[{self.status}{': ' + self.reason if self.reason else ''}]")
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class SynthesisResult:
-  """What `synthesize` returns.
-
-  Attributes:
-    task: the task's name.
-    strategy: the strategy's name (`Strategy.name`): "topdown" or "evolutionary".
-    ranked: every candidate considered, best first (trained by validation score, then those an `Estimate`
-      schedule did not train to the end by their estimate, then failed, then equivalent ones).
-    library: the library extended with the winner's fresh functions (the input library if nothing
-      trained, or the winner has no fresh function).
-    added: the `hx.synth.Added` of that extension, or None.
-    search_seconds: time spent proposing programs; compile_seconds, train_seconds, eval_seconds: summed
-      over candidates; wall_seconds: the whole call.
-    candidates_trained: candidates handed to the executor (under an `Estimate` schedule, every candidate
-      estimated, whether trained to the end or not).
-    enumeration: the top-down search's counters (None for evolution).
-    estimate_seconds: the estimates' wall time, summed over candidates (part of the other sums for
-      short runs).
-    no_program: where the search proposed no candidate, why a single fresh function of the task's type
-      cannot be built (`hx.compile.module_spec`'s reason), else None.
-    offered: under `SearchSpace.library_tasks`, the names of the library functions the search was
-      offered (`hx.synth.prior.offered_library`; their choice is in `search_seconds`) when they were a
-      part of the library; None when it was offered the whole library.
-    module_config: the `hx.compile.ModuleConfig` the candidates were built with (what `predictor`
-      compiles them with again).
-    metric: what the scores are: "error" (classification error, %) or "rmse" (the task's objective's);
-      None where unknown.
-    shortfall: why fewer candidates were trained than `Budget.candidates` asked for, with the size of the
-      space searched (also logged as a warning); None where the budget was spent.
-  """
-  task: str
-  strategy: str
-  ranked: tuple[Ranked, ...]
-  library: Library
-  added: Added | None
-  search_seconds: float
-  compile_seconds: float
-  train_seconds: float
-  eval_seconds: float
-  wall_seconds: float
-  candidates_trained: int
-  enumeration: EnumerationStats | None = None
-  estimate_seconds: float = 0.0
-  no_program: str | None = None
-  offered: tuple[str, ...] | None = None
-  module_config: ModuleConfig | None = dataclasses.field(default=None, repr=False)
-  metric: str | None = None
-  shortfall: str | None = None
-
-  def predictor(self, rank: int = 1, batch_size: int = 1024) -> Predictor:
-    """The candidate ranked `rank` (1: the winner) as a jitted, batched function of new inputs in
-    `hx.Task.from_arrays`' layout: an `hx.synth.predict.Predictor` (its docstring gives the outputs).
-
-    Raises:
-      ValueError: no such rank, or one that did not train or kept no variables (ranks beyond `keep`).
-    """
-    from hx.synth.predict import result_predictor
-
-    return result_predictor(self, rank, batch_size)
-
-  @property
-  def best(self) -> Ranked:
-    if not self.ranked or self.ranked[0].status != "trained":
-      if not self.ranked:
-        why = f"the search proposed no program: {self.no_program or 'no library function fits its type'}"
-      else:
-        reasons = sorted({r.reason for r in self.ranked if r.reason})
-        why = f"{len(self.ranked)} tried; " + ("; ".join(reasons[:3]) or "none finished")
-      raise ValueError(f"no candidate of {self.task} trained successfully ({why})")
-    return self.ranked[0]
-
-  def __repr__(self) -> str:
-    # A summary: the dataclass's own repr would print the library's every trained weight.
-    trained = self.trained
-    best = f"best {trained[0].named or trained[0].program}" if trained else "no candidate trained"
-    scores = f"; scores: {METRIC_WORDS.get(self.metric, self.metric)}" if self.metric else ""
-    count = _count(self.candidates_trained, "candidate")
-    return (f"SynthesisResult({self.task}: {self.strategy}, {count} in {self.wall_seconds:.1f} s, "
-            f"{best}{scores})")
-
-  def __str__(self) -> str:
-    top = 5
-    lines = [repr(self)] + ([f"  ({self.shortfall})"] if self.shortfall else []) + [
-        str(r) for r in self.ranked[:top]]
-    if len(self.ranked) > top:
-      lines.append(f"  ... {len(self.ranked) - top} more")
-    return "\n".join(lines)
-
-  @property
-  def trained(self) -> tuple[Ranked, ...]:
-    return tuple(r for r in self.ranked if r.status == "trained")
-
-
-METRIC_WORDS = {"error": "classification error (%), lower is better", "rmse": "RMSE, lower is better"}
-"""A task's metric (`hx.lang.objectives.Objective.metric`) in words, as a synthesis's summary names it."""
+__all__ = ["synthesize", "task_context", "retrain_winner"]
 
 
 def _count(n: int, noun: str) -> str:
@@ -224,9 +56,9 @@ def _count(n: int, noun: str) -> str:
 
 def _sort_key(r: JobResult, estimates: dict[int, Scored]) -> tuple:
   """Trained candidates by validation score, then those estimated only by their estimate, then failed."""
-  if r.ok:
-    return (0, r.val_score, r.job.index)
-  if r.status == "estimated":
+  if r.outcome.ok:
+    return (0, r.outcome.val_score, r.job.index)
+  if r.outcome.status == "estimated":
     return (1, estimates[r.job.index].value, r.job.index)
   return (2, math.inf, r.job.index)
 
@@ -240,11 +72,11 @@ def _winner_first(ranked: list[JobResult], space: SearchSpace, metric: str, exam
   (a program of no library function after every one that has some), then the better score; the others
   in their order. `metric` and `examples`: the validation score's and how many examples it rests on."""
   tolerance, errors = space.reuse_tolerance, space.reuse_standard_errors
-  if not (tolerance or errors) or not ranked or not ranked[0].ok:
+  if not (tolerance or errors) or not ranked or not ranked[0].outcome.ok:
     return ranked
-  best = ranked[0].val_score
+  best = ranked[0].outcome.val_score
   margin = max(tolerance * abs(best), errors * standard_error(metric, best, examples) if errors else 0.0)
-  near = [r for r in ranked if r.ok and r.val_score <= best + margin]
+  near = [r for r in ranked if r.outcome.ok and r.outcome.val_score <= best + margin]
   position = {name: i for i, name in enumerate(offered or ())}
 
   def prior_rank(r: JobResult) -> int:
@@ -292,7 +124,7 @@ def synthesize(task: Any, library: Library | None = None, config: SynthesisConfi
                executor: ExecutorSettings | Executor | None = None, sequence: str | None = None,
                library_seed: int | str | None = None, progress: bool = False, when: str | None = None,
                checkpoint_dir: os.PathLike | str | None = None,
-               scores_dir: os.PathLike | str | None = None) -> SynthesisResult:
+               scores_dir: os.PathLike | str | None = None) -> Frontier:
   """Searches programs for `task`, trains them, ranks them and extends the library with the winner.
 
   Args:
@@ -332,7 +164,8 @@ def synthesize(task: Any, library: Library | None = None, config: SynthesisConfi
       needs, is trained again with its job seed; ranks 2 to `keep` restored this way have no variables.
 
   Returns:
-    A `SynthesisResult`.
+    A `hx.synth.frontier.Frontier`: the candidates ranked (`entries`, the winner first, `best`) and the
+    library extended.
 
   Raises:
     TypeError: `executor` is not an object of its kind (a name such as "processes" is the binaries'
@@ -382,7 +215,7 @@ def synthesize(task: Any, library: Library | None = None, config: SynthesisConfi
   shortfall = _shortfall(task, budget, searched.search, len(searched.results) - len(first), wall)
   if shortfall is not None:
     logging.warning("%s", shortfall)
-  cannot_fit = _cannot_fit(task, result.ranked)
+  cannot_fit = _cannot_fit(task, result.entries)
   if cannot_fit is not None:
     logging.warning("%s", cannot_fit)
   result = dataclasses.replace(result, metric=context.ready.objective.metric, shortfall=shortfall)
@@ -392,15 +225,15 @@ def synthesize(task: Any, library: Library | None = None, config: SynthesisConfi
                              search_seconds=result.search_seconds + prior_seconds)
 
 
-def _cannot_fit(task: Any, ranked: Sequence[Ranked]) -> str | None:
+def _cannot_fit(task: Any, ranked: Sequence[FrontierEntry]) -> str | None:
   """One line where every candidate of `task` ran out of memory (`hx.compile.fitting.out_of_memory`): how
   many, the first's reason and what fits a task in less memory; None otherwise (one that trained, or
   another reason)."""
-  if not ranked or any(r.status != "failed" or not (r.reason or "").startswith(OUT_OF_MEMORY)
-                       for r in ranked):
+  if not ranked or any(e.outcome.status != "failed" or not (e.outcome.reason or "").startswith(OUT_OF_MEMORY)
+                       for e in ranked):
     return None
-  return (f"{task.name}: every candidate ({len(ranked)}) ran {ranked[0].reason}; the task cannot fit in "
-          "this device's memory: none trained, so the library stays as it was (smaller modules, "
+  return (f"{task.name}: every candidate ({len(ranked)}) ran {ranked[0].outcome.reason}; the task cannot fit "
+          "in this device's memory: none trained, so the library stays as it was (smaller modules, "
           "--module, or smaller batches fit it in less)")
 
 
@@ -467,13 +300,13 @@ def _search_and_train(setup: SearchSetup, context: TaskContext, executor: Execut
                        first_index=len(results), batch=search.batch)
     results.extend(got.results)
     estimates.update(got.estimates)
-    scores = {r.candidate.key: r.val_score if r.ok else math.inf for r in got.results}
+    scores = {r.candidate.key: r.outcome.val_score if r.outcome.ok else math.inf for r in got.results}
   return _Searched(search, results, estimates)
 
 
 def _ranked_and_added(task: Any, context: TaskContext, library: Library, config: SynthesisConfig,
                       searched: _Searched, *, sequence: str | None, when: str | None,
-                      wall: float) -> SynthesisResult:
+                      wall: float) -> Frontier:
   """The candidates ranked (the winner trained again where its outcome was kept without variables), the
   `library` (the whole one: the search may have been offered a part, `context.library`) extended with
   the winner, as `synthesize` returns them."""
@@ -482,18 +315,19 @@ def _ranked_and_added(task: Any, context: TaskContext, library: Library, config:
   ranked = _winner_first(sorted(results, key=lambda r: _sort_key(r, estimates)), space,
                          context.ready.objective.metric, num_examples(context.ready.data.val),
                          context.library.names if space.library_tasks is not None else None)
-  if ranked and ranked[0].ok and ranked[0].restored:
+  if ranked and ranked[0].outcome.ok and ranked[0].restored:
     ranked[0] = _trained_again(ranked[0], context)
   added = None
-  if ranked and ranked[0].ok:
+  if ranked and ranked[0].outcome.ok:
     kind = getattr(getattr(task, "spec", None), "kind", None)
     added = _extend(library, ranked[:keep], context, sequence or kind or "task", task.name, when)
   out = _ranking(ranked, estimates, added, keep, search.equivalent)
-  return SynthesisResult(
-      task=task.name, strategy=config.strategy.name, ranked=tuple(out),
+  return Frontier(
+      task=task.name, strategy=config.strategy.name, entries=tuple(out),
       library=added.library if added is not None else library, added=added,
-      search_seconds=search.seconds, compile_seconds=sum(r.compile_seconds for r in results),
-      train_seconds=sum(r.train_seconds for r in results), eval_seconds=sum(r.eval_seconds for r in results),
+      search_seconds=search.seconds, compile_seconds=sum(r.outcome.compile_seconds for r in results),
+      train_seconds=sum(r.outcome.train_seconds for r in results),
+      eval_seconds=sum(r.outcome.eval_seconds for r in results),
       wall_seconds=time.perf_counter() - wall, candidates_trained=len(results),
       enumeration=search.enumeration, estimate_seconds=sum(e.seconds for e in estimates.values()),
       no_program=None if results else _why_no_program(task.type, context.module_config),
@@ -513,30 +347,27 @@ def _why_no_program(task_type: Type, module_config: ModuleConfig) -> str | None:
 
 
 def _ranking(ranked: Sequence[JobResult], estimates: dict[int, Scored], added: Added | None, keep: int,
-             equivalent: Sequence[tuple[Candidate, Candidate]]) -> list[Ranked]:
-  """The ranked candidates as `Ranked` records: the best `keep` with their variables, the winner's
+             equivalent: Sequence[tuple[Candidate, Candidate]]) -> list[FrontierEntry]:
+  """The ranked candidates as a frontier's entries: the best `keep` with their variables, the winner's
   library names, each candidate's estimate; then the evolutionary search's equivalent programs."""
   out = []
   for rank, r in enumerate(ranked, 1):
     named = added.programs[rank - 1] if added is not None and rank <= len(added.programs) else None
-    outcome = dataclasses.replace(r.outcome, variables=r.variables if rank <= keep else None, state=None,
-                                  epochs_run=r.epochs_run if r.status != "estimated" else 0)
-    estimate = _estimate_fields(estimates.get(r.job.index))
-    program, types, searched = r.candidate.program, r.candidate.fresh_types, None
-    if named is not None:  # the library's names, so that `program` reads as the ranking and library do
-      renaming = added.renamings[rank - 1]
-      program, searched = named, r.candidate.program
-      types = {renaming[n]: t for n, t in r.candidate.fresh_types.items()}
-    out.append(Ranked(rank=rank, program=program, fresh_types=types, order=r.job.index, named=named,
-                      searched=searched, outcome=outcome, **estimate))
+    o = r.outcome
+    outcome = dataclasses.replace(o, variables=o.variables if rank <= keep else None, state=None,
+                                  epochs_run=o.epochs_run if o.status != "estimated" else 0)
+    out.append(FrontierEntry(rank=rank, program=r.candidate.program, named=named,
+                             fresh_types=dict(r.candidate.fresh_types), order=r.job.index, outcome=outcome,
+                             val_history=o.val_history, **_estimate_fields(estimates.get(r.job.index))))
   for dup, rep in equivalent:
-    out.append(Ranked(rank=len(out) + 1, program=dup.program, fresh_types=dup.fresh_types, order=-1,
-                      outcome=Outcome(status="equivalent", reason=f"equivalent to {rep.program}")))
+    equivalent_to = Outcome(status="equivalent", reason=f"equivalent to {rep.program}")
+    out.append(FrontierEntry(rank=len(out) + 1, program=dup.program, fresh_types=dict(dup.fresh_types),
+                             order=-1, outcome=equivalent_to))
   return out
 
 
 def _estimate_fields(e: Scored | None) -> dict[str, float | str]:
-  """Ranked's estimate fields from a candidate's estimate (none: the defaults)."""
+  """A frontier entry's estimate fields from a candidate's estimate (none: the defaults)."""
   if e is None:
     return {}
   return {"estimate": e.value, "estimate_method": e.method, "estimate_seconds": e.seconds,
@@ -548,11 +379,12 @@ def _run(executor: Executor, context: TaskContext, jobs: Sequence[Job], show: Pr
   out = []
   for r in executor.run(context, jobs):
     out.append(r)
+    o = r.outcome
     logging.info("%s: candidate %d %s -> %s val %.4g (%.1f s)%s", show.task, show.count + 1,
-                 r.candidate.program, r.status, r.val_score, r.seconds, f" [{r.reason}]" if r.reason else "")
+                 r.candidate.program, o.status, o.val_score, o.seconds, f" [{o.reason}]" if o.reason else "")
     if stats is not None:
       show.extra["enumerated"] = stats.expanded  # the search's partial programs expanded so far
-    show.done(r.val_score if r.ok else math.nan)
+    show.done(o.val_score if o.ok else math.nan)
   missing = {j.index for j in jobs} - {r.job.index for r in out}
   if missing:
     raise RuntimeError(f"the executor returned no result for jobs {sorted(missing)}")
@@ -591,8 +423,8 @@ def retrain_winner(task: Any, library: Library, program: P.Program, fresh_types:
     (result,) = executor.run(context, [Job(0, candidate, job_seed(seed, candidate))])
   finally:
     executor.close()
-  if not result.ok:
-    raise RuntimeError(f"retraining {program} for {task.name} failed: {result.reason}")
+  if not result.outcome.ok:
+    raise RuntimeError(f"retraining {program} for {task.name} failed: {result.outcome.reason}")
   added = _extend(context.library, [result], context, sequence or kind or "task", task.name, when,
                   runners_up=runners_up)
   return added.library, result
@@ -613,9 +445,9 @@ def _trained_again(kept: JobResult, context: TaskContext) -> JobResult:
   are those of its variables (the same on the machine that kept them)."""
   without = dataclasses.replace(context, checkpoints=dataclasses.replace(context.checkpoints, scores=None))
   again = run_job(without, kept.job)
-  if not again.ok:
+  if not again.outcome.ok:
     raise RuntimeError(f"training the winner {kept.candidate.program} again (its outcome was kept without "
-                       f"variables) failed: {again.reason}")
+                       f"variables) failed: {again.outcome.reason}")
   return again
 
 
@@ -627,7 +459,7 @@ def _extend(library: Library, top: Sequence[JobResult], context: TaskContext, se
   from hx.synth.library import Trained
 
   best = top[0]
-  if best.variables is None:
+  if best.outcome.variables is None:
     raise RuntimeError(f"the executor returned no trained variables for the best program {best.candidate}")
   # The program as a whole, for its module specs and slots: what was trained may be the program without
   # its frozen prefix, in another process, whose CompiledProgram (closures) cannot travel back. Lowering
@@ -635,7 +467,8 @@ def _extend(library: Library, top: Sequence[JobResult], context: TaskContext, se
   # this compiles nothing with XLA.
   compiled = compile_program(best.candidate.program, best.candidate.fresh_types, context.module_config,
                              library.specs())
-  trained = Trained(compiled, best.variables, validation=best.val_score, test=best.test_score)
+  trained = Trained(compiled, best.outcome.variables, validation=best.outcome.val_score,
+                    test=best.outcome.test_score)
   if runners_up is None:
-    runners_up = [r.candidate.program for r in top[1:] if r.ok]
+    runners_up = [r.candidate.program for r in top[1:] if r.outcome.ok]
   return library.add(trained, sequence=sequence, task=task, runners_up=runners_up, when=when)

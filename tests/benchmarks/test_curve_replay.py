@@ -41,9 +41,9 @@ def test_a_full_runs_curves_replay_a_real_halving_run():
   config = TuneConfig(epochs=4, batch_size=50)
   full = run(Local(), candidates=4, config=config)
   halved = run(Local(), candidates=4, schedule=Halving(first=1, eta=2), config=config)
-  in_order = sorted(full.ranked, key=lambda x: x.order)
+  in_order = sorted(full.entries, key=lambda x: x.order)
   replayed = replay([x.val_history for x in in_order], Halving(first=1, eta=2), config.epochs)
-  assert replayed == tuple({x.order: x.epochs_run for x in halved.ranked}[x.order] for x in in_order)
+  assert replayed == tuple({x.order: x.outcome.epochs_run for x in halved.entries}[x.order] for x in in_order)
   assert sorted(replayed) == [1, 1, 2, 4]
   winner = min(range(4), key=lambda i: (min(in_order[i].val_history[:replayed[i]]), i))
   assert name(in_order[winner]) == name(halved.best)

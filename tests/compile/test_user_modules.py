@@ -291,17 +291,17 @@ def test_synthesize_trains_a_program_through_the_users_encoder():
   config = hx.SynthesisConfig(budget=hx.Budget(candidates=2), module_config=SMALL)
   result = hx.synthesize(_task(), config=config)
   users = _users(result)
-  assert users, [(str(r.program), r.fresh_types) for r in result.ranked]
-  assert all(r.status == "trained" and math.isfinite(r.val_score) for r in users)
+  assert users, [(str(r.program), r.fresh_types) for r in result.entries]
+  assert all(r.outcome.status == "trained" and math.isfinite(r.val_score) for r in users)
 
 
 def _users(result):
   """The ranked candidates with a fresh function of the encoder's type, checked to hold the encoder's
   parameters there (a CNN of that type has others: a worker without the registration would build one)."""
-  users = [r for r in result.ranked if ENCODER_TYPE in map(str, r.fresh_types.values())]
+  users = [r for r in result.entries if ENCODER_TYPE in map(str, r.fresh_types.values())]
   for r in users:
     slot = [str(t) for t in r.fresh_types.values()].index(ENCODER_TYPE)
-    assert set(r.variables["params"][slot]) == {"Conv_0", "Dense_0"}
+    assert set(r.outcome.variables["params"][slot]) == {"Conv_0", "Dense_0"}
   return users
 
 
@@ -319,8 +319,9 @@ def test_other_processes_train_the_users_encoder_as_this_process_does(executor):
   if executor == "processes":
     chosen.close()
   users = _users(elsewhere)
-  assert users and all(r.status == "trained" for r in users), [(r.program, r.reason) for r in users]
-  scores = lambda r: [(f"{x.program} {x.fresh_types}", x.val_score) for x in r.ranked]
+  assert users and all(r.outcome.status == "trained" for r in users), [(r.program, r.outcome.reason)
+                                                                       for r in users]
+  scores = lambda r: [(f"{x.program} {x.fresh_types}", x.val_score) for x in r.entries]
   assert [c for c, _ in scores(elsewhere)] == [c for c, _ in scores(local)]
   np.testing.assert_allclose([s for _, s in scores(elsewhere)], [s for _, s in scores(local)], rtol=1e-4)
 

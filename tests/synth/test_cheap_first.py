@@ -138,11 +138,11 @@ def test_with_keep_the_bar_is_the_kept_cheap_candidates_best_final_score():
   out, stopped = cheap_first(candidates(5), CheapFirst(probe_steps=20, keep=1), EPOCHS, STEPS, seed=0,
                              run=run)
   assert run.calls == [[(i, 2.0, None) for i in range(5)], [(0, None, 2.0)], [(3, None, 2.0)]]
-  assert [r.status for r in out] == ["trained", "estimated", "estimated", "trained", "estimated"]
-  assert out[0].val_score == 0.6 and out[3].val_score == 0.2
+  assert [r.outcome.status for r in out] == ["trained", "estimated", "estimated", "trained", "estimated"]
+  assert out[0].outcome.val_score == 0.6 and out[3].outcome.val_score == 0.2
   assert stopped == {1: 0.9, 2: 1.5, 4: 0.7}
-  assert "not among the 1 best of the cheap candidates" in out[1].reason
-  assert "behind the cheap candidates' best final score 0.6" in out[4].reason
+  assert "not among the 1 best of the cheap candidates" in out[1].outcome.reason
+  assert "behind the cheap candidates' best final score 0.6" in out[4].outcome.reason
   # keep=None trains every cheap one: candidate 1's 0.1 raises the bar, and no costly one goes on.
   run = Scripted(cost, score)
   out, stopped = cheap_first(candidates(5), CheapFirst(probe_steps=20, keep=None), EPOCHS, STEPS, seed=0,
@@ -162,15 +162,15 @@ def test_the_schedule_probes_all_then_trains_the_cheap_then_the_costly_ahead_of_
   out, stopped = cheap_first(candidates(5), CheapFirst(probe_steps=20), EPOCHS, STEPS, seed=0, run=run)
   # A probe of 20 steps is 2 epochs of 10; then the cheap one, then the costly ahead of it, together.
   assert run.calls == [[(i, 2.0, None) for i in range(5)], [(0, None, 2.0)], [(1, None, 2.0), (4, None, 2.0)]]
-  assert [r.status for r in out] == ["trained", "trained", "estimated", "failed", "trained"]
-  assert [r.val_score for r in out][:2] == [0.5, 0.3] and out[4].val_score == 0.55
+  assert [r.outcome.status for r in out] == ["trained", "trained", "estimated", "failed", "trained"]
+  assert [r.outcome.val_score for r in out][:2] == [0.5, 0.3] and out[4].outcome.val_score == 0.55
   assert stopped == {2: 0.6}
-  assert math.isnan(out[2].val_score) and out[2].test_score is None
-  assert "behind the cheap candidates' best final score 0.5" in out[2].reason
+  assert math.isnan(out[2].outcome.val_score) and out[2].outcome.test_score is None
+  assert "behind the cheap candidates' best final score 0.5" in out[2].outcome.reason
   # A resumed candidate's times are its probe's and its run's.
-  assert out[1].train_seconds == pytest.approx(EPOCHS * STEPS * 1.0)
-  assert out[0].train_seconds == pytest.approx(EPOCHS * STEPS * 0.01)
-  assert all(r.state is None for r in out) and [r.job.index for r in out] == [0, 1, 2, 3, 4]
+  assert out[1].outcome.train_seconds == pytest.approx(EPOCHS * STEPS * 1.0)
+  assert out[0].outcome.train_seconds == pytest.approx(EPOCHS * STEPS * 0.01)
+  assert all(r.outcome.state is None for r in out) and [r.job.index for r in out] == [0, 1, 2, 3, 4]
 
 
 def test_a_probe_inside_an_epoch_pauses_there_and_keys_the_candidates_by_the_schedule():
@@ -201,8 +201,8 @@ def test_a_probe_as_long_as_the_run_trains_every_candidate_to_the_end_once():
   out, stopped = cheap_first(candidates(2), CheapFirst(probe_steps=EPOCHS * STEPS), EPOCHS, STEPS, seed=0,
                              run=run)
   assert run.calls == [[(0, None, None), (1, None, None)]]
-  assert [r.status for r in out] == ["trained", "trained"] and stopped == {}
-  assert out[1].test_score == pytest.approx(0.91)
+  assert [r.outcome.status for r in out] == ["trained", "trained"] and stopped == {}
+  assert out[1].outcome.test_score == pytest.approx(0.91)
 
 
 def test_out_of_time_after_the_probe_trains_nothing_more():
@@ -210,8 +210,8 @@ def test_out_of_time_after_the_probe_trains_nothing_more():
   out, stopped = cheap_first(candidates(2), CheapFirst(probe_steps=10), EPOCHS, STEPS, seed=0, run=run,
                              out_of_time=lambda: True)
   assert len(run.calls) == 1
-  assert [r.status for r in out] == ["estimated", "estimated"] and stopped == {0: 0.5, 1: 0.4}
-  assert all("ran out of time" in r.reason for r in out)
+  assert [r.outcome.status for r in out] == ["estimated", "estimated"] and stopped == {0: 0.5, 1: 0.4}
+  assert all("ran out of time" in r.outcome.reason for r in out)
 
 
 def test_halvings_rungs_multiply_the_probe_by_eta_below_the_end():
@@ -251,14 +251,16 @@ def test_with_eta_the_costly_ahead_of_the_bar_go_on_in_halving_rungs():
   # the best 1 to 8, to 16 and to the end.
   assert run.calls == [[(i, 2.0, None) for i in range(6)], [(0, None, 2.0)],
                        [(1, 4.0, 2.0), (2, 4.0, 2.0)], [(1, 8.0, 4.0)], [(1, 16.0, 8.0)], [(1, None, 16.0)]]
-  assert [r.status for r in out] == ["trained", "trained"] + ["estimated"] * 4
-  assert out[1].val_score == 0.2 and out[1].train_seconds == pytest.approx(EPOCHS * STEPS * 1.0)
+  assert [r.outcome.status for r in out] == ["trained", "trained"] + ["estimated"] * 4
+  assert out[1].outcome.val_score == 0.2
+  assert out[1].outcome.train_seconds == pytest.approx(EPOCHS * STEPS * 1.0)
   assert stopped == {2: 0.42, 3: 0.47, 4: 0.48, 5: 0.6}
-  assert out[2].reason == ("not trained to the end (cheap first: stopped by halving among the costly "
-                           "candidates going on (ahead of the cheap candidates' best final score 0.5)): 4 "
-                           "epochs scored 0.42")
-  assert out[3].reason.endswith("0.5)): probe of 2 epochs scored 0.47")
-  assert "behind the cheap candidates' best final score 0.5): probe of 2 epochs scored 0.6" in out[5].reason
+  assert out[2].outcome.reason == ("not trained to the end (cheap first: stopped by halving among the "
+                                   "costly candidates going on (ahead of the cheap candidates' best final "
+                                   "score 0.5)): 4 epochs scored 0.42")
+  assert out[3].outcome.reason.endswith("0.5)): probe of 2 epochs scored 0.47")
+  assert ("behind the cheap candidates' best final score 0.5): probe of 2 epochs scored 0.6"
+          in out[5].outcome.reason)
   # Every pause on an epoch's end: the jobs are keyed as the full run's.
   assert all(j.schedule is None for j in run.jobs)
 
@@ -269,14 +271,15 @@ def test_with_eta_and_nothing_cheap_the_schedule_is_halving_after_the_probe():
                              run=run)
   # A probe of 5 epochs times 4 reaches the end: no rung between, the best quarter (1) to the end.
   assert run.calls == [[(i, 5.0, None) for i in range(4)], [(3, None, 5.0)]]
-  assert [r.status for r in out] == ["estimated"] * 3 + ["trained"]
+  assert [r.outcome.status for r in out] == ["estimated"] * 3 + ["trained"]
   assert stopped == {0: 0.8, 1: 0.6, 2: 0.4}
-  assert all("stopped by halving among the costly candidates going on): probe of 5 epochs" in r.reason
+  assert all("stopped by halving among the costly candidates going on): probe of 5 epochs" in r.outcome.reason
              for r in out[:3])
   # Without eta every one of them trains to the end, as the paper's search.
   run = Scripted([1.0] * 4, [lambda e, v=v: v / e for v in (4.0, 3.0, 2.0, 1.0)])
   out, _ = cheap_first(candidates(4), CheapFirst(probe_steps=50), EPOCHS, STEPS, seed=0, run=run)
-  assert run.calls[1] == [(i, None, 5.0) for i in range(4)] and all(r.status == "trained" for r in out)
+  assert run.calls[1] == [(i, None, 5.0) for i in range(4)]
+  assert all(r.outcome.status == "trained" for r in out)
 
 
 def test_a_rung_inside_an_epoch_keys_the_candidates_by_the_schedule():
@@ -312,22 +315,23 @@ def test_keep_at_judges_the_cheap_candidates_after_more_epochs_than_the_probe():
   # is behind the bar (0.10).
   assert run.calls == [[(i, 1.0, None) for i in range(5)], [(i, 4.0, 1.0) for i in range(4)],
                        [(0, None, 4.0), (1, None, 4.0)]]
-  assert [r.status for r in out] == ["trained", "trained", "estimated", "estimated", "estimated"]
-  assert out[1].val_score == 0.10 and out[0].val_score == 0.44
+  assert [r.outcome.status for r in out] == ["trained", "trained", "estimated", "estimated", "estimated"]
+  assert out[1].outcome.val_score == 0.10 and out[0].outcome.val_score == 0.44
   assert stopped == {2: 0.50, 3: 0.80, 4: 0.95}
-  assert out[2].reason == ("not trained to the end (cheap first: its score after 4 epochs not among the 2 "
-                           "best of the cheap candidates): 4 epochs scored 0.5")
-  assert "behind the cheap candidates' best final score 0.1): probe of 1 epochs scored 0.95" in out[4].reason
+  assert out[2].outcome.reason == ("not trained to the end (cheap first: its score after 4 epochs not among "
+                                   "the 2 best of the cheap candidates): 4 epochs scored 0.5")
+  assert ("behind the cheap candidates' best final score 0.1): probe of 1 epochs scored 0.95"
+          in out[4].outcome.reason)
   # The same candidates judged by the probe keep 0 and 2, and lose candidate 1.
   run = Scripted(cost, score)
   out, _ = cheap_first(candidates(5), CheapFirst(probe_steps=10, keep=2, keep_at=None), EPOCHS, STEPS, seed=0,
                        run=run)
-  assert run.calls[1] == [(0, None, 1.0), (2, None, 1.0)] and out[1].status == "estimated"
+  assert run.calls[1] == [(0, None, 1.0), (2, None, 1.0)] and out[1].outcome.status == "estimated"
   # A resumed candidate's training seconds are its probe's, its look's and the rest's: the whole run's.
   run = Scripted(cost, score)
   out, _ = cheap_first(candidates(5), CheapFirst(probe_steps=10, keep=2, keep_at=4), EPOCHS, STEPS,
                        seed=0, run=run)
-  assert out[1].train_seconds == pytest.approx(EPOCHS * STEPS * 0.01)
+  assert out[1].outcome.train_seconds == pytest.approx(EPOCHS * STEPS * 0.01)
   assert all(j.schedule is None for j in run.jobs)  # every pause on an epoch's end
 
 
@@ -358,14 +362,15 @@ def test_free_trains_to_the_end_the_cheap_candidates_whose_rest_costs_less_than_
                              STEPS, seed=0, run=run)
   assert run.calls == [[(i, 1.0, None) for i in range(4)], [(i, 4.0, 1.0) for i in range(3)],
                        [(0, None, 4.0), (1, None, 4.0)]]
-  assert [r.status for r in out] == ["trained", "trained", "estimated", "estimated"]
-  assert min((r.val_score, i) for i, r in enumerate(out) if r.status == "trained") == (0.10, 1)
+  assert [r.outcome.status for r in out] == ["trained", "trained", "estimated", "estimated"]
+  assert min((r.outcome.val_score, i) for i, r in enumerate(out)
+             if r.outcome.status == "trained") == (0.10, 1)
   assert stopped == {2: 0.70, 3: 0.95}
   # Without it the keep alone goes on, and the bar (0.30) is the kept candidate's.
   run = Scripted(cost, score)
   out, stopped = cheap_first(candidates(4), CheapFirst(probe_steps=10, keep=1, keep_at=4), EPOCHS, STEPS,
                              seed=0, run=run)
-  assert run.calls[2] == [(0, None, 4.0)] and out[1].status == "estimated" and stopped[1] == 0.60
+  assert run.calls[2] == [(0, None, 4.0)] and out[1].outcome.status == "estimated" and stopped[1] == 0.60
   # Judged at the probe (no look), the remaining steps are 190: 9.5 s, still within the probe's 10 s.
   run = Scripted(cost, score)
   cheap_first(candidates(4), CheapFirst(probe_steps=10, keep=1, keep_at=None, free=True), EPOCHS, STEPS,
@@ -412,7 +417,7 @@ def test_out_of_time_before_the_look_trains_nothing_more():
   out, stopped = cheap_first(candidates(3), CheapFirst(probe_steps=10, keep=1, keep_at=4), EPOCHS, STEPS,
                              seed=0, run=run, out_of_time=lambda: True)
   assert len(run.calls) == 1 and stopped == {0: 0.5, 1: 0.4, 2: 0.3}
-  assert all(r.status == "estimated" for r in out)
+  assert all(r.outcome.status == "estimated" for r in out)
 
 
 def test_the_job_indices_follow_first_index_and_no_candidate_is_no_call():
@@ -450,7 +455,7 @@ def _synth(cs1, schedule):  # noqa: F811
 def test_a_candidate_trained_to_the_end_has_the_scores_of_training_every_candidate(cs1, monkeypatch):  # noqa: F811
   """Real training on CS1's count_digit (tiny sizes), a library recogniser to put fresh heads on: the
   probe pauses after an epoch and the run resumes where it paused."""
-  full = {x.order: x for x in _synth(cs1, None).ranked}
+  full = {x.order: x for x in _synth(cs1, None).entries}
   # The probe's prices are measured seconds, and at these sizes the candidates' steps cost about the same:
   # which of them fall within 1% of the costliest depends on the machine (CI's once priced two costly).
   # Priced here instead: the last candidate costs twice the others, so with cheap=0.5 the first four are
@@ -458,21 +463,21 @@ def test_a_candidate_trained_to_the_end_has_the_scores_of_training_every_candida
   monkeypatch.setattr(cheap_first_module, "step_costs",
                       lambda results: [2.0 if r.job.index == 4 else 1.0 for r in results])
   led = _synth(cs1, CheapFirst(probe_steps=3, cheap=0.5, keep=None))
-  assert len(led.ranked) == 5 and led.candidates_trained == 5
-  trained = [x for x in led.ranked if x.status == "trained"]
+  assert len(led.entries) == 5 and led.candidates_trained == 5
+  trained = [x for x in led.entries if x.outcome.status == "trained"]
   bar = min(full[o].val_score for o in range(4))
   ahead = full[4].val_history[0] < bar
   assert sorted(x.order for x in trained) == [0, 1, 2, 3] + ([4] if ahead else [])
-  assert led.ranked[0] is trained[0]
+  assert led.entries[0] is trained[0]
   for x in trained:
-    assert x.epochs_run == full[x.order].epochs_run
+    assert x.outcome.epochs_run == full[x.order].outcome.epochs_run
     assert x.val_score == pytest.approx(full[x.order].val_score, rel=1e-5)
     assert x.test_score == pytest.approx(full[x.order].test_score, rel=1e-5)
     assert x.val_history == pytest.approx(full[x.order].val_history, rel=1e-5)
-  for x in led.ranked:
-    if x.status == "estimated":
+  for x in led.entries:
+    if x.outcome.status == "estimated":
       assert x.order == 4
-      assert x.estimate_method == "probe" and x.estimate_epochs == 1 and x.epochs_run == 0
+      assert x.estimate_method == "probe" and x.estimate_epochs == 1 and x.outcome.epochs_run == 0
       # Its probe is the full run's first epoch, and behind the cheap candidates' best final score.
       assert x.estimate == pytest.approx(full[x.order].val_history[0], rel=1e-5)
       assert x.estimate >= bar
@@ -482,19 +487,19 @@ def test_a_candidate_trained_to_the_end_has_the_scores_of_training_every_candida
 def test_with_halving_a_candidate_trained_to_the_end_has_the_scores_of_training_every_candidate(cs1):  # noqa: F811
   """As above with halving's rungs (eta 2): a costly candidate that goes on pauses after its probe (one
   epoch) and at two epochs, and resumes each time where it paused."""
-  full = {x.order: x for x in _synth(cs1, None).ranked}
+  full = {x.order: x for x in _synth(cs1, None).entries}
   # Nothing cheap (cheap=0.01): every candidate is costly and the bar is infinite, so the schedule is
   # halving with the probe as its first rung: 5 probed, 2 to two epochs, 1 to the end.
   led = _synth(cs1, CheapFirst(probe_steps=3, cheap=0.01, keep=None, eta=2))
-  trained = [x for x in led.ranked if x.status == "trained"]
-  assert len(led.ranked) == 5 and len(trained) == 1 and led.ranked[0] is trained[0]
+  trained = [x for x in led.entries if x.outcome.status == "trained"]
+  assert len(led.entries) == 5 and len(trained) == 1 and led.entries[0] is trained[0]
   x = trained[0]
   assert x.val_history == pytest.approx(full[x.order].val_history, rel=1e-5)
   assert x.test_score == pytest.approx(full[x.order].test_score, rel=1e-5)
   # The one trained to the end was the best after two epochs among the two best after one.
   after_one = sorted(full, key=lambda o: (full[o].val_history[0], o))[:2]
   assert x.order == min(after_one, key=lambda o: (min(full[o].val_history[:2]), o))
-  estimated = {y.order: y for y in led.ranked if y.status == "estimated"}
+  estimated = {y.order: y for y in led.entries if y.outcome.status == "estimated"}
   assert len(estimated) == 4
   for o, y in estimated.items():
     reached = 2 if o in after_one else 1

@@ -36,8 +36,8 @@ def _count_tune(monkeypatch, stop_after: int | None = None):
 
 
 def _essence(result):
-  return [(str(x.program), x.status, x.val_score, x.test_score, x.epochs_run, x.val_history)
-          for x in result.ranked]
+  return [(str(x.program), x.outcome.status, x.val_score, x.test_score, x.outcome.epochs_run, x.val_history)
+          for x in result.entries]
 
 
 @pytest.mark.slow
@@ -232,9 +232,9 @@ def test_kept_outcomes_stand_in_for_lost_checkpoints_and_only_the_winner_trains_
   assert count[0] == 2  # the winner alone, trained again (one epoch to measure its pace, then the rest)
   assert _essence(resumed) == _essence(straight)
   assert resumed.library.version == straight.library.version
-  assert resumed.best.variables is not None
+  assert resumed.best.outcome.variables is not None
   # The runners-up restored from their kept outcomes have scores and history, but no variables.
-  assert [r.variables is None for r in resumed.ranked[1:]] == [True, True]
+  assert [r.outcome.variables is None for r in resumed.entries[1:]] == [True, True]
   assert sorted(os.listdir(tmp_path / "kept")) == kept
 
 
@@ -251,7 +251,7 @@ def test_a_kept_outcome_is_used_only_without_its_checkpoint(tmp_path, monkeypatc
     path.write_text(json.dumps(obj))
   count = _count_tune(monkeypatch)
   again = synthesize(task, None, **_kept(tmp_path), **KW)
-  assert count[0] == 0 and all(r.val_score >= 0 for r in again.ranked)
+  assert count[0] == 0 and all(r.val_score >= 0 for r in again.entries)
 
 
 def test_a_kept_outcome_with_the_tasks_data_changed_is_not_used(tmp_path, monkeypatch):

@@ -252,36 +252,39 @@ def test_the_schedule_trains_exactly_the_best_k_short_run_estimates():
   r = synthesize(task, None, SynthesisConfig(
       budget=Budget(candidates=3, schedule=Estimate(keep=1, val_examples=50)), module_config=TINY,
       tune_configs={task.name: config}), seed=0)
-  assert [x.status for x in r.ranked] == ["trained", "estimated", "estimated"]
-  trained, estimated = r.ranked[:1], r.ranked[1:]
-  assert all(x.epochs_run == 3 and x.test_score is not None for x in trained)
-  assert all(x.epochs_run == 0 and math.isnan(x.val_score) and x.test_score is None for x in estimated)
+  assert [x.outcome.status for x in r.entries] == ["trained", "estimated", "estimated"]
+  trained, estimated = r.entries[:1], r.entries[1:]
+  assert all(x.outcome.epochs_run == 3 and x.test_score is not None for x in trained)
+  assert all(x.outcome.epochs_run == 0 and math.isnan(x.val_score) and x.test_score is None
+             for x in estimated)
   assert max(x.estimate for x in trained) <= min(x.estimate for x in estimated)
   # A short run: 10% of 3 epochs x 4 steps, rounded: 1 step, a quarter of an epoch.
-  assert all(x.estimate_method == "short" and x.estimate_epochs == 0.25 for x in r.ranked)
-  assert sorted(x.order for x in r.ranked) == [0, 1, 2]
+  assert all(x.estimate_method == "short" and x.estimate_epochs == 0.25 for x in r.entries)
+  assert sorted(x.order for x in r.entries) == [0, 1, 2]
 
 
 @pytest.mark.slow
 def test_the_schedule_trains_exactly_the_best_k_estimates_and_reports_the_rest(cs1):
   task, library = cs1
   r = _synth(task, library, Estimate(keep=2, method="head", val_examples=15))
-  assert len(r.ranked) == 5 and r.candidates_trained == 5
-  trained = [x for x in r.ranked if x.status == "trained"]
-  estimated = [x for x in r.ranked if x.status == "estimated"]
+  assert len(r.entries) == 5 and r.candidates_trained == 5
+  trained = [x for x in r.entries if x.outcome.status == "trained"]
+  estimated = [x for x in r.entries if x.outcome.status == "estimated"]
   assert len(trained) == 2 and len(estimated) == 3
-  assert all(x.epochs_run == 2 and x.test_score is not None and math.isfinite(x.val_score) for x in trained)
-  assert all(math.isnan(x.val_score) and x.test_score is None and x.epochs_run == 0 for x in estimated)
-  assert all("not trained to the end" in x.reason for x in estimated)
+  assert all(x.outcome.epochs_run == 2 and x.test_score is not None and math.isfinite(x.val_score)
+             for x in trained)
+  assert all(math.isnan(x.val_score) and x.test_score is None and x.outcome.epochs_run == 0
+             for x in estimated)
+  assert all("not trained to the end" in x.outcome.reason for x in estimated)
   # The trained are the two lowest estimates; the estimated rank after them by their estimate.
   assert max(x.estimate for x in trained) <= min(x.estimate for x in estimated)
   assert [x.estimate for x in estimated] == sorted(x.estimate for x in estimated)
-  assert [x.rank for x in r.ranked] == [1, 2, 3, 4, 5]
-  assert sorted(x.order for x in r.ranked) == [0, 1, 2, 3, 4]
-  assert any(x.estimate_method == "head" for x in r.ranked)
-  assert all(x.estimate_epochs == 0 for x in r.ranked if x.estimate_method == "head")
-  assert all(x.estimate_epochs > 0 for x in r.ranked if x.estimate_method == "short")
-  assert r.estimate_seconds > 0 and r.best is r.ranked[0]
+  assert [x.rank for x in r.entries] == [1, 2, 3, 4, 5]
+  assert sorted(x.order for x in r.entries) == [0, 1, 2, 3, 4]
+  assert any(x.estimate_method == "head" for x in r.entries)
+  assert all(x.estimate_epochs == 0 for x in r.entries if x.estimate_method == "head")
+  assert all(x.estimate_epochs > 0 for x in r.entries if x.estimate_method == "short")
+  assert r.estimate_seconds > 0 and r.best is r.entries[0]
 
 
 @pytest.mark.slow
@@ -290,16 +293,16 @@ def test_the_candidates_trained_to_the_end_are_those_of_training_every_candidate
   every-candidate schedule gives them; keep=None trains all of them, in the estimate's order."""
   task, library = cs1
   # By place in the search's order: two candidates may print alike (their fresh types differ).
-  full = {x.order: x for x in _synth(task, library, None).ranked}
+  full = {x.order: x for x in _synth(task, library, None).entries}
   led = _synth(task, library, Estimate(keep=2, method="short", val_examples=15))
-  assert sum(x.status == "trained" for x in led.ranked) == 2
-  for x in led.ranked:
-    if x.status == "trained":
+  assert sum(x.outcome.status == "trained" for x in led.entries) == 2
+  for x in led.entries:
+    if x.outcome.status == "trained":
       assert x.val_score == pytest.approx(full[x.order].val_score, rel=1e-5)
       assert x.test_score == pytest.approx(full[x.order].test_score, rel=1e-5)
   every = _synth(task, library, Estimate(keep=None, method="short", val_examples=15))
-  assert all(x.status == "trained" for x in every.ranked) and len(every.ranked) == 5
-  assert {x.order: x.estimate for x in every.ranked} == {x.order: x.estimate for x in led.ranked}
+  assert all(x.outcome.status == "trained" for x in every.entries) and len(every.entries) == 5
+  assert {x.order: x.estimate for x in every.entries} == {x.order: x.estimate for x in led.entries}
 
 
 def test_estimates_are_for_top_down_only():

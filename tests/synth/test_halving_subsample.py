@@ -35,33 +35,34 @@ def test_early_rungs_score_the_subsample_and_the_last_rung_all_of_the_validation
   from hx.synth.topdown import enumerate_programs
 
   sub = _run(40)
-  assert sub.best.status == "trained" and sub.best.epochs_run == EPOCHS and sub.best.test_score is not None
+  best = sub.best.outcome
+  assert best.status == "trained" and best.epochs_run == EPOCHS and best.test_score is not None
   # The survivor trained uninterrupted, every epoch scored on the whole split, with the seed the synthesis
   # gave it. Validation does not change training, so the survivor's parameters are that run's at every
   # epoch: its last two scores (the last rung began after 2 epochs, on the whole split) are that run's,
   # its first two (40 of the 200 validation sums) are not.
   task, config = sum_task(n=300), dataclasses.replace(CONFIG, epochs=EPOCHS)
   candidate = next(c for c in enumerate_programs(task.type, None, config=TINY, limit=4)
-                   if str(c.program) == str(sub.best.search_program))
+                   if str(c.program) == str(sub.best.program))
   whole = run_job(task_context(task, None, TINY, config), Job(0, candidate, job_seed(3, candidate)))
-  np.testing.assert_allclose(sub.best.val_history[2:], whole.val_history[2:], rtol=1e-6)
-  assert not np.allclose(sub.best.val_history[:2], whole.val_history[:2], rtol=1e-6)
+  np.testing.assert_allclose(sub.best.val_history[2:], whole.outcome.val_history[2:], rtol=1e-6)
+  assert not np.allclose(sub.best.val_history[:2], whole.outcome.val_history[:2], rtol=1e-6)
   # Its best epoch is among those scored on the whole split.
-  assert sub.best.val_score == pytest.approx(min(whole.val_history[2:]), rel=1e-6)
-  assert sub.best.test_score == pytest.approx(whole.test_score, rel=1e-5)
+  assert sub.best.val_score == pytest.approx(min(whole.outcome.val_history[2:]), rel=1e-6)
+  assert sub.best.test_score == pytest.approx(whole.outcome.test_score, rel=1e-5)
 
 
 @pytest.mark.slow
 def test_the_candidates_halving_stopped_are_estimated_and_ranked_after_the_survivor():
   r = _run(40)
-  statuses = [x.status for x in r.ranked]
+  statuses = [x.outcome.status for x in r.entries]
   assert statuses == ["trained", "estimated", "estimated", "estimated"], statuses
-  for x in r.ranked[1:]:
+  for x in r.entries[1:]:
     assert x.estimate_method == "halving" and math.isfinite(x.estimate)
-    assert math.isnan(x.val_score) and x.test_score is None and "stopped by halving after" in x.reason
+    assert math.isnan(x.val_score) and x.test_score is None and "stopped by halving after" in x.outcome.reason
     assert x.estimate_epochs in (1, 2)
   # One stopped after the second rung, two after the first; all ranked by their subsample scores.
-  assert sorted(x.estimate_epochs for x in r.ranked[1:]) == [1, 1, 2]
+  assert sorted(x.estimate_epochs for x in r.entries[1:]) == [1, 1, 2]
 
 
 def test_the_schedule_is_checked_and_named_in_its_text():

@@ -101,17 +101,17 @@ def test_a_schedule_priced_at_the_geometric_mean_trains_the_costly_cluster_less(
   got, _ = successive_halving(candidates(5), schedule, 1, seed=0, run=trainer)
   assert trainer.calls[1] == [(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1), (4, 0.1)]
   # 10 steps of 0.25 s each (the cheap two go on).
-  assert [r.train_seconds for r in got[2:]] == pytest.approx([2.5] * 3)
+  assert [r.outcome.train_seconds for r in got[2:]] == pytest.approx([2.5] * 3)
   trainer = Scripted(cost, score)
   schedule = Halving(first=0.1, eta=2, equal="time")
   assert schedule.reference == "geomean"  # the default
   got, _ = successive_halving(candidates(5), schedule, 1, seed=0, run=trainer)
   share = round(0.1 * math.exp((2 * math.log(0.01) + 3 * math.log(0.25)) / 5) / 0.25, 6)
   assert trainer.calls[1] == [(0, 0.1), (1, 0.1), (2, share), (3, share), (4, share)]
-  assert got[0].test_score == 0.0
+  assert got[0].outcome.test_score == 0.0
   # The pricing run's step and two more (to 0.0276 epochs of 100 steps), at 0.25 s.
   assert share == pytest.approx(0.0276, abs=1e-4)
-  assert [r.train_seconds for r in got[2:]] == pytest.approx([0.75] * 3)
+  assert [r.outcome.train_seconds for r in got[2:]] == pytest.approx([0.75] * 3)
 
 
 def test_equal_time_rungs_let_a_cheap_learner_overtake_a_costly_one():
@@ -131,9 +131,11 @@ def test_equal_time_rungs_let_a_cheap_learner_overtake_a_costly_one():
   # alone to the end.
   assert trainer.calls == [[(0, 0.01), (1, 0.01), (2, 0.01), (3, 0.01)], [(0, 0.1), (1, 0.1), (2, 0.1)],
                            [(1, 0.2)], [(1, 0.4)], [(1, 0.8)], [(1, None)]]
-  assert got[1].test_score == 0.0 and got[3].test_score is None and got[3].val_score == pytest.approx(1.98)
+  assert got[1].outcome.test_score == 0.0 and got[3].outcome.test_score is None
+  assert got[3].outcome.val_score == pytest.approx(1.98)
   # The times of all its rungs add up: 100 steps at 0.01 s.
-  assert got[1].train_seconds == pytest.approx(1.0) and got[3].train_seconds == pytest.approx(0.25)
+  assert got[1].outcome.train_seconds == pytest.approx(1.0)
+  assert got[3].outcome.train_seconds == pytest.approx(0.25)
 
   # Under equal epochs there is no pricing, and candidate 3 trains every rung at full length (1.6 at
   # 0.2 epochs beats 1.7) and wins.
@@ -141,7 +143,7 @@ def test_equal_time_rungs_let_a_cheap_learner_overtake_a_costly_one():
   got, _ = successive_halving(candidates(4), Halving(first=0.1, eta=2), 1, seed=0, run=trainer)
   assert trainer.calls == [[(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1)], [(3, 0.2), (1, 0.2)], [(3, 0.4)],
                            [(3, 0.8)], [(3, None)]]
-  assert got[3].train_seconds == pytest.approx(25.0)
+  assert got[3].outcome.train_seconds == pytest.approx(25.0)
 
 
 def test_equal_time_keeps_a_costly_candidate_no_one_beats():
@@ -157,7 +159,7 @@ def test_equal_time_keeps_a_costly_candidate_no_one_beats():
   # rung and 0.016 of the second (short of the 0.02 priced), 0.032 of the third.
   assert trainer.calls == [[(0, 0.02), (1, 0.02), (2, 0.02)], [(0, 0.2), (1, 0.2)], [(2, 0.032)],
                            [(2, None)]]
-  assert got[2].test_score == 0.0
+  assert got[2].outcome.test_score == 0.0
 
 
 def test_a_candidate_that_fails_while_priced_is_not_trained_on():
@@ -166,7 +168,7 @@ def test_a_candidate_that_fails_while_priced_is_not_trained_on():
   trainer = Scripted(cost, score)
   got, _ = successive_halving(candidates(2), Halving(first=0.5, eta=2, equal="time"), 1, seed=0, run=trainer)
   assert trainer.calls == [[(0, 0.05), (1, 0.05)], [(1, 0.5)], [(1, None)]]
-  assert not got[0].ok and got[1].test_score == 0.0
+  assert not got[0].outcome.ok and got[1].outcome.test_score == 0.0
 
 
 def test_equal_time_is_checked():
@@ -186,7 +188,7 @@ def test_a_synthesis_under_equal_time_prices_candidates_by_their_steps():
                                                         tune_configs={"sum_numbers": config}),
                  seed=1, executor=Local())
   assert r.candidates_trained == 4
-  assert r.best.test_score is not None and r.best.epochs_run == config.epochs
+  assert r.best.test_score is not None and r.best.outcome.epochs_run == config.epochs
 
 
 def test_a_job_reports_the_steps_its_cost_is_priced_by():
@@ -201,9 +203,10 @@ def test_a_job_reports_the_steps_its_cost_is_priced_by():
   c = next(enumerate_programs(task.type, None, config=TINY, limit=1))
   job = Job(0, c, job_seed(0, c), until=0.5)
   paused = run_job(context, job)
-  assert paused.state is not None and paused.steps_run == 3 and paused.train_seconds > 0
-  done = run_job(context, dataclasses.replace(job, until=None, resume=paused.state))
-  assert done.state is None and done.steps_run == 12
+  assert (paused.outcome.state is not None and paused.outcome.steps_run == 3
+          and paused.outcome.train_seconds > 0)
+  done = run_job(context, dataclasses.replace(job, until=None, resume=paused.outcome.state))
+  assert done.outcome.state is None and done.outcome.steps_run == 12
   assert step_shares([paused, paused]) == [1.0, 1.0]
 
 

@@ -51,18 +51,18 @@ def test_a_candidate_out_of_memory_is_failed_with_its_reason_and_the_search_goes
                                                                                     reason):
   calls = _running_out(monkeypatch, 2, error)
   r = synthesize(sum_task(n=200), None, _config(3), seed=0, executor=Local())
-  assert len(calls) == 3 and len(r.ranked) == 3
-  failed = [x for x in r.ranked if x.status == "failed"]
-  assert [(str(x.search_program), x.reason) for x in failed] == [(calls[1], reason)]
-  assert r.ranked[-1] is failed[0]  # ranked below every trained candidate
-  assert r.best.status == "trained" and str(r.best.search_program) != calls[1]
+  assert len(calls) == 3 and len(r.entries) == 3
+  failed = [x for x in r.entries if x.outcome.status == "failed"]
+  assert [(str(x.program), x.outcome.reason) for x in failed] == [(calls[1], reason)]
+  assert r.entries[-1] is failed[0]  # ranked below every trained candidate
+  assert r.best.outcome.status == "trained" and str(r.best.program) != calls[1]
 
 
 def test_a_task_no_candidate_of_which_fits_is_one_line(monkeypatch, caplog):
   _running_out(monkeypatch, None, _exhausted)
   with caplog.at_level(logging.WARNING):
     r = synthesize(sum_task(n=200), None, _config(2), seed=0, executor=Local())
-  assert [x.status for x in r.ranked] == ["failed", "failed"]
+  assert [x.outcome.status for x in r.entries] == ["failed", "failed"]
   (line,) = [m for m in caplog.messages if "cannot fit" in m]
   assert line.startswith("sum_numbers: every candidate (2) ran out of memory (JaxRuntimeError: "
                          "RESOURCE_EXHAUSTED") and "\n" not in line, line

@@ -50,7 +50,8 @@ def name(x):
 
 def essence(result):
   """What must not depend on the executor: ranked programs with their exact scores and epochs."""
-  return [(name(x), x.status, x.val_score, x.test_score, x.epochs_run) for x in result.ranked]
+  return [(name(x), x.outcome.status, x.val_score, x.test_score, x.outcome.epochs_run)
+          for x in result.entries]
 
 
 def run(executor, candidates=4, schedule=None, n=300, seed=1, config=CONFIG):
@@ -172,11 +173,11 @@ def test_a_context_crosses_to_another_process_with_its_library():
   assert set(frozen) == set(first.library.names)
   np.testing.assert_array_equal(np.asarray(back.ready.data.train.targets), np.asarray(task.train.targets))
   # A job trains the same there as here.
-  candidate = first.ranked[0]
+  candidate = first.entries[0]
   from hx.synth.space import Candidate
   c = Candidate(candidate.program, tuple(candidate.fresh_types.items()), 0.0, ("k",))
   job = Job(0, c, job_seed(0, c))
-  here, there = run_job(context, job), run_job(back, job, frozen, prefixes)
+  here, there = run_job(context, job).outcome, run_job(back, job, frozen, prefixes).outcome
   assert (here.val_score, here.test_score) == (there.val_score, there.test_score)
 
 
@@ -186,23 +187,23 @@ def test_halving_trains_less_and_survivors_score_as_if_trained_straight():
   full = run(Local(), candidates=4, config=config)
   halved = run(Local(), candidates=4, schedule=Halving(first=1, eta=2), config=config)
   assert halved.candidates_trained == 4
-  epochs = sorted(x.epochs_run for x in halved.ranked)
+  epochs = sorted(x.outcome.epochs_run for x in halved.entries)
   # Rungs (1 epoch, 4 candidates), (2, 2), (4, 1): 4 + 2 + 2 = 8 candidate-epochs instead of 16.
-  assert epochs == [1, 1, 2, 4] and sum(x.epochs_run for x in full.ranked) == 16
-  straight = {name(x): x for x in full.ranked}
-  finished = [x for x in halved.ranked if x.epochs_run == config.epochs]
-  assert finished and finished[0] is halved.ranked[0]
+  assert epochs == [1, 1, 2, 4] and sum(x.outcome.epochs_run for x in full.entries) == 16
+  straight = {name(x): x for x in full.entries}
+  finished = [x for x in halved.entries if x.outcome.epochs_run == config.epochs]
+  assert finished and finished[0] is halved.entries[0]
   for x in finished:  # resumed exactly: the same scores as one uninterrupted run
     same = straight[name(x)]
     assert (x.val_score, x.test_score) == (same.val_score, same.test_score)
   # Paused candidates were never scored on the test split, and rank below those trained further.
-  assert all(x.test_score is None for x in halved.ranked if x.epochs_run < config.epochs)
+  assert all(x.test_score is None for x in halved.entries if x.outcome.epochs_run < config.epochs)
   assert halved.best.test_score is not None
   # Every candidate's learning curve under halving is the start of its uninterrupted one.
-  for x in full.ranked:
-    assert len(x.val_history) == x.epochs_run and min(x.val_history) == x.val_score
-  for x in halved.ranked:
-    assert x.val_history == straight[name(x)].val_history[:x.epochs_run]
+  for x in full.entries:
+    assert len(x.val_history) == x.outcome.epochs_run and min(x.val_history) == x.val_score
+  for x in halved.entries:
+    assert x.val_history == straight[name(x)].val_history[:x.outcome.epochs_run]
 
 
 @pytest.mark.slow
@@ -213,7 +214,8 @@ def test_worker_processes_give_the_local_results():
     assert essence(parallel) == essence(local)
     # Bit for bit: the kept candidates' trained variables too (workers run one XLA thread, this process
     # two: these programs' kernels do not depend on the thread count).
-    kept = [(a.variables, b.variables) for a, b in zip(local.ranked, parallel.ranked) if a.variables]
+    kept = [(a.outcome.variables, b.outcome.variables) for a, b in zip(local.entries, parallel.entries)
+            if a.outcome.variables]
     assert len(kept) == 3
     for a, b in kept:
       assert jax.tree.structure(a) == jax.tree.structure(b)
@@ -312,19 +314,19 @@ def test_a_job_whose_worker_dies_past_its_retries_is_failed_with_the_reason():
     with Killer(pool.busy, times=1) as killer:
       result = run(pool, config=TuneConfig(epochs=6, batch_size=50))
   assert len(killer.killed) == 1
-  failed = [x for x in result.ranked if x.status == "failed"]
-  assert len(failed) == 1 and len(result.ranked) == 4
-  assert failed[0].reason == "worker process died (signal SIGKILL) 1 times"
-  assert failed[0] is result.ranked[-1] and math.isnan(failed[0].val_score)
+  failed = [x for x in result.entries if x.outcome.status == "failed"]
+  assert len(failed) == 1 and len(result.entries) == 4
+  assert failed[0].outcome.reason == "worker process died (signal SIGKILL) 1 times"
+  assert failed[0] is result.entries[-1] and math.isnan(failed[0].val_score)
 
 
 @pytest.mark.slow
 def test_a_hung_job_is_killed_after_the_job_timeout_and_reported():
   with ProcessExecutor(workers=1, threads=1, max_retries=1, job_timeout=0.05) as pool:
     result = run(pool, candidates=2)
-  assert [x.status for x in result.ranked] == ["failed", "failed"]
-  assert all(x.reason.startswith("worker process died (killed after the job timeout of 0.05 s; ")
-             and x.reason.endswith("2 times") for x in result.ranked)
+  assert [x.outcome.status for x in result.entries] == ["failed", "failed"]
+  assert all(x.outcome.reason.startswith("worker process died (killed after the job timeout of 0.05 s; ")
+             and x.outcome.reason.endswith("2 times") for x in result.entries)
 
 
 # --- Ray -------------------------------------------------------------------------------------------------
@@ -392,6 +394,6 @@ def test_ray_reports_a_job_lost_past_its_retries(ray_cluster):
   executor = RayExecutor(max_retries=0)
   with Killer(_ray_busy, times=1, after=0.2) as killer:
     result = run(executor, n=1200, config=TuneConfig(epochs=20, batch_size=50))
-  assert len(killer.killed) == 1 and len(result.ranked) == 4
-  failed = [x for x in result.ranked if x.status == "failed"]
-  assert len(failed) == 1 and failed[0].reason.startswith("Ray worker lost 1 times")
+  assert len(killer.killed) == 1 and len(result.entries) == 4
+  failed = [x for x in result.entries if x.outcome.status == "failed"]
+  assert len(failed) == 1 and failed[0].outcome.reason.startswith("Ray worker lost 1 times")

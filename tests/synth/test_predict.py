@@ -13,7 +13,8 @@ import hx
 from hx.compile import ModuleConfig, compile_program
 from hx.lang.program import as_library, fresh_names
 from hx.lang.types import parse_type
-from hx.synth.predict import Predictor, load_run, predictor
+from hx.synth.predict import Predictor, predictor
+from hx.synth.saved_run import load_run
 from tests.user_data import bright_images, bright_lists
 
 SMALL = ModuleConfig(mlp_hidden=8, cnn_channels=(4, 8), lstm_hidden=8)
@@ -50,9 +51,9 @@ def test_a_synthesis_winner_predicts_what_its_scores_were_computed_from():
     assert isinstance(predict, Predictor)
     p = predict(x)
     assert p.shape == (40, 1) and p.dtype == np.float32 and np.all((p >= 0) & (p <= 1))
-    assert _error(p, labels) == pytest.approx(result.ranked[rank - 1].test_score, abs=1e-9)
+    assert _error(p, labels) == pytest.approx(result.entries[rank - 1].test_score, abs=1e-9)
   # Batched as one call or many, the same values; a single example too.
-  small = hx.synth.predict.result_predictor(result, 1, batch_size=3)
+  small = result.predictor(1, batch_size=3)
   np.testing.assert_allclose(small(x), result.predictor()(x), rtol=1e-6, atol=1e-7)
   np.testing.assert_allclose(small(x[:1]), result.predictor()(x)[:1], rtol=1e-6, atol=1e-7)
   with pytest.raises(ValueError, match="no rank 9"):

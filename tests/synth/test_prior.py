@@ -124,7 +124,7 @@ def test_a_bounded_search_extends_the_whole_library_and_says_what_it_was_offered
   config = hx.SynthesisConfig(budget=hx.Budget(candidates=3), space=SearchSpace(library_tasks=1))
   result = hx.synthesize(_task("is_left_again", "left", 7), library, config, sequence="sq")
   assert result.offered == ("nn_sq_2",)
-  used = {n for r in result.ranked for n in hx.lang.program.library_names(r.program)}
+  used = {n for r in result.entries for n in hx.lang.program.library_names(r.program)}
   assert used <= {"nn_sq_2"}  # nn_sq_1 was not offered
   assert set(library.names) <= set(result.library.names) and len(result.library) > len(library)
   unbounded = hx.synthesize(_task("is_left_again", "left", 7), library,
@@ -291,12 +291,12 @@ def test_a_search_scores_earlier_programs_as_they_are_then_trains_the_best_with_
   space = SearchSpace(library_tasks=2, reused_programs=2)
   result = hx.synthesize(_task("is_left_again", "left", 7), library,
                          hx.SynthesisConfig(budget=hx.Budget(candidates=2), space=space), sequence="sq")
-  ranked = sorted(result.ranked, key=lambda r: r.order)
+  ranked = sorted(result.entries, key=lambda r: r.order)
   # Both earlier programs as they are (nothing trained, on top of the budget), is_left's (it predicts
   # its repeat, is_top's not) with its network fresh, then the enumeration's first not seen (by size:
   # a fresh network, then the library's, then a CNN and an MLP).
-  assert [str(r.search_program) for r in ranked] == ["lib.nn_sq_2", "lib.nn_sq_1", "nn_1",
-                                                     "compose(nn_1, nn_2)"]
+  assert [str(r.program) for r in ranked] == ["lib.nn_sq_2", "lib.nn_sq_1", "nn_1",
+                                              "compose(nn_1, nn_2)"]
   assert ranked[0].val_score < ranked[1].val_score
   assert result.candidates_trained == 4
   with pytest.raises(ValueError, match="reused_programs proposes earlier programs before the top-down"):

@@ -101,4 +101,4 @@ def test_a_vector_encoder_that_helps_wins_a_synthetic_task():
   outer, inner = best.program.f, best.program.g
   assert isinstance(outer, hx.Fresh) and isinstance(inner, hx.Fresh)
   assert str(best.fresh_types[inner.name]) == VECTOR_ENCODER
-  assert best.val_score < result.ranked[1].val_score
+  assert best.val_score < result.entries[1].val_score

@@ -161,7 +161,8 @@ def test_to_end_trains_in_batches_checking_the_time_after_each_full_one():
   assert train.calls == [[0, 1], [2, 3], [4]]
   train, checks = Recorder(), []
   got = ToEnd().run(candidates(5), None, 0, train, lambda: checks.append(1) or len(checks) >= 2, batch=2)
-  assert train.calls == [[0, 1], [2, 3]] and [r.val_score for r in got.results] == [0.0, 1.0, 2.0, 3.0]
+  assert train.calls == [[0, 1], [2, 3]]
+  assert [r.outcome.val_score for r in got.results] == [0.0, 1.0, 2.0, 3.0]
   # The last batch, short of full, is not started once the time is up.
   train = Recorder()
   assert ToEnd().run(candidates(3), None, 0, train, lambda: True, batch=2).results[-1].job.index == 1

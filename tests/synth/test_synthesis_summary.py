@@ -73,11 +73,11 @@ def test_the_summary_counts_in_words_and_names_its_metric(short):
 def test_the_winners_program_reads_as_the_ranking_and_the_library_name_it(short):
   result, _ = short
   best = result.best
-  # The winner's functions are the library's new entries; its program, its line in the ranking and the
-  # summary all call them so.
-  assert str(best.program) == "nn_vec_bool_1" == str(best.named)
-  assert set(best.fresh_types) == {"nn_vec_bool_1"} and "nn_vec_bool_1" in result.library
+  # The winner's functions are the library's new entries; its program as shown, its line in the ranking
+  # and the summary all call them so.
+  assert str(best.display) == "nn_vec_bool_1" == str(best.named)
+  assert set(best.display_types) == {"nn_vec_bool_1"} and "nn_vec_bool_1" in result.library
   assert str(best).startswith("  1. nn_vec_bool_1 ") and "best nn_vec_bool_1" in repr(result)
-  # The search's own names stay available (a run's records hold them).
-  assert str(best.search_program) == "nn_1" and list(best.search_types) == ["nn_1"]
-  assert best.search_types["nn_1"] == best.fresh_types["nn_vec_bool_1"]
+  # The program as the search built it keeps the search's own names (a run's records hold them).
+  assert str(best.program) == "nn_1" and list(best.fresh_types) == ["nn_1"]
+  assert best.fresh_types["nn_1"] == best.display_types["nn_vec_bool_1"]

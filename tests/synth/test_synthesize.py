@@ -63,23 +63,23 @@ def test_topdown_finds_a_summing_program_within_a_few_candidates():
       "sum_numbers": TuneConfig(epochs=30, learning_rate=1e-2, batch_size=50)})
   r = synthesize(task, None, config, seed=0)
   assert r.candidates_trained == 4 and r.strategy == "topdown"
-  assert [x.order for x in sorted(r.ranked, key=lambda x: x.order)] == [0, 1, 2, 3]
+  assert [x.order for x in sorted(r.entries, key=lambda x: x.order)] == [0, 1, 2, 3]
   best = r.best
-  assert best.status == "trained" and best.rank == 1
-  scores = [x.val_score for x in r.ranked if x.status == "trained"]
+  assert best.outcome.status == "trained" and best.rank == 1
+  scores = [x.val_score for x in r.entries if x.outcome.status == "trained"]
   assert scores == sorted(scores)
   # A program that aggregates the numbers without mapping a network over them first: the LSTM over
   # them, over a convolution of them, or a fold. Measured: `compose(nn_1, conv_l(nn_2))` 0.036 and `nn_1`
   # 0.039 test RMSE with the output bias from the targets' mean (Tune's default); from zero, `nn_1` 0.072
   # and the convolution 0.58 (`compose(nn_1, map_l(nn_2))`: 0.094 and 0.110).
-  assert (str(best.search_program) in ("nn_1", "compose(nn_1, conv_l(nn_2))")
-          or "fold_l" in str(best.search_program))
+  assert (str(best.program) in ("nn_1", "compose(nn_1, conv_l(nn_2))")
+          or "fold_l" in str(best.program))
   assert best.test_score < 0.25 * trivial_rmse(task.test)
   # The winner's functions join the library under the default sequence name, the top 3 named.
   assert isinstance(r.library, Library) and len(r.library) == len(best.fresh_types)
   assert all(n.startswith("nn_task_") for n in r.library.names)
-  assert [x.named is not None for x in r.ranked] == [True, True, True, False]
-  assert best.variables is not None and r.ranked[3].variables is None
+  assert [x.named is not None for x in r.entries] == [True, True, True, False]
+  assert best.outcome.variables is not None and r.entries[3].outcome.variables is None
   assert r.wall_seconds >= r.train_seconds > 0 and r.compile_seconds > 0
 
 
@@ -90,9 +90,9 @@ def test_same_seed_same_result_and_the_seed_matters():
   a = synthesize(task, None, config, seed=1)
   b = synthesize(task, None, config, seed=1)
   c = synthesize(task, None, config, seed=2)
-  sa = [(str(x.program), x.val_score, x.test_score) for x in a.ranked]
-  assert sa == [(str(x.program), x.val_score, x.test_score) for x in b.ranked]
-  assert sa != [(str(x.program), x.val_score, x.test_score) for x in c.ranked]
+  sa = [(str(x.program), x.val_score, x.test_score) for x in a.entries]
+  assert sa == [(str(x.program), x.val_score, x.test_score) for x in b.entries]
+  assert sa != [(str(x.program), x.val_score, x.test_score) for x in c.entries]
   assert a.library.version == b.library.version
 
 
@@ -103,14 +103,15 @@ def test_evolution_trains_nothing_twice_and_reports_equivalents():
                            budget=Budget(candidates=None), space=SearchSpace(max_size=4), module_config=TINY,
                            tune_configs={"sum_numbers": TuneConfig(epochs=1, batch_size=50)})
   r = synthesize(task, None, config, seed=0)
-  trained = [x for x in r.ranked if x.status != "equivalent"]
+  trained = [x for x in r.entries if x.outcome.status != "equivalent"]
   assert r.candidates_trained == len(trained) >= 2
   from hx.synth.space import equivalence_key
   keys = [equivalence_key(x.program, x.fresh_types) for x in trained]
   assert len(keys) == len(set(keys))
-  for x in r.ranked:
-    if x.status == "equivalent":
-      assert x.reason.startswith("equivalent to ") and equivalence_key(x.program, x.fresh_types) in keys
+  for x in r.entries:
+    if x.outcome.status == "equivalent":
+      assert x.outcome.reason.startswith("equivalent to ")
+      assert equivalence_key(x.program, x.fresh_types) in keys
 
 
 def test_the_evolutionary_strategy_object_ranks_the_programs_the_name_and_its_settings_did():
@@ -120,11 +121,11 @@ def test_the_evolutionary_strategy_object_ranks_the_programs_the_name_and_its_se
                            budget=Budget(candidates=None), space=SearchSpace(max_size=4), module_config=TINY,
                            tune_configs={"sum_numbers": TuneConfig(epochs=1, batch_size=50)})
   r = synthesize(sum_task(n=60), None, config, seed=0)
-  assert r.strategy == "evolutionary" and repr(r).startswith("SynthesisResult(sum_numbers: evolutionary, 4 ")
-  assert [(str(x.search_program), x.status) for x in r.ranked] == [
+  assert r.strategy == "evolutionary" and repr(r).startswith("Frontier(sum_numbers: evolutionary, 4 ")
+  assert [(str(x.program), x.outcome.status) for x in r.entries] == [
       ("compose(nn_1, map_l(nn_2))", "trained"), ("nn_1", "trained"),
       ("compose(nn_1, conv_l(nn_2))", "trained"), ("fold_l(nn_1, zeros(1))", "trained")]
-  assert [x.val_score for x in r.ranked] == pytest.approx(
+  assert [x.val_score for x in r.entries] == pytest.approx(
       [0.7928267508711929, 0.951213543427655, 0.9589776524076996, 2.478818471696748], rel=1e-4)
 
 
@@ -157,9 +158,9 @@ def test_failed_candidates_rank_last_whatever_their_scores():
   config = SynthesisConfig(budget=Budget(candidates=4), module_config=TINY,
                            tune_configs={"sum_numbers": TuneConfig(epochs=1)}, keep=1)
   r = synthesize(task, None, config, executor=_Scripted(outcomes))
-  assert [(x.order, x.status) for x in r.ranked] == [(2, "trained"), (1, "trained"), (0, "failed"),
+  assert [(x.order, x.outcome.status) for x in r.entries] == [(2, "trained"), (1, "trained"), (0, "failed"),
                                                     (3, "failed")]
-  assert r.ranked[2].reason == "loss became nan"
+  assert r.entries[2].outcome.reason == "loss became nan"
 
 
 def test_bad_arguments_are_refused():
@@ -205,8 +206,8 @@ def test_a_second_task_reuses_the_first_tasks_network_and_beats_training_from_sc
     kids = P.children(p)
     return P.with_children(p, tuple(lib_to_fresh(k) for k in kids)) if kids else p
 
-  scratch = lib_to_fresh(r2.best.search_program)
-  fresh = {**r2.best.search_types,
+  scratch = lib_to_fresh(r2.best.program)
+  fresh = {**r2.best.fresh_types,
            **{"nn_s_" + n: t for n, t in r1.library.types().items() if "nn_s_" + n in str(scratch)}}
   context = TaskContext(Prepared(TuneData(count.train, count.val, count.test, count.table), count.objective,
                                  tc), Library(), SMALL)

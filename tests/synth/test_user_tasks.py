@@ -26,15 +26,15 @@ def task(side: int, n: int = 48) -> hx.Task:
 def test_an_8x8_task_trains_a_small_cnn_and_prints_a_summary():
   result = hx.synthesize(task(8), config=hx.SynthesisConfig(budget=hx.Budget(candidates=1)))
   best = result.best
-  assert best.status == "trained" and 0 <= best.test_score <= 100
+  assert best.outcome.status == "trained" and 0 <= best.test_score <= 100
   cnns = [s for s in result.library.specs().values() if s.template == "cnn"]
   assert cnns and all(s["channels"] == (32,) and s["kernel"] == 5 for s in cnns)  # one 5x5 block fits 8x8
   text = repr(result)
-  assert text.startswith("SynthesisResult(bright8: topdown, 1 candidate in ") and "best nn_bright8_1" in text
+  assert text.startswith("Frontier(bright8: topdown, 1 candidate in ") and "best nn_bright8_1" in text
   assert len(text) < 200 and "Array" not in str(result)
   assert "Array" not in repr(SequenceRun("d", (), result.library, 0))
   # Nor does any part of it a user may print or echo in a notebook: the ranks, the winner, its outcome.
-  for part in (result.ranked, best, best.outcome):
+  for part in (result.entries, best, best.outcome):
     shown = repr(part)
     assert "Array" not in shown and "array(" not in shown and len(shown) < 1000, shown
   assert "val_score=" in repr(best.outcome) and f"rank=1, program={best.program!r}" in repr(best)
@@ -42,7 +42,7 @@ def test_an_8x8_task_trains_a_small_cnn_and_prints_a_summary():
 
 def test_a_task_no_module_can_build_says_why():
   result = hx.synthesize(task(2), config=hx.SynthesisConfig(budget=hx.Budget(candidates=2)))
-  assert result.ranked == () and "no candidate trained" in repr(result)
+  assert result.entries == () and "no candidate trained" in repr(result)
   why = r"no candidate of bright2 trained successfully \(the search proposed no program: .*image " \
         r"Tensor<real>\[1\]\[2\]\[2\] too small"
   with pytest.raises(ValueError, match=why):
@@ -50,7 +50,7 @@ def test_a_task_no_module_can_build_says_why():
 
 
 def _scores(result) -> list[tuple[str, float, float]]:
-  return [(str(r.program), r.val_score, r.test_score) for r in result.ranked]
+  return [(str(r.program), r.val_score, r.test_score) for r in result.entries]
 
 
 @pytest.mark.slow
@@ -72,4 +72,4 @@ def test_a_user_task_resumes_from_its_checkpoints(tmp_path):
   again = hx.synthesize(t, config=hx.SynthesisConfig(budget=hx.Budget(candidates=2)), checkpoint_dir=tmp_path)
   assert _scores(again) == _scores(first)
   # Restored, not trained again: each candidate's saved training time comes back to the last digit.
-  assert [r.train_seconds for r in again.ranked] == [r.train_seconds for r in first.ranked]
+  assert [r.outcome.train_seconds for r in again.entries] == [r.outcome.train_seconds for r in first.entries]

@@ -90,4 +90,5 @@ def as_estimates(results: Sequence[JobResult], stopped: Mapping[int, float],
   """Each candidate a schedule stopped before the end (job index -> its last score), as its estimate:
   `method`, with the time and epochs its result records."""
   by_index = {r.job.index: r for r in results}
-  return {i: Scored(v, method, by_index[i].seconds, by_index[i].epochs_run) for i, v in stopped.items()}
+  return {i: Scored(v, method, by_index[i].outcome.seconds, by_index[i].outcome.epochs_run)
+          for i, v in stopped.items()}

@@ -266,7 +266,7 @@ def survivors(scores: Sequence[float], pool: Sequence[int], bar: float, eta: int
 # The schedule.
 
 def _score(r: JobResult) -> float:
-  return r.val_score if r.ok else math.inf
+  return r.outcome.val_score if r.outcome.ok else math.inf
 
 
 def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: int, steps_per_epoch: int,
@@ -309,17 +309,17 @@ def cheap_first(candidates: Sequence[Candidate], schedule: CheapFirst, epochs: i
   latest = run([dataclasses.replace(j, until=None if whole else until) for j in jobs])
   by_index = {r.job.index: r for r in latest}
   latest = [by_index[j.index] for j in jobs]
-  finished = [r.state is None for r in latest]  # the whole run, early stopping, or a failure
+  finished = [r.outcome.state is None for r in latest]  # the whole run, early stopping, or a failure
   reached: dict[int, float] = {}  # costly candidates paused at a rung: the epochs they reached
   halted: set[int] = set()  # those halving stopped there
 
   def resume(indices: Sequence[int], to: float | None = None) -> None:
     """Trains `indices` on from where they paused, to `to` epochs (None: the end)."""
-    got = {r.job.index: r for r in run([dataclasses.replace(jobs[i], until=to, resume=latest[i].state)
+    got = {r.job.index: r for r in run([dataclasses.replace(jobs[i], until=to, resume=latest[i].outcome.state)
                                          for i in indices])}
     for i in indices:
       latest[i] = continued(latest[i], got[jobs[i].index])
-      finished[i] = latest[i].state is None
+      finished[i] = latest[i].outcome.state is None
       if to is not None:
         reached[i] = to
 
@@ -392,10 +392,10 @@ def _reported(latest: list[JobResult], jobs: list[Job], finished: list[bool], re
   out, stopped = [], {}
   for i, r in enumerate(latest):
     if not finished[i]:
-      stopped[jobs[i].index] = r.val_score
+      stopped[jobs[i].index] = r.outcome.val_score
       scored = f"{reached[i]:g} epochs" if i in reached else f"probe of {until:g} epochs"
       r = r.with_outcome(
           status="estimated", val_score=math.nan, test_score=None, variables=None,
-          reason=f"not trained to the end (cheap first: {why(i)}): {scored} scored {r.val_score:.4g}")
+          reason=f"not trained to the end (cheap first: {why(i)}): {scored} scored {r.outcome.val_score:.4g}")
     out.append(dataclasses.replace(r.with_outcome(state=None), job=jobs[i]))
   return out, stopped

@@ -2,8 +2,8 @@
 schedule that trains only the best-estimated candidates to the end.
 
     budget = Budget(candidates=20, schedule=Estimate(keep=4, method="short"))
-    result = hx.synthesize(task, library, hx.SynthesisConfig(budget=budget))
-    [r for r in result.ranked if r.status == "estimated"]     # 16 candidates scored by an estimate only
+    frontier = hx.synthesize(task, library, hx.SynthesisConfig(budget=budget))
+    [e for e in frontier.entries if e.outcome.status == "estimated"]  # 16 scored by an estimate only
 
 Every candidate gets an estimate before any trains to the end; the `keep` best estimates train to the
 end, exactly as the "every candidate" schedule trains them (same seed, from scratch: their results are
@@ -511,9 +511,10 @@ def estimate_then_train(candidates: Sequence[Candidate], schedule: Estimate, con
   if short:
     for r in run(sub, short):
       r = r.with_outcome(state=None, variables=None)
-      epochs = r.steps_run / steps_per_epoch
-      reason = None if r.ok else f"short-run estimate failed: {r.reason or r.status}"
-      estimates[r.job.index] = Scored(r.val_score if r.ok else math.nan, "short", r.seconds, epochs, reason,
+      o = r.outcome
+      epochs = o.steps_run / steps_per_epoch
+      reason = None if o.ok else f"short-run estimate failed: {o.reason or o.status}"
+      estimates[r.job.index] = Scored(o.val_score if o.ok else math.nan, "short", o.seconds, epochs, reason,
                                       run=r)
   missing = {j.index for j in jobs} - set(estimates)
   if missing:
@@ -542,18 +543,17 @@ def estimate_then_train(candidates: Sequence[Candidate], schedule: Estimate, con
 
 def _times(e: Scored) -> dict[str, float]:
   """A JobResult's time fields for the estimate alone."""
-  r = e.run
-  if r is None:
+  if e.run is None:
     return {"seconds": e.seconds}
-  return {"seconds": r.seconds, "compile_seconds": r.compile_seconds, "train_seconds": r.train_seconds,
-          "eval_seconds": r.eval_seconds, "steps_run": r.steps_run}
+  o = e.run.outcome
+  return {"seconds": o.seconds, "compile_seconds": o.compile_seconds, "train_seconds": o.train_seconds,
+          "eval_seconds": o.eval_seconds, "steps_run": o.steps_run}
 
 
 def _with_estimate(final: JobResult, e: Scored) -> JobResult:
   """`final` with the estimate's time added (its steps are the full run's: the short run is not resumed)."""
-  t = _times(e)
+  t, o = _times(e), final.outcome
   return final.with_outcome(
-      seconds=final.seconds + t["seconds"],
-      compile_seconds=final.compile_seconds + t.get("compile_seconds", 0.0),
-      train_seconds=final.train_seconds + t.get("train_seconds", 0.0),
-      eval_seconds=final.eval_seconds + t.get("eval_seconds", 0.0))
+      seconds=o.seconds + t["seconds"], compile_seconds=o.compile_seconds + t.get("compile_seconds", 0.0),
+      train_seconds=o.train_seconds + t.get("train_seconds", 0.0),
+      eval_seconds=o.eval_seconds + t.get("eval_seconds", 0.0))

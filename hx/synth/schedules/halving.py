@@ -44,8 +44,8 @@ Only the survivors of the last rung are scored on the test split (a paused run i
 scored once, for the chosen parameters.
 
 Since a survivor's curve is the start of its uninterrupted one, one run that trains every candidate to
-the end (each `Ranked.val_history`) tells what any schedule with whole-epoch rungs would have chosen
-and trained: benchmarks/studies/curve_replay.py's `replay` computes it without training again
+the end (each `hx.synth.FrontierEntry.val_history`) tells what any schedule with whole-epoch rungs would
+have chosen and trained: benchmarks/studies/curve_replay.py's `replay` computes it without training again
 (benchmarks/studies/halving_replay.py runs it over schedules on a synthesis benchmark's output).
 """
 
@@ -176,7 +176,7 @@ class Halving:
 
 
 def _score(r: JobResult) -> float:
-  return r.val_score if r.ok else math.inf
+  return r.outcome.val_score if r.outcome.ok else math.inf
 
 
 def _best(scores: Sequence[float], keep: int) -> list[int]:
@@ -192,7 +192,7 @@ def _stopped(r: JobResult, reached: float) -> JobResult:
   return r.with_outcome(
       status="estimated", val_score=math.nan, test_score=None, variables=None,
       reason=f"stopped by halving after {reached:g} epochs, before its last rung: validation-subsample "
-             f"score {r.val_score:.4g}")
+             f"score {r.outcome.val_score:.4g}")
 
 
 def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epochs: int, seed: int,
@@ -234,7 +234,7 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
     final = subsample and any(u is None for u in untils.values())
     batch = []
     for i, u in untils.items():
-      resume = None if latest[i] is None else latest[i].state
+      resume = None if latest[i] is None else latest[i].outcome.state
       if final and resume is not None:
         resume = resume.without_best()
       batch.append(dataclasses.replace(jobs[i], until=u, resume=resume))
@@ -255,9 +255,9 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
         break
       # Those already finished (early stopping) keep their places but need no more training.
       best = _best([_score(r) if r is not None else math.inf for r in latest], rung.keep)
-      active = [i for i in best if latest[i].state is not None]
+      active = [i for i in best if latest[i].outcome.state is not None]
     elif timed:
-      active = [i for i in active if latest[i].state is not None]
+      active = [i for i in active if latest[i].outcome.state is not None]
     if not active:
       break
     final = rung.until >= epochs
@@ -274,8 +274,8 @@ def successive_halving(candidates: Sequence[Candidate], schedule: Halving, epoch
       continue
     # Under `val_examples` only the last rung scores the whole split: a candidate that did not train in it
     # (stopped by halving, or early by patience before it) has a subsample score alone.
-    if subsample and reached[i] < epochs and r.ok:
-      stopped[jobs[i].index] = r.val_score
+    if subsample and reached[i] < epochs and r.outcome.ok:
+      stopped[jobs[i].index] = r.outcome.val_score
       r = _stopped(r, reached[i])
     out.append(dataclasses.replace(r.with_outcome(state=None), job=jobs[i]))
   return out, stopped
