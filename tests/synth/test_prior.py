@@ -237,11 +237,12 @@ def test_the_probe_bound_is_a_search_setting():
 
 
 def test_a_list_task_probes_image_level_programs_and_every_function_of_a_probe_is_ranked_by_it():
-  from hx.data import Sources, StreamSettings, long_stream
+  from hx.data import Sources
+  from hx.presets import STREAM_PRESETS
 
   # Task 1 recognises from its own CNN; task 2 reads task 1's CNN output through a layer of its own.
   library = _grown(["nn_1", "compose(nn_1, lib.nn_t_1)", "nn_1"])
-  count = long_stream(0, 4, StreamSettings(), Sources()).instance(0).build(3)  # count_digit(7): a list task
+  count = STREAM_PRESETS["small"].stream(0, 4, Sources()).instance(0).build(3)  # count_digit(7): a list task
   assert str(count.type).startswith("List<Tensor<real>[1][28][28]>")
   errors = probe_errors(library, count)
   # Image-level sources probe a list task element by element (their whole program is the per-image part).
@@ -256,7 +257,8 @@ def test_a_list_task_probes_image_level_programs_and_every_function_of_a_probe_i
 
 def test_earlier_programs_of_the_tasks_type_are_reused_as_they_are_and_with_one_function_fresh():
   from hx.compile import ModuleConfig
-  from hx.data import Sources, StreamSettings, long_stream
+  from hx.data import Sources
+  from hx.presets import STREAM_PRESETS
   from hx.synth.prior import offer, one_fresh, reused_programs
   from hx.synth.space import Completer
 
@@ -264,7 +266,7 @@ def test_earlier_programs_of_the_tasks_type_are_reused_as_they_are_and_with_one_
   # classifies into five (another type).
   library = _grown(["nn_1", "compose(nn_1, lib.nn_t_1)", "nn_1", "nn_1"],
                    ["Tensor<bool>[1]"] * 3 + ["Tensor<bool>[5]"])
-  recognise = long_stream(0, 4, StreamSettings(), Sources()).instance(0).build(1)  # recognise_digit(7)
+  recognise = STREAM_PRESETS["small"].stream(0, 4, Sources()).instance(0).build(1)  # recognise_digit(7)
   prior = offer(library, recognise, 4)
   assert sorted(prior.sources) == ["t/task_1", "t/task_2", "t/task_3", "t/task_4"]
   config = ModuleConfig(mlp_hidden=8, cnn_channels=(2, 4), lstm_hidden=8)
@@ -282,7 +284,7 @@ def test_earlier_programs_of_the_tasks_type_are_reused_as_they_are_and_with_one_
   assert [str(c) for c in one_fresh(hx.lang.parse("lib.nn_t_3"), recognise.type, completer)] == [
       "nn_1  [nn_1 : Tensor<real>[1][28][28] -> Tensor<bool>[1]]"]
   # A count task's type is none of these programs': nothing to reuse as it is.
-  count = long_stream(0, 4, StreamSettings(), Sources()).instance(0).build(3)
+  count = STREAM_PRESETS["small"].stream(0, 4, Sources()).instance(0).build(3)
   assert reused_programs(offer(library, count, 4), count.type, 4, completer) == []
 
 
