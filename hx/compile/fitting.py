@@ -145,33 +145,6 @@ def score_json(x: float | None) -> float | str | None:
   return float(x) if math.isfinite(x) else str(x)
 
 
-_OUTCOME_FIELDS = tuple(f.name for f in dataclasses.fields(Outcome))
-"""The names of `Outcome`'s fields, which a `HoldsOutcome` reads through."""
-
-
-class HoldsOutcome:
-  """The base of `hx.baselines.BaselineResult` only, until hx.baselines reads its outcome as the other
-  results do (`result.outcome.val_score`): a frozen dataclass with a field `outcome: Outcome` whose
-  fields, `ok` and `val_history` it reads through (read only). Not for new results: the names it makes
-  are invisible to type checkers."""
-
-  outcome: Outcome
-
-  def with_outcome(self, **changes: object):
-    """This result with its outcome's fields `changes` replaced (a copy; nothing else changes)."""
-    return dataclasses.replace(self, outcome=dataclasses.replace(self.outcome, **changes))
-
-
-def _read_through(name: str) -> property:
-  return property(lambda self: getattr(self.outcome, name),
-                  doc=f"The held outcome's `{name}` (`Outcome.{name}`).")
-
-
-for _name in _OUTCOME_FIELDS + ("ok", "val_history"):
-  setattr(HoldsOutcome, _name, _read_through(_name))
-del _name
-
-
 class TaskData(Protocol):
   """What `prepare` reads of a task (an `hx.Task` has it): its splits, the image table their inputs index
   (or None) and its objective."""

@@ -29,7 +29,7 @@ def _equal(a, b):
 @pytest.fixture(scope="module")
 def recognizer():
   r = baselines.standalone(task("recognize"), TINY, TUNE, seed=0)
-  assert r.status == "trained", r.reason
+  assert r.status == "trained", r.outcome.reason
   return r
 
 
@@ -242,8 +242,8 @@ def test_an_interrupted_baseline_resumes_from_its_checkpoint(tmp_path, monkeypat
     return real(*args, **kwargs)
 
   def same(a, b):
-    assert (a.val_score, a.test_score, a.epochs_run, a.best_epoch) == (b.val_score, b.test_score,
-                                                                      b.epochs_run, b.best_epoch)
+    assert (a.val_score, a.test_score, a.outcome.epochs_run, a.outcome.best_epoch) == \
+        (b.val_score, b.test_score, b.outcome.epochs_run, b.outcome.best_epoch)
     assert _equal(dict(a.network.modules), dict(b.network.modules))
 
   recognize = task("recognize")
@@ -305,9 +305,8 @@ def test_a_checkpoint_resumes_where_the_fresh_start_differs_at_rounding(tmp_path
   monkeypatch.setattr(baseline_train, "_compiled", init_an_ulp_apart)
   resumed = baselines.standalone(recognize, TINY, short, seed=0, checkpoint_dir=tmp_path)
   assert len(os.listdir(tmp_path)) == 1  # the finished run's file: no second run's
-  assert (resumed.val_score, resumed.test_score, resumed.epochs_run) == (straight.val_score,
-                                                                          straight.test_score,
-                                                                          straight.epochs_run)
+  assert (resumed.val_score, resumed.test_score, resumed.outcome.epochs_run) == \
+      (straight.val_score, straight.test_score, straight.outcome.epochs_run)
   assert _equal(dict(resumed.network.modules), dict(straight.network.modules))
   # Without the checkpoint, the nudged start trains to other weights: the resume is what made them equal.
   fresh = baselines.standalone(recognize, TINY, short, seed=0)

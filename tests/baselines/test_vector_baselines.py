@@ -113,7 +113,7 @@ def _gathered(task: hx.Task, n: int = 8):
 @pytest.fixture(scope="module")
 def positive():
   r = baselines.standalone(is_positive(), SIZES, TRAIN, seed=0)
-  assert r.status == "trained", r.reason
+  assert r.status == "trained", r.outcome.reason
   return r
 
 
@@ -180,7 +180,7 @@ def test_each_network_gives_one_output_per_example_or_node():
 def test_standalone_learns_a_vector_task(positive):
   assert positive.description == "compose(nn_mlp, nn_enc)" and set(positive.network.modules) == {ENC, MLP}
   assert positive.test_score < 15.0, positive.test_score  # % error; chance is about 50%
-  history = positive.val_history
+  history = positive.outcome.val_history
   assert min(history[1:]) < history[0], history  # validation error falls as it trains
   assert positive.parameters == sum(baselines.count_parameters(m["params"])
                                     for m in positive.network.modules.values())
