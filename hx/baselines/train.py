@@ -51,7 +51,7 @@ from hx.baselines.pnn import PNN
 from hx.baselines.pnn import refusal as pnn_refusal
 from hx.compile import ModuleConfig, TuneConfig, compile_program
 from hx.compile.checkpoint import checkpoint_in, fingerprint
-from hx.compile.fitting import Outcome, fit, prepare, seeded
+from hx.compile.fitting import Outcome, ReadsOutcome, fit, prepare, seeded
 from hx.compile.tuning import output_bias_from_targets
 from hx.lang import program as P
 from hx.lang.types import Type
@@ -108,10 +108,10 @@ def refusal(method: str, types: Sequence[Type], config: ModuleConfig,
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
-class BaselineResult:
+class BaselineResult(ReadsOutcome):
   """One trained baseline network: its training's `hx.compile.fitting.Outcome` (status, reason, scores as
   for HOUDINI's candidates, the task's metric with lower better; epochs and Tune's split of the time,
-  `seconds` the whole call), with what a baseline adds.
+  `seconds` the whole call; its status and scores named: `ReadsOutcome`), with what a baseline adds.
 
   Attributes:
     method: "standalone", "llt", "pnn", "standalone_with_fold", "replay" or "ewc".
@@ -130,23 +130,6 @@ class BaselineResult:
   parameters: int
   frozen_parameters: int
   sources: tuple[tuple[str, str], ...] = ()
-
-  # What a first look at a baseline reads, as `hx.synth.FrontierEntry` has them; everything else of the
-  # training is read from `outcome`.
-  @property
-  def status(self) -> str:
-    """The outcome's status (`Outcome.status`): "trained" or "failed"."""
-    return self.outcome.status
-
-  @property
-  def val_score(self) -> float:
-    """The outcome's validation score (`Outcome.val_score`)."""
-    return self.outcome.val_score
-
-  @property
-  def test_score(self) -> float | None:
-    """The outcome's test score (`Outcome.test_score`), None if not scored."""
-    return self.outcome.test_score
 
 
 class _ToTrain(NamedTuple):

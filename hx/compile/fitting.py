@@ -46,8 +46,8 @@ if TYPE_CHECKING:
   from hx.compile.tuning import TuneState
   from hx.lang.values import Array, Split
 
-__all__ = ["Outcome", "score_json", "Prepared", "prepare", "seeded", "train", "fit", "out_of_memory",
-           "OUT_OF_MEMORY"]
+__all__ = ["Outcome", "ReadsOutcome", "score_json", "Prepared", "prepare", "seeded", "train", "fit",
+           "out_of_memory", "OUT_OF_MEMORY"]
 
 OUT_OF_MEMORY = "out of memory"
 """How the reason of a training that ran out of memory starts (`out_of_memory`)."""
@@ -143,6 +143,35 @@ def score_json(x: float | None) -> float | str | None:
   if x is None:
     return None
   return float(x) if math.isfinite(x) else str(x)
+
+
+class ReadsOutcome:
+  """The base of a result holding one training's `Outcome` as its field `outcome`
+  (`hx.synth.FrontierEntry`, `hx.baselines.BaselineResult`): what a first look reads of it (its status,
+  whether it trained, its two scores), as plain properties; everything else of the training is read
+  from `outcome`."""
+
+  outcome: Outcome
+
+  @property
+  def status(self) -> str:
+    """The outcome's status (`Outcome.status`)."""
+    return self.outcome.status
+
+  @property
+  def ok(self) -> bool:
+    """Trained, with a finite validation score (`Outcome.ok`)."""
+    return self.outcome.ok
+
+  @property
+  def val_score(self) -> float:
+    """The outcome's validation score (`Outcome.val_score`): what ranks it."""
+    return self.outcome.val_score
+
+  @property
+  def test_score(self) -> float | None:
+    """The outcome's test score (`Outcome.test_score`), None if not scored."""
+    return self.outcome.test_score
 
 
 class TaskData(Protocol):

@@ -23,7 +23,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING
 
-from hx.compile.fitting import Outcome, score_json
+from hx.compile.fitting import Outcome, ReadsOutcome, score_json
 from hx.lang import program as P
 from hx.lang.parser import parse
 from hx.lang.types import Type, parse_type
@@ -43,7 +43,7 @@ METRIC_WORDS = {"error": "classification error (%), lower is better", "rmse": "R
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
-class FrontierEntry:
+class FrontierEntry(ReadsOutcome):
   """One candidate program of a synthesis, as ranked and recorded.
 
   Its training's outcome is the field `outcome` (`hx.compile.fitting.Outcome`), read as it is
@@ -112,23 +112,6 @@ class FrontierEntry:
     # A synthesis's candidate (fresh_types given): both are programs, their fresh functions in one order.
     return {new: self.fresh_types[old]
             for old, new in zip(P.fresh_names(self.program), P.fresh_names(self.named))}
-
-  @property
-  def ok(self) -> bool:
-    """Trained, with a finite validation score (`Outcome.ok`)."""
-    return self.outcome.ok
-
-  # The two scores a first look at a synthesis reads (`frontier.best.test_score`), as plain properties;
-  # everything else of the training is read from `outcome`.
-  @property
-  def val_score(self) -> float:
-    """The outcome's validation score (`Outcome.val_score`): what ranks it."""
-    return self.outcome.val_score
-
-  @property
-  def test_score(self) -> float | None:
-    """The outcome's test score (`Outcome.test_score`), None if not scored."""
-    return self.outcome.test_score
 
   def __str__(self) -> str:
     o = self.outcome
