@@ -104,7 +104,7 @@ def test_every_task_is_an_hx_task_of_its_planned_type_and_size(stream):
 
 def test_the_data_is_what_the_task_says(stream):
   seq = stream.instance(0)
-  plan = stream_plan(0, 100, TINY)
+  plan = stream_plan(0, 100, SIZES)
   classify = next(t for t in plan if t.kind == "classify" and t.relation == "new_output")
   task = seq.build(classify.index - 1)
   assert set(np.unique(task.train.targets)) <= set(range(len(classify.classes)))
@@ -116,7 +116,7 @@ def test_the_data_is_what_the_task_says(stream):
   node_costs = graph.train.targets[..., 0]
   assert np.all(graph.train.targets[..., 1] >= node_costs)  # a node's least cost includes its own
   count = seq.build(3)
-  assert np.all(count.train.targets >= 0) and count.train.targets.max() <= TINY.train_lengths[1]
+  assert np.all(count.train.targets >= 0) and count.train.targets.max() <= SIZES.train_lengths[1]
   # Inverted digits are the digits' negatives after normalisation: their pixels correlate negatively.
   digits, inverted = seq.build(3).table, seq.build(7).table
   assert plan[7].domain == "inverted" and digits.mean() == pytest.approx(inverted.mean(), abs=0.2)
