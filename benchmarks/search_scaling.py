@@ -6,7 +6,7 @@
 
 On a lifelong stream the library gains about one function per task. `library(n)` is a made-up library
 of n functions of the types such a stream's tasks leave (`hx.data.streams`: CNN features from MNIST and
-street-sign images, recognisers, classifiers and regressors on those features, list counters and
+street-sign images, recognizers, classifiers and regressors on those features, list counters and
 summers, graph-convolution kernels, fold steps), cycled in a fixed order, so a larger library is a
 smaller one plus later functions. It is a mapping of names to types: the search builds each function's
 module spec from its type (`hx.synth.space.Completer`), so no weights are needed.
@@ -34,7 +34,7 @@ MNIST = "Tensor<real>[1][28][28]"
 STREET = "Tensor<real>[3][28][28]"
 
 # The types a stream's tasks leave in the library, in the order the cycle adds them (the CNNs and
-# recognisers most often: nearly every task trains one).
+# recognizers most often: nearly every task trains one).
 LIBRARY_CYCLE = (
   f"{MNIST} -> Tensor<real>[1024]",
   "Tensor<real>[1024] -> Tensor<bool>[1]",

@@ -15,7 +15,7 @@ persistent compilation cache is on, as in the run. One row per task: the library
 functions, both times and the expanded partial programs. A search still running after `--budget` seconds
 is printed as `>budget`. At the end, the medians of both searches' seconds and expansions over tasks 10-20
 against the last 10 tasks, over every task and per task kind (`summary_lines`): the whole library's
-search grows where a hole takes many library functions (a count's mapped recogniser), not on every kind.
+search grows where a hole takes many library functions (a count's mapped recognizer), not on every kind.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ at random places with noise:
   2. is_cross       Tensor<real>[1][12][12] -> Tensor<bool>[1]          is it a cross?
   3. count_circles  List<Tensor<real>[1][12][12]> -> Tensor<real>[1]    how many circles in a list?
 
-Task 3 trains on few lists; the circle recogniser task 1 learnt is in HOUDINI's library by then, and a
+Task 3 trains on few lists; the circle recognizer task 1 learnt is in HOUDINI's library by then, and a
 program that maps it over the list and adds up reuses it. The script runs HOUDINI and the standalone
 network (a CNN, an MLP and an LSTM trained on task 3 alone) through the public API, then prints each
 task's winning program with both test scores.
@@ -48,7 +48,7 @@ def draw(shape: int, rng: np.random.Generator) -> np.ndarray:
   return image[None]
 
 
-def recognise(shape: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def recognize(shape: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
   """n images, half of `shape` and half of the others; labels 1 for `shape`."""
   labels = (np.arange(n) < n // 2).astype(np.int64)
   others = [s for s in range(len(SHAPES)) if s != shape]
@@ -77,11 +77,11 @@ def tasks(seed: int, quick: bool) -> list[hx.Task]:
   training = {"epochs": 3 if quick else 15, "batch_size": 32}
   circle, cross = SHAPES.index("circle"), SHAPES.index("cross")
   is_circle = hx.Task.from_arrays(
-      "is_circle", f"{IMAGE} -> Tensor<bool>[1]", recognise(circle, n_images, rng),
-      recognise(circle, n_images // 4, rng), recognise(circle, n_images // 4, rng), training=training)
+      "is_circle", f"{IMAGE} -> Tensor<bool>[1]", recognize(circle, n_images, rng),
+      recognize(circle, n_images // 4, rng), recognize(circle, n_images // 4, rng), training=training)
   is_cross = hx.Task.from_arrays(
-      "is_cross", f"{IMAGE} -> Tensor<bool>[1]", recognise(cross, n_images, rng),
-      recognise(cross, n_images // 4, rng), recognise(cross, n_images // 4, rng), training=training)
+      "is_cross", f"{IMAGE} -> Tensor<bool>[1]", recognize(cross, n_images, rng),
+      recognize(cross, n_images // 4, rng), recognize(cross, n_images // 4, rng), training=training)
   count_circles = hx.Task.from_arrays(
       "count_circles", f"List<{IMAGE}> -> Tensor<real>[1]", count(circle, n_lists, (2, 5), rng),
       count(circle, n_lists // 2, (6, 8), rng), count(circle, n_lists // 2, (6, 8), rng),

@@ -113,7 +113,7 @@ schedule; `StreamPreset.stream` builds it):
            task's training set small or large at random, with thousands of examples in a large one, and
            scores tasks on test sets of thousands. Here:
            - a large image task trains on 3,000 images (thousands, as CTrL's large sets: 600 a class of
-             a 5-way task, 1,500 positives of a recogniser, a tenth to a quarter of full MNIST's 6,000 a
+             a 5-way task, 1,500 positives of a recognizer, a tenth to a quarter of full MNIST's 6,000 a
              class, so that a digit task's draws, with replacement, seldom repeat an image), a small one
              on 300 (a tenth of it: the committed stream's size); list tasks 1,200 and 120 lists (the
              quick preset's CS list training size; about 4,200 and 420 images at 2-5 a list), graph

@@ -18,7 +18,7 @@ Other seeds draw at random: distinct digits within a sequence, distinct toys too
 
 LS repeats classes on purpose (the paper: "randomly generated, and then slightly amended in order to
 evaluate all lifelong learning concepts"): in every one of the authors' instantiations task 6 counts the
-digit task 4 recognised, task 7 counts the toy task 3 recognised, and task 8 recognises the digit task 1
+digit task 4 recognized, task 7 counts the toy task 3 recognized, and task 8 recognizes the digit task 1
 counted, so the template above names those classes twice and every seed keeps the pattern. Tasks 2, 5
 and 7 count toys, as the paper's definition of LS and the authors' code have it (the paper's LS program
 tables label them count_digit; `hx.lang.paper.PaperProgram.task` follows the definition).

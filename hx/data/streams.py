@@ -21,7 +21,7 @@ repeat has its kind's full sizes):
   new_data    an earlier task again with the same sizes, its examples freshly drawn from the same
               image pools (the same input distribution; with 300 training images per MNIST class, a new
               draw shares images with the earlier one, not examples)
-  new_output  an earlier classification task with its label ids permuted, or an earlier recogniser
+  new_output  an earlier classification task with its label ids permuted, or an earlier recognizer
               with its answer negated (CTrL's S^out; for one yes/no output a permutation is a negation)
   new_input   an earlier task on digits, on inverted digits: dark ink on a light background (CTrL's
               S^in changes the digits' background colour; these images are grey, so the background
@@ -43,7 +43,7 @@ training set small or large as S^long does, and `hx.presets.STREAM_PRESETS["ctrl
                  9 costs d, (d, 65) (`hx.data.regression_targets`' convention). Always task 1: the
                  standalone baseline of a graph task maps the regressor of a sequence's first task over
                  its nodes (`hx.baselines.standalone`), as the paper's GS2 does.
-  recognise      image -> Tensor<bool>[1]: is it class c? (half positives)
+  recognize      image -> Tensor<bool>[1]: is it class c? (half positives)
   classify       image -> Tensor<bool>[k]: which of k classes (`StreamSettings.classes`, 5 as in S^long)
   count          List<image> -> Tensor<real>[1]: how many images of class c (lengths 2-5 for training,
                  6-8 for validation and test, the count uniform over 0..length, as the paper's)
@@ -62,23 +62,23 @@ The construction (`stream_plan`). Tasks 1-12 are one of each kind and relation, 
 exercises all of them (the benchmark's trial runs, the tests):
 
    1 regress(cells)              new            7 classify(C) relabelled   new_output of 5
-   2 recognise_digit(d)          new            8 count_digit(d) inverted  new_input of 4
-   3 recognise_digit(d)          less_data of 2 9 shortest_path            new
-   4 count_digit(d)              new           10 recognise_toy(t)         new
+   2 recognize_digit(d)          new            8 count_digit(d) inverted  new_input of 4
+   3 recognize_digit(d)          less_data of 2 9 shortest_path            new
+   4 count_digit(d)              new           10 recognize_toy(t)         new
    5 classify_digits(C)          new           11 sum_digits               new
-   6 recognise_sign(s)           distractor    12 count_digit(d)           new_data of 4
+   6 recognize_sign(s)           distractor    12 count_digit(d)           new_data of 4
 
 with d, C (k digits), t and s drawn from the seed. Each later task draws its relation (probabilities
 `RELATION_WEIGHTS`) and then what it relates to: a new task a kind (`KIND_WEIGHTS`), a domain (digits,
-or toys for a third of the recognise, classify and count tasks) and classes no earlier task of that
+or toys for a third of the recognize, classify and count tasks) and classes no earlier task of that
 kind and domain had; a repeat one of the earlier tasks that are not themselves repeats or distractors
 (new_output only those with a class output; new_input only those on digits); a distractor an unused sign
 task. Where nothing fits, the task is a new one (and where no new one is left, a distractor). The seed
 fixes everything: the plan and every example (`long_stream(seed)` twice gives equal arrays).
 
-The names say what each task is: "recognise_digit(3)", "recognise_digit(3), less data, as task 2",
+The names say what each task is: "recognize_digit(3)", "recognize_digit(3), less data, as task 2",
 "classify_digit(0,4,5,7,9), relabelled from task 5", "count_digit(3), inverted, from task 4",
-"recognise_sign(speed_70), distractor [synthetic: gtsrb-synthetic]"; `StreamTask` holds the same as
+"recognize_sign(speed_70), distractor [synthetic: gtsrb-synthetic]"; `StreamTask` holds the same as
 fields, which `hx.evaluation.stream_summary` and `hx.evaluation.stream_repeats` read to group the
 repeated tasks.
 """
@@ -111,7 +111,7 @@ STREAM_NAME = "long"
 RELATIONS = ("new", "less_data", "new_data", "new_output", "new_input", "distractor")
 """How a task relates to an earlier one (module docstring)."""
 
-STREAM_KINDS = ("regress", "recognise", "classify", "count", "sum", "shortest_path")
+STREAM_KINDS = ("regress", "recognize", "classify", "count", "sum", "shortest_path")
 """The task kinds (module docstring)."""
 
 DOMAINS = ("digits", "inverted", "toys", "signs")
@@ -121,7 +121,7 @@ RELATION_WEIGHTS = (("new", 0.30), ("less_data", 0.15), ("new_data", 0.15), ("ne
                     ("new_input", 0.10), ("distractor", 0.20))
 """The probability of each relation for tasks 13 on."""
 
-KIND_WEIGHTS = (("recognise", 0.30), ("classify", 0.20), ("count", 0.30), ("sum", 0.05),
+KIND_WEIGHTS = (("recognize", 0.30), ("classify", 0.20), ("count", 0.30), ("sum", 0.05),
                 ("shortest_path", 0.15))
 """The probability of each kind for a new task from task 13 on (regress is task 1's only)."""
 
@@ -136,11 +136,11 @@ _FAMILIES = ("erdos_renyi", "geometric")
 
 
 STREAM_GROUPS = ("images", "lists", "graphs")
-"""The stream's kinds grouped by what their examples are: images (regress, recognise, classify), lists
+"""The stream's kinds grouped by what their examples are: images (regress, recognize, classify), lists
 (count, sum) and graphs (shortest_path). `StreamSettings` sizes the tasks, and a `long_stream`'s
 `training` sets their training, per group."""
 
-_GROUP = {"regress": "images", "recognise": "images", "classify": "images", "count": "lists",
+_GROUP = {"regress": "images", "recognize": "images", "classify": "images", "count": "lists",
           "sum": "lists", "shortest_path": "graphs"}
 
 StreamTraining = Mapping[str, Mapping[str, int]]
@@ -155,7 +155,7 @@ class StreamSettings:
   `long_stream` as `training`).
 
   Attributes:
-    images: (train, val, test) examples of the regress, recognise and classify tasks.
+    images: (train, val, test) examples of the regress, recognize and classify tasks.
     lists: (train, val, test) lists of the count and sum tasks.
     graphs: (train, val, test) graphs of the shortest-path tasks.
     train_lengths, test_lengths: (shortest, longest) list lengths for training, and for validation and
@@ -213,11 +213,11 @@ class StreamTask:
     name: the task's name (module docstring), unique in the stream.
     kind: one of `STREAM_KINDS`.
     domain: one of `DOMAINS`.
-    classes: recognise and count: (c,); classify: the k classes, label i being classes[i]; () otherwise.
+    classes: recognize and count: (c,); classify: the k classes, label i being classes[i]; () otherwise.
     relation: one of `RELATIONS`.
     of: the earlier task (its index) a repeat relates to; None for new tasks and distractors.
     family: a shortest-path task's graph family ("erdos_renyi", "geometric"); None otherwise.
-    relabel: new_output's labels: label i becomes relabel[i] ((1, 0) negates a recogniser); None: as
+    relabel: new_output's labels: label i becomes relabel[i] ((1, 0) negates a recognizer); None: as
       drawn.
     train_share: the share of its training size it has (less_data: `StreamSettings.less_data`).
     small: its training size is `StreamSettings.small`'s, not its kind's full one (drawn where the
@@ -249,7 +249,7 @@ class StreamTask:
     """Its program type, as text."""
     image = "Tensor<real>[3][32][32]" if self.domain == "signs" else "Tensor<real>[1][28][28]"
     return {"regress": f"{image} -> Tensor<real>[2]",
-            "recognise": f"{image} -> Tensor<bool>[1]",
+            "recognize": f"{image} -> Tensor<bool>[1]",
             "classify": f"{image} -> Tensor<bool>[{len(self.classes)}]",
             "count": f"List<{image}> -> Tensor<real>[1]",
             "sum": f"List<{image}> -> Tensor<real>[1]",
@@ -324,7 +324,7 @@ class _Planner:
     if relation == "new_input":
       domain = "inverted"
     if relation == "new_output":
-      k = 2 if earlier.kind == "recognise" else len(earlier.classes)
+      k = 2 if earlier.kind == "recognize" else len(earlier.classes)
       if k == 2:
         relabel = (1, 0)
       else:
@@ -365,7 +365,7 @@ class _Planner:
 
   def distractor(self) -> StreamTask | None:
     for _ in range(20):
-      kind = str(self.rng.choice(("recognise", "classify", "count")))
+      kind = str(self.rng.choice(("recognize", "classify", "count")))
       classes = self.classes_for(kind, "signs")
       if classes is not None and (task := self.add(kind, "signs", classes, "distractor")) is not None:
         return task
@@ -374,9 +374,9 @@ class _Planner:
   def related(self, relation: str) -> StreamTask | None:
     originals = [t for t in self.tasks if t.relation in ("new", "new_output", "new_input")]
     if relation == "new_output":  # relabelled from a task as first drawn, never from a relabelled one
-      originals = [t for t in originals if t.kind in ("recognise", "classify") and t.relabel is None]
+      originals = [t for t in originals if t.kind in ("recognize", "classify") and t.relabel is None]
     elif relation == "new_input":
-      originals = [t for t in originals if t.domain == "digits" and t.kind in ("recognise", "classify",
+      originals = [t for t in originals if t.domain == "digits" and t.kind in ("recognize", "classify",
                                                                                "count", "sum")]
     for i in self.rng.permutation(len(originals)):
       task = self.repeat(originals[int(i)], relation)
@@ -390,15 +390,15 @@ class _Planner:
     d = int(rng.integers(10))
     group = tuple(int(c) for c in rng.choice(10, size=self.settings.classes, replace=False))
     self.add("regress", "digits", (), "new")
-    self.add("recognise", "digits", (d,), "new")
+    self.add("recognize", "digits", (d,), "new")
     self.repeat(self.tasks[1], "less_data")
     self.add("count", "digits", (d,), "new")
     self.add("classify", "digits", group, "new")
-    self.add("recognise", "signs", (int(rng.integers(len(SIGN_ROLES))),), "distractor")
+    self.add("recognize", "signs", (int(rng.integers(len(SIGN_ROLES))),), "distractor")
     self.repeat(self.tasks[4], "new_output")
     self.repeat(self.tasks[3], "new_input")
     self.add("shortest_path", "digits", (), "new", family=_FAMILIES[0])
-    self.add("recognise", "toys", (int(rng.integers(5)),), "new")
+    self.add("recognize", "toys", (int(rng.integers(5)),), "new")
     self.add("sum", "digits", (), "new")
     self.repeat(self.tasks[3], "new_data")
 
@@ -474,11 +474,11 @@ def _cell_targets(digit: np.ndarray) -> np.ndarray:
 
 
 def _images_split(task: StreamTask, d: _Domain, rng: np.random.Generator, pool: int, n: int):
-  """(images (n, C, H, W), targets) of a regress, recognise or classify task."""
+  """(images (n, C, H, W), targets) of a regress, recognize or classify task."""
   if task.kind == "regress":
     idx = d.pick(rng, pool, CELL_DIGITS, n)
     return d.images[idx], _cell_targets(d.labels[idx])
-  if task.kind == "recognise":
+  if task.kind == "recognize":
     (c,) = task.classes
     others = [k for k in range(_CLASSES[task.domain]) if k != c]
     y = (np.arange(n) < n // 2).astype(np.int64)
@@ -564,7 +564,7 @@ def build_stream_task(task: StreamTask, seed: int = 0, settings: StreamSettings 
     if which == 0:
       full = settings.small[group] if task.small and settings.small is not None else n
       n = max(1, int(round(task.train_share * full)))
-    if task.kind in ("regress", "recognise", "classify"):
+    if task.kind in ("regress", "recognize", "classify"):
       splits.append(_images_split(task, d, rng, pool, n))
     elif task.kind in ("count", "sum"):
       lengths = settings.train_lengths if which == 0 else settings.test_lengths

@@ -318,12 +318,17 @@ def _settings(directory: Path) -> dict | None:
 
 
 def build_report(directory: os.PathLike | str) -> Path:
-  """Writes report.md, programs.md and plots/ into `directory` from its records; returns report.md.
+  """Writes report.md, programs.md and plots/ into `directory` from its records; returns report.md. A
+  directory of an older layout has its names respelt first (`hx.synth.run_directory.respell`).
 
   Raises:
     FileNotFoundError: `directory` holds no record.
   """
+  from hx.synth.run_directory import respell
+
   directory = Path(directory)
+  if directory.is_dir():
+    respell(directory)
   records = load_records(directory) if directory.is_dir() else []
   if not records:
     raise FileNotFoundError(f"{directory} holds no evaluation records")

@@ -40,6 +40,7 @@ from hx.evaluation.stream_repeats import (
   reuse_on_repeats,
 )
 from hx.evaluation.stream_summary import MethodSummary, summary
+from hx.synth.run_directory import respell
 
 if TYPE_CHECKING:
   import os
@@ -267,10 +268,14 @@ def write_stream_report(config: EvalConfig, directory: os.PathLike | str,
       re-scores are read, if any. Replay's and EWC's re-scores are read from the run
       (`continual_forgetting`), whatever `rescore` says.
 
+  A directory of an older layout has its names respelt first (`hx.synth.run_directory.respell`).
+
   Raises:
     ValueError: the directory holds no record, or a kept file is not readable (its path named).
   """
   directory = Path(directory)
+  if directory.is_dir():
+    respell(directory)
   records = load_records(directory) if directory.is_dir() else []
   if not records:
     raise ValueError(f"{directory} holds no evaluation records")

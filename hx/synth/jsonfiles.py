@@ -17,10 +17,12 @@ reads both), `read_record` reads one; `read_settings` reads a run's settings.jso
 `RECORD_VERSION` is the version of a run directory's layout: every record and settings.json holds it
 ("record_version"). A file without it was written before hx recorded the version, in version 1's layout,
 and is read as version 1. Version 2 writes every field of the settings' dataclasses, where version 1 left
-some out at their defaults; its records are version 1's. So records of both versions are read alike, and a
-settings.json of version 1 is read as it is and brought to version 2 when its run is resumed
-(`hx.synth.run_directory.open_settings`). A file of any other version is refused in one line that names
-the file and the versions (`LayoutVersionError`), never read as this version's layout.
+some out at their defaults; its records are version 1's. Version 3 spells the long stream's recognize
+tasks so, where versions 1 and 2 spelt them "recognise" in task names, record folders and files. So
+records of all three versions are read alike, and a run directory of version 1 or 2 is read as it is and
+brought to version 3 when its run is resumed or its report rebuilt (`hx.synth.run_directory`:
+`respell`, `open_settings`). A file of any other version is refused in one line that names the file and
+the versions (`LayoutVersionError`), never read as this version's layout.
 """
 
 from __future__ import annotations
@@ -64,15 +66,23 @@ __all__ = [
 _Settings = TypeVar("_Settings")
 """The dataclass `from_jsonable` reads."""
 
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 """The version of a run directory's layout (`hx.synth.run_directory`) and of its records
 (`hx.synth.lifelong.record`, `hx.evaluation.records.baseline_record`), held by every record and
 settings.json as "record_version". 2: settings.json holds every field of its dataclasses (version 1 left
-those of `hx.synth.run_directory.VERSION_1_OMITTED` out at their defaults); records as in version 1."""
+those of `hx.synth.run_directory.VERSION_1_OMITTED` out at their defaults); records as in version 1.
+3: the names of a run's tasks, and so its record folders, are spelt as `hx.data` spells them now (versions
+1 and 2 of a long stream's run spelt its recognize tasks "recognise": `hx.synth.run_directory.RESPELLED`);
+records and settings as in version 2."""
 
-READ_VERSIONS = (1, RECORD_VERSION)
-"""The layout versions this hx reads: a version 1 record as a version 2 one (the same fields), a version 1
-settings.json migrated when its run resumes (`hx.synth.run_directory.open_settings`)."""
+READ_VERSIONS = (1, 2, RECORD_VERSION)
+"""The layout versions this hx reads: a version 1 or 2 record as a version 3 one (the same fields), a
+version 1 settings.json migrated when its run resumes, and the names of a version 1 or 2 directory
+respelt when it is opened (`hx.synth.run_directory.open_settings`, `respell`)."""
+
+
+_READ_VERSIONS_TEXT = ", ".join(map(str, READ_VERSIONS[:-1])) + f" or {READ_VERSIONS[-1]}"
+"""`READ_VERSIONS` as a refusal names them ("1, 2 or 3")."""
 
 
 class LayoutVersionError(JsonFileError):
@@ -98,7 +108,7 @@ def check_layout_version(path: os.PathLike | str, value: dict) -> None:
     newer = isinstance(version, int) and version > RECORD_VERSION
     raise LayoutVersionError(path, f"a run directory's layout of record_version {version}"
                                    f"{', written by a newer hx' if newer else ''}; this hx reads "
-                                   f"record_version {' or '.join(map(str, READ_VERSIONS))} only: use the "
+                                   f"record_version {_READ_VERSIONS_TEXT} only: use the "
                                    "hx that wrote it, or another directory")
 
 
@@ -183,7 +193,7 @@ def read_record(path: os.PathLike | str) -> dict:
   """The record in `path`, checked against `RECORD`. JsonFileError (naming the file, and the field where
   one does not fit) if it is unreadable ("not a readable record: it is not valid JSON ...") or does not fit
   ("not a valid record: ranked[0].test: expected ..."); LayoutVersionError (one) if it is of a layout
-  this hx does not read (`check_layout_version`: records of versions 1 and 2 are read alike)."""
+  this hx does not read (`check_layout_version`: records of versions 1 to 3 are read alike)."""
   try:
     value = read_json(path)
   except JsonFileError as err:
@@ -226,8 +236,8 @@ def read_settings(path: os.PathLike | str, settings: Check | None = None) -> tup
 
 def read_settings_file(path: os.PathLike | str, settings: Check | None = None) -> tuple[dict, str, int]:
   """(settings, started, layout version) of the settings.json at `path`: as `read_settings`, with the
-  file's version (1 or `RECORD_VERSION`, `READ_VERSIONS`), which says whether its settings need the
-  fields version 1 left out (`hx.synth.run_directory.open_settings`)."""
+  file's version (one of `READ_VERSIONS`), which says whether its settings need the fields version 1 left
+  out and its names respelling (`hx.synth.run_directory.open_settings`)."""
   whole = check(read_json(path), SETTINGS_FILE_SCHEMA, path)
   check_layout_version(path, whole)
   if settings is not None:

@@ -12,8 +12,8 @@ whose features serve the new task best:
      (`hx.compile.distinct.element_split`: the mapped function of a program that maps its input list
      or graph, else the whole program) is a chain of library functions; each input-end run of it (the
      CNN alone, the CNN and the layer after it, ...) is a *probe* when its input is the new task's image
-     type, whether the new task takes one image or a list or graph of them: a recogniser's features
-     may serve a count, a count's mapped function a recogniser.
+     type, whether the new task takes one image or a list or graph of them: a recognizer's features
+     may serve a count, a count's mapped function a recognizer.
   2. Each probe is applied, frozen, to the images of at most `sample` training and `sample` validation
      examples of the new task, and a ridge regression (`hx.synth.schedules.estimate.ridge_fit`) from
      its outputs to the new task's targets is fitted on the training ones and scored on the validation
@@ -227,7 +227,7 @@ def probed_sources(library: Library, limit: int | None, task_type: Type | None =
   choice reads the library's provenance only, so a resumed run makes the same one. Why half by type: a
   task that repeats an earlier one (less data, new data, a relabelling, a new input domain of the same
   shape) has that task's type, and may come long after any winner last used it; the other half keeps the
-  functions of other kinds that recent winners reuse (a recogniser's CNN for a count).
+  functions of other kinds that recent winners reuse (a recognizer's CNN for a count).
   """
   sources = _sources(library)
   if limit is None or len(sources) <= limit:

@@ -15,12 +15,18 @@ settings.json of its own at DIR. Both check a settings file the same way (`open_
 every training by the same formula (`training_seed`), so that HOUDINI and the baselines train a task at
 a fraction with one seed, and a resumed run gives what an uninterrupted one gives.
 
-The layout's version is `RECORD_VERSION` (`hx.synth.jsonfiles`), 2. A directory of version 1 (or without a
-version: written before hx recorded it) is read, and resumed: its settings.json left the fields of
-`VERSION_1_OMITTED` out where they held their defaults, so `open_settings` fills them in from the settings
-asked for before it compares the two, and rewrites the file as version 2 (`migrated_settings`). Its records
-are read as they are: a record's layout did not change. A directory of any other version is refused in
-one line that names the file and the versions.
+The layout's version is `RECORD_VERSION` (`hx.synth.jsonfiles`), 3. A directory of version 1 (or without a
+version: written before hx recorded it) or 2 is read, and resumed:
+- its settings.json of version 1 left the fields of `VERSION_1_OMITTED` out where they held their
+  defaults, so `open_settings` fills them in from the settings asked for before it compares the two
+  (`migrated_settings`);
+- a long stream's run of version 1 or 2 spelt its recognize tasks "recognise", in the settings, the
+  records, the record folders' names and the library's provenance, so `respell` renames those folders
+  and rewrites those files with this hx's spelling (`RESPELLED`) when the run is opened, to be resumed
+  (`open_settings`) or to rebuild its report (`hx.evaluation.build_report`, the stream's report);
+then `open_settings` rewrites settings.json as version 3. Its records are read as they are: a record's
+fields did not change. A directory of any other version is refused in one line that names the file and
+the versions.
 
 Resumed by this hx, a task that an older hx left unfinished trains again the candidates it had checkpointed
 or kept: their files are named by a hash of what they train (`hx.canonical_json.content_key`), no longer by
@@ -31,24 +37,26 @@ records, which no such name touches: they are not trained again.
 from __future__ import annotations
 
 import datetime
+import os
 import re
 import zlib
 from pathlib import Path
 from typing import Callable, Mapping
 
-from hx.atomic import LOCK_FILE
+from hx.atomic import LOCK_FILE, write_atomically
 from hx.jsonread import JsonValue
 from hx.synth.jsonfiles import (
   RECORD_VERSION,
   JsonFileError,
   LayoutVersionError,
+  read_json,
   read_settings_file,
   write_json,
 )
 
 __all__ = ["RECORD_VERSION", "SETTINGS_FILE", "SettingsMismatch", "task_dir", "fraction_file", "record_file",
            "library_dir", "checkpoint_dir", "candidates_dir", "training_seed", "open_settings",
-           "VERSION_1_OMITTED", "migrated_settings"]
+           "VERSION_1_OMITTED", "migrated_settings", "RESPELLED", "respelled", "respell"]
 
 SETTINGS_FILE = "settings.json"
 
@@ -70,12 +78,12 @@ saved, which version 1's hx wrote only where they differed from their defaults, 
 settings still matched. Version 2 writes every field; `migrated_settings` puts these back into a version 1
 file's settings. Fixed: a field added from now on is written at every value, so the runs saved before it
 hold other settings than the ones asked, and resuming them needs a migration of its own (a layout version
-3), not an entry here."""
+of its own), not an entry here."""
 
 
 def migrated_settings(saved: JsonValue, asked: JsonValue) -> JsonValue:
-  """The settings `saved` of a version 1 settings.json as version 2 writes them, for the run `asked` (the
-  settings as JSON values): wherever `asked` holds a field of `VERSION_1_OMITTED` at its default (of the
+  """The settings `saved` of a version 1 settings.json as versions 2 and 3 write them, for the run `asked`
+  (the settings as JSON values): wherever `asked` holds a field of `VERSION_1_OMITTED` at its default (of the
   same JSON type: true is not 1) in an object where `saved` lacks it, the field is added to `saved`, at
   every depth (objects by key, arrays of equal length element by element). Anything else is left as
   `saved` holds it, to be compared with `asked` as it is: a field `saved` lacks that `asked` holds at
@@ -94,6 +102,79 @@ def migrated_settings(saved: JsonValue, asked: JsonValue) -> JsonValue:
 def _same_json(a: JsonValue, b: JsonValue) -> bool:
   """Whether two JSON values are equal as JSON (2 and 2.0 alike, true and 1 not)."""
   return a == b and isinstance(a, bool) == isinstance(b, bool)
+
+
+RESPELLED: tuple[tuple[str, str], ...] = (("recognise", "recognize"),)
+"""(old, new): the words a run directory of layout version 1 or 2 spelt otherwise than this hx does. A long
+stream's task kind was "recognise" (task names "recognise_digit(7)", ...) where the paper's sequences and
+the presets spell "recognize"; version 3 spells it so everywhere. No other name of a run holds the old
+word, so replacing it anywhere in a run's names and JSON text changes those task names and nothing
+else."""
+
+
+def respelled(value: JsonValue) -> JsonValue:
+  """`value` (a string, or JSON values at any depth, keys included) with every old word of `RESPELLED`
+  replaced by its new one."""
+  if isinstance(value, str):
+    for old, new in RESPELLED:
+      value = value.replace(old, new)
+    return value
+  if isinstance(value, dict):
+    return {respelled(k): respelled(v) for k, v in value.items()}
+  if isinstance(value, list):
+    return [respelled(v) for v in value]
+  return value
+
+
+_KEYED_BY_CONTENT = ("checkpoints", "candidates")
+"""The folders of a run whose files are named by a hash of what they train: their text is not respelt
+(their names would no longer be their content's), so a candidate of a renamed task trains again, as
+after any other change of what it trains."""
+
+
+def respell(directory: os.PathLike | str) -> int:
+  """Brings the names in the run directory `directory` (a `run_sequence` directory or an evaluation's, with
+  every run below it) to layout version 3's spelling (`RESPELLED`), on disk, unless its settings.json is
+  of version 3 already (then nothing is read):
+  - every folder whose name holds an old word is renamed (records/TT_TASK, checkpoints/TT_TASK, ...);
+  - every JSON file that holds one is rewritten (records, settings.json files, the library's and the
+    networks' manifests, kept re-scores and sizes), but for those in `_KEYED_BY_CONTENT`.
+  Each rename and rewrite is atomic and the whole is idempotent: interrupted, the next call finishes it.
+  The settings.json's version is `open_settings`'s to write (a version 1 file needs the settings asked for).
+
+  Returns:
+    how many folders and files it changed.
+
+  Raises:
+    FileExistsError: a folder's new name is taken already (both named).
+    hx.synth.jsonfiles.JsonFileError: settings.json is not readable, or of a layout this hx does not read.
+  """
+  directory = Path(directory)
+  settings = directory / SETTINGS_FILE
+  if settings.exists():
+    read_settings_file(settings)  # refuses a newer layout before anything is changed
+    if read_json(settings).get("record_version") == RECORD_VERSION:
+      return 0
+  changed = 0
+  for here, folders, files in os.walk(directory, topdown=False):
+    place = Path(here)
+    keyed = any(part in _KEYED_BY_CONTENT for part in place.relative_to(directory).parts)
+    for name in files if not keyed else ():
+      if name.endswith(".json"):
+        text = (place / name).read_text("utf-8")
+        new = respelled(text)
+        if new != text:
+          write_atomically(place / name, lambda f, new=new: f.write(new), text=True)
+          changed += 1
+    for name in folders:
+      if respelled(name) != name:
+        source, target = place / name, place / respelled(name)
+        if target.exists():
+          raise FileExistsError(f"{source} cannot be renamed {target.name}, this hx's spelling of its "
+                                f"task: {target} exists; move one of them away")
+        source.rename(target)
+        changed += 1
+  return changed
 
 
 class SettingsMismatch(ValueError):
@@ -145,8 +226,9 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
                   error: type[Exception] = SettingsMismatch, write: bool = True) -> str | None:
   """Writes DIR/settings.json for a new run, or checks it against `settings` for a resumed one.
 
-  A settings.json of layout version 1 is compared as `migrated_settings` makes it; where it is the same run
-  it is rewritten as version 2 (unless `write` is False) and the run resumes.
+  A settings.json of layout version 1 or 2 is compared as `respelled` and `migrated_settings` make it;
+  where it is the same run, the directory is respelt (`respell`) and settings.json rewritten as version 3
+  (unless `write` is False: then nothing is written) and the run resumes.
 
   Args:
     directory: the run directory (created if missing).
@@ -177,6 +259,8 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
     except JsonFileError as err:
       raise error(f"{path} is not an {what}'s settings file ({err.problem})") from None
     if version != RECORD_VERSION:
+      saved = respelled(saved)
+    if version == 1:
       saved = migrated_settings(saved, settings)
     if saved == settings:
       merged = saved
@@ -186,6 +270,8 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
       diff = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
       raise error(f"{directory} holds a run with other settings (differing: {', '.join(diff)}); "
                   f"{resume_hint}")
+    if version != RECORD_VERSION and write:
+      respell(directory)
     if (merged != saved or version != RECORD_VERSION) and write:
       write_json(path, {"settings": merged, "started": started, "record_version": RECORD_VERSION})
     return started

@@ -186,8 +186,9 @@ def synthesize(task: Any, library: Library | None = None, config: SynthesisConfi
   prior = offer(library, task, space.library_tasks, probed=space.probed_tasks)
   offered = prior.library
   prior_seconds = time.perf_counter() - wall
-  context = task_context(task, offered, config.module_config, config.tune_config(task),
-                         checkpoint_dir=checkpoint_dir, scores_dir=scores_dir)
+  tune_config = config.tune_config(task)  # decided here, in full, before anything below uses it
+  context = task_context(task, offered, config.module_config, tune_config, checkpoint_dir=checkpoint_dir,
+                         scores_dir=scores_dir)
   first, then = (), None
   if space.reused_programs:
     start = time.perf_counter()

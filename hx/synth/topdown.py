@@ -301,7 +301,7 @@ def _library_fillings(partial: P.Program, pos: P.Position, base_size: int, fresh
 
   They are typed once per type, not per function: inference sees a library function only through its
   type, so two of one type fill the hole alike (both fail, or both give every other hole the same
-  annotation). A growing library repeats its types (a CNN, a recogniser per task), so a hole costs its
+  annotation). A growing library repeats its types (a CNN, a recognizer per task), so a hole costs its
   library's distinct types, plus one step per function that fits.
   """
   index, task_type, space, stats, checked = search

@@ -28,7 +28,7 @@ def test_bad_flags_are_one_line(flag, said):
   assert done.returncode == 1 and done.stderr.strip().splitlines() == [said]
 
 
-@pytest.mark.slow  # trains a recognise task under replay three times, in processes of their own
+@pytest.mark.slow  # trains a recognize task under replay three times, in processes of their own
 def test_a_row_per_method_and_count_with_its_seconds_and_memory():
   done = _run("--methods=replay", "--earlier=0,3")
   assert done.returncode == 0, done.stderr[-2000:]

@@ -91,7 +91,7 @@ def test_the_paper_preset_still_writes_the_module_settings_a_committed_run_saved
 @pytest.mark.parametrize("run", RUNS + VARIANTS, ids=[str(p.relative_to(ROOT)) for p in RUNS + VARIANTS])
 def test_a_committed_evaluation_opens_migrated_for_the_settings_written_now(run, tmp_path):
   # Its settings.json (version 1) opens through the migration against what today's hx writes for the same
-  # command, and is rewritten as version 2 with the run's start time: the run resumes.
+  # command, and is rewritten as version 3 with the run's start time: the run resumes.
   from hx.evaluation import ConfigError
   from hx.synth.jsonfiles import read_settings
   from hx.synth.run_directory import open_settings
@@ -102,7 +102,7 @@ def test_a_committed_evaluation_opens_migrated_for_the_settings_written_now(run,
   copy.mkdir()
   shutil.copy(run / "settings.json", copy / "settings.json")
   assert open_settings(copy, asked, what="hx evaluation", error=ConfigError) == whole["started"]
-  assert json.loads((copy / "settings.json").read_text("utf-8"))["record_version"] == 2
+  assert json.loads((copy / "settings.json").read_text("utf-8"))["record_version"] == 3
   assert read_settings(copy / "settings.json") == (asked, whole["started"])
 
 

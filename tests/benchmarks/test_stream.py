@@ -68,17 +68,17 @@ def test_stream_search_summarises_each_kind_early_against_late():
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   row = module._Row
-  rows = [row(10, "count", 0.2, 200, 0.3, 100), row(12, "recognise", 0.01, 10, 0.2, 10),
+  rows = [row(10, "count", 0.2, 200, 0.3, 100), row(12, "recognize", 0.01, 10, 0.2, 10),
           row(20, "count", 0.4, 400, 0.5, 120), row(30, "count", 5.0, 9, 9.0, 9),
           row(50, "sum", 1.0, 1, 1.0, 1), row(99, "count", 0.8, 1000, None, 150),
-          row(100, "recognise", 0.02, 12, 0.3, 12)]
+          row(100, "recognize", 0.02, 12, 0.3, 12)]
   lines = module.summary_lines(rows, budget=30, early=(10, 20), late=10)
   assert lines[0] == "medians over tasks 10-20 -> tasks 91-100:"
   assert lines[1] == ("every task (3 / 2 tasks): whole library s 0.20 -> 0.41; expanded 200 -> 506; "
                       "bounded s 0.30 -> >30; expanded 100 -> 81")
   assert lines[2] == ("count (2 / 1 tasks): whole library s 0.30 -> 0.80; expanded 300 -> 1000; "
                       "bounded s 0.40 -> >30; expanded 110 -> 150")
-  assert lines[3].startswith("recognise (1 / 1 tasks): whole library s 0.01 -> 0.02;")
+  assert lines[3].startswith("recognize (1 / 1 tasks): whole library s 0.01 -> 0.02;")
   assert len(lines) == 4  # no sum task in either window
 
 

@@ -35,7 +35,7 @@ def test_a_presets_training_is_its_one_table_and_its_tasks_carry_it(name):
                                "lists": {"epochs": 8, "batch_size": 32, "min_steps": 40},
                                "graphs": {"epochs": 5, "batch_size": 32, "min_steps": 40}}
   tiny = dataclasses.replace(preset, settings=StreamSettings(images=(20, 10, 10), lists=(10, 5, 5)))
-  seq = tiny.stream(0, 4, Sources(standin_per_class=(20, 6, 6))).instance(0)  # regress, recognise x2, count
+  seq = tiny.stream(0, 4, Sources(standin_per_class=(20, 6, 6))).instance(0)  # regress, recognize x2, count
   assert [dict(t.training)["epochs"] for t in seq.tasks] == [5, 5, 5, 8]
 
 
@@ -69,7 +69,7 @@ def test_each_task_has_its_drawn_training_size():
     if t.kind == "shortest_path":
       continue  # its graphs are the slowest to draw; the sizes are the same rule's
     task = build_stream_task(t, 0, settings, sources, domains)
-    group = 0 if t.kind in ("regress", "recognise", "classify") else 1
+    group = 0 if t.kind in ("regress", "recognize", "classify") else 1
     full = (settings.images, settings.lists)[group]
     train = settings.small[group] if t.small else full[0]
     want = max(1, round(t.train_share * train))

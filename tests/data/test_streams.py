@@ -54,7 +54,7 @@ def test_each_relation_relates_as_it_says():
       assert t.base() == earlier.base()
       assert t.train_share == (0.1 if t.relation == "less_data" else 1.0)
     elif t.relation == "new_output":
-      assert t.kind in ("recognise", "classify") and earlier.relabel is None and t.domain == earlier.domain
+      assert t.kind in ("recognize", "classify") and earlier.relabel is None and t.domain == earlier.domain
       assert sorted(t.relabel) == list(range(len(t.relabel))) and t.relabel != tuple(range(len(t.relabel)))
     else:
       assert earlier.domain == "digits" and t.domain == "inverted"
@@ -92,13 +92,13 @@ def test_every_task_is_an_hx_task_of_its_planned_type_and_size(stream):
     assert task.name == planned.name and str(task.type) == str(hx.parse_type(planned.type))
     assert task.synthetic == (planned.domain in ("toys", "signs")) == ("[synthetic: " in task.name)
     assert task.datasets == (planned.dataset,)
-    group = {"regress": 0, "recognise": 0, "classify": 0, "count": 1, "sum": 1, "shortest_path": 2}
+    group = {"regress": 0, "recognize": 0, "classify": 0, "count": 1, "sum": 1, "shortest_path": 2}
     sizes = (SIZES.images, SIZES.lists, SIZES.graphs)[group[planned.kind]]
     train = round(sizes[0] * planned.train_share)
     assert (len(task.train.targets), len(task.val.targets), len(task.test.targets)) == (train, *sizes[1:])
     want = {"epochs": TINY.epochs[group[planned.kind]], "batch_size": 32, "min_steps": 40}
     assert dict(spec.training) == want
-    assert task.metric == ("error" if planned.kind in ("recognise", "classify") else "rmse")
+    assert task.metric == ("error" if planned.kind in ("recognize", "classify") else "rmse")
     assert task.metric_component == (1 if planned.kind == "shortest_path" else None)
 
 

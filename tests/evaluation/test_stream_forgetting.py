@@ -133,7 +133,7 @@ def test_a_four_task_stream_reports_the_forgetting_of_replay_and_ewc(tmp_path):
 
   tiny = StreamPreset("tiny", StreamSettings(images=(24, 10, 10), lists=(12, 6, 6)), epochs=(1, 1, 1),
                       batch_size=12, min_steps=2)
-  stream = tiny.stream(0, 4, Sources(standin_per_class=(20, 6, 6)))  # regress, recognise x2, count
+  stream = tiny.stream(0, 4, Sources(standin_per_class=(20, 6, 6)))  # regress, recognize x2, count
   config = hx.EvalConfig.make(stream, methods=["standalone", "replay", "ewc"], fractions=[1.0], seeds=[0])
   directory = tmp_path / "run"
   assert hx.evaluate(config, directory).finished

@@ -25,7 +25,7 @@ from hx.synth.library import Library
 
 TINY = StreamPreset("tiny", StreamSettings(images=(24, 10, 10)), epochs=(1, 1, 1), batch_size=12, min_steps=2)
 SOURCES = Sources(standin_per_class=(20, 6, 6))
-LENGTH = 3  # regress_cell, recognise_digit(d), the same with less data
+LENGTH = 3  # regress_cell, recognize_digit(d), the same with less data
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_the_plots_and_the_section_are_written(run, tmp_path):
   text = path.read_text()
   assert path == directory / "stream.md" and (directory / "plots" / "stream_memory.png").exists()
   assert "| less_data | 1 |" in text and "largest change of a test score **0**" in text
-  assert "| 3 | recognise_digit(" in text and "less_data of 2" in text
+  assert "| 3 | recognize_digit(" in text and "less_data of 2" in text
   lines = stream_section(rows, summary(rows), [LibraryPoint(1, 7, 1234, 5600)])
   assert not any(line.startswith("### Transfer per relation") for line in lines)  # no plan, no relations
   (first,) = [line for line in lines if line.startswith("| 1 | regress_cell |  |")]

@@ -19,7 +19,7 @@ from hx.evaluation.stream_report import write_stream_report
 from hx.evaluation.stream_summary import summary
 from hx.presets import StreamPreset
 
-# regress_cell, recognise_digit(d), the same with a tenth of the data, count_digit(d): a few dozen
+# regress_cell, recognize_digit(d), the same with a tenth of the data, count_digit(d): a few dozen
 # examples each, one or two epochs, so that the run takes seconds once compiled.
 TINY = StreamPreset("tiny", StreamSettings(images=(24, 10, 10), lists=(12, 6, 6), train_lengths=(2, 3),
                                            test_lengths=(3, 4)),

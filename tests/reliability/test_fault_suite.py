@@ -141,12 +141,12 @@ def test_a_run_directory_of_a_newer_layout_is_refused_in_one_line(tmp_path, whol
   directory = tmp_path / "run"
   shutil.copytree(whole[2], directory)
   value = json.loads((directory / file).read_text())
-  value["record_version"] = 3
+  value["record_version"] = 4
   (directory / file).write_text(json.dumps(value))
   if file.endswith("settings.json"):  # a finished run reads nothing of it: one with a task to go
     shutil.rmtree(next(directory.glob("houdini_topdown/seed_0/records/02_*")))
   out = _run(directory)
   assert out.returncode == 1, (out.stdout[-2000:], out.stderr[-2000:])
   (line,) = out.stderr.strip().splitlines()
-  assert line.startswith(f"error: {directory / file}: a run directory's layout of record_version 3, written "
-                         "by a newer hx; this hx reads record_version 1 or 2 only"), line
+  assert line.startswith(f"error: {directory / file}: a run directory's layout of record_version 4, written "
+                         "by a newer hx; this hx reads record_version 1, 2 or 3 only"), line

@@ -453,7 +453,7 @@ def _synth(cs1, schedule):  # noqa: F811
 
 @pytest.mark.slow
 def test_a_candidate_trained_to_the_end_has_the_scores_of_training_every_candidate(cs1, monkeypatch):  # noqa: F811
-  """Real training on CS1's count_digit (tiny sizes), a library recogniser to put fresh heads on: the
+  """Real training on CS1's count_digit (tiny sizes), a library recognizer to put fresh heads on: the
   probe pauses after an epoch and the run resumes where it paused."""
   full = {x.order: x for x in _synth(cs1, None).entries}
   # The probe's prices are measured seconds, and at these sizes the candidates' steps cost about the same:

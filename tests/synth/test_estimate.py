@@ -128,7 +128,7 @@ def test_bad_schedules_are_refused():
 
 @pytest.fixture(scope="module")
 def cs1():
-  """CS1's count_digit at tiny sizes, and a library holding a (frozen, untrained) recogniser
+  """CS1's count_digit at tiny sizes, and a library holding a (frozen, untrained) recognizer
   compose(nn_t_1, nn_t_2): an MLP on a CNN's 1,024 features."""
   seq = sequence("cs1", seed=0, sizes=TaskSizes(binary=(60, 30, 30), lists=(90, 40, 40)))
   task = seq.build(2)
@@ -162,7 +162,7 @@ def test_compact_table_selects_the_same_images(cs1):
     np.testing.assert_array_equal(after.targets, before.targets)
 
 
-def test_a_fresh_lstm_on_a_frozen_recogniser_is_a_head_and_a_fresh_cnn_is_not(cs1):
+def test_a_fresh_lstm_on_a_frozen_recognizer_is_a_head_and_a_fresh_cnn_is_not(cs1):
   task, library = cs1
   _, _, names, compiled = _head(task, library)
   assert names == ("nn_t_1", "nn_t_2") and head_slot(compiled, prefixed=True) == 0
@@ -205,7 +205,7 @@ def test_the_head_is_affine_in_its_features_and_the_fit_is_their_least_squares(c
 
 
 def test_a_bool_heads_fit_takes_logits(cs1):
-  """A recogniser head on the library's CNN features: the logistic fit's logits are its features' affine
+  """A recognizer head on the library's CNN features: the logistic fit's logits are its features' affine
   function, and it scores the training split better than chance."""
   from hx.compile import evaluate
   from hx.compile.memo import apply_prefix

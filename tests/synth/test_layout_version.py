@@ -1,6 +1,6 @@
 """A run directory's layout version (`RECORD_VERSION`, "record_version" in every record and settings.json):
 a file without one (written before hx recorded it) is read as version 1; a version 1 record is read as a
-version 2 one, a version 1 settings.json is migrated when its run resumes (the fields it left out at their
+version 3 one, a version 1 settings.json is migrated when its run resumes (the fields it left out at their
 defaults filled in, `hx.synth.run_directory.VERSION_1_OMITTED`); a file of another version is refused in
 one line that names the file and the versions, by the library functions and the binaries."""
 
@@ -40,7 +40,7 @@ def _bump(path, version):
 
 def test_a_new_settings_file_holds_the_layout_version(tmp_path):
   open_settings(tmp_path / "run", {"sequence": "cs1"})
-  assert json.loads((tmp_path / "run" / "settings.json").read_text())["record_version"] == RECORD_VERSION == 2
+  assert json.loads((tmp_path / "run" / "settings.json").read_text())["record_version"] == RECORD_VERSION == 3
 
 
 def test_files_written_before_the_version_was_recorded_are_read_as_version_1(evaluation):
@@ -54,7 +54,7 @@ def test_files_written_before_the_version_was_recorded_are_read_as_version_1(eva
   assert read_record(record)["task"] == value["task"]
 
 
-@pytest.mark.parametrize("version, words", [(3, "record_version 3, written by a newer hx"),
+@pytest.mark.parametrize("version, words", [(4, "record_version 4, written by a newer hx"),
                                             (7, "record_version 7, written by a newer hx"),
                                             (0, "record_version: expected an integer >= 1, got 0"),
                                             ("2", 'record_version: expected an integer >= 1, got "2"')])
@@ -68,23 +68,23 @@ def test_a_directory_of_another_layout_is_refused_in_one_line_naming_the_version
   line = str(err.value)
   assert line.startswith(f"{path}") and words in line and "\n" not in line
   if isinstance(version, int) and version >= 1:  # 0 and "2" do not fit the file's schema: named as such
-    assert "this hx reads record_version 1 or 2 only" in line
+    assert "this hx reads record_version 1, 2 or 3 only" in line
   assert path.read_bytes() == before
 
 
 def test_a_record_of_a_newer_layout_is_refused_naming_it(evaluation):
   record = _records(evaluation)[0]
-  _bump(record, 3)
+  _bump(record, 4)
   with pytest.raises(LayoutVersionError) as err:
     read_record(record)
-  assert str(err.value).startswith(f"{record}: a run directory's layout of record_version 3, written by a "
-                                   "newer hx; this hx reads record_version 1 or 2 only")
+  assert str(err.value).startswith(f"{record}: a run directory's layout of record_version 4, written by a "
+                                   "newer hx; this hx reads record_version 1, 2 or 3 only")
 
 
-def test_records_of_versions_1_and_2_are_read_alike(evaluation):
+def test_records_of_versions_1_to_3_are_read_alike(evaluation):
   record = _records(evaluation)[0]
   value = json.loads(record.read_text())
-  for version in (1, 2):
+  for version in (1, 2, 3):
     record.write_text(json.dumps({**value, "record_version": version}))
     assert {k: v for k, v in read_record(record).items() if k != "record_version"} == {
         k: v for k, v in value.items() if k != "record_version"}
@@ -92,12 +92,12 @@ def test_records_of_versions_1_and_2_are_read_alike(evaluation):
 
 def test_the_report_refuses_a_record_of_a_newer_layout_in_one_line(evaluation):
   record = _records(evaluation)[3]
-  _bump(record, 3)
+  _bump(record, 4)
   out = subprocess.run([sys.executable, "-m", "hx.bin.report", str(evaluation)], capture_output=True,
                        text=True, timeout=300)
   assert out.returncode == 1, out.stderr[-2000:]
   (line,) = out.stderr.strip().splitlines()
-  assert line.startswith(f"error: {record}: ") and "record_version 3, written by a newer hx" in line, line
+  assert line.startswith(f"error: {record}: ") and "record_version 4, written by a newer hx" in line, line
   assert not (evaluation / "report.md").exists()
 
 
@@ -147,7 +147,7 @@ def test_the_table_names_every_field_version_1_left_out():
 
 
 @pytest.mark.parametrize("version", [None, 1])
-def test_a_version_1_directory_resumes_and_is_rewritten_as_version_2(tmp_path, version):
+def test_a_version_1_directory_resumes_and_is_rewritten_as_version_3(tmp_path, version):
   asked = _asked()
   path = _version_1(tmp_path / "run", _left_out(asked), version)
   before = path.read_bytes()
@@ -156,9 +156,10 @@ def test_a_version_1_directory_resumes_and_is_rewritten_as_version_2(tmp_path, v
   assert path.read_bytes() == before
   assert open_settings(tmp_path / "run", asked) == "2026-01-02T03:04:05+00:00"
   whole = json.loads(path.read_text())
-  assert whole == {"settings": asked, "started": "2026-01-02T03:04:05+00:00", "record_version": 2}
+  assert whole == {"settings": asked, "started": "2026-01-02T03:04:05+00:00",
+                   "record_version": RECORD_VERSION}
   assert read_settings(path)[0] == asked
-  assert open_settings(tmp_path / "run", asked) == "2026-01-02T03:04:05+00:00"  # and again, as version 2
+  assert open_settings(tmp_path / "run", asked) == "2026-01-02T03:04:05+00:00"  # and again, as version 3
 
 
 def test_a_version_1_directory_of_other_settings_is_refused_and_left_as_it_is(tmp_path):
@@ -198,7 +199,7 @@ def test_a_version_1_field_is_filled_in_only_at_its_default_of_the_same_json_typ
 
 
 def test_a_version_1_evaluation_resumes_with_more_instantiations(tmp_path):
-  # The evaluation's merge (more seeds) applies to the migrated settings, and the file becomes version 2.
+  # The evaluation's merge (more seeds) applies to the migrated settings, and the file becomes version 3.
   from hx.evaluation import ConfigError
   from hx.evaluation.runner import _more_seeds
 
@@ -207,7 +208,8 @@ def test_a_version_1_evaluation_resumes_with_more_instantiations(tmp_path):
   more = {**asked, "seeds": [1]}
   assert open_settings(tmp_path / "run", more, merge=_more_seeds, error=ConfigError) is not None
   assert json.loads(path.read_text()) == {"settings": {**asked, "seeds": [0, 1]},
-                                          "started": "2026-01-02T03:04:05+00:00", "record_version": 2}
+                                          "started": "2026-01-02T03:04:05+00:00",
+                                          "record_version": RECORD_VERSION}
 
 
 def test_a_committed_version_1_evaluation_opens_migrated(evaluation):
@@ -219,5 +221,5 @@ def test_a_committed_version_1_evaluation_opens_migrated(evaluation):
             "module_config": {**saved["settings"]["module_config"], "mlp_order": "bn_relu",
                               "fold_step_norm": True}}
   assert open_settings(evaluation, filled, what="hx evaluation") == saved["started"]
-  assert json.loads(path.read_text())["record_version"] == 2
+  assert json.loads(path.read_text())["record_version"] == RECORD_VERSION
   assert read_settings(path)[0] == filled

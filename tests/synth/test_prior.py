@@ -196,17 +196,17 @@ def test_the_probed_sources_are_those_a_winner_used_most_recently():
 
 
 def test_half_the_probed_sources_have_the_new_tasks_type():
-  # Task 1 recognises (-> Tensor<bool>[1]); tasks 2-5 classify (-> Tensor<bool>[5]), used later.
+  # Task 1 recognizes (-> Tensor<bool>[1]); tasks 2-5 classify (-> Tensor<bool>[5]), used later.
   five = "Tensor<bool>[5]"
   library = _grown(["nn_1"] * 5, ["Tensor<bool>[1]", five, five, five, five])
-  recognise = hx.lang.types.parse_type("Tensor<real>[1][28][28] -> Tensor<bool>[1]")
+  recognize = hx.lang.types.parse_type("Tensor<real>[1][28][28] -> Tensor<bool>[1]")
   classify = hx.lang.types.parse_type(f"Tensor<real>[1][28][28] -> {five}")
   assert probed_sources(library, 2) == {"t/task_5", "t/task_4"}
   # A repeat of task 1 probes it, however long ago it was used, and the most recent other task.
-  assert probed_sources(library, 2, recognise) == {"t/task_1", "t/task_5"}
-  assert probed_sources(library, 3, recognise) == {"t/task_1", "t/task_5", "t/task_4"}
+  assert probed_sources(library, 2, recognize) == {"t/task_1", "t/task_5"}
+  assert probed_sources(library, 3, recognize) == {"t/task_1", "t/task_5", "t/task_4"}
   assert probed_sources(library, 2, classify) == {"t/task_5", "t/task_4"}
-  assert probed_sources(library, None, recognise) == {f"t/task_{i}" for i in range(1, 6)}
+  assert probed_sources(library, None, recognize) == {f"t/task_{i}" for i in range(1, 6)}
 
 
 def test_a_retired_source_is_not_probed_and_is_offered_after_the_probed_ones(two_tasks):
@@ -240,7 +240,7 @@ def test_a_list_task_probes_image_level_programs_and_every_function_of_a_probe_i
   from hx.data import Sources
   from hx.presets import STREAM_PRESETS
 
-  # Task 1 recognises from its own CNN; task 2 reads task 1's CNN output through a layer of its own.
+  # Task 1 recognizes from its own CNN; task 2 reads task 1's CNN output through a layer of its own.
   library = _grown(["nn_1", "compose(nn_1, lib.nn_t_1)", "nn_1"])
   count = STREAM_PRESETS["small"].stream(0, 4, Sources()).instance(0).build(3)  # count_digit(7): a list task
   assert str(count.type).startswith("List<Tensor<real>[1][28][28]>")
@@ -266,22 +266,22 @@ def test_earlier_programs_of_the_tasks_type_are_reused_as_they_are_and_with_one_
   # classifies into five (another type).
   library = _grown(["nn_1", "compose(nn_1, lib.nn_t_1)", "nn_1", "nn_1"],
                    ["Tensor<bool>[1]"] * 3 + ["Tensor<bool>[5]"])
-  recognise = STREAM_PRESETS["small"].stream(0, 4, Sources()).instance(0).build(1)  # recognise_digit(7)
-  prior = offer(library, recognise, 4)
+  recognize = STREAM_PRESETS["small"].stream(0, 4, Sources()).instance(0).build(1)  # recognize_digit(7)
+  prior = offer(library, recognize, 4)
   assert sorted(prior.sources) == ["t/task_1", "t/task_2", "t/task_3", "t/task_4"]
   config = ModuleConfig(mlp_hidden=8, cnn_channels=(2, 4), lstm_hidden=8)
   completer = Completer(prior.library, SearchSpace(), config)
   ranked = prior._replace(sources=("t/task_4", "t/task_2", "t/task_1", "t/task_3"))
   # In the prior's order, those of the task's type only, nothing fresh.
-  assert [str(c) for c in reused_programs(ranked, recognise.type, 4, completer)] == [
+  assert [str(c) for c in reused_programs(ranked, recognize.type, 4, completer)] == [
       "compose(lib.nn_t_2, lib.nn_t_1)", "lib.nn_t_1", "lib.nn_t_3"]
-  assert [str(c) for c in reused_programs(ranked, recognise.type, 2, completer)] == [
+  assert [str(c) for c in reused_programs(ranked, recognize.type, 2, completer)] == [
       "compose(lib.nn_t_2, lib.nn_t_1)", "lib.nn_t_1"]
   two = hx.lang.parse("compose(lib.nn_t_2, lib.nn_t_1)")
-  assert [str(c) for c in one_fresh(two, recognise.type, completer)] == [
+  assert [str(c) for c in one_fresh(two, recognize.type, completer)] == [
       "compose(nn_1, lib.nn_t_1)  [nn_1 : Tensor<bool>[1] -> Tensor<bool>[1]]",
       "compose(lib.nn_t_2, nn_1)  [nn_1 : Tensor<real>[1][28][28] -> Tensor<bool>[1]]"]
-  assert [str(c) for c in one_fresh(hx.lang.parse("lib.nn_t_3"), recognise.type, completer)] == [
+  assert [str(c) for c in one_fresh(hx.lang.parse("lib.nn_t_3"), recognize.type, completer)] == [
       "nn_1  [nn_1 : Tensor<real>[1][28][28] -> Tensor<bool>[1]]"]
   # A count task's type is none of these programs': nothing to reuse as it is.
   count = STREAM_PRESETS["small"].stream(0, 4, Sources()).instance(0).build(3)
