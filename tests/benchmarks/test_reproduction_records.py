@@ -35,6 +35,9 @@ def test_a_committed_run_rebuilds_its_report_from_its_records_alone(run, tmp_pat
   records = load_records(copy)
   assert records and all(r["ranked"] or r["method"] != "houdini_topdown" for r in records)
   report = build_report(copy).read_text("utf-8")
+  # Byte for byte what was committed: the report and the programs are functions of the records alone.
+  assert report == (run / "report.md").read_text("utf-8")
+  assert (copy / "programs.md").read_bytes() == (run / "programs.md").read_bytes()
   for r in records:
     if r["method"] == "houdini_topdown" and r["ranked"]:
       assert f"Task {r['task_index']}: {r['task']}" in report
