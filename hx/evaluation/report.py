@@ -319,7 +319,8 @@ def _settings(directory: Path) -> dict | None:
 
 def build_report(directory: os.PathLike | str) -> Path:
   """Writes report.md, programs.md and plots/ into `directory` from its records; returns report.md. A
-  directory of an older layout has its names respelt first (`hx.synth.run_directory.respell`).
+  directory of an older layout has its names respelt first (`hx.synth.run_directory.respell`), once
+  its records are read: a directory refused is left as it is.
 
   Raises:
     FileNotFoundError: `directory` holds no record.
@@ -327,11 +328,11 @@ def build_report(directory: os.PathLike | str) -> Path:
   from hx.synth.run_directory import respell
 
   directory = Path(directory)
-  if directory.is_dir():
-    respell(directory)
   records = load_records(directory) if directory.is_dir() else []
   if not records:
     raise FileNotFoundError(f"{directory} holds no evaluation records")
+  if respell(directory):
+    records = load_records(directory)
   table = _Table(records)
   plots = plot_tasks(directory, table)
   programs = _programs_md(table)

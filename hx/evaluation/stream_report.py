@@ -268,17 +268,18 @@ def write_stream_report(config: EvalConfig, directory: os.PathLike | str,
       re-scores are read, if any. Replay's and EWC's re-scores are read from the run
       (`continual_forgetting`), whatever `rescore` says.
 
-  A directory of an older layout has its names respelt first (`hx.synth.run_directory.respell`).
+  A directory of an older layout has its names respelt first (`hx.synth.run_directory.respell`), once
+  its records are read: a directory refused is left as it is.
 
   Raises:
     ValueError: the directory holds no record, or a kept file is not readable (its path named).
   """
   directory = Path(directory)
-  if directory.is_dir():
-    respell(directory)
   records = load_records(directory) if directory.is_dir() else []
   if not records:
     raise ValueError(f"{directory} holds no evaluation records")
+  if respell(directory):
+    records = load_records(directory)
   rows = task_rows(records)
   instance = _instance(records, None)
   houdini = next((m for m in sorted({r["method"] for r in records}) if m.startswith("houdini_")), None)

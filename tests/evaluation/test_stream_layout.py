@@ -70,4 +70,11 @@ def test_a_version_2_stream_run_resumes_respelt_with_nothing_trained_again(tmp_p
     if name != "settings.json":
       assert now[name].replace('"record_version": 2', f'"record_version": {RECORD_VERSION}') == text, name
   assert (directory / "report.md").read_text("utf-8") == report
+
+  # Its report rebuilt (hx-report) from version 2 again: respelt the same way, the same report.
+  _as_version_2(directory)
   assert build_report(directory).read_text("utf-8") == report
+  assert not [p for p in directory.rglob("*recognise*")]
+  assert {k: v.replace('"record_version": 2', f'"record_version": {RECORD_VERSION}')
+          for k, v in _texts(directory).items() if k != "settings.json"} == {
+      k: v for k, v in texts.items() if k != "settings.json"}
