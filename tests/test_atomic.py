@@ -75,6 +75,7 @@ def test_a_directory_held_by_another_process_is_refused_and_free_once_it_ends(tm
     pass
 
 
+@pytest.mark.slow
 def test_a_second_evaluation_on_a_held_directory_is_one_line(tmp_path):
   import subprocess
   import sys
@@ -138,6 +139,7 @@ def test_a_sequence_refused_on_a_held_directory_writes_nothing_there(tmp_path):
     ("reproduce.py", ["--sequences=cs1", "--seeds=0", "--fractions=0.02", "--methods=standalone",
                       "--output_dir={OUT}"]),
 ])
+@pytest.mark.slow
 def test_the_benchmarks_refuse_a_held_directory_in_one_line(tmp_path, script, args):
   import subprocess
   import sys

@@ -150,6 +150,7 @@ def regression(name: str, seed: int, n: tuple[int, int, int] = (120, 60, 60)) ->
   return hx.Task.from_arrays(name, f"Tensor<real>[{WIDTH}] -> Tensor<real>[1]", *splits)
 
 
+@pytest.mark.slow
 def test_the_replayed_loss_is_each_earlier_tasks_loss_written_out():
   """Four earlier tasks in three groups replayed alike (two heads, two draw counts): the vectorised loss
   equals the mean over their drawn memory examples of each one's loss through its own head and the

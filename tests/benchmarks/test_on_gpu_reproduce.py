@@ -38,6 +38,7 @@ def test_bad_settings_are_one_line_and_exit_1(tmp_path, env, message):
   assert not (tmp_path / "out" / "reproduce.log").exists()  # nothing ran
 
 
+@pytest.mark.slow
 def test_a_refused_reproduce_run_is_exit_1_and_brings_nothing_back(tmp_path):
   mnist = tmp_path / "mnist.pkl.gz"
   mnist.write_bytes(b"")  # reproduce.py refuses the sequence name before reading it

@@ -229,6 +229,7 @@ def test_results_only_refuses_bad_flags_in_one_line_and_writes_nothing(tmp_path,
   assert not list(tmp_path.rglob("results.md"))
 
 
+@pytest.mark.slow
 def test_library_after_refuses_a_folder_with_no_run_in_one_line_and_starts_none(tmp_path):
   import subprocess
   import sys

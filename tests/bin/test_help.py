@@ -18,7 +18,7 @@ def _help(code: str) -> str:
   return out.stdout
 
 
-@pytest.mark.parametrize("entry", ["console", "cs1"])
+@pytest.mark.parametrize("entry", ["console", pytest.param("cs1", marks=pytest.mark.slow)])
 def test_a_console_scripts_help_lists_the_main_flags(entry):
   text = _help(f"from hx.bin.run import {entry}; {entry}()")
   assert text.startswith("Runs one of the paper's task sequences"), text[:200]

@@ -210,6 +210,7 @@ def test_sequences_refuses_bad_flags_in_one_line(places):
   _refusals("hx.bin.sequences", SEQUENCES, places)
 
 
+@pytest.mark.slow
 def test_figures_refuses_a_bad_root_in_one_line_and_writes_nothing(places):
   _refusals("hx.bin.figures", FIGURES, places)
   for name in ("dir", "badsettings"):

@@ -24,7 +24,7 @@ def _refused(out, message):
   assert "Traceback" not in out.stderr
 
 
-@pytest.mark.parametrize("args, message", fast_first(2, [
+@pytest.mark.parametrize("args, message", fast_first(1, [
     (("--sequence=cs9",), "error: unknown sequence 'cs9'; the sequences are cs1, cs2, cs3, ss, gs1, gs2, ls"),
     ((), "--sequence is required"),
     (("--sequence=cs1", "--fractions=0.1,1.5"), "training fraction 1.5 is outside (0, 1]"),
@@ -72,7 +72,7 @@ def test_bad_flags_are_one_line_before_any_work(tmp_path, args, message):
   assert not out_dir.exists()
 
 
-@pytest.mark.parametrize("args, message", fast_first(2, [
+@pytest.mark.parametrize("args, message", fast_first(1, [
     (("--time_budget=0",), "error: --time_budget must be a positive number of seconds, got 0"),
     (("--time_budget=-5",), "error: --time_budget must be a positive number of seconds, got -5"),
     (("--schedule=halving:eta=1",), "error: --schedule: halving:eta=1: Halving needs eta >= 2 and "
@@ -144,8 +144,8 @@ def test_a_sequence_script_runs_its_sequence_only(tmp_path):
            "hx-cs1 runs CS1; for --sequence=cs2 use hx-run")
 
 
-@pytest.mark.parametrize("flag, expected", [("--nobias_from_targets", "[False]"),
-                                            ("--sequence=gs2", "[True]")])
+@pytest.mark.parametrize("flag, expected", fast_first(1, [("--nobias_from_targets", "[False]"),
+                                                         ("--sequence=gs2", "[True]")]))
 def test_the_output_bias_flag_reaches_every_tasks_training(flag, expected):
   code = ("import sys; from absl import flags; from hx.bin.run import config_from_flags; "
           "flags.FLAGS(sys.argv); "
@@ -175,6 +175,7 @@ def test_the_schedule_and_patience_flags_reach_the_runs_settings():
     assert out.stdout.strip().splitlines()[-1] == "None [None]"
 
 
+@pytest.mark.slow
 def test_the_budget_epochs_and_strategy_flags_reach_the_runs_settings():
   # --budget_seconds keeps the preset's candidates of each task (SS under paper: 10, then 100);
   # --candidates sets every task's; --strategy runs HOUDINI once per strategy beside the default baselines.

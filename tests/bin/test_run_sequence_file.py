@@ -53,7 +53,7 @@ def test_a_sequence_file_runs_to_its_report_and_resumes(tmp_path):
   assert again.returncode == 0 and "already holds this run, finished" in again.stdout
 
 
-@pytest.mark.parametrize("extra, flags, message", fast_first(2, [
+@pytest.mark.parametrize("extra, flags, message", fast_first(1, [
     ('strategies = "all"', (), "seq.toml: strategies: must be a list, got 'all'"),
     ("", ("--sequence=cs1",), "--sequence_file runs the file's sequence: leave out --sequence"),
     ('preset = "huge"', (), "unknown preset 'huge'"),

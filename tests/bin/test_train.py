@@ -25,7 +25,7 @@ def test_trains_a_paper_program_on_the_default_data():
   assert "output bias from the targets' mean True" in out.stdout
 
 
-@pytest.mark.parametrize("args, message", fast_first(2, [
+@pytest.mark.parametrize("args, message", fast_first(1, [
     (("--program=compose(nn_a, map_l(nn_b)",), "parse error: line 1, column 26"),
     (("--task=count_digit(1)", "--program=compose(nn_a, map_g(nn_b))"), "type error: map_g(nn_b)"),
     (("--task=count_digit(12)",), "count_digit needs a class in 0..9"),
@@ -44,7 +44,7 @@ def _one_line(out, message):
   assert out.stderr.strip().splitlines() == [message] and out.stdout == ""
 
 
-@pytest.mark.parametrize("args, message", fast_first(2, [
+@pytest.mark.parametrize("args, message", fast_first(1, [
     (("--fraction=0",), "error: --fraction must be in (0, 1], got 0"),
     (("--fraction=2",), "error: --fraction must be in (0, 1], got 2"),
     (("--epochs=0",), "error: --epochs must be >= 1, got 0"),

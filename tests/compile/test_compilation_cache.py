@@ -40,6 +40,7 @@ def _flip(path):
 
 
 @pytest.mark.parametrize("damage", [_truncate, _flip])
+@pytest.mark.slow
 def test_a_damaged_entry_is_removed_with_a_warning_and_cached_anew(tmp_path, damage):
   cache = tmp_path / "jax"
   expected, warned = _run(cache)

@@ -166,6 +166,7 @@ def test_a_failed_build_names_the_compiler_and_falls_back_with_one_warning(monke
   assert not list((tmp_path / "kernels").glob("*.so"))
 
 
+@pytest.mark.slow
 def test_the_library_is_built_once_per_machine_and_source(monkeypatch, tmp_path):
   monkeypatch.setenv(cp.KERNEL_CACHE_DIR_ENV, str(tmp_path))
   path = cp.build_library()
@@ -177,6 +178,7 @@ def test_the_library_is_built_once_per_machine_and_source(monkeypatch, tmp_path)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "no digest"])
+@pytest.mark.slow
 def test_a_damaged_library_in_the_cache_is_built_again_with_a_warning(monkeypatch, tmp_path, damage):
   monkeypatch.setenv(cp.KERNEL_CACHE_DIR_ENV, str(tmp_path))
   path = cp.build_library()

@@ -11,6 +11,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.compile import kernel_gate
 
 pytestmark = kernel_gate.pytestmark()
@@ -95,6 +97,7 @@ print(json.dumps(outcomes))
 """
 
 
+@pytest.mark.slow
 def test_mismatched_shapes_and_exhausted_memory_are_python_errors_naming_them():
   done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(CASES)], capture_output=True, text=True,
                         timeout=600)

@@ -163,6 +163,7 @@ class TestOnThisCpu:
     assert choice.block == block and choice.kernels_ms > 0 and choice.xla_ms > 0
     assert choice.kernels == cc.faster(choice.kernels_ms, choice.xla_ms)
 
+  @pytest.mark.slow
   def test_another_process_reads_the_kept_choice(self, tmp_path):
     """A child process with the same kernel cache reads the choice kept here and does not time."""
     kernels = tmp_path / "kernels"

@@ -189,6 +189,7 @@ def test_a_fold_over_the_table_is_scored_over_every_occurrence(tasks):
   assert _Evaluator(scoring, jax.device_put(task.val), variables).per_image is None
 
 
+@pytest.mark.slow
 def test_tune_scores_over_distinct_images(tasks):
   task = tasks["count"]
   compiled = compile_program(parse(CASES[0][1]), {k: T(v) for k, v in CASES[0][2].items()}, SMALL)

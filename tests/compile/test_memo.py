@@ -85,9 +85,9 @@ def test_prefix_table_matches_the_library_function_inside_the_program(count_task
   np.testing.assert_allclose(np.asarray(out), np.asarray(direct), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("text", [
-    pytest.param("compose(nn_a, map_l(compose(nn_b, lib.nn_t_2)))", marks=pytest.mark.slow),
-    "compose(nn_a, map_l(compose(lib.nn_t_1, lib.nn_t_2)))"])
+@pytest.mark.slow
+@pytest.mark.parametrize("text", ["compose(nn_a, map_l(compose(nn_b, lib.nn_t_2)))",
+                                  "compose(nn_a, map_l(compose(lib.nn_t_1, lib.nn_t_2)))"])
 def test_training_on_the_prefix_table_equals_training_the_whole_program(count_task, text):
   lib = _library(0)
   program = parse(text)
@@ -192,6 +192,7 @@ def _grid_library() -> Library:
   return Library().add(Trained(compiled, variables), sequence="g", task="g").library
 
 
+@pytest.mark.slow
 def test_a_program_of_library_functions_alone_is_scored_on_the_table_of_all_but_the_last(grid_task):
   """map_g(lib.f ∘ lib.g), a candidate without parameters: scored as map_g(lib.f) on lib.g's table,
   with the validation and test scores of running both on every cell."""

@@ -344,6 +344,7 @@ def test_cnn_blocks_equal_the_plain_cnn():
   np.testing.assert_array_equal(_cnn_blocks(convs, x, 2, train=False), _cnn_blocks(convs, x, 2, train=True))
 
 
+@pytest.mark.slow
 def test_cnn_training_slices_give_the_same_values_and_gradients(monkeypatch):
   """Under YNNPACK's convolutions the training CNN runs on slices of rows (unrolled); outputs and
   gradients are those of one call."""
@@ -377,6 +378,7 @@ def test_cnn_training_slices_give_the_same_values_and_gradients(monkeypatch):
   assert len(cnn_blocks._cnn_slices(10 * 5 * cnn_blocks.CNN_MAX_SLICES, 5)) == cnn_blocks.CNN_MAX_SLICES
 
 
+@pytest.mark.slow
 def test_cnn_trains_in_one_call_where_xla_runs_its_own_convolutions(monkeypatch):
   """Slices work around YNNPACK's convolutions (`hx.cpu_convolutions`); with XLA's own kernels (hx's
   default) the training CNN is one call, with the sliced call's values and gradients."""

@@ -79,6 +79,7 @@ def _batch(lengths, pad=5, seed=0):
   return ListBatch(jnp.asarray(values), jnp.asarray(mask))
 
 
+@pytest.mark.slow
 def test_apply_with_pack_equals_the_padded_path_in_training():
   compiled = compile_program(PROGRAM, TYPES, SMALL)
   variables = compiled.init(jax.random.key(0))
@@ -144,6 +145,7 @@ def test_tune_packs_lists_with_the_losses_and_scores_of_the_padded_path():
   # up to its learning rate; one step's gradients are compared in the apply test above.)
 
 
+@pytest.mark.slow
 def test_a_packed_run_paused_and_resumed_equals_the_straight_run_bit_for_bit(monkeypatch):
   """Lists of 1-4 real scalars padded to 6 (synthetic values: Tune's mechanics, not a task). The resumed
   call sizes its step by the whole run's batches, as the straight run does, so it compiles the same step."""
@@ -239,6 +241,7 @@ def _perturbed(variables, seed):
   return {"params": variables["params"], "batch_stats": jax.tree.unflatten(treedef, moved)}
 
 
+@pytest.mark.slow
 def test_packed_evaluation_equals_the_padded_one_on_count_digit():
   """count_digit's validation lists from hx.data (6-8 digits padded to 8), in chunks with padding slots:
   the packed evaluation (on by default) gives the padded outputs, loss and score; its CNN sees the

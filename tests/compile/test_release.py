@@ -1,6 +1,7 @@
 """`hx.compile.release`: what a run gives back between tasks, and that giving it back changes no result."""
 
 import numpy as np
+import pytest
 
 import hx
 from hx.compile.executables import executable, release_unused_executables, tune_stats
@@ -24,6 +25,7 @@ def test_executables_unused_since_the_last_release_are_released_and_used_ones_ke
   assert release_unused_executables() == 1 and tune_stats()["cached_executables"] == 0
 
 
+@pytest.mark.slow
 def test_a_task_trained_again_after_a_release_scores_the_same():
   rng = np.random.default_rng(0)
 

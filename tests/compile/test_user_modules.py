@@ -170,6 +170,7 @@ def _data(config_type):
   return TuneData(*splits), objective_for_type(parse_type(config_type).result)
 
 
+@pytest.mark.slow
 def test_tune_trains_a_program_through_the_users_encoder():
   register_module("encoder", ENCODER_TYPE, module=Encoder())
   program = hx.parse("compose(nn_2, nn_1)")
@@ -286,6 +287,7 @@ def test_a_module_other_processes_cannot_import_is_refused_when_sent():
   assert copy.copy(SMALL) is SMALL  # copies are not refused
 
 
+@pytest.mark.slow
 def test_synthesize_trains_a_program_through_the_users_encoder():
   register_module("encoder", ENCODER_TYPE, module=Encoder())
   config = hx.SynthesisConfig(budget=hx.Budget(candidates=2), module_config=SMALL)
@@ -354,6 +356,7 @@ _WORKER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_worker_imports_a_module_from_where_the_sender_imported_it(tmp_path, monkeypatch):
   # A module beside the script that was run is on the sender's path (sys.path[0]), not on a worker's.
   for name in ("beside", "gone"):

@@ -27,6 +27,7 @@ TINY = StreamPreset("tiny", StreamSettings(images=(24, 10, 10), lists=(12, 6, 6)
 SOURCES = Sources(standin_per_class=(20, 6, 6))
 
 
+@pytest.mark.slow
 def test_a_short_stream_runs_end_to_end_and_forgets_nothing(tmp_path):
   stream = TINY.stream(0, 4, SOURCES)
   plan = stream_plan(0, 4, TINY.settings)

@@ -88,6 +88,7 @@ def test_a_baseline_that_cannot_take_a_task_is_refused_when_the_run_is_made():
       EvalConfig.make(lists, methods=["houdini", method])
 
 
+@pytest.mark.slow
 def test_hx_run_refuses_a_baseline_that_cannot_take_a_task_at_its_start(tmp_path):
   rng = np.random.default_rng(0)
   save_task_arrays(tmp_path / "wide.npz", f"Tensor<real>[{WIDTH}] -> Tensor<bool>[1]",

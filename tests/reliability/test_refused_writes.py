@@ -196,6 +196,7 @@ REPRODUCTION = Path(__file__).resolve().parents[2] / "benchmarks" / "reproductio
 
 @pytest.mark.parametrize("binary, written", [("hx.bin.report", "plots/task_01.png"),
                                              ("hx.bin.figures", "figures/cs2_error_by_fraction.png")])
+@pytest.mark.slow
 def test_the_binaries_on_a_full_disk_are_one_line_naming_the_file(tmp_path, binary, written):
   if not REPRODUCTION.is_dir():
     pytest.skip(f"{REPRODUCTION} is not in this checkout")

@@ -101,6 +101,7 @@ def _committed() -> list[Path]:
   return sorted(p for root in COMMITTED for p in root.rglob("fraction_*.json"))
 
 
+@pytest.mark.slow
 def test_every_committed_record_reads_back_and_writes_again_byte_for_byte(tmp_path):
   paths = _committed()
   assert len(paths) > 1000  # the reproduction's records and the 100-task stream's

@@ -90,6 +90,7 @@ def test_records_of_versions_1_to_3_are_read_alike(evaluation):
         k: v for k, v in value.items() if k != "record_version"}
 
 
+@pytest.mark.slow
 def test_the_report_refuses_a_record_of_a_newer_layout_in_one_line(evaluation):
   record = _records(evaluation)[3]
   _bump(record, 4)

@@ -82,6 +82,7 @@ def _results(run) -> list[tuple]:
   return out
 
 
+@pytest.mark.slow
 def test_two_sequences_differing_only_in_name_give_identical_results(tmp_path):
   config = dict(config=hx.SynthesisConfig(budget=hx.Budget(candidates=3), space=hx.SearchSpace(order="cost"),
                                           module_config=ModuleConfig(mlp_hidden=8, cnn_channels=(4, 8))),
