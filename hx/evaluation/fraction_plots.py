@@ -210,7 +210,7 @@ def variant_of(settings: dict) -> str | None:
   if preset is None or sequence not in SEQUENCES or not isinstance(saved, dict):
     return None
   expected = jsonable(preset.modules(sequence))
-  # A version-1 settings.json left fields out at their defaults: read as version 2 writes them.
+  # A version-1 settings.json left fields out at their defaults: read as versions 2 and 3 write them.
   saved = migrated_settings(saved, expected)
   changed = sorted(k for k in set(saved) | set(expected) if saved.get(k) != expected.get(k))
   return ", ".join(f"{k}={saved[k]}" if k in saved else f"{k} unset" for k in changed) or None
