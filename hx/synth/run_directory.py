@@ -247,7 +247,8 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
   Raises:
     `error`: the directory holds a run with other settings (the message names the differing keys), a
       settings file that cannot be read or is of a layout this hx does not read (the message names the
-      file and the versions), or other files and no settings file.
+      file and the versions), other files and no settings file, or an older layout's folder whose
+      respelt name is taken (`respell`: both named).
   """
   directory = Path(directory)
   path = directory / SETTINGS_FILE
@@ -271,7 +272,10 @@ def open_settings(directory: Path, settings: dict, *, what: str = "hx run", resu
       raise error(f"{directory} holds a run with other settings (differing: {', '.join(diff)}); "
                   f"{resume_hint}")
     if version != RECORD_VERSION and write:
-      respell(directory)
+      try:
+        respell(directory)
+      except FileExistsError as err:
+        raise error(str(err)) from None
     if (merged != saved or version != RECORD_VERSION) and write:
       write_json(path, {"settings": merged, "started": started, "record_version": RECORD_VERSION})
     return started

@@ -99,6 +99,11 @@ def test_a_new_name_that_is_taken_already_is_refused_naming_both(tmp_path):
   assert str(root / "records" / f"02_{OLD}") in str(err.value) and str(root / "records" / f"02_{NEW}") in str(
       err.value)
   assert (root / "records" / f"02_{OLD}" / "fraction_1.json").exists()
+  # Resumed, the same is the run directory's one refusal, naming both.
+  with pytest.raises(SettingsMismatch, match=r"cannot be renamed") as err:
+    open_settings(root, _settings(NEW))
+  assert str(root / "records" / f"02_{NEW}") in str(err.value)
+  assert read_settings_file(root / "settings.json")[2] == 2
 
 
 def test_a_newer_layout_is_refused_before_anything_is_respelt(tmp_path):
